@@ -1,0 +1,211 @@
+/*
+ * driver.h - the block driver interface of tapdisk.
+ *
+ * A vbd serves I/O through a chain of drivers written as a string,
+ * top first: "aio:/srv/disk.img", "null:size=1G", "sort|aio:/srv/disk.img".
+ * Every driver but the last is a filter (TD_DRV_FILTER) and forwards
+ * requests to the driver below it with td_forward().
+ *
+ * The core owns memory.  A driver declares the size of its per-device state
+ * (dev_size, allocated zeroed at open and freed after close) and of its
+ * per-request state (req_size, reached through td_request->priv, not
+ * zeroed); requests come from pools preallocated when the vbd opens, so
+ * nothing is allocated per I/O.
+ *
+ * The core guarantees, before calling ->submit:
+ *   - the range lies inside the disk (no overflow) and does not cross a
+ *     multiple of info.boundary_sectors; nr_sectors <= info.max_io_sectors;
+ *   - READ and WRITE carry iovecs whose lengths are multiples of
+ *     TD_SECTOR_SIZE and add up to nr_sectors * TD_SECTOR_SIZE, at most
+ *     td_request_iov_cap() of them; other ops carry none;
+ *   - offsets and lengths are multiples of the top driver's
+ *     info.sector_size (a 4 KiB-sector device gets 4 KiB-aligned I/O);
+ *   - the op is one the driver announced in info.features (READ and WRITE
+ *     always), and no write reaches a read-only disk.
+ * Everything runs in the single event-loop thread.
+ */
+#ifndef TAPSTRIPE_DRIVER_H
+#define TAPSTRIPE_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "tapdisk/loop.h"
+
+#define TD_SECTOR_SHIFT 9
+#define TD_SECTOR_SIZE (1u << TD_SECTOR_SHIFT)
+
+/* Most iovec entries one request may carry (Linux's IOV_MAX). */
+#define TD_IOV_MAX 1024
+
+enum td_op {
+	TD_OP_READ = 0,
+	TD_OP_WRITE,
+	TD_OP_FLUSH,	    /* make every completed write durable */
+	TD_OP_DISCARD,	    /* the range may read back as anything */
+	TD_OP_WRITE_ZEROES, /* the range reads back as zeroes */
+	TD_OP_COUNT
+};
+
+/* td_request.flags */
+#define TD_REQ_FUA (1u << 0)	 /* WRITE/WRITE_ZEROES durable on completion */
+#define TD_REQ_NO_HOLE (1u << 1) /* WRITE_ZEROES must allocate, not punch */
+
+/* td_disk_info.features */
+#define TD_FEAT_FLUSH (1u << 0)
+#define TD_FEAT_FUA (1u << 1)
+#define TD_FEAT_DISCARD (1u << 2)
+#define TD_FEAT_WRITE_ZEROES (1u << 3)
+
+struct td_disk_info {
+	uint64_t size_sectors;
+	/* Alignment the backend needs for offsets, lengths and buffers. */
+	uint32_t sector_size;
+	uint32_t features;	   /* TD_FEAT_* */
+	uint64_t boundary_sectors; /* 0: none */
+	uint32_t max_io_sectors;   /* 0: no limit of its own */
+	bool read_only;
+};
+
+struct td_vbd;
+struct td_driver;
+struct td_request;
+
+/* One driver instance in one vbd's chain.  Owned by the core. */
+struct td_driver {
+	const struct td_driver_ops *ops;
+	void *data;		 /* ops->dev_size bytes, zeroed */
+	struct td_vbd *vbd;
+	struct td_loop *loop;
+	struct td_driver *lower; /* the next driver down; NULL at the bottom */
+	unsigned int layer;	 /* 0 = top of the chain */
+	uint32_t queue_depth;	 /* most requests it can hold at once */
+	bool read_only;		 /* the vbd was opened read-only */
+	/*
+	 * What this driver exposes.  ->open fills it in; for a filter it
+	 * holds a copy of the lower driver's info when ->open is called.
+	 */
+	struct td_disk_info info;
+};
+
+typedef void (*td_request_cb)(struct td_request *req, int err, void *opaque);
+
+struct td_request {
+	enum td_op op;
+	uint32_t flags; /* TD_REQ_* */
+	uint64_t sector;
+	uint32_t nr_sectors;
+	struct iovec *iov;
+	int iovcnt;
+	void *priv; /* the serving driver's per-request state (req_size) */
+
+	/* --- owned by the core; drivers read, never write ------------- */
+	struct td_vbd *vbd;    /* the vbd whose pool holds it */
+	void *pool;
+	struct td_driver *drv; /* the driver this request is queued to */
+	td_request_cb cb;      /* who gets the completion */
+	void *cb_opaque;
+	int error;
+	bool completing;       /* td_complete was called */
+	struct td_request *next; /* free list / done list */
+	struct iovec *iov_slab;  /* td_request_iov_cap() entries */
+};
+
+struct td_driver_ops {
+	const char *name; /* as written in chains: "aio", "null", "sort" */
+	unsigned int flags;
+#define TD_DRV_FILTER (1u << 0) /* must have a lower driver */
+	size_t dev_size; /* bytes of per-device state, or 0 */
+	size_t req_size; /* bytes of per-request state, or 0 */
+
+	/*
+	 * Required.  Open the device described by args (the text after
+	 * "name:" in the chain, "" when none) and fill in drv->info.  A
+	 * filter's lower driver is already open.  Returns 0 or -errno,
+	 * having logged why; on error ->close is not called.
+	 */
+	int (*open)(struct td_driver *drv, const char *args);
+
+	/*
+	 * Required.  Release everything.  Called with no request in flight;
+	 * a filter's lower driver is closed after it.
+	 */
+	void (*close)(struct td_driver *drv);
+
+	/*
+	 * Required.  Start req.  Returns 0: td_complete(req, err) will be
+	 * called exactly once, possibly from inside this call (the core
+	 * defers the completion to its caller).  Returns -errno: the request
+	 * was not started and td_complete must not be called.
+	 */
+	int (*submit)(struct td_driver *drv, struct td_request *req);
+
+	/*
+	 * Optional.  Called at the end of every event-loop pass in which
+	 * ->submit was called, top of the chain first: release what was
+	 * batched (io_submit, a sorted plug).
+	 */
+	void (*unplug)(struct td_driver *drv);
+};
+
+/* Complete a request given to ->submit.  Exactly once; err 0 or -errno. */
+void td_complete(struct td_request *req, int err);
+
+/* Capacity of td_request.iov_slab (the iovecs a request may carry). */
+unsigned int td_request_iov_cap(void);
+
+/*
+ * For filters: take a request from the lower driver's pool.  Returns NULL
+ * when the pool is empty: a filter never holds more forwarded requests
+ * than it holds requests of its own, so with the pools sized alike this
+ * cannot happen to a filter that forwards at most one request per request.
+ * The request's iov points at its own slab; the filter fills it or points
+ * it at memory that outlives the request.
+ */
+struct td_request *td_request_get(struct td_driver *filter);
+
+/* Return a request taken with td_request_get and never forwarded. */
+void td_request_put(struct td_request *req);
+
+/*
+ * For filters: submit req to filter->lower.  cb(req, err, opaque) runs
+ * exactly once, always from the event loop and never inside this call;
+ * the request goes back to its pool when cb returns.
+ */
+void td_forward(struct td_driver *filter, struct td_request *req,
+		td_request_cb cb, void *opaque);
+
+/* Per-vbd counters a driver reports (see vbd.h, td_vbd_stats). */
+enum td_stat {
+	TD_STAT_BACKEND_SUBMITS = 0, /* I/Os handed to the backend */
+	TD_STAT_BACKEND_MERGES,	     /* requests joined to a neighbour's I/O */
+	TD_STAT_SORT_IN,	     /* requests that entered sort */
+	TD_STAT_SORT_OUT,	     /* requests sort forwarded */
+	TD_STAT_SORT_MERGES,	     /* requests sort joined to another */
+	TD_STAT_SORT_MAX_MERGE_BYTES, /* largest merged request (a maximum) */
+	TD_STAT_MERGED_IOV_ENTRIES,  /* iovec entries carried by merged I/Os */
+	TD_STAT_COUNT
+};
+
+void td_driver_stat_add(struct td_driver *drv, enum td_stat stat,
+			uint64_t n);
+void td_driver_stat_max(struct td_driver *drv, enum td_stat stat,
+			uint64_t value);
+
+/* For drivers' log messages (td_vbd_err & co. in log.h) and output. */
+const char *td_vbd_name(const struct td_vbd *vbd);
+struct td_ratelimit *td_vbd_ratelimit(struct td_vbd *vbd);
+const char *td_op_name(enum td_op op);
+
+/* Bytes of a request's data (nr_sectors * TD_SECTOR_SIZE). */
+static inline uint64_t td_request_bytes(const struct td_request *req)
+{
+	return (uint64_t)req->nr_sectors << TD_SECTOR_SHIFT;
+}
+
+/* Parse a size with an optional binary suffix K, M, G, T (or KiB ...). */
+int td_parse_size(const char *text, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * stats.c - names and histogram arithmetic for the vbd statistics.
+ */
+#include "config.h"
+
+#include "tapdisk/vbd.h"
+
+static const char *const stat_names[TD_STAT_COUNT] = {
+	[TD_STAT_BACKEND_SUBMITS] = "backend_submits",
+	[TD_STAT_BACKEND_MERGES] = "backend_merges",
+	[TD_STAT_SORT_IN] = "sort_in",
+	[TD_STAT_SORT_OUT] = "sort_out",
+	[TD_STAT_SORT_MERGES] = "sort_merges",
+	[TD_STAT_SORT_MAX_MERGE_BYTES] = "sort_max_merge_bytes",
+	[TD_STAT_MERGED_IOV_ENTRIES] = "merged_iov_entries",
+};
+
+static const char *const op_names[TD_OP_COUNT] = {
+	[TD_OP_READ] = "read",	     [TD_OP_WRITE] = "write",
+	[TD_OP_FLUSH] = "flush",     [TD_OP_DISCARD] = "discard",
+	[TD_OP_WRITE_ZEROES] = "write_zeroes",
+};
+
+const char *td_stat_name(enum td_stat stat)
+{
+	return (unsigned)stat < TD_STAT_COUNT ? stat_names[stat] : "?";
+}
+
+const char *td_op_name(enum td_op op)
+{
+	return (unsigned)op < TD_OP_COUNT ? op_names[op] : "?";
+}
+
+/* Bucket i holds (2^(i-1), 2^i]; 0 and 1 go to bucket 0. */
+unsigned int td_seg_bucket(uint32_t nr_segments)
+{
+	unsigned int b = 0;
+
+	while (b < TD_SEG_BUCKETS - 1 && nr_segments > (1u << b))
+		b++;
+	return b;
+}
+
+uint32_t td_seg_bucket_max(unsigned int bucket)
+{
+	return bucket < TD_SEG_BUCKETS - 1 ? 1u << bucket : UINT32_MAX;
+}
+
+/*
+ * Latency buckets: values below TD_LAT_SUB µs map one to one; above, each
+ * power of two [2^e, 2^(e+1)) is cut into TD_LAT_SUB equal parts, so a
+ * bucket is at most 1/TD_LAT_SUB (12.5 %) wide.
+ */
+unsigned int td_lat_bucket(uint64_t us)
+{
+	unsigned int e, b;
+
+	if (us < TD_LAT_SUB)
+		return (unsigned int)us;
+	e = 63 - (unsigned int)__builtin_clzll(us); /* 2^e <= us */
+	/* e >= 3 (TD_LAT_SUB = 8) */
+	b = (e - 2) * TD_LAT_SUB + (unsigned int)((us >> (e - 3)) & 7);
+	return b < TD_LAT_BUCKETS ? b : TD_LAT_BUCKETS - 1;
+}
+
+/* The largest value (inclusive) that lands in bucket. */
+uint64_t td_lat_bucket_max_us(unsigned int bucket)
+{
+	unsigned int e, sub;
+
+	if (bucket < TD_LAT_SUB)
+		return bucket;
+	e = bucket / TD_LAT_SUB + 2;
+	sub = bucket % TD_LAT_SUB;
+	return ((uint64_t)(TD_LAT_SUB + sub + 1) << (e - 3)) - 1;
+}
+
+uint64_t td_lat_percentile(const uint64_t *hist, double p)
+{
+	uint64_t total = 0, seen = 0, rank;
+
+	for (unsigned int i = 0; i < TD_LAT_BUCKETS; i++)
+		total += hist[i];
+	if (!total)
+		return 0;
+	rank = (uint64_t)(p / 100.0 * (double)total + 0.999999);
+	if (rank < 1)
+		rank = 1;
+	for (unsigned int i = 0; i < TD_LAT_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen >= rank)
+			return td_lat_bucket_max_us(i);
+	}
+	return td_lat_bucket_max_us(TD_LAT_BUCKETS - 1);
+}

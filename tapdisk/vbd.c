@@ -1,0 +1,779 @@
+/*
+ * vbd.c - request lifecycle: validate, split, submit, complete once.
+ *
+ * Memory: one pool of requests per chain layer, allocated at open.  A
+ * request's driver state and its iovec slab sit in two arrays beside it.
+ * Completions go through a done list drained by one deferred call, so no
+ * completion ever runs inside the stack of the call that submitted it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tapdisk/vbd.h"
+
+#define VBD_MAX_LAYERS 8
+#define VBD_PRIV_ALIGN 16
+
+enum vbd_state { VBD_RUNNING, VBD_PAUSING, VBD_PAUSED };
+
+struct vbd_pool {
+	struct td_request *reqs;
+	struct iovec *iovs;
+	unsigned char *priv;
+	struct td_request *free;
+	uint32_t size;
+	uint32_t nr_free;
+};
+
+TAILQ_HEAD(vbd_io_list, td_vbd_io);
+
+struct td_vbd {
+	char name[TD_VBD_NAME_MAX];
+	char *chain;	  /* as given */
+	char *chain_buf;  /* cut up by parsing; drivers' args point here */
+	struct td_loop *loop;
+	unsigned int nr_layers;
+	struct td_driver drivers[VBD_MAX_LAYERS]; /* [0] is the top */
+	struct vbd_pool pools[VBD_MAX_LAYERS];
+	struct td_disk_info info;
+	uint32_t max_io_sectors;
+
+	struct vbd_io_list waiting; /* not fully issued: pool empty or paused */
+	uint64_t active;	    /* I/Os started and not completed */
+
+	struct td_request *done_head; /* completed, callbacks not yet run */
+	struct td_request **done_tail;
+	struct td_defer done_defer;
+
+	struct td_hook unplug_hook;
+	uint32_t unplug_mask; /* layers submitted to in this pass */
+
+	enum vbd_state state;
+	td_vbd_drained_cb drained_cb;
+	void *drained_opaque;
+	struct td_defer drained_defer;
+
+	struct td_ratelimit rl;
+	struct td_vbd_stats stats;
+};
+
+static unsigned int iov_cap = TD_IOV_MAX;
+
+unsigned int td_request_iov_cap(void)
+{
+	return iov_cap;
+}
+
+/* --- pools ---------------------------------------------------------------- */
+
+static size_t priv_stride(size_t req_size)
+{
+	return (req_size + VBD_PRIV_ALIGN - 1) & ~(size_t)(VBD_PRIV_ALIGN - 1);
+}
+
+static int pool_init(struct td_vbd *vbd, struct vbd_pool *pool, uint32_t size,
+		     size_t req_size)
+{
+	size_t stride = priv_stride(req_size);
+
+	pool->reqs = calloc(size, sizeof(*pool->reqs));
+	pool->iovs = calloc((size_t)size * iov_cap, sizeof(*pool->iovs));
+	pool->priv = stride ? aligned_alloc(VBD_PRIV_ALIGN, stride * size)
+			    : NULL;
+	if (!pool->reqs || !pool->iovs || (stride && !pool->priv))
+		return -ENOMEM;
+	pool->size = size;
+	pool->nr_free = size;
+	pool->free = NULL;
+	for (uint32_t i = size; i-- > 0;) {
+		struct td_request *req = &pool->reqs[i];
+
+		req->vbd = vbd;
+		req->pool = pool;
+		req->iov_slab = &pool->iovs[(size_t)i * iov_cap];
+		req->priv = stride ? pool->priv + stride * i : NULL;
+		req->next = pool->free;
+		pool->free = req;
+	}
+	return 0;
+}
+
+static void pool_fini(struct vbd_pool *pool)
+{
+	free(pool->reqs);
+	free(pool->iovs);
+	free(pool->priv);
+	memset(pool, 0, sizeof(*pool));
+}
+
+static struct td_request *pool_get(struct vbd_pool *pool)
+{
+	struct td_request *req = pool->free;
+
+	if (!req)
+		return NULL;
+	pool->free = req->next;
+	pool->nr_free--;
+	req->next = NULL;
+	req->iov = req->iov_slab;
+	req->iovcnt = 0;
+	req->flags = 0;
+	req->cb = NULL;
+	req->cb_opaque = NULL;
+	req->error = 0;
+	req->completing = false;
+	return req;
+}
+
+static void pool_put(struct vbd_pool *pool, struct td_request *req)
+{
+	req->drv = NULL;
+	req->next = pool->free;
+	pool->free = req;
+	pool->nr_free++;
+}
+
+static void req_put(struct td_request *req)
+{
+	pool_put(req->pool, req);
+}
+
+/* --- completion ------------------------------------------------------------ */
+
+static void vbd_kick(struct td_vbd *vbd);
+
+static void vbd_run_done(struct td_defer *d, void *opaque)
+{
+	struct td_vbd *vbd = opaque;
+	struct td_request *req = vbd->done_head;
+
+	vbd->done_head = NULL;
+	vbd->done_tail = &vbd->done_head;
+	while (req) {
+		struct td_request *next = req->next;
+
+		req->cb(req, req->error, req->cb_opaque);
+		req_put(req);
+		req = next;
+	}
+	vbd_kick(vbd);
+}
+
+static void vbd_queue_done(struct td_vbd *vbd, struct td_request *req, int err)
+{
+	req->completing = true;
+	req->error = err;
+	req->next = NULL;
+	*vbd->done_tail = req;
+	vbd->done_tail = &req->next;
+	td_loop_defer(vbd->loop, &vbd->done_defer, vbd_run_done, vbd);
+}
+
+void td_complete(struct td_request *req, int err)
+{
+	struct td_vbd *vbd = req->vbd;
+
+	if (req->completing) {
+		td_vbd_err(vbd, "driver %s completed a request twice (ignored)",
+			   req->drv->ops->name);
+		return;
+	}
+	if (err > 0) {
+		td_vbd_err(vbd, "driver %s completed with positive error %d",
+			   req->drv->ops->name, err);
+		err = -EIO;
+	}
+	vbd_queue_done(vbd, req, err);
+}
+
+static void vbd_submit_req(struct td_vbd *vbd, struct td_driver *drv,
+			   struct td_request *req)
+{
+	int err;
+
+	req->drv = drv;
+	vbd->unplug_mask |= 1u << drv->layer;
+	err = drv->ops->submit(drv, req);
+	if (err) {
+		if (req->completing) {
+			td_vbd_err(vbd, "driver %s failed a request it completed",
+				   drv->ops->name);
+			return;
+		}
+		vbd_queue_done(vbd, req, err < 0 ? err : -EIO);
+	}
+}
+
+struct td_request *td_request_get(struct td_driver *filter)
+{
+	struct td_vbd *vbd = filter->vbd;
+
+	if (!filter->lower)
+		return NULL;
+	return pool_get(&vbd->pools[filter->lower->layer]);
+}
+
+void td_request_put(struct td_request *req)
+{
+	req_put(req);
+}
+
+void td_forward(struct td_driver *filter, struct td_request *req,
+		td_request_cb cb, void *opaque)
+{
+	req->cb = cb;
+	req->cb_opaque = opaque;
+	vbd_submit_req(filter->vbd, filter->lower, req);
+}
+
+void td_driver_stat_add(struct td_driver *drv, enum td_stat stat, uint64_t n)
+{
+	drv->vbd->stats.counters[stat] += n;
+}
+
+void td_driver_stat_max(struct td_driver *drv, enum td_stat stat,
+			uint64_t value)
+{
+	if (value > drv->vbd->stats.counters[stat])
+		drv->vbd->stats.counters[stat] = value;
+}
+
+static void vbd_unplug(struct td_hook *h, void *opaque)
+{
+	struct td_vbd *vbd = opaque;
+
+	/* Top first: what a filter releases reaches the lower driver's batch. */
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (!(vbd->unplug_mask & (1u << i)))
+			continue;
+		vbd->unplug_mask &= ~(1u << i);
+		if (drv->ops->unplug)
+			drv->ops->unplug(drv);
+	}
+}
+
+/* --- I/O: validate, split, complete ----------------------------------------- */
+
+#define VBD_IO_FLAGS (TD_REQ_FUA | TD_REQ_NO_HOLE)
+
+static int vbd_check_iov(const struct td_vbd_io *io, uint32_t align)
+{
+	uint64_t total = 0;
+
+	if (!io->iov || io->iovcnt <= 0)
+		return -EINVAL;
+	for (int i = 0; i < io->iovcnt; i++) {
+		size_t len = io->iov[i].iov_len;
+
+		if (len % align || len > UINT32_MAX)
+			return -EINVAL;
+		if (len && !io->iov[i].iov_base)
+			return -EINVAL;
+		total += len; /* at most INT_MAX * 2^32: no overflow */
+	}
+	if (total != (uint64_t)io->nr_sectors << TD_SECTOR_SHIFT)
+		return -EINVAL;
+	return 0;
+}
+
+static int vbd_validate(const struct td_vbd *vbd, const struct td_vbd_io *io)
+{
+	const struct td_disk_info *info = &vbd->info;
+	uint32_t align = info->sector_size >> TD_SECTOR_SHIFT; /* sectors */
+	uint32_t need = 0;
+	int err;
+
+	if (!io->cb || (io->flags & ~VBD_IO_FLAGS))
+		return -EINVAL;
+	switch (io->op) {
+	case TD_OP_READ:
+	case TD_OP_WRITE:
+		if ((err = vbd_check_iov(io, info->sector_size)))
+			return err;
+		break;
+	case TD_OP_FLUSH:
+		need = TD_FEAT_FLUSH;
+		break;
+	case TD_OP_DISCARD:
+		need = TD_FEAT_DISCARD;
+		break;
+	case TD_OP_WRITE_ZEROES:
+		need = TD_FEAT_WRITE_ZEROES;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (io->op != TD_OP_READ && io->op != TD_OP_FLUSH && info->read_only)
+		return -EROFS;
+	if (need && !(info->features & need))
+		return -EOPNOTSUPP;
+	if ((io->flags & TD_REQ_FUA) &&
+	    (!(info->features & TD_FEAT_FUA) ||
+	     (io->op != TD_OP_WRITE && io->op != TD_OP_WRITE_ZEROES)))
+		return io->op == TD_OP_WRITE ? -EOPNOTSUPP : -EINVAL;
+	if (io->op == TD_OP_FLUSH)
+		return 0;
+	if (!io->nr_sectors || io->sector % align || io->nr_sectors % align)
+		return -EINVAL;
+	/* Written so that it cannot overflow: sector + nr <= size. */
+	if (io->sector > info->size_sectors ||
+	    io->nr_sectors > info->size_sectors - io->sector)
+		return -ERANGE;
+	return 0;
+}
+
+static uint64_t io_end(const struct td_vbd_io *io)
+{
+	return io->op == TD_OP_FLUSH ? 1 : io->sector + io->nr_sectors;
+}
+
+/* Sectors of the next piece, before the iovec capacity is applied. */
+static uint32_t vbd_piece_sectors(const struct td_vbd *vbd,
+				  const struct td_vbd_io *io)
+{
+	uint64_t left = io_end(io) - io->next_sector;
+	uint64_t b = vbd->info.boundary_sectors;
+
+	if (io->op == TD_OP_FLUSH)
+		return 0;
+	if (b) {
+		uint64_t to_boundary = b - io->next_sector % b;
+
+		if (to_boundary < left)
+			left = to_boundary;
+	}
+	if ((io->op == TD_OP_READ || io->op == TD_OP_WRITE) &&
+	    left > vbd->max_io_sectors)
+		left = vbd->max_io_sectors;
+	if (left > UINT32_MAX)
+		left = UINT32_MAX & ~7u;
+	return (uint32_t)left;
+}
+
+/* Point req's slab at the next bytes of io's iovecs; returns bytes mapped. */
+static uint64_t vbd_map_iov(struct td_vbd_io *io, struct td_request *req,
+			    uint64_t bytes)
+{
+	uint64_t mapped = 0;
+	int n = 0;
+
+	while (mapped < bytes && n < (int)iov_cap && io->iov_idx < io->iovcnt) {
+		const struct iovec *src = &io->iov[io->iov_idx];
+		size_t avail = src->iov_len - io->iov_off;
+		size_t take = avail < bytes - mapped ? avail
+						     : (size_t)(bytes - mapped);
+
+		if (take) {
+			req->iov_slab[n].iov_base =
+				(char *)src->iov_base + io->iov_off;
+			req->iov_slab[n].iov_len = take;
+			n++;
+		}
+		mapped += take;
+		io->iov_off += take;
+		if (io->iov_off == src->iov_len) {
+			io->iov_idx++;
+			io->iov_off = 0;
+		}
+	}
+	req->iov = req->iov_slab;
+	req->iovcnt = n;
+	return mapped;
+}
+
+static void vbd_io_finish(struct td_vbd *vbd, struct td_vbd_io *io)
+{
+	uint64_t us = (td_now_ns() - io->start_ns) / 1000;
+
+	vbd->stats.reqs[io->op]++;
+	vbd->stats.bytes[io->op] += (uint64_t)io->nr_sectors
+				    << TD_SECTOR_SHIFT;
+	if (io->error)
+		vbd->stats.errors[io->op]++;
+	vbd->stats.lat_hist[td_lat_bucket(us)]++;
+	vbd->stats.inflight--;
+	vbd->active--;
+	io->cb(io, io->error);
+}
+
+static void vbd_piece_done(struct td_request *req, int err, void *opaque)
+{
+	struct td_vbd_io *io = opaque;
+	struct td_vbd *vbd = req->vbd;
+
+	if (err && !io->error)
+		io->error = err;
+	io->pending--;
+	if (!io->pending && io->next_sector == io_end(io))
+		vbd_io_finish(vbd, io);
+}
+
+/* Issue pieces of io until it is all issued (true) or the pool is empty. */
+static bool vbd_issue(struct td_vbd *vbd, struct td_vbd_io *io)
+{
+	struct vbd_pool *pool = &vbd->pools[0];
+	uint64_t end = io_end(io);
+
+	if (!io->started) {
+		io->started = true;
+		vbd->active++;
+	}
+	while (io->next_sector < end) {
+		struct td_request *req = pool_get(pool);
+		uint32_t nr;
+
+		if (!req) {
+			vbd->stats.waits++;
+			return false;
+		}
+		nr = vbd_piece_sectors(vbd, io);
+		req->op = io->op;
+		req->flags = io->flags;
+		req->sector = io->op == TD_OP_FLUSH ? 0 : io->next_sector;
+		if (io->op == TD_OP_READ || io->op == TD_OP_WRITE)
+			nr = (uint32_t)(vbd_map_iov(io, req,
+						    (uint64_t)nr
+							    << TD_SECTOR_SHIFT) >>
+					TD_SECTOR_SHIFT);
+		req->nr_sectors = nr;
+		req->cb = vbd_piece_done;
+		req->cb_opaque = io;
+		io->next_sector = io->op == TD_OP_FLUSH ? 1 : io->next_sector + nr;
+		io->pending++;
+		vbd->stats.pieces++;
+		vbd_submit_req(vbd, &vbd->drivers[0], req);
+	}
+	return true;
+}
+
+static void vbd_drained_cb(struct td_defer *d, void *opaque)
+{
+	struct td_vbd *vbd = opaque;
+
+	if (vbd->state != VBD_PAUSING || vbd->active)
+		return;
+	vbd->state = VBD_PAUSED;
+	vbd->drained_cb(vbd, vbd->drained_opaque);
+}
+
+/* Issue waiting I/O in order; note a finished drain. */
+static void vbd_kick(struct td_vbd *vbd)
+{
+	struct td_vbd_io *io;
+
+	while ((io = TAILQ_FIRST(&vbd->waiting))) {
+		/* A paused vbd still finishes what it started. */
+		if (vbd->state != VBD_RUNNING && !io->started)
+			break;
+		if (!vbd_issue(vbd, io))
+			break;
+		TAILQ_REMOVE(&vbd->waiting, io, link);
+	}
+	if (vbd->state == VBD_PAUSING && !vbd->active)
+		td_loop_defer(vbd->loop, &vbd->drained_defer, vbd_drained_cb,
+			      vbd);
+}
+
+int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io)
+{
+	int err = vbd_validate(vbd, io);
+
+	if (err)
+		return err;
+	if (io->op == TD_OP_FLUSH)
+		io->sector = 0;
+	io->next_sector = io->sector;
+	io->iov_idx = 0;
+	io->iov_off = 0;
+	io->pending = 0;
+	io->started = false;
+	io->error = 0;
+	io->start_ns = td_now_ns();
+	vbd->stats.inflight++;
+	if (io->op == TD_OP_READ || io->op == TD_OP_WRITE)
+		vbd->stats.seg_hist[td_seg_bucket(
+			io->nr_segments ? io->nr_segments
+					: (uint32_t)io->iovcnt)]++;
+
+	if (vbd->state != VBD_RUNNING || !TAILQ_EMPTY(&vbd->waiting) ||
+	    !vbd_issue(vbd, io))
+		TAILQ_INSERT_TAIL(&vbd->waiting, io, link);
+	return 0;
+}
+
+/* --- pause --------------------------------------------------------------------- */
+
+int td_vbd_pause(struct td_vbd *vbd, td_vbd_drained_cb cb, void *opaque)
+{
+	if (vbd->state != VBD_RUNNING)
+		return -EALREADY;
+	vbd->state = VBD_PAUSING;
+	vbd->drained_cb = cb;
+	vbd->drained_opaque = opaque;
+	vbd_kick(vbd);
+	return 0;
+}
+
+int td_vbd_resume(struct td_vbd *vbd)
+{
+	if (vbd->state == VBD_RUNNING)
+		return -EALREADY;
+	td_loop_defer_cancel(vbd->loop, &vbd->drained_defer);
+	vbd->state = VBD_RUNNING;
+	vbd_kick(vbd);
+	return 0;
+}
+
+bool td_vbd_paused(const struct td_vbd *vbd)
+{
+	return vbd->state == VBD_PAUSED;
+}
+
+/* --- open and close --------------------------------------------------------- */
+
+static const struct td_driver_ops *
+find_driver(const struct td_driver_ops *const *table, const char *name,
+	    size_t len)
+{
+	for (; *table; table++)
+		if (strlen((*table)->name) == len &&
+		    !strncmp((*table)->name, name, len))
+			return *table;
+	return NULL;
+}
+
+/*
+ * Split "sort|aio:/path" into layers.  Each element is NAME or NAME:ARGS;
+ * the chain text is copied into vbd->chain and cut in place, so
+ * args[i] points into it.
+ */
+static int vbd_parse_chain(struct td_vbd *vbd,
+			   const struct td_driver_ops *const *table,
+			   char **args)
+{
+	char *p = vbd->chain_buf;
+	unsigned int n = 0;
+
+	if (!*p) {
+		td_err("empty driver chain: give one such as aio:/path/disk.img");
+		return -EINVAL;
+	}
+	for (;;) {
+		char *bar = strchr(p, '|');
+		char *colon;
+		size_t name_len;
+
+		if (bar)
+			*bar = '\0';
+		colon = strchr(p, ':');
+		name_len = colon ? (size_t)(colon - p) : strlen(p);
+		if (n == VBD_MAX_LAYERS) {
+			td_err("driver chain has more than %d drivers",
+			       VBD_MAX_LAYERS);
+			return -E2BIG;
+		}
+		vbd->drivers[n].ops = find_driver(table, p, name_len);
+		if (!vbd->drivers[n].ops) {
+			char known[256] = "";
+
+			for (const struct td_driver_ops *const *t = table; *t;
+			     t++) {
+				size_t used = strlen(known);
+
+				snprintf(known + used, sizeof(known) - used,
+					 "%s%s", used ? ", " : "", (*t)->name);
+			}
+			td_err("unknown driver '%.*s' in chain '%s' (known: %s)",
+			       (int)name_len, p, vbd->chain, known);
+			return -ENOENT;
+		}
+		args[n] = colon ? colon + 1 : p + name_len;
+		n++;
+		if (!bar)
+			break;
+		p = bar + 1;
+	}
+	vbd->nr_layers = n;
+	for (unsigned int i = 0; i < n; i++) {
+		bool filter = vbd->drivers[i].ops->flags & TD_DRV_FILTER;
+
+		if (filter && i == n - 1) {
+			td_err("driver '%s' is a filter: put a driver below it "
+			       "(e.g. %s|aio:/path)",
+			       vbd->drivers[i].ops->name,
+			       vbd->drivers[i].ops->name);
+			return -EINVAL;
+		}
+		if (!filter && i != n - 1) {
+			td_err("driver '%s' must be the last in the chain",
+			       vbd->drivers[i].ops->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void vbd_close_layers(struct td_vbd *vbd, unsigned int from)
+{
+	for (unsigned int i = from; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		drv->ops->close(drv);
+		free(drv->data);
+		drv->data = NULL;
+	}
+}
+
+static int vbd_open_layers(struct td_vbd *vbd, char **args, bool read_only)
+{
+	for (unsigned int i = vbd->nr_layers; i-- > 0;) {
+		struct td_driver *drv = &vbd->drivers[i];
+		int err;
+
+		drv->vbd = vbd;
+		drv->loop = vbd->loop;
+		drv->layer = i;
+		drv->read_only = read_only;
+		drv->queue_depth = vbd->pools[i].size;
+		drv->lower = i + 1 < vbd->nr_layers ? &vbd->drivers[i + 1]
+						    : NULL;
+		if (drv->lower)
+			drv->info = drv->lower->info;
+		drv->info.sector_size = drv->info.sector_size ?: TD_SECTOR_SIZE;
+		drv->data = calloc(1, drv->ops->dev_size ?: 1);
+		if (!drv->data) {
+			vbd_close_layers(vbd, i + 1);
+			return -ENOMEM;
+		}
+		err = drv->ops->open(drv, args[i]);
+		if (err) {
+			free(drv->data);
+			drv->data = NULL;
+			vbd_close_layers(vbd, i + 1);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void vbd_free(struct td_vbd *vbd)
+{
+	for (unsigned int i = 0; i < VBD_MAX_LAYERS; i++)
+		pool_fini(&vbd->pools[i]);
+	free(vbd->chain);
+	free(vbd->chain_buf);
+	free(vbd);
+}
+
+int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
+		const struct td_vbd_params *params, struct td_vbd **out)
+{
+	uint32_t inflight = params->max_inflight ?: TD_VBD_DEFAULT_MAX_INFLIGHT;
+	uint32_t max_io = params->max_io_bytes ?: TD_VBD_DEFAULT_MAX_IO_BYTES;
+	char *args[VBD_MAX_LAYERS];
+	struct td_vbd *vbd;
+	int err;
+
+	if (max_io < TD_SECTOR_SIZE || max_io % TD_SECTOR_SIZE) {
+		td_err("max I/O size %u is not a multiple of %u", max_io,
+		       TD_SECTOR_SIZE);
+		return -EINVAL;
+	}
+	vbd = calloc(1, sizeof(*vbd));
+	if (!vbd)
+		return -ENOMEM;
+	vbd->chain = strdup(params->chain ? params->chain : "");
+	vbd->chain_buf = strdup(vbd->chain ? vbd->chain : "");
+	if (!vbd->chain || !vbd->chain_buf) {
+		vbd_free(vbd);
+		return -ENOMEM;
+	}
+	snprintf(vbd->name, sizeof(vbd->name), "%s",
+		 params->name ? params->name : "vbd");
+	vbd->loop = loop;
+	TAILQ_INIT(&vbd->waiting);
+	vbd->done_tail = &vbd->done_head;
+	td_ratelimit_init(&vbd->rl);
+
+	err = vbd_parse_chain(vbd, table, args);
+	for (unsigned int i = 0; !err && i < vbd->nr_layers; i++)
+		err = pool_init(vbd, &vbd->pools[i], inflight,
+				vbd->drivers[i].ops->req_size);
+	if (!err)
+		err = vbd_open_layers(vbd, args, params->read_only);
+	if (err) {
+		vbd_free(vbd);
+		return err;
+	}
+	vbd->info = vbd->drivers[0].info;
+	vbd->info.read_only |= params->read_only;
+	if (vbd->info.sector_size < TD_SECTOR_SIZE ||
+	    vbd->info.sector_size % TD_SECTOR_SIZE ||
+	    (vbd->info.sector_size & (vbd->info.sector_size - 1))) {
+		td_err("driver %s reports sector size %u: not a power of two "
+		       ">= %u",
+		       vbd->drivers[0].ops->name, vbd->info.sector_size,
+		       TD_SECTOR_SIZE);
+		vbd_close_layers(vbd, 0);
+		vbd_free(vbd);
+		return -EINVAL;
+	}
+	vbd->max_io_sectors = max_io >> TD_SECTOR_SHIFT;
+	if (vbd->info.max_io_sectors &&
+	    vbd->info.max_io_sectors < vbd->max_io_sectors)
+		vbd->max_io_sectors = vbd->info.max_io_sectors;
+	vbd->info.max_io_sectors = vbd->max_io_sectors;
+	td_loop_add_hook(loop, &vbd->unplug_hook, vbd_unplug, vbd);
+	*out = vbd;
+	return 0;
+}
+
+int td_vbd_close(struct td_vbd *vbd)
+{
+	if (vbd->stats.inflight)
+		return -EBUSY;
+	td_loop_del_hook(&vbd->unplug_hook);
+	td_loop_defer_cancel(vbd->loop, &vbd->done_defer);
+	td_loop_defer_cancel(vbd->loop, &vbd->drained_defer);
+	vbd_close_layers(vbd, 0);
+	vbd_free(vbd);
+	return 0;
+}
+
+/* --- accessors ---------------------------------------------------------------- */
+
+const struct td_disk_info *td_vbd_get_info(const struct td_vbd *vbd)
+{
+	return &vbd->info;
+}
+
+const char *td_vbd_name(const struct td_vbd *vbd)
+{
+	return vbd->name;
+}
+
+const char *td_vbd_chain(const struct td_vbd *vbd)
+{
+	return vbd->chain ? vbd->chain : "";
+}
+
+struct td_ratelimit *td_vbd_ratelimit(struct td_vbd *vbd)
+{
+	return &vbd->rl;
+}
+
+struct td_loop *td_vbd_loop(const struct td_vbd *vbd)
+{
+	return vbd->loop;
+}
+
+void td_vbd_get_stats(const struct td_vbd *vbd, struct td_vbd_stats *out)
+{
+	*out = vbd->stats;
+}

@@ -1,0 +1,130 @@
+/*
+ * vbd.h - a virtual block device: frontends feed it I/O, a driver chain
+ * serves it.
+ *
+ * Life of an I/O (struct td_vbd_io, owned by the frontend):
+ *   td_vbd_submit validates it (op known and supported, range inside the
+ *   disk without overflow, iovecs matching the length), splits it at the
+ *   chain's boundary, its max I/O size and the iovec capacity into requests
+ *   from the top driver's pool, submits them, and returns 0.  When every
+ *   piece has completed, io->cb(io, err) runs once, from the event loop,
+ *   never inside td_vbd_submit; err is the first error of any piece.
+ *   When td_vbd_submit returns -errno, io->cb never runs.
+ * When the pool is empty the rest of the I/O waits, in order, for
+ * requests to come back (back-pressure, no allocation).
+ */
+#ifndef TAPSTRIPE_VBD_H
+#define TAPSTRIPE_VBD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "tapdisk/driver.h"
+#include "tapdisk/log.h"
+#include "tapdisk/loop.h"
+
+#define TD_VBD_DEFAULT_MAX_INFLIGHT 256
+#define TD_VBD_DEFAULT_MAX_IO_BYTES (4u << 20)
+#define TD_VBD_NAME_MAX 64
+
+struct td_vbd;
+struct td_vbd_io;
+
+typedef void (*td_vbd_io_cb)(struct td_vbd_io *io, int err);
+
+struct td_vbd_io {
+	enum td_op op;
+	uint32_t flags; /* TD_REQ_* */
+	uint64_t sector;
+	uint32_t nr_sectors;
+	const struct iovec *iov; /* READ/WRITE only; must outlive the I/O */
+	int iovcnt;
+	/* Segments as the frontend counts them (blkif), 0: use iovcnt. */
+	uint32_t nr_segments;
+	td_vbd_io_cb cb;
+	void *opaque;
+
+	/* --- core private ------------------------------------------------ */
+	TAILQ_ENTRY(td_vbd_io) link;
+	uint64_t next_sector; /* first sector not yet given to a request */
+	int iov_idx;	      /* where the next piece's data begins */
+	size_t iov_off;
+	bool started;	  /* counted in the vbd's active I/O */
+	uint32_t pending; /* pieces submitted and not yet completed */
+	int error;
+	uint64_t start_ns;
+};
+
+struct td_vbd_params {
+	const char *name;  /* for logs and stats, e.g. "vbd-1" */
+	const char *chain; /* "sort|aio:/srv/disk.img" */
+	bool read_only;
+	uint32_t max_inflight; /* requests per chain layer; 0: default */
+	uint32_t max_io_bytes; /* split size; 0: default */
+};
+
+/*
+ * Open the chain, bottom driver first.  table is the NULL-terminated list
+ * of drivers that chains may name (the daemon's main passes it in).
+ * Returns 0 and *out, or -errno having logged why (unknown driver, bad
+ * arguments, a driver's open failing).
+ */
+int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
+		const struct td_vbd_params *params, struct td_vbd **out);
+
+/* Close the chain.  Returns -EBUSY while I/O is in flight (pause first). */
+int td_vbd_close(struct td_vbd *vbd);
+
+int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io);
+
+/* What the chain exposes: size, features, read-only. */
+const struct td_disk_info *td_vbd_get_info(const struct td_vbd *vbd);
+const char *td_vbd_chain(const struct td_vbd *vbd);
+struct td_loop *td_vbd_loop(const struct td_vbd *vbd);
+
+/*
+ * Pause: hold every new I/O, let the ones already started finish, then
+ * call cb(vbd, opaque) once from the event loop.  A second pause while
+ * paused or pausing returns -EALREADY.  Resume releases the held I/O in
+ * order.
+ */
+typedef void (*td_vbd_drained_cb)(struct td_vbd *vbd, void *opaque);
+int td_vbd_pause(struct td_vbd *vbd, td_vbd_drained_cb cb, void *opaque);
+int td_vbd_resume(struct td_vbd *vbd);
+bool td_vbd_paused(const struct td_vbd *vbd); /* paused and drained */
+
+/* --- statistics ----------------------------------------------------------- */
+
+/* Segments-per-request histogram: bucket i holds counts in (2^(i-1), 2^i]. */
+#define TD_SEG_BUCKETS 13 /* 1, 2, 3-4, ..., 2049-4096 */
+/* Latency histogram: 8 linear sub-buckets per power of two of µs. */
+#define TD_LAT_SUB 8
+#define TD_LAT_BUCKETS (32 * TD_LAT_SUB)
+
+struct td_vbd_stats {
+	uint64_t reqs[TD_OP_COUNT];   /* I/Os completed, by op */
+	uint64_t bytes[TD_OP_COUNT];  /* bytes they covered */
+	uint64_t errors[TD_OP_COUNT]; /* I/Os completed with an error */
+	uint64_t pieces;	      /* requests the I/Os were split into */
+	uint64_t inflight;	      /* I/Os accepted and not completed */
+	uint64_t waits;		      /* times an I/O waited for the pool */
+	uint64_t seg_hist[TD_SEG_BUCKETS];
+	uint64_t counters[TD_STAT_COUNT]; /* reported by drivers */
+	uint64_t lat_hist[TD_LAT_BUCKETS]; /* all ops, in µs */
+};
+
+void td_vbd_get_stats(const struct td_vbd *vbd, struct td_vbd_stats *out);
+
+/* Names of enum td_stat and enum td_op, for output. */
+const char *td_stat_name(enum td_stat stat);
+
+/* Histogram helpers (stats.c). */
+unsigned int td_seg_bucket(uint32_t nr_segments);
+uint32_t td_seg_bucket_max(unsigned int bucket);
+unsigned int td_lat_bucket(uint64_t us);
+uint64_t td_lat_bucket_max_us(unsigned int bucket);
+/* The p-th percentile (0 < p <= 100) of a latency histogram, in µs. */
+uint64_t td_lat_percentile(const uint64_t *hist, double p);
+
+#endif
