@@ -1,0 +1,345 @@
+/*
+ * stats-format.c - text and JSON forms of the "info" and "stats" replies.
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "tapdisk/stats-format.h"
+
+#define US_PER_S 1000000ull
+
+/* The latency percentiles every report carries, with their JSON names. */
+static const struct {
+	double p;
+	const char *label;
+	const char *key;
+} percentiles[] = {
+	{ 50.0, "p50", "p50" },
+	{ 90.0, "p90", "p90" },
+	{ 99.0, "p99", "p99" },
+	{ 99.9, "p99.9", "p99_9" },
+};
+#define NR_PERCENTILES (sizeof(percentiles) / sizeof(percentiles[0]))
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} feature_names[] = {
+	{ TD_FEAT_FLUSH, "flush" },
+	{ TD_FEAT_FUA, "fua" },
+	{ TD_FEAT_DISCARD, "discard" },
+	{ TD_FEAT_WRITE_ZEROES, "write_zeroes" },
+};
+#define NR_FEATURES (sizeof(feature_names) / sizeof(feature_names[0]))
+
+const char *td_format_bytes(uint64_t bytes, char *buf, unsigned int len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB",
+					     "PiB", "EiB" };
+	double value = (double)bytes;
+	unsigned int u = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%" PRIu64 " B", bytes);
+		return buf;
+	}
+	value /= 1024.0;
+	while (value >= 1024.0 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		value /= 1024.0;
+		u++;
+	}
+	snprintf(buf, len, "%.2f %s", value, units[u]);
+	return buf;
+}
+
+static uint64_t total_requests(const struct td_vbd_stats *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned int op = 0; op < TD_OP_COUNT; op++)
+		n += s->reqs[op];
+	return n;
+}
+
+static uint64_t total_latency_samples(const struct td_vbd_stats *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < TD_LAT_BUCKETS; i++)
+		n += s->lat_hist[i];
+	return n;
+}
+
+static uint32_t seg_bucket_min(unsigned int bucket)
+{
+	return bucket ? td_seg_bucket_max(bucket - 1) + 1 : 1;
+}
+
+/* --- info ------------------------------------------------------------------- */
+
+int td_format_info_text(const struct td_report *r, struct td_strbuf *sb)
+{
+	char human[TD_HUMAN_BYTES_MAX];
+	uint64_t size = r->info.size_sectors << TD_SECTOR_SHIFT;
+
+	td_strbuf_printf(sb, "pid: %d\nname: %s\nstate: %s\nchain: %s\n",
+			 r->pid, r->name, r->state, r->chain);
+	td_strbuf_printf(sb, "size_bytes: %" PRIu64 "\nsize: %s\n", size,
+			 td_format_bytes(size, human, sizeof(human)));
+	td_strbuf_printf(sb, "sector_size: %u\nread_only: %s\nfeatures:",
+			 r->info.sector_size, r->info.read_only ? "yes" : "no");
+	for (unsigned int i = 0; i < NR_FEATURES; i++)
+		if (r->info.features & feature_names[i].bit)
+			td_strbuf_printf(sb, " %s", feature_names[i].name);
+	td_strbuf_printf(sb, "\nmax_io_bytes: %" PRIu64 "\n",
+			 (uint64_t)r->info.max_io_sectors << TD_SECTOR_SHIFT);
+	td_strbuf_printf(sb, "boundary_bytes: %" PRIu64 "\n",
+			 r->info.boundary_sectors << TD_SECTOR_SHIFT);
+	for (unsigned int i = 0; i < r->nr_frontends; i++)
+		td_strbuf_printf(sb, "frontend: %s %s\n", r->frontends[i].kind,
+				 r->frontends[i].addr);
+	td_strbuf_printf(sb, "uptime_us: %" PRIu64 "\n", r->uptime_us);
+	return td_strbuf_error(sb);
+}
+
+int td_format_info_json(const struct td_report *r, struct td_strbuf *sb)
+{
+	struct td_json j;
+
+	td_json_init(&j, sb);
+	td_json_begin_object(&j, NULL);
+	td_json_i64(&j, "pid", r->pid);
+	td_json_str(&j, "name", r->name);
+	td_json_str(&j, "state", r->state);
+	td_json_str(&j, "chain", r->chain);
+	td_json_u64(&j, "size_bytes", r->info.size_sectors << TD_SECTOR_SHIFT);
+	td_json_u64(&j, "sector_size", r->info.sector_size);
+	td_json_bool(&j, "read_only", r->info.read_only);
+	td_json_begin_array(&j, "features");
+	for (unsigned int i = 0; i < NR_FEATURES; i++)
+		if (r->info.features & feature_names[i].bit)
+			td_json_str(&j, NULL, feature_names[i].name);
+	td_json_end_array(&j);
+	td_json_u64(&j, "max_io_bytes",
+		    (uint64_t)r->info.max_io_sectors << TD_SECTOR_SHIFT);
+	td_json_u64(&j, "boundary_bytes",
+		    r->info.boundary_sectors << TD_SECTOR_SHIFT);
+	td_json_begin_array(&j, "frontends");
+	for (unsigned int i = 0; i < r->nr_frontends; i++) {
+		td_json_begin_object(&j, NULL);
+		td_json_str(&j, "kind", r->frontends[i].kind);
+		td_json_str(&j, "addr", r->frontends[i].addr);
+		td_json_end_object(&j);
+	}
+	td_json_end_array(&j);
+	td_json_u64(&j, "uptime_us", r->uptime_us);
+	td_json_end_object(&j);
+	return td_json_finish(&j);
+}
+
+/* --- stats as text ------------------------------------------------------------ */
+
+static void text_ops(const struct td_report *r, struct td_strbuf *sb)
+{
+	const struct td_vbd_stats *s = &r->stats;
+	char human[TD_HUMAN_BYTES_MAX];
+	uint64_t reqs = 0, bytes = 0, errors = 0;
+
+	td_strbuf_printf(sb, "%-14s %14s %14s %10s\n", "op", "requests",
+			 "bytes", "errors");
+	for (unsigned int op = 0; op < TD_OP_COUNT; op++) {
+		td_strbuf_printf(sb, "%-14s %14" PRIu64 " %14s %10" PRIu64 "\n",
+				 td_op_name(op), s->reqs[op],
+				 td_format_bytes(s->bytes[op], human,
+						 sizeof(human)),
+				 s->errors[op]);
+		reqs += s->reqs[op];
+		bytes += s->bytes[op];
+		errors += s->errors[op];
+	}
+	td_strbuf_printf(sb, "%-14s %14" PRIu64 " %14s %10" PRIu64 "\n",
+			 "total", reqs,
+			 td_format_bytes(bytes, human, sizeof(human)), errors);
+	td_strbuf_printf(sb,
+			 "\nin flight %" PRIu64 ", pieces %" PRIu64
+			 ", pool waits %" PRIu64 "\n",
+			 s->inflight, s->pieces, s->waits);
+}
+
+static void text_segments(const struct td_report *r, struct td_strbuf *sb)
+{
+	const struct td_vbd_stats *s = &r->stats;
+	unsigned int last = 0;
+
+	td_strbuf_puts(sb, "\nsegments per request (read/write)\n");
+	for (unsigned int b = 0; b < TD_SEG_BUCKETS; b++)
+		if (s->seg_hist[b])
+			last = b + 1;
+	if (!last)
+		td_strbuf_puts(sb, "  (no requests yet)\n");
+	for (unsigned int b = 0; b < last; b++) {
+		char label[32];
+		uint32_t lo = seg_bucket_min(b), hi = td_seg_bucket_max(b);
+
+		if (b == TD_SEG_BUCKETS - 1)
+			snprintf(label, sizeof(label), "%u+", lo);
+		else if (lo == hi)
+			snprintf(label, sizeof(label), "%u", lo);
+		else
+			snprintf(label, sizeof(label), "%u-%u", lo, hi);
+		td_strbuf_printf(sb, "  %10s %14" PRIu64 "\n", label,
+				 s->seg_hist[b]);
+	}
+}
+
+static void text_counters(const struct td_report *r, struct td_strbuf *sb)
+{
+	const struct td_vbd_stats *s = &r->stats;
+
+	td_strbuf_puts(sb, "\ndriver counters\n");
+	for (unsigned int i = 0; i < TD_STAT_COUNT; i++)
+		td_strbuf_printf(sb, "  %-24s %14" PRIu64 "\n",
+				 td_stat_name(i), s->counters[i]);
+	td_strbuf_printf(sb,
+			 "  (%" PRIu64 " pieces became %" PRIu64
+			 " backend submissions; %" PRIu64
+			 " merged in the backend, %" PRIu64 " by sort)\n",
+			 s->pieces, s->counters[TD_STAT_BACKEND_SUBMITS],
+			 s->counters[TD_STAT_BACKEND_MERGES],
+			 s->counters[TD_STAT_SORT_MERGES]);
+}
+
+static void text_latency(const struct td_report *r, struct td_strbuf *sb)
+{
+	td_strbuf_printf(sb, "\nlatency (us, all ops, %" PRIu64 " I/Os):",
+			 total_latency_samples(&r->stats));
+	for (unsigned int i = 0; i < NR_PERCENTILES; i++)
+		td_strbuf_printf(sb, " %s %" PRIu64, percentiles[i].label,
+				 td_lat_percentile(r->stats.lat_hist,
+						   percentiles[i].p));
+	td_strbuf_puts(sb, "\n");
+}
+
+static void text_process(const struct td_report *r, struct td_strbuf *sb)
+{
+	uint64_t reqs = total_requests(&r->stats);
+	uint64_t cpu = r->cpu_user_us + r->cpu_sys_us;
+
+	if (r->has_nbd)
+		td_strbuf_printf(sb,
+				 "\nnbd: %" PRIu64 " clients connected, %" PRIu64
+				 " accepted, %" PRIu64 " refused, %" PRIu64
+				 " protocol errors, %" PRIu64
+				 " commands, %" PRIu64 " error replies\n",
+				 r->nbd.clients, r->nbd.clients_total,
+				 r->nbd.refused, r->nbd.protocol_errors,
+				 r->nbd.commands, r->nbd.error_replies);
+	td_strbuf_printf(sb,
+			 "\ncpu: user %" PRIu64 " us, sys %" PRIu64
+			 " us, uptime %" PRIu64 ".%03" PRIu64 " s",
+			 r->cpu_user_us, r->cpu_sys_us,
+			 r->uptime_us / US_PER_S,
+			 r->uptime_us % US_PER_S / 1000);
+	if (reqs)
+		td_strbuf_printf(sb, ", %.2f us of cpu per request",
+				 (double)cpu / (double)reqs);
+	td_strbuf_puts(sb, "\n");
+}
+
+int td_format_stats_text(const struct td_report *r, struct td_strbuf *sb)
+{
+	td_strbuf_printf(sb, "tapdisk %d, vbd %s (%s), chain %s\n\n", r->pid,
+			 r->name, r->state, r->chain);
+	text_ops(r, sb);
+	text_segments(r, sb);
+	text_counters(r, sb);
+	text_latency(r, sb);
+	text_process(r, sb);
+	return td_strbuf_error(sb);
+}
+
+/* --- stats as JSON ---------------------------------------------------------- */
+
+static void json_ops(const struct td_report *r, struct td_json *j)
+{
+	const struct td_vbd_stats *s = &r->stats;
+
+	td_json_begin_object(j, "ops");
+	for (unsigned int op = 0; op < TD_OP_COUNT; op++) {
+		td_json_begin_object(j, td_op_name(op));
+		td_json_u64(j, "requests", s->reqs[op]);
+		td_json_u64(j, "bytes", s->bytes[op]);
+		td_json_u64(j, "errors", s->errors[op]);
+		td_json_end_object(j);
+	}
+	td_json_end_object(j);
+	td_json_u64(j, "requests_total", total_requests(s));
+	td_json_u64(j, "inflight", s->inflight);
+	td_json_u64(j, "pieces", s->pieces);
+	td_json_u64(j, "waits", s->waits);
+}
+
+static void json_histograms(const struct td_report *r, struct td_json *j)
+{
+	const struct td_vbd_stats *s = &r->stats;
+
+	td_json_begin_array(j, "segments_per_request");
+	for (unsigned int b = 0; b < TD_SEG_BUCKETS; b++) {
+		td_json_begin_object(j, NULL);
+		td_json_u64(j, "min", seg_bucket_min(b));
+		td_json_u64(j, "max", td_seg_bucket_max(b));
+		td_json_u64(j, "count", s->seg_hist[b]);
+		td_json_end_object(j);
+	}
+	td_json_end_array(j);
+	td_json_begin_object(j, "counters");
+	for (unsigned int i = 0; i < TD_STAT_COUNT; i++)
+		td_json_u64(j, td_stat_name(i), s->counters[i]);
+	td_json_end_object(j);
+	td_json_begin_object(j, "latency_us");
+	td_json_u64(j, "count", total_latency_samples(s));
+	for (unsigned int i = 0; i < NR_PERCENTILES; i++)
+		td_json_u64(j, percentiles[i].key,
+			    td_lat_percentile(s->lat_hist, percentiles[i].p));
+	td_json_end_object(j);
+}
+
+static void json_process(const struct td_report *r, struct td_json *j)
+{
+	if (r->has_nbd) {
+		td_json_begin_object(j, "nbd");
+		td_json_u64(j, "clients", r->nbd.clients);
+		td_json_u64(j, "clients_total", r->nbd.clients_total);
+		td_json_u64(j, "refused", r->nbd.refused);
+		td_json_u64(j, "protocol_errors", r->nbd.protocol_errors);
+		td_json_u64(j, "commands", r->nbd.commands);
+		td_json_u64(j, "error_replies", r->nbd.error_replies);
+		td_json_end_object(j);
+	} else {
+		td_json_null(j, "nbd");
+	}
+	td_json_begin_object(j, "cpu_us");
+	td_json_u64(j, "user", r->cpu_user_us);
+	td_json_u64(j, "sys", r->cpu_sys_us);
+	td_json_end_object(j);
+	td_json_u64(j, "uptime_us", r->uptime_us);
+}
+
+int td_format_stats_json(const struct td_report *r, struct td_strbuf *sb)
+{
+	struct td_json j;
+
+	td_json_init(&j, sb);
+	td_json_begin_object(&j, NULL);
+	td_json_i64(&j, "pid", r->pid);
+	td_json_str(&j, "name", r->name);
+	td_json_str(&j, "state", r->state);
+	td_json_str(&j, "chain", r->chain);
+	json_ops(r, &j);
+	json_histograms(r, &j);
+	json_process(r, &j);
+	td_json_end_object(&j);
+	return td_json_finish(&j);
+}
