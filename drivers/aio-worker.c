@@ -43,7 +43,7 @@ static int write_zeroes(int fd, void *zero_buf, uint64_t off, uint64_t len)
 {
 	while (len) {
 		size_t n = len < AIO_ZERO_BUF_BYTES ? (size_t)len
-						     : AIO_ZERO_BUF_BYTES;
+						    : AIO_ZERO_BUF_BYTES;
 		ssize_t done = pwrite(fd, zero_buf, n, (off_t)off);
 
 		if (done < 0) {
@@ -62,7 +62,7 @@ static int write_zeroes(int fd, void *zero_buf, uint64_t off, uint64_t len)
 static int bdev_range_ioctl(int fd, unsigned long cmd, uint64_t off,
 			    uint64_t len)
 {
-	uint64_t range[2] = { off, len };
+	uint64_t range[2] = {off, len};
 
 	return ioctl(fd, cmd, range) < 0 ? -errno : 0;
 }
@@ -86,20 +86,18 @@ int aio_worker_run_op(int fd, bool is_bdev, void *zero_buf,
 {
 	uint64_t off = req->sector << TD_SECTOR_SHIFT;
 	uint64_t len = td_request_bytes(req);
-	bool keep = req->op == TD_OP_WRITE_ZEROES &&
-		    (req->flags & TD_REQ_NO_HOLE);
+	bool keep =
+		req->op == TD_OP_WRITE_ZEROES && (req->flags & TD_REQ_NO_HOLE);
 	int err;
 
 	if (is_bdev)
-		err = bdev_range_ioctl(fd,
-				       req->op == TD_OP_DISCARD ? BLKDISCARD
-								: BLKZEROOUT,
-				       off, len);
+		err = bdev_range_ioctl(
+			fd, req->op == TD_OP_DISCARD ? BLKDISCARD : BLKZEROOUT,
+			off, len);
 	else
-		err = file_fallocate(fd,
-				     keep ? FALLOC_FL_ZERO_RANGE
-					  : FALLOC_FL_PUNCH_HOLE,
-				     off, len);
+		err = file_fallocate(
+			fd, keep ? FALLOC_FL_ZERO_RANGE : FALLOC_FL_PUNCH_HOLE,
+			off, len);
 	/* Where the file system or device refuses: zeroes, the safe answer. */
 	if (unsupported(err) && !is_bdev && !keep)
 		err = file_fallocate(fd, FALLOC_FL_ZERO_RANGE, off, len);

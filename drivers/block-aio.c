@@ -35,8 +35,8 @@
 #include "tapdisk/log.h"
 
 #define AIO_MAX_MERGE_BYTES (4u << 20)
-#define AIO_RETRY_US 1000 /* after io_submit said EAGAIN */
-#define AIO_REAP_MAX 128
+#define AIO_RETRY_US	    1000 /* after io_submit said EAGAIN */
+#define AIO_REAP_MAX	    128
 
 struct aio_req {
 	struct iocb iocb;
@@ -97,7 +97,8 @@ static int aio_probe_size(struct td_driver *drv, struct aio_dev *dev)
 			(unsigned long long)(bytes % (uint64_t)ssz));
 	bytes -= bytes % (uint64_t)ssz;
 	if (!bytes) {
-		td_err("aio: %s is empty; size it first (e.g. truncate -s 1G %s)",
+		td_err("aio: %s is empty; size it first (e.g. truncate -s 1G "
+		       "%s)",
 		       dev->path, dev->path);
 		return -EINVAL;
 	}
@@ -172,7 +173,8 @@ static int aio_open(struct td_driver *drv, const char *args)
 	if (!err)
 		err = aio_setup_queue(drv, dev);
 	if (!err)
-		err = aio_worker_start(drv, dev->fd, dev->is_bdev, &dev->worker);
+		err = aio_worker_start(drv, dev->fd, dev->is_bdev,
+				       &dev->worker);
 	if (err) {
 		aio_close(drv);
 		return err;
@@ -247,8 +249,8 @@ static bool aio_can_join(const struct aio_req *lead, const struct aio_req *last,
 {
 	const struct td_request *l = lead->req, *p = last->req, *n = next->req;
 
-	return n->op == l->op && n->op != TD_OP_FLUSH &&
-	       n->flags == l->flags && p->sector + p->nr_sectors == n->sector &&
+	return n->op == l->op && n->op != TD_OP_FLUSH && n->flags == l->flags &&
+	       p->sector + p->nr_sectors == n->sector &&
 	       lead->group_bytes + td_request_bytes(n) <= AIO_MAX_MERGE_BYTES &&
 	       lead->merge_iovcnt + n->iovcnt <= TD_IOV_MAX;
 }
@@ -257,9 +259,10 @@ static bool aio_can_join(const struct aio_req *lead, const struct aio_req *last,
 static void aio_append_iov(struct aio_req *lead, const struct td_request *req)
 {
 	for (int i = 0; i < req->iovcnt; i++) {
-		struct iovec *tail = lead->merge_iovcnt
-					     ? &lead->merge_iov[lead->merge_iovcnt - 1]
-					     : NULL;
+		struct iovec *tail =
+			lead->merge_iovcnt
+				? &lead->merge_iov[lead->merge_iovcnt - 1]
+				: NULL;
 
 		if (tail && (char *)tail->iov_base + tail->iov_len ==
 				    (char *)req->iov[i].iov_base)
@@ -304,7 +307,8 @@ static void aio_build(struct td_driver *drv, struct aio_dev *dev)
 			if (members == 1)
 				aio_append_iov(lead, lead->req);
 			aio_append_iov(lead, dev->batch[i]->req);
-			lead->group_bytes += td_request_bytes(dev->batch[i]->req);
+			lead->group_bytes +=
+				td_request_bytes(dev->batch[i]->req);
 			last->next_in_group = dev->batch[i];
 			last = dev->batch[i++];
 			members++;
@@ -351,7 +355,8 @@ static void aio_push(struct td_driver *drv, struct aio_dev *dev)
 		}
 		if (n < 0) {
 			/* The first iocb is refused: fail it, go on. */
-			td_vbd_err(drv->vbd, "aio: io_submit: %s", strerror(-n));
+			td_vbd_err(drv->vbd, "aio: io_submit: %s",
+				   strerror(-n));
 			aio_complete_group((*first)->data, n);
 			n = 1;
 		} else {
@@ -420,7 +425,7 @@ static void aio_reap(struct td_fd *fde, uint32_t events, void *opaque)
 	struct td_driver *drv = opaque;
 	struct aio_dev *dev = dev_of(drv);
 	struct io_event ev[AIO_REAP_MAX];
-	struct timespec zero = { 0, 0 };
+	struct timespec zero = {0, 0};
 	uint64_t count;
 	int n;
 

@@ -35,7 +35,7 @@
 #include "tapdisk/loop.h"
 
 #define TD_SECTOR_SHIFT 9
-#define TD_SECTOR_SIZE (1u << TD_SECTOR_SHIFT)
+#define TD_SECTOR_SIZE	(1u << TD_SECTOR_SHIFT)
 
 /* Most iovec entries one request may carry (Linux's IOV_MAX). */
 #define TD_IOV_MAX 1024
@@ -50,13 +50,13 @@ enum td_op {
 };
 
 /* td_request.flags */
-#define TD_REQ_FUA (1u << 0)	 /* WRITE/WRITE_ZEROES durable on completion */
+#define TD_REQ_FUA     (1u << 0) /* WRITE/WRITE_ZEROES durable on completion */
 #define TD_REQ_NO_HOLE (1u << 1) /* WRITE_ZEROES must allocate, not punch */
 
 /* td_disk_info.features */
-#define TD_FEAT_FLUSH (1u << 0)
-#define TD_FEAT_FUA (1u << 1)
-#define TD_FEAT_DISCARD (1u << 2)
+#define TD_FEAT_FLUSH	     (1u << 0)
+#define TD_FEAT_FUA	     (1u << 1)
+#define TD_FEAT_DISCARD	     (1u << 2)
 #define TD_FEAT_WRITE_ZEROES (1u << 3)
 
 struct td_disk_info {
@@ -76,7 +76,7 @@ struct td_request;
 /* One driver instance in one vbd's chain.  Owned by the core. */
 struct td_driver {
 	const struct td_driver_ops *ops;
-	void *data;		 /* ops->dev_size bytes, zeroed */
+	void *data; /* ops->dev_size bytes, zeroed */
 	struct td_vbd *vbd;
 	struct td_loop *loop;
 	struct td_driver *lower; /* the next driver down; NULL at the bottom */
@@ -102,23 +102,23 @@ struct td_request {
 	void *priv; /* the serving driver's per-request state (req_size) */
 
 	/* --- owned by the core; drivers read, never write ------------- */
-	struct td_vbd *vbd;    /* the vbd whose pool holds it */
+	struct td_vbd *vbd; /* the vbd whose pool holds it */
 	void *pool;
 	struct td_driver *drv; /* the driver this request is queued to */
 	td_request_cb cb;      /* who gets the completion */
 	void *cb_opaque;
 	int error;
-	bool completing;       /* td_complete was called */
+	bool completing;	 /* td_complete was called */
 	struct td_request *next; /* free list / done list */
-	struct iovec *iov_slab;  /* td_request_iov_cap() entries */
+	struct iovec *iov_slab;	 /* td_request_iov_cap() entries */
 };
 
 struct td_driver_ops {
 	const char *name; /* as written in chains: "aio", "null", "sort" */
 	unsigned int flags;
 #define TD_DRV_FILTER (1u << 0) /* must have a lower driver */
-	size_t dev_size; /* bytes of per-device state, or 0 */
-	size_t req_size; /* bytes of per-request state, or 0 */
+	size_t dev_size;	/* bytes of per-device state, or 0 */
+	size_t req_size;	/* bytes of per-request state, or 0 */
 
 	/*
 	 * Required.  Open the device described by args (the text after
@@ -179,18 +179,17 @@ void td_forward(struct td_driver *filter, struct td_request *req,
 
 /* Per-vbd counters a driver reports (see vbd.h, td_vbd_stats). */
 enum td_stat {
-	TD_STAT_BACKEND_SUBMITS = 0, /* I/Os handed to the backend */
-	TD_STAT_BACKEND_MERGES,	     /* requests joined to a neighbour's I/O */
-	TD_STAT_SORT_IN,	     /* requests that entered sort */
-	TD_STAT_SORT_OUT,	     /* requests sort forwarded */
-	TD_STAT_SORT_MERGES,	     /* requests sort joined to another */
+	TD_STAT_BACKEND_SUBMITS = 0,  /* I/Os handed to the backend */
+	TD_STAT_BACKEND_MERGES,	      /* requests joined to a neighbour's I/O */
+	TD_STAT_SORT_IN,	      /* requests that entered sort */
+	TD_STAT_SORT_OUT,	      /* requests sort forwarded */
+	TD_STAT_SORT_MERGES,	      /* requests sort joined to another */
 	TD_STAT_SORT_MAX_MERGE_BYTES, /* largest merged request (a maximum) */
-	TD_STAT_MERGED_IOV_ENTRIES,  /* iovec entries carried by merged I/Os */
+	TD_STAT_MERGED_IOV_ENTRIES,   /* iovec entries carried by merged I/Os */
 	TD_STAT_COUNT
 };
 
-void td_driver_stat_add(struct td_driver *drv, enum td_stat stat,
-			uint64_t n);
+void td_driver_stat_add(struct td_driver *drv, enum td_stat stat, uint64_t n);
 void td_driver_stat_max(struct td_driver *drv, enum td_stat stat,
 			uint64_t value);
 

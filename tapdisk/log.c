@@ -39,9 +39,9 @@ void td_ratelimit_init(struct td_ratelimit *rl)
 
 int td_ratelimit_allow(struct td_ratelimit *rl, uint64_t now_ns)
 {
-	if (rl->last_ns && now_ns > rl->last_ns) {
-		double add = (double)(now_ns - rl->last_ns) * rl->rate_per_s /
-			     1e9;
+	if (now_ns > rl->last_ns) {
+		double add =
+			(double)(now_ns - rl->last_ns) * rl->rate_per_s / 1e9;
 
 		rl->tokens += add;
 		if (rl->tokens > rl->burst)
@@ -73,6 +73,8 @@ void td_log_set_stream(FILE *stream)
 
 int td_log_parse_level(const char *name)
 {
+	if (!name)
+		return -EINVAL;
 	for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]);
 	     i++)
 		if (!strcmp(name, level_names[i]))

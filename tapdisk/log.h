@@ -33,7 +33,7 @@ struct td_ratelimit {
 	uint64_t suppressed;
 };
 
-#define TD_RATELIMIT_BURST 20
+#define TD_RATELIMIT_BURST	20
 #define TD_RATELIMIT_RATE_PER_S 5
 
 /* Initialise a limiter with the default burst and rate. */
@@ -64,10 +64,10 @@ void td_log(enum td_log_level level, const char *func, const char *name,
 	__attribute__((format(printf, 5, 6)));
 
 /* Process-wide messages: not tied to one vbd, not rate-limited. */
-#define td_err(...) td_log(TD_LOG_ERR, __func__, NULL, NULL, __VA_ARGS__)
+#define td_err(...)  td_log(TD_LOG_ERR, __func__, NULL, NULL, __VA_ARGS__)
 #define td_warn(...) td_log(TD_LOG_WARN, __func__, NULL, NULL, __VA_ARGS__)
 #define td_info(...) td_log(TD_LOG_INFO, __func__, NULL, NULL, __VA_ARGS__)
-#define td_dbg(...) td_log(TD_LOG_DBG, __func__, NULL, NULL, __VA_ARGS__)
+#define td_dbg(...)  td_log(TD_LOG_DBG, __func__, NULL, NULL, __VA_ARGS__)
 
 /*
  * Messages about one vbd, rate-limited by that vbd's limiter.  vbd is a

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -28,6 +29,10 @@ struct td_loop {
 	int batch_len;
 	/* Last deferred call of the running step; later ones wait a pass. */
 	struct td_defer *defer_last;
+	/* Next hook of the running step: td_loop_del_hook moves it on. */
+	struct td_hook *hook_next;
+	/* Last timer due in the running step; later ones wait a pass. */
+	struct td_timer *timer_last;
 };
 
 int td_loop_create(struct td_loop **out)
@@ -61,7 +66,7 @@ void td_loop_destroy(struct td_loop *loop)
 int td_loop_add_fd(struct td_loop *loop, struct td_fd *fde, int fd,
 		   uint32_t events, td_fd_cb cb, void *opaque)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = fde };
+	struct epoll_event ev = {.events = events, .data.ptr = fde};
 
 	if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return -errno;
@@ -75,7 +80,7 @@ int td_loop_add_fd(struct td_loop *loop, struct td_fd *fde, int fd,
 
 int td_loop_mod_fd(struct td_fd *fde, uint32_t events)
 {
-	struct epoll_event ev = { .events = events, .data.ptr = fde };
+	struct epoll_event ev = {.events = events, .data.ptr = fde};
 
 	if (!fde->loop)
 		return -EINVAL;
@@ -106,12 +111,18 @@ void td_loop_timer_arm(struct td_loop *loop, struct td_timer *t,
 {
 	struct td_timer *pos;
 
+	uint64_t now = td_now_ns();
+
 	td_loop_timer_cancel(t);
 	t->loop = loop;
-	t->deadline_ns = td_now_ns() + delay_us * 1000ull;
+	/* Saturate: a delay of centuries is "never", not a wrap to the past. */
+	t->deadline_ns = delay_us > (UINT64_MAX - now) / 1000ull
+				 ? UINT64_MAX
+				 : now + delay_us * 1000ull;
 	t->cb = cb;
 	t->opaque = opaque;
-	TAILQ_FOREACH(pos, &loop->timers, link) {
+	TAILQ_FOREACH(pos, &loop->timers, link)
+	{
 		if (pos->deadline_ns > t->deadline_ns) {
 			TAILQ_INSERT_BEFORE(pos, t, link);
 			return;
@@ -124,6 +135,8 @@ void td_loop_timer_cancel(struct td_timer *t)
 {
 	if (!t->loop)
 		return;
+	if (t->loop->timer_last == t)
+		t->loop->timer_last = TAILQ_PREV(t, td_timer_list, link);
 	TAILQ_REMOVE(&t->loop->timers, t, link);
 	t->loop = NULL;
 }
@@ -162,6 +175,9 @@ void td_loop_del_hook(struct td_hook *h)
 {
 	if (!h->loop)
 		return;
+	/* The owner may free h now: the running step must not reach it. */
+	if (h->loop->hook_next == h)
+		h->loop->hook_next = TAILQ_NEXT(h, link);
 	TAILQ_REMOVE(&h->loop->hooks, h, link);
 	h->loop = NULL;
 }
@@ -177,6 +193,8 @@ static int loop_timer_timeout_ms(struct td_loop *loop)
 	now = td_now_ns();
 	if (t->deadline_ns <= now)
 		return 0;
+	if ((t->deadline_ns - now) / 1000000 >= INT_MAX)
+		return INT_MAX;
 	return (int)((t->deadline_ns - now + 999999) / 1000000);
 }
 
@@ -185,8 +203,21 @@ static void loop_run_timers(struct td_loop *loop)
 	uint64_t now = td_now_ns();
 	struct td_timer *t;
 
-	/* A callback may re-arm itself; re-armed timers lie in the future. */
-	while ((t = TAILQ_FIRST(&loop->timers)) && t->deadline_ns <= now) {
+	/*
+	 * Fire the timers due now, and only those: one re-armed from its
+	 * callback with a zero delay may be due again at once, and waits for
+	 * the next pass instead of spinning here.
+	 */
+	loop->timer_last = NULL;
+	TAILQ_FOREACH(t, &loop->timers, link)
+	{
+		if (t->deadline_ns > now)
+			break;
+		loop->timer_last = t;
+	}
+	while (loop->timer_last && (t = TAILQ_FIRST(&loop->timers))) {
+		if (t == loop->timer_last)
+			loop->timer_last = NULL;
 		TAILQ_REMOVE(&loop->timers, t, link);
 		t->loop = NULL;
 		t->cb(t, t->opaque);
@@ -211,10 +242,10 @@ static void loop_run_deferred(struct td_loop *loop)
 
 static void loop_run_hooks(struct td_loop *loop)
 {
-	struct td_hook *h, *next;
+	struct td_hook *h;
 
-	for (h = TAILQ_FIRST(&loop->hooks); h; h = next) {
-		next = TAILQ_NEXT(h, link);
+	for (h = TAILQ_FIRST(&loop->hooks); h; h = loop->hook_next) {
+		loop->hook_next = TAILQ_NEXT(h, link);
 		h->cb(h, h->opaque);
 	}
 }

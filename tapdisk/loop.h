@@ -14,7 +14,7 @@
  *      batched responses).
  *
  * Nothing here blocks except epoll_wait.  All objects are owned by the
- * caller and embedded in its structures: registering an fd, a timer, a
+ * caller, embedded in its structures and zeroed before first use: registering an fd, a timer, a
  * deferred call or a hook never allocates, so the I/O path can use them
  * freely.  Callbacks may add and remove any registration, their own
  * included.

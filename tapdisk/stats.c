@@ -16,8 +16,10 @@ static const char *const stat_names[TD_STAT_COUNT] = {
 };
 
 static const char *const op_names[TD_OP_COUNT] = {
-	[TD_OP_READ] = "read",	     [TD_OP_WRITE] = "write",
-	[TD_OP_FLUSH] = "flush",     [TD_OP_DISCARD] = "discard",
+	[TD_OP_READ] = "read",
+	[TD_OP_WRITE] = "write",
+	[TD_OP_FLUSH] = "flush",
+	[TD_OP_DISCARD] = "discard",
 	[TD_OP_WRITE_ZEROES] = "write_zeroes",
 };
 

@@ -35,8 +35,8 @@ int td_parse_size(const char *text, uint64_t *bytes)
 			return -EINVAL;
 		shift = 10 * (unsigned int)(u - units + 1);
 		end++;
-		if (!strcmp(end, "iB") || !strcmp(end, "ib") || !strcmp(end, "B") ||
-		    !strcmp(end, "b"))
+		if (!strcmp(end, "iB") || !strcmp(end, "ib") ||
+		    !strcmp(end, "B") || !strcmp(end, "b"))
 			end += strlen(end);
 		if (*end)
 			return -EINVAL;

@@ -33,8 +33,8 @@ TAILQ_HEAD(vbd_io_list, td_vbd_io);
 
 struct td_vbd {
 	char name[TD_VBD_NAME_MAX];
-	char *chain;	  /* as given */
-	char *chain_buf;  /* cut up by parsing; drivers' args point here */
+	char *chain;	 /* as given */
+	char *chain_buf; /* cut up by parsing; drivers' args point here */
 	struct td_loop *loop;
 	unsigned int nr_layers;
 	struct td_driver drivers[VBD_MAX_LAYERS]; /* [0] is the top */
@@ -82,8 +82,8 @@ static int pool_init(struct td_vbd *vbd, struct vbd_pool *pool, uint32_t size,
 
 	pool->reqs = calloc(size, sizeof(*pool->reqs));
 	pool->iovs = calloc((size_t)size * iov_cap, sizeof(*pool->iovs));
-	pool->priv = stride ? aligned_alloc(VBD_PRIV_ALIGN, stride * size)
-			    : NULL;
+	pool->priv =
+		stride ? aligned_alloc(VBD_PRIV_ALIGN, stride * size) : NULL;
 	if (!pool->reqs || !pool->iovs || (stride && !pool->priv))
 		return -ENOMEM;
 	pool->size = size;
@@ -200,7 +200,8 @@ static void vbd_submit_req(struct td_vbd *vbd, struct td_driver *drv,
 	err = drv->ops->submit(drv, req);
 	if (err) {
 		if (req->completing) {
-			td_vbd_err(vbd, "driver %s failed a request it completed",
+			td_vbd_err(vbd,
+				   "driver %s failed a request it completed",
 				   drv->ops->name);
 			return;
 		}
@@ -392,8 +393,7 @@ static void vbd_io_finish(struct td_vbd *vbd, struct td_vbd_io *io)
 	uint64_t us = (td_now_ns() - io->start_ns) / 1000;
 
 	vbd->stats.reqs[io->op]++;
-	vbd->stats.bytes[io->op] += (uint64_t)io->nr_sectors
-				    << TD_SECTOR_SHIFT;
+	vbd->stats.bytes[io->op] += (uint64_t)io->nr_sectors << TD_SECTOR_SHIFT;
 	if (io->error)
 		vbd->stats.errors[io->op]++;
 	vbd->stats.lat_hist[td_lat_bucket(us)]++;
@@ -437,14 +437,16 @@ static bool vbd_issue(struct td_vbd *vbd, struct td_vbd_io *io)
 		req->flags = io->flags;
 		req->sector = io->op == TD_OP_FLUSH ? 0 : io->next_sector;
 		if (io->op == TD_OP_READ || io->op == TD_OP_WRITE)
-			nr = (uint32_t)(vbd_map_iov(io, req,
-						    (uint64_t)nr
-							    << TD_SECTOR_SHIFT) >>
+			nr = (uint32_t)(vbd_map_iov(
+						io, req,
+						(uint64_t)nr
+							<< TD_SECTOR_SHIFT) >>
 					TD_SECTOR_SHIFT);
 		req->nr_sectors = nr;
 		req->cb = vbd_piece_done;
 		req->cb_opaque = io;
-		io->next_sector = io->op == TD_OP_FLUSH ? 1 : io->next_sector + nr;
+		io->next_sector =
+			io->op == TD_OP_FLUSH ? 1 : io->next_sector + nr;
 		io->pending++;
 		vbd->stats.pieces++;
 		vbd_submit_req(vbd, &vbd->drivers[0], req);
@@ -561,7 +563,8 @@ static int vbd_parse_chain(struct td_vbd *vbd,
 	unsigned int n = 0;
 
 	if (!*p) {
-		td_err("empty driver chain: give one such as aio:/path/disk.img");
+		td_err("empty driver chain: give one such as "
+		       "aio:/path/disk.img");
 		return -EINVAL;
 	}
 	for (;;) {
@@ -589,7 +592,8 @@ static int vbd_parse_chain(struct td_vbd *vbd,
 				snprintf(known + used, sizeof(known) - used,
 					 "%s%s", used ? ", " : "", (*t)->name);
 			}
-			td_err("unknown driver '%.*s' in chain '%s' (known: %s)",
+			td_err("unknown driver '%.*s' in chain '%s' (known: "
+			       "%s)",
 			       (int)name_len, p, vbd->chain, known);
 			return -ENOENT;
 		}
@@ -641,8 +645,8 @@ static int vbd_open_layers(struct td_vbd *vbd, char **args, bool read_only)
 		drv->layer = i;
 		drv->read_only = read_only;
 		drv->queue_depth = vbd->pools[i].size;
-		drv->lower = i + 1 < vbd->nr_layers ? &vbd->drivers[i + 1]
-						    : NULL;
+		drv->lower =
+			i + 1 < vbd->nr_layers ? &vbd->drivers[i + 1] : NULL;
 		if (drv->lower)
 			drv->info = drv->lower->info;
 		drv->info.sector_size = drv->info.sector_size ?: TD_SECTOR_SIZE;

@@ -26,7 +26,7 @@
 
 #define TD_VBD_DEFAULT_MAX_INFLIGHT 256
 #define TD_VBD_DEFAULT_MAX_IO_BYTES (4u << 20)
-#define TD_VBD_NAME_MAX 64
+#define TD_VBD_NAME_MAX		    64
 
 struct td_vbd;
 struct td_vbd_io;
@@ -99,7 +99,7 @@ bool td_vbd_paused(const struct td_vbd *vbd); /* paused and drained */
 /* Segments-per-request histogram: bucket i holds counts in (2^(i-1), 2^i]. */
 #define TD_SEG_BUCKETS 13 /* 1, 2, 3-4, ..., 2049-4096 */
 /* Latency histogram: 8 linear sub-buckets per power of two of µs. */
-#define TD_LAT_SUB 8
+#define TD_LAT_SUB     8
 #define TD_LAT_BUCKETS (32 * TD_LAT_SUB)
 
 struct td_vbd_stats {
@@ -110,7 +110,7 @@ struct td_vbd_stats {
 	uint64_t inflight;	      /* I/Os accepted and not completed */
 	uint64_t waits;		      /* times an I/O waited for the pool */
 	uint64_t seg_hist[TD_SEG_BUCKETS];
-	uint64_t counters[TD_STAT_COUNT]; /* reported by drivers */
+	uint64_t counters[TD_STAT_COUNT];  /* reported by drivers */
 	uint64_t lat_hist[TD_LAT_BUCKETS]; /* all ops, in µs */
 };
 

@@ -25,8 +25,8 @@
 #include "tapdisk/vbd.h"
 
 #define DISK_BYTES (1u << 20)
-#define NR_IOS 8
-#define BUF_BYTES (256u << 10)
+#define NR_IOS	   8
+#define BUF_BYTES  (256u << 10)
 
 /* --- io_submit wrapper: pass through unless a test injects a result ------ */
 
@@ -129,8 +129,8 @@ static int teardown(void **state)
 static int open_disk(bool ro)
 {
 	char chain[128];
-	struct td_vbd_params p = { .name = "aio", .chain = chain,
-				   .read_only = ro };
+	struct td_vbd_params p = {
+		.name = "aio", .chain = chain, .read_only = ro};
 
 	snprintf(chain, sizeof(chain), "aio:%s", fx->path);
 	return td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd);
@@ -199,23 +199,23 @@ static bool all_bytes(const unsigned char *p, size_t len, int value)
 
 static void test_open_errors(void **state)
 {
-	struct td_vbd_params p = { .name = "aio" };
+	struct td_vbd_params p = {.name = "aio"};
 	static const struct {
 		const char *chain;
 		int err;
 	} rows[] = {
-		{ "aio", -EINVAL },		     /* no path */
-		{ "aio:/nonexistent/x.img", -ENOENT },
-		{ "aio:/tmp", -EISDIR },
-		{ "aio:/dev/null", -EINVAL },	     /* a character device */
+		{"aio", -EINVAL}, /* no path */
+		{"aio:/nonexistent/x.img", -ENOENT},
+		{"aio:/tmp", -EISDIR},
+		{"aio:/dev/null", -EINVAL}, /* a character device */
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		p.chain = rows[i].chain;
 		fx->vbd = NULL;
-		assert_int_equal(td_vbd_open(fx->loop, td_driver_table, &p,
-					     &fx->vbd),
-				 rows[i].err);
+		assert_int_equal(
+			td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
+			rows[i].err);
 	}
 	make_file(fx->path, 0, 0); /* empty */
 	assert_int_equal(open_disk(false), -EINVAL);
@@ -257,7 +257,7 @@ static void test_write_read_roundtrip(void **state)
 
 static void test_merge_adjacent_out_of_order(void **state)
 {
-	static const uint64_t order[4] = { 24, 8, 16, 0 };
+	static const uint64_t order[4] = {24, 8, 16, 0};
 	unsigned char check[16384];
 
 	assert_int_equal(open_disk(false), 0);
@@ -293,8 +293,8 @@ static void test_no_merge_across_gap_op_or_flags(void **state)
 {
 	assert_int_equal(open_disk(false), 0);
 	submit(0, TD_OP_WRITE, 0, 8, 0, NULL);
-	submit(1, TD_OP_WRITE, 16, 8, 0, NULL);	   /* gap at 8..15 */
-	submit(2, TD_OP_READ, 8, 8, 0, NULL);	   /* a read between */
+	submit(1, TD_OP_WRITE, 16, 8, 0, NULL);		 /* gap at 8..15 */
+	submit(2, TD_OP_READ, 8, 8, 0, NULL);		 /* a read between */
 	submit(3, TD_OP_WRITE, 24, 8, TD_REQ_FUA, NULL); /* other flags */
 	for (int i = 0; i < 4; i++) {
 		wait_io(i);
@@ -349,9 +349,11 @@ static void test_write_zeroes_no_hole_fua(void **state)
 static void test_worker_fallback_to_writing_zeroes(void **state)
 {
 	/* A pipe refuses fallocate: the worker writes zeroes instead. */
-	struct td_request req = { .op = TD_OP_WRITE_ZEROES, .sector = 0,
-				  .nr_sectors = 2, .flags = TD_REQ_NO_HOLE };
-	unsigned char zero[1024] = { 0 }, got[1024];
+	struct td_request req = {.op = TD_OP_WRITE_ZEROES,
+				 .sector = 0,
+				 .nr_sectors = 2,
+				 .flags = TD_REQ_NO_HOLE};
+	unsigned char zero[1024] = {0}, got[1024];
 	void *zbuf = calloc(1, AIO_ZERO_BUF_BYTES);
 	int p[2];
 
@@ -364,7 +366,8 @@ static void test_worker_fallback_to_writing_zeroes(void **state)
 	p[0] = open(fx->path, O_RDWR);
 	assert_true(p[0] >= 0);
 	assert_int_equal(aio_worker_run_op(p[0], false, zbuf, &req), 0);
-	assert_int_equal(pread(p[0], got, sizeof(got), 0), (ssize_t)sizeof(got));
+	assert_int_equal(pread(p[0], got, sizeof(got), 0),
+			 (ssize_t)sizeof(got));
 	assert_memory_equal(got, zero, sizeof(got));
 	close(p[0]);
 	free(zbuf);
@@ -387,9 +390,9 @@ static void test_read_only(void **state)
 {
 	assert_int_equal(open_disk(true), 0);
 	assert_true(td_vbd_get_info(fx->vbd)->read_only);
-	fx->io[0] = (struct td_vbd_io){ .op = TD_OP_WRITE, .sector = 0,
-					.nr_sectors = 1, .cb = io_done };
-	fx->iov[0] = (struct iovec){ bufp(0), 512 };
+	fx->io[0] = (struct td_vbd_io){
+		.op = TD_OP_WRITE, .sector = 0, .nr_sectors = 1, .cb = io_done};
+	fx->iov[0] = (struct iovec){bufp(0), 512};
 	fx->io[0].iov = &fx->iov[0];
 	fx->io[0].iovcnt = 1;
 	assert_int_equal(td_vbd_submit(fx->vbd, &fx->io[0]), -EROFS);

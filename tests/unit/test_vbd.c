@@ -109,14 +109,14 @@ static void test_open_errors(void **state)
 		const char *chain;
 		int err;
 	} rows[] = {
-		{ "", -EINVAL },
-		{ "nosuch:/x", -ENOENT },
-		{ "mockfilter", -EINVAL },	  /* a filter at the bottom */
-		{ "mock|mock", -EINVAL },	  /* a disk driver above another */
-		{ "mockfilter|nosuch", -ENOENT },
-		{ "mockfilter|mockfilter|mockfilter|mockfilter|mockfilter|"
-		  "mockfilter|mockfilter|mockfilter|mock",
-		  -E2BIG },
+		{"", -EINVAL},
+		{"nosuch:/x", -ENOENT},
+		{"mockfilter", -EINVAL}, /* a filter at the bottom */
+		{"mock|mock", -EINVAL},	 /* a disk driver above another */
+		{"mockfilter|nosuch", -ENOENT},
+		{"mockfilter|mockfilter|mockfilter|mockfilter|mockfilter|"
+		 "mockfilter|mockfilter|mockfilter|mock",
+		 -E2BIG},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -155,8 +155,8 @@ static void test_open_info(void **state)
 static void test_validation(void **state)
 {
 	struct td_vbd_io *io;
-	struct iovec odd = { fx->buf, 100 };
-	struct iovec nul = { NULL, 512 };
+	struct iovec odd = {fx->buf, 100};
+	struct iovec nul = {NULL, 512};
 
 	mock.features = TD_FEAT_FLUSH; /* no FUA, discard, zeroes */
 	assert_int_equal(open_chain("mock", 0, 0, false), 0);
@@ -274,7 +274,7 @@ static void expect_pieces(const struct piece *want, unsigned int n)
 static void test_split_boundary(void **state)
 {
 	/* Boundary 8 sectors: [6, 18) -> [6,8) [8,16) [16,18). */
-	static const struct piece want[] = { { 6, 2 }, { 8, 8 }, { 16, 2 } };
+	static const struct piece want[] = {{6, 2}, {8, 8}, {16, 2}};
 
 	mock.boundary_sectors = 8;
 	assert_int_equal(open_chain("mock", 0, 0, false), 0);
@@ -297,7 +297,7 @@ static void test_split_boundary(void **state)
 static void test_split_max_io(void **state)
 {
 	/* max 4 KiB: [0, 20) -> [0,8) [8,16) [16,20). */
-	static const struct piece want[] = { { 0, 8 }, { 8, 8 }, { 16, 4 } };
+	static const struct piece want[] = {{0, 8}, {8, 8}, {16, 4}};
 
 	assert_int_equal(open_chain("mock", 0, 4096, false), 0);
 	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_READ, 0, 20)), 0);
@@ -310,8 +310,7 @@ static void test_split_boundary_and_max_io(void **state)
 {
 	/* boundary 16, max 12: [10, 40) -> [10,16) [16,28) [28,32) [32,40) */
 	static const struct piece want[] = {
-		{ 10, 6 }, { 16, 12 }, { 28, 4 }, { 32, 8 }
-	};
+		{10, 6}, {16, 12}, {28, 4}, {32, 8}};
 
 	mock.boundary_sectors = 16;
 	assert_int_equal(open_chain("mock", 0, 12 * 512, false), 0);
@@ -324,12 +323,12 @@ static void test_split_boundary_and_max_io(void **state)
 static void test_split_discard_ignores_max_io(void **state)
 {
 	/* Discards are split at the boundary only (no data to carry). */
-	static const struct piece want[] = { { 4, 60 }, { 64, 64 }, { 128, 8 } };
+	static const struct piece want[] = {{4, 60}, {64, 64}, {128, 8}};
 
 	mock.boundary_sectors = 64;
 	assert_int_equal(open_chain("mock", 0, 4096, false), 0);
-	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(0, TD_OP_DISCARD, 4, 132)), 0);
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_DISCARD, 4, 132)),
+			 0);
 	expect_pieces(want, 3);
 	for (unsigned int i = 0; i < 3; i++)
 		assert_int_equal(mock.seen[i].iovcnt, 0);
@@ -344,9 +343,9 @@ static void test_split_iovecs(void **state)
 	 */
 	struct td_vbd_io *io = mkio(0, TD_OP_WRITE, 0, 8);
 	struct iovec v[3] = {
-		{ fx->buf, 1024 },
-		{ fx->buf + 8192, 2048 },
-		{ fx->buf + 16384, 1024 },
+		{fx->buf, 1024},
+		{fx->buf + 8192, 2048},
+		{fx->buf + 16384, 1024},
 	};
 
 	mock.boundary_sectors = 4;
@@ -531,7 +530,7 @@ static void test_pause_drains_then_holds(void **state)
 	assert_int_equal(td_vbd_pause(fx->vbd, on_drained, fx), -EALREADY);
 	assert_int_equal(td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 8, 1)), 0);
 	run(2);
-	assert_int_equal(drained, 0); /* io 0 still in flight */
+	assert_int_equal(drained, 0);	   /* io 0 still in flight */
 	assert_int_equal(mock.nr_seen, 1); /* io 1 held back */
 	assert_false(td_vbd_paused(fx->vbd));
 	mock_complete_held(0, 0);

@@ -1,0 +1,167 @@
+#!/bin/bash
+# nbd-peers.sh - the same fio jobs against tapstripe's NBD export,
+# qemu-nbd --cache=none --aio=native, and fio's own libaio O_DIRECT on the
+# backing file (the physical limit), all on one file in one run.
+#
+# usage: bench/nbd-peers.sh [--dir DIR] [--size SIZE] [--runtime S] [--reps N]
+#                           [--json FILE] [--quick]
+#   --dir DIR      where the backing file goes (default /var/tmp: a real disk;
+#                  /dev/shm measures the servers' CPU cost alone)
+#   --size SIZE    backing file size (default 1G)
+#   --runtime S    seconds per fio run (default 15)
+#   --reps N       repetitions per job and target; the median is reported (3)
+#   --json FILE    also write every figure there
+#   --quick        --size 256M --runtime 4 --reps 1
+#
+# Prints per job: IOPS and MiB/s of each target, tapstripe / qemu-nbd and
+# tapstripe / physical ratios, and each server's CPU time per request
+# (user+sys of the server process over the run, divided by the requests fio
+# completed).  Only ratios measured in this run mean anything: the machine
+# is shared and noisy.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+BUILDDIR=${BUILDDIR:-$here/..}
+TAPDISK=${TAPDISK:-$BUILDDIR/tools/tapdisk}
+DIR=/var/tmp SIZE=1G RUNTIME=15 REPS=3 JSON=
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--dir) DIR=$2; shift ;;
+	--size) SIZE=$2; shift ;;
+	--runtime) RUNTIME=$2; shift ;;
+	--reps) REPS=$2; shift ;;
+	--json) JSON=$2; shift ;;
+	--quick) SIZE=256M RUNTIME=4 REPS=1 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "nbd-peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+for tool in fio qemu-nbd python3; do
+	command -v $tool >/dev/null || { echo "nbd-peers.sh: $tool missing (apt-get install fio qemu-utils python3)" >&2; exit 1; }
+done
+[ -x "$TAPDISK" ] || { echo "nbd-peers.sh: $TAPDISK not built (run make, or set TAPDISK=)" >&2; exit 1; }
+
+work=$(mktemp -d "$DIR/td-bench.XXXXXX") || exit 1
+results=$work/results
+server_pid=
+cleanup() {
+	[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+img=$work/disk.img
+sock=$work/nbd.sock
+echo "# backing file: $SIZE in $DIR ($(df -T "$DIR" | awk 'NR==2 {print $2}'))"
+fio --name=fill --filename="$img" --size="$SIZE" --rw=write --bs=1M \
+	--ioengine=libaio --direct=1 --iodepth=8 --output=/dev/null || exit 1
+
+# name rw bs iodepth
+JOBS="randread4k randread 4k 32
+seqwrite1m write 1M 8
+seqread1m read 1M 8"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+start_server() { # target
+	rm -f "$sock"
+	case $1 in
+	tapstripe) "$TAPDISK" --foreground -a "aio:$img" --nbd "unix:$sock" \
+		--log-level warn 2>>"$work/server.log" & ;;
+	qemu-nbd) qemu-nbd --cache=none --aio=native -f raw --shared=16 \
+		-k "$sock" "$img" 2>>"$work/server.log" & ;;
+	esac
+	server_pid=$!
+	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.05; done
+	echo "nbd-peers.sh: $1 did not start; see its log:" >&2
+	cat "$work/server.log" >&2
+	exit 1
+}
+
+stop_server() {
+	kill "$server_pid" 2>/dev/null
+	wait "$server_pid" 2>/dev/null
+	server_pid=
+}
+
+run_fio() { # target rw bs qd out.json
+	local target=$1 rw=$2 bs=$3 qd=$4 out=$5
+	local common=(--name=job --rw="$rw" --bs="$bs" --iodepth="$qd"
+		--size="$SIZE" --time_based --runtime="$RUNTIME" --ramp_time=1
+		--randrepeat=0 --norandommap --output-format=json --output="$out")
+	if [ "$target" = physical ]; then
+		fio "${common[@]}" --filename="$img" --ioengine=libaio --direct=1
+	else
+		fio "${common[@]}" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+	fi
+}
+
+: >"$results"
+total=$(( $(echo "$JOBS" | wc -l) * 3 * REPS ))
+n=0
+for target in physical tapstripe qemu-nbd; do
+	[ "$target" != physical ] && start_server $target
+	while read -r job rw bs qd; do
+		for rep in $(seq "$REPS"); do
+			n=$((n + 1))
+			printf '\r# [%d/%d] %-9s %-11s rep %d ' $n $total "$target" "$job" "$rep" >&2
+			t0=0
+			[ -n "$server_pid" ] && t0=$(cpu_ticks "$server_pid")
+			run_fio "$target" "$rw" "$bs" "$qd" "$work/fio.json" || { echo "fio failed" >&2; exit 1; }
+			t1=0
+			[ -n "$server_pid" ] && t1=$(cpu_ticks "$server_pid")
+			echo "$target $job $rep $((t1 - t0)) $work/fio.json" >>"$results"
+			python3 - "$work/fio.json" >>"$results.parsed" "$target" "$job" "$rep" "$((t1 - t0))" <<'EOF'
+import json, sys
+path, target, job, rep, ticks = sys.argv[1:]
+j = json.load(open(path))["jobs"][0]
+ios = j["read"]["total_ios"] + j["write"]["total_ios"]
+iops = j["read"]["iops"] + j["write"]["iops"]
+bw = (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1048576
+print(target, job, rep, iops, bw, ios, ticks)
+EOF
+		done
+	done <<<"$JOBS"
+	[ "$target" != physical ] && stop_server
+done
+echo >&2
+
+python3 - "$results.parsed" "$(getconf CLK_TCK)" "${JSON:-}" <<'EOF'
+import json, statistics, sys
+path, hz, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = {}
+for line in open(path):
+    t, job, rep, iops, bw, ios, ticks = line.split()
+    rows.setdefault((t, job), []).append((float(iops), float(bw), int(ios), int(ticks)))
+def med(t, job, k):
+    return statistics.median(r[k] for r in rows[(t, job)])
+def cpu_us(t, job):
+    r = rows[(t, job)]
+    return 1e6 * sum(x[3] for x in r) / hz / max(1, sum(x[2] for x in r))
+jobs = []
+for (t, job) in rows:
+    if job not in jobs:
+        jobs.append(job)
+print("%-11s %-10s %10s %9s %10s %9s %9s %13s" % ("job", "target", "IOPS", "MiB/s",
+      "spread", "vs qemu", "vs phys", "CPU us/req"))
+report = {}
+for job in jobs:
+    for t in ("physical", "tapstripe", "qemu-nbd"):
+        iops = med(t, job, 0); bw = med(t, job, 1)
+        vals = [r[0] for r in rows[(t, job)]]
+        spread = (max(vals) - min(vals)) / iops * 100 if iops else 0
+        vq = iops / med("qemu-nbd", job, 0)
+        vp = iops / med("physical", job, 0)
+        cpu = cpu_us(t, job) if t != "physical" else float("nan")
+        print("%-11s %-10s %10.0f %9.1f %9.1f%% %9.3f %9.3f %13.2f" % (job, t, iops, bw,
+              spread, vq, vp, cpu))
+        report.setdefault(job, {})[t] = {"iops": iops, "mib_s": bw, "spread_pct": spread,
+              "ratio_vs_qemu_nbd": vq, "ratio_vs_physical": vp,
+              "cpu_us_per_req": None if t == "physical" else cpu,
+              "reps": [r[0] for r in rows[(t, job)]]}
+if out:
+    json.dump(report, open(out, "w"), indent=2)
+EOF
