@@ -71,7 +71,7 @@ start_server() { # target
 	case $1 in
 	tapstripe) "$TAPDISK" --foreground -a "aio:$img" --nbd "unix:$sock" \
 		--log-level warn 2>>"$work/server.log" & ;;
-	qemu-nbd) qemu-nbd --cache=none --aio=native -f raw --shared=16 \
+	qemu-nbd) qemu-nbd --cache=none --aio=native -f raw --shared=16 -t \
 		-k "$sock" "$img" 2>>"$work/server.log" & ;;
 	esac
 	server_pid=$!

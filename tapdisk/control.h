@@ -59,17 +59,17 @@
 #include "tapdisk/vbd.h"
 
 #define TD_CTL_PROTOCOL_VERSION 1
-#define TD_CTL_LINE_MAX 512
-#define TD_CTL_MAX_ARGS 8
-#define TD_CTL_REPLY_MAX (1u << 20)
-#define TD_CTL_MAX_CLIENTS 16
-#define TD_CTL_IDLE_TIMEOUT_MS 60000
-#define TD_CTL_MAX_FRONTENDS 8
+#define TD_CTL_LINE_MAX		512
+#define TD_CTL_MAX_ARGS		8
+#define TD_CTL_REPLY_MAX	(1u << 20)
+#define TD_CTL_MAX_CLIENTS	16
+#define TD_CTL_IDLE_TIMEOUT_MS	60000
+#define TD_CTL_MAX_FRONTENDS	8
 
 #define TD_CTL_RUN_DIR_DEFAULT "/run/tapstripe"
-#define TD_CTL_RUN_DIR_ENV "TAPSTRIPE_RUNDIR"
-#define TD_CTL_SOCK_PREFIX "tapdisk-"
-#define TD_CTL_SOCK_SUFFIX ".sock"
+#define TD_CTL_RUN_DIR_ENV     "TAPSTRIPE_RUNDIR"
+#define TD_CTL_SOCK_PREFIX     "tapdisk-"
+#define TD_CTL_SOCK_SUFFIX     ".sock"
 
 /* --- server (inside tapdisk's event loop) ---------------------------------- */
 
@@ -135,6 +135,9 @@ void td_ctl_server_destroy(struct td_ctl_server *ctl);
 /* override if set, else $TAPSTRIPE_RUNDIR if set, else the default. */
 const char *td_ctl_run_dir(const char *override);
 
+/* Create dir and its missing parents (mode 0755).  0 or -errno. */
+int td_ctl_make_run_dir(const char *dir);
+
 /* <run_dir>/tapdisk-<pid>.sock.  Returns 0 or -ENAMETOOLONG. */
 int td_ctl_socket_path(char *buf, size_t len, const char *run_dir, int pid);
 
@@ -146,10 +149,10 @@ int td_errno_from_name(const char *name);
 /* --- client (blocking, with a deadline; for tools, not the event loop) ----- */
 
 struct td_ctl_reply {
-	int err;		     /* 0 for OK, else -errno from ERR */
-	char errname[32];	     /* "EINVAL" when err */
+	int err;		       /* 0 for OK, else -errno from ERR */
+	char errname[32];	       /* "EINVAL" when err */
 	char message[TD_CTL_LINE_MAX]; /* the ERR message */
-	struct td_strbuf payload;    /* the OK payload */
+	struct td_strbuf payload;      /* the OK payload */
 };
 
 void td_ctl_reply_init(struct td_ctl_reply *reply);

@@ -13,7 +13,7 @@
 #include "tapdisk/json.h"
 
 #define STRBUF_MIN_CAP 256
-#define JSON_INDENT "  "
+#define JSON_INDENT    "  "
 
 void td_strbuf_init(struct td_strbuf *sb)
 {

@@ -23,6 +23,7 @@
 #define TAPSTRIPE_LOOP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/queue.h>

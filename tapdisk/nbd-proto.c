@@ -189,8 +189,7 @@ static uint32_t nbd_check_range(const struct nbd_export *exp,
 }
 
 uint32_t nbd_check_request(const struct nbd_export *exp,
-			   const struct nbd_request *req,
-			   struct nbd_plan *plan)
+			   const struct nbd_request *req, struct nbd_plan *plan)
 {
 	uint32_t err;
 
@@ -239,6 +238,19 @@ uint32_t nbd_map_error(int err, uint16_t cmd)
 	default:
 		return NBD_EIO;
 	}
+}
+
+void nbd_printable(const uint8_t *in, size_t len, char *out, size_t out_size)
+{
+	size_t n = len < out_size ? len : out_size - 4;
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f ? (char)in[i] : '?';
+	if (n < len) {
+		memcpy(out + n, "...", 3);
+		n += 3;
+	}
+	out[n] = '\0';
 }
 
 const char *nbd_cmd_name(uint16_t cmd)

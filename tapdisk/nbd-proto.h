@@ -19,116 +19,116 @@
 
 /* --- magic numbers --------------------------------------------------------- */
 
-#define NBD_MAGIC 0x4e42444d41474943ull	 /* "NBDMAGIC", INIT_PASSWD */
-#define NBD_IHAVEOPT 0x49484156454f5054ull /* "IHAVEOPT", option magic */
-#define NBD_REP_MAGIC 0x0003e889045565a9ull /* option replies */
-#define NBD_REQUEST_MAGIC 0x25609513u
+#define NBD_MAGIC	       0x4e42444d41474943ull /* "NBDMAGIC", INIT_PASSWD */
+#define NBD_IHAVEOPT	       0x49484156454f5054ull /* "IHAVEOPT", option magic */
+#define NBD_REP_MAGIC	       0x0003e889045565a9ull /* option replies */
+#define NBD_REQUEST_MAGIC      0x25609513u
 #define NBD_SIMPLE_REPLY_MAGIC 0x67446698u
 
 /* --- handshake flags (server, 16 bits) and client flags (32 bits) --------- */
 
-#define NBD_FLAG_FIXED_NEWSTYLE (1u << 0)
-#define NBD_FLAG_NO_ZEROES (1u << 1)
+#define NBD_FLAG_FIXED_NEWSTYLE	  (1u << 0)
+#define NBD_FLAG_NO_ZEROES	  (1u << 1)
 #define NBD_FLAG_C_FIXED_NEWSTYLE (1u << 0)
-#define NBD_FLAG_C_NO_ZEROES (1u << 1)
+#define NBD_FLAG_C_NO_ZEROES	  (1u << 1)
 
 /* --- transmission flags (16 bits) ------------------------------------------ */
 
-#define NBD_FLAG_HAS_FLAGS (1u << 0)
-#define NBD_FLAG_READ_ONLY (1u << 1)
-#define NBD_FLAG_SEND_FLUSH (1u << 2)
-#define NBD_FLAG_SEND_FUA (1u << 3)
-#define NBD_FLAG_ROTATIONAL (1u << 4)
-#define NBD_FLAG_SEND_TRIM (1u << 5)
+#define NBD_FLAG_HAS_FLAGS	   (1u << 0)
+#define NBD_FLAG_READ_ONLY	   (1u << 1)
+#define NBD_FLAG_SEND_FLUSH	   (1u << 2)
+#define NBD_FLAG_SEND_FUA	   (1u << 3)
+#define NBD_FLAG_ROTATIONAL	   (1u << 4)
+#define NBD_FLAG_SEND_TRIM	   (1u << 5)
 #define NBD_FLAG_SEND_WRITE_ZEROES (1u << 6)
-#define NBD_FLAG_SEND_DF (1u << 7)
-#define NBD_FLAG_CAN_MULTI_CONN (1u << 8)
-#define NBD_FLAG_SEND_RESIZE (1u << 9)
-#define NBD_FLAG_SEND_CACHE (1u << 10)
-#define NBD_FLAG_SEND_FAST_ZERO (1u << 11)
+#define NBD_FLAG_SEND_DF	   (1u << 7)
+#define NBD_FLAG_CAN_MULTI_CONN	   (1u << 8)
+#define NBD_FLAG_SEND_RESIZE	   (1u << 9)
+#define NBD_FLAG_SEND_CACHE	   (1u << 10)
+#define NBD_FLAG_SEND_FAST_ZERO	   (1u << 11)
 
 /* --- options ---------------------------------------------------------------- */
 
-#define NBD_OPT_EXPORT_NAME 1u
-#define NBD_OPT_ABORT 2u
-#define NBD_OPT_LIST 3u
-#define NBD_OPT_PEEK_EXPORT 4u
-#define NBD_OPT_STARTTLS 5u
-#define NBD_OPT_INFO 6u
-#define NBD_OPT_GO 7u
-#define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_EXPORT_NAME	  1u
+#define NBD_OPT_ABORT		  2u
+#define NBD_OPT_LIST		  3u
+#define NBD_OPT_PEEK_EXPORT	  4u
+#define NBD_OPT_STARTTLS	  5u
+#define NBD_OPT_INFO		  6u
+#define NBD_OPT_GO		  7u
+#define NBD_OPT_STRUCTURED_REPLY  8u
 #define NBD_OPT_LIST_META_CONTEXT 9u
-#define NBD_OPT_SET_META_CONTEXT 10u
-#define NBD_OPT_EXTENDED_HEADERS 11u
+#define NBD_OPT_SET_META_CONTEXT  10u
+#define NBD_OPT_EXTENDED_HEADERS  11u
 
 /* --- option replies --------------------------------------------------------- */
 
-#define NBD_REP_ACK 1u
-#define NBD_REP_SERVER 2u
-#define NBD_REP_INFO 3u
-#define NBD_REP_META_CONTEXT 4u
-#define NBD_REP_FLAG_ERROR (1u << 31)
-#define NBD_REP_ERR_UNSUP (NBD_REP_FLAG_ERROR | 1u)
-#define NBD_REP_ERR_POLICY (NBD_REP_FLAG_ERROR | 2u)
-#define NBD_REP_ERR_INVALID (NBD_REP_FLAG_ERROR | 3u)
-#define NBD_REP_ERR_PLATFORM (NBD_REP_FLAG_ERROR | 4u)
-#define NBD_REP_ERR_TLS_REQD (NBD_REP_FLAG_ERROR | 5u)
-#define NBD_REP_ERR_UNKNOWN (NBD_REP_FLAG_ERROR | 6u)
-#define NBD_REP_ERR_SHUTDOWN (NBD_REP_FLAG_ERROR | 7u)
+#define NBD_REP_ACK		    1u
+#define NBD_REP_SERVER		    2u
+#define NBD_REP_INFO		    3u
+#define NBD_REP_META_CONTEXT	    4u
+#define NBD_REP_FLAG_ERROR	    (1u << 31)
+#define NBD_REP_ERR_UNSUP	    (NBD_REP_FLAG_ERROR | 1u)
+#define NBD_REP_ERR_POLICY	    (NBD_REP_FLAG_ERROR | 2u)
+#define NBD_REP_ERR_INVALID	    (NBD_REP_FLAG_ERROR | 3u)
+#define NBD_REP_ERR_PLATFORM	    (NBD_REP_FLAG_ERROR | 4u)
+#define NBD_REP_ERR_TLS_REQD	    (NBD_REP_FLAG_ERROR | 5u)
+#define NBD_REP_ERR_UNKNOWN	    (NBD_REP_FLAG_ERROR | 6u)
+#define NBD_REP_ERR_SHUTDOWN	    (NBD_REP_FLAG_ERROR | 7u)
 #define NBD_REP_ERR_BLOCK_SIZE_REQD (NBD_REP_FLAG_ERROR | 8u)
-#define NBD_REP_ERR_TOO_BIG (NBD_REP_FLAG_ERROR | 9u)
+#define NBD_REP_ERR_TOO_BIG	    (NBD_REP_FLAG_ERROR | 9u)
 
 /* Information types of NBD_REP_INFO (and of GO/INFO requests). */
-#define NBD_INFO_EXPORT 0u
-#define NBD_INFO_NAME 1u
+#define NBD_INFO_EXPORT	     0u
+#define NBD_INFO_NAME	     1u
 #define NBD_INFO_DESCRIPTION 2u
-#define NBD_INFO_BLOCK_SIZE 3u
+#define NBD_INFO_BLOCK_SIZE  3u
 
 /* --- commands and command flags ---------------------------------------------- */
 
-#define NBD_CMD_READ 0u
-#define NBD_CMD_WRITE 1u
-#define NBD_CMD_DISC 2u
-#define NBD_CMD_FLUSH 3u
-#define NBD_CMD_TRIM 4u
-#define NBD_CMD_CACHE 5u
+#define NBD_CMD_READ	     0u
+#define NBD_CMD_WRITE	     1u
+#define NBD_CMD_DISC	     2u
+#define NBD_CMD_FLUSH	     3u
+#define NBD_CMD_TRIM	     4u
+#define NBD_CMD_CACHE	     5u
 #define NBD_CMD_WRITE_ZEROES 6u
 #define NBD_CMD_BLOCK_STATUS 7u
-#define NBD_CMD_RESIZE 8u
+#define NBD_CMD_RESIZE	     8u
 
-#define NBD_CMD_FLAG_FUA (1u << 0)
-#define NBD_CMD_FLAG_NO_HOLE (1u << 1)
-#define NBD_CMD_FLAG_DF (1u << 2)
-#define NBD_CMD_FLAG_REQ_ONE (1u << 3)
+#define NBD_CMD_FLAG_FUA       (1u << 0)
+#define NBD_CMD_FLAG_NO_HOLE   (1u << 1)
+#define NBD_CMD_FLAG_DF	       (1u << 2)
+#define NBD_CMD_FLAG_REQ_ONE   (1u << 3)
 #define NBD_CMD_FLAG_FAST_ZERO (1u << 4)
 
 /* --- error values of replies ------------------------------------------------- */
 
-#define NBD_EPERM 1u
-#define NBD_EIO 5u
-#define NBD_ENOMEM 12u
-#define NBD_EINVAL 22u
-#define NBD_ENOSPC 28u
+#define NBD_EPERM     1u
+#define NBD_EIO	      5u
+#define NBD_ENOMEM    12u
+#define NBD_EINVAL    22u
+#define NBD_ENOSPC    28u
 #define NBD_EOVERFLOW 75u
-#define NBD_ENOTSUP 95u
+#define NBD_ENOTSUP   95u
 #define NBD_ESHUTDOWN 108u
 
 /* --- sizes of messages --------------------------------------------------------- */
 
-#define NBD_GREETING_BYTES 18	      /* NBDMAGIC, IHAVEOPT, handshake flags */
-#define NBD_CLIENT_FLAGS_BYTES 4
-#define NBD_OPT_HEADER_BYTES 16	      /* IHAVEOPT, option, length */
-#define NBD_OPT_REPLY_HEADER_BYTES 20 /* magic, option, type, length */
-#define NBD_EXPORT_NAME_REPLY_BYTES 10 /* size, transmission flags */
-#define NBD_EXPORT_NAME_ZEROES 124    /* unless NBD_FLAG_C_NO_ZEROES */
-#define NBD_REQUEST_BYTES 28
-#define NBD_SIMPLE_REPLY_BYTES 16
-#define NBD_INFO_EXPORT_BYTES 12     /* type, size, transmission flags */
-#define NBD_INFO_BLOCK_SIZE_BYTES 14 /* type, minimum, preferred, maximum */
-#define NBD_MAX_STRING_BYTES 4096    /* export names, messages */
+#define NBD_GREETING_BYTES	    18 /* NBDMAGIC, IHAVEOPT, handshake flags */
+#define NBD_CLIENT_FLAGS_BYTES	    4
+#define NBD_OPT_HEADER_BYTES	    16	/* IHAVEOPT, option, length */
+#define NBD_OPT_REPLY_HEADER_BYTES  20	/* magic, option, type, length */
+#define NBD_EXPORT_NAME_REPLY_BYTES 10	/* size, transmission flags */
+#define NBD_EXPORT_NAME_ZEROES	    124 /* unless NBD_FLAG_C_NO_ZEROES */
+#define NBD_REQUEST_BYTES	    28
+#define NBD_SIMPLE_REPLY_BYTES	    16
+#define NBD_INFO_EXPORT_BYTES	    12	 /* type, size, transmission flags */
+#define NBD_INFO_BLOCK_SIZE_BYTES   14	 /* type, minimum, preferred, maximum */
+#define NBD_MAX_STRING_BYTES	    4096 /* export names, messages */
 
 /* The block sizes the server advertises (see nbd_put_go_reply). */
-#define NBD_MIN_BLOCK_BYTES TD_SECTOR_SIZE /* the vbd's unit */
+#define NBD_MIN_BLOCK_BYTES	  TD_SECTOR_SIZE /* the vbd's unit */
 #define NBD_PREFERRED_BLOCK_BYTES 4096u
 
 /*
@@ -142,7 +142,7 @@
  * Room one option's replies may take in the output buffer: the largest is
  * NBD_OPT_LIST's NBD_REP_SERVER (a 4096-byte name) and its NBD_REP_ACK.
  */
-#define NBD_OPT_MAX_REPLY_BYTES                                              \
+#define NBD_OPT_MAX_REPLY_BYTES \
 	(2 * NBD_OPT_REPLY_HEADER_BYTES + 4 + NBD_MAX_STRING_BYTES + 256)
 
 /* --- byte order ------------------------------------------------------------------ */
@@ -203,8 +203,10 @@ uint16_t nbd_transmission_flags(const struct td_disk_info *info);
 size_t nbd_put_greeting(uint8_t *buf);
 
 /* Handshake flags the server offers, and client flags it accepts. */
-#define NBD_SERVER_HANDSHAKE_FLAGS (NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES)
-#define NBD_CLIENT_FLAGS_KNOWN (NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)
+#define NBD_SERVER_HANDSHAKE_FLAGS \
+	(NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES)
+#define NBD_CLIENT_FLAGS_KNOWN \
+	(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)
 
 struct nbd_opt_header {
 	uint64_t magic;
@@ -242,8 +244,8 @@ uint32_t nbd_parse_info_request(const uint8_t *data, uint32_t len,
  * then NBD_REP_ACK.  buf must hold NBD_GO_REPLY_BYTES.  Returns the bytes
  * written.
  */
-#define NBD_GO_REPLY_BYTES                                                   \
-	(3 * NBD_OPT_REPLY_HEADER_BYTES + NBD_INFO_EXPORT_BYTES +            \
+#define NBD_GO_REPLY_BYTES                                        \
+	(3 * NBD_OPT_REPLY_HEADER_BYTES + NBD_INFO_EXPORT_BYTES + \
 	 NBD_INFO_BLOCK_SIZE_BYTES)
 size_t nbd_put_go_reply(uint8_t *buf, uint32_t option,
 			const struct nbd_export *exp);
@@ -275,8 +277,8 @@ void nbd_put_simple_reply(uint8_t *p, uint32_t error, uint64_t handle);
 /* What the server does with a request that passed nbd_check_request. */
 struct nbd_plan {
 	enum td_op op;
-	uint32_t td_flags;     /* TD_REQ_* */
-	uint32_t data_bytes;   /* buffer needed: READ and WRITE */
+	uint32_t td_flags;   /* TD_REQ_* */
+	uint32_t data_bytes; /* buffer needed: READ and WRITE */
 };
 
 /*
@@ -315,6 +317,13 @@ static inline bool nbd_request_has_payload(const struct nbd_request *req)
  * 0 gives 0.
  */
 uint32_t nbd_map_error(int err, uint16_t cmd);
+
+/*
+ * Copy client-chosen bytes (an export name) for a log line: at most
+ * out_size - 1 characters, anything not printable ASCII as '?', and "..."
+ * when cut short.  out_size must be at least 4.
+ */
+void nbd_printable(const uint8_t *in, size_t len, char *out, size_t out_size);
 
 /* Names for logs ("READ", "OPT_GO", ...); "unknown" when not known. */
 const char *nbd_cmd_name(uint16_t cmd);

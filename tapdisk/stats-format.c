@@ -8,7 +8,7 @@
 
 #include "tapdisk/stats-format.h"
 
-#define US_PER_S 1000000ull
+#define US_PER_S UINT64_C(1000000)
 
 /* The latency percentiles every report carries, with their JSON names. */
 static const struct {
@@ -16,10 +16,10 @@ static const struct {
 	const char *label;
 	const char *key;
 } percentiles[] = {
-	{ 50.0, "p50", "p50" },
-	{ 90.0, "p90", "p90" },
-	{ 99.0, "p99", "p99" },
-	{ 99.9, "p99.9", "p99_9" },
+	{50.0, "p50", "p50"},
+	{90.0, "p90", "p90"},
+	{99.0, "p99", "p99"},
+	{99.9, "p99.9", "p99_9"},
 };
 #define NR_PERCENTILES (sizeof(percentiles) / sizeof(percentiles[0]))
 
@@ -27,17 +27,17 @@ static const struct {
 	uint32_t bit;
 	const char *name;
 } feature_names[] = {
-	{ TD_FEAT_FLUSH, "flush" },
-	{ TD_FEAT_FUA, "fua" },
-	{ TD_FEAT_DISCARD, "discard" },
-	{ TD_FEAT_WRITE_ZEROES, "write_zeroes" },
+	{TD_FEAT_FLUSH, "flush"},
+	{TD_FEAT_FUA, "fua"},
+	{TD_FEAT_DISCARD, "discard"},
+	{TD_FEAT_WRITE_ZEROES, "write_zeroes"},
 };
 #define NR_FEATURES (sizeof(feature_names) / sizeof(feature_names[0]))
 
 const char *td_format_bytes(uint64_t bytes, char *buf, unsigned int len)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB",
-					     "PiB", "EiB" };
+	static const char *const units[] = {"KiB", "MiB", "GiB",
+					    "TiB", "PiB", "EiB"};
 	double value = (double)bytes;
 	unsigned int u = 0;
 
@@ -150,11 +150,11 @@ static void text_ops(const struct td_report *r, struct td_strbuf *sb)
 	td_strbuf_printf(sb, "%-14s %14s %14s %10s\n", "op", "requests",
 			 "bytes", "errors");
 	for (unsigned int op = 0; op < TD_OP_COUNT; op++) {
-		td_strbuf_printf(sb, "%-14s %14" PRIu64 " %14s %10" PRIu64 "\n",
-				 td_op_name(op), s->reqs[op],
-				 td_format_bytes(s->bytes[op], human,
-						 sizeof(human)),
-				 s->errors[op]);
+		td_strbuf_printf(
+			sb, "%-14s %14" PRIu64 " %14s %10" PRIu64 "\n",
+			td_op_name(op), s->reqs[op],
+			td_format_bytes(s->bytes[op], human, sizeof(human)),
+			s->errors[op]);
 		reqs += s->reqs[op];
 		bytes += s->bytes[op];
 		errors += s->errors[op];
@@ -200,8 +200,8 @@ static void text_counters(const struct td_report *r, struct td_strbuf *sb)
 
 	td_strbuf_puts(sb, "\ndriver counters\n");
 	for (unsigned int i = 0; i < TD_STAT_COUNT; i++)
-		td_strbuf_printf(sb, "  %-24s %14" PRIu64 "\n",
-				 td_stat_name(i), s->counters[i]);
+		td_strbuf_printf(sb, "  %-24s %14" PRIu64 "\n", td_stat_name(i),
+				 s->counters[i]);
 	td_strbuf_printf(sb,
 			 "  (%" PRIu64 " pieces became %" PRIu64
 			 " backend submissions; %" PRIu64
@@ -216,9 +216,9 @@ static void text_latency(const struct td_report *r, struct td_strbuf *sb)
 	td_strbuf_printf(sb, "\nlatency (us, all ops, %" PRIu64 " I/Os):",
 			 total_latency_samples(&r->stats));
 	for (unsigned int i = 0; i < NR_PERCENTILES; i++)
-		td_strbuf_printf(sb, " %s %" PRIu64, percentiles[i].label,
-				 td_lat_percentile(r->stats.lat_hist,
-						   percentiles[i].p));
+		td_strbuf_printf(
+			sb, " %s %" PRIu64, percentiles[i].label,
+			td_lat_percentile(r->stats.lat_hist, percentiles[i].p));
 	td_strbuf_puts(sb, "\n");
 }
 
@@ -229,7 +229,8 @@ static void text_process(const struct td_report *r, struct td_strbuf *sb)
 
 	if (r->has_nbd)
 		td_strbuf_printf(sb,
-				 "\nnbd: %" PRIu64 " clients connected, %" PRIu64
+				 "\nnbd: %" PRIu64
+				 " clients connected, %" PRIu64
 				 " accepted, %" PRIu64 " refused, %" PRIu64
 				 " protocol errors, %" PRIu64
 				 " commands, %" PRIu64 " error replies\n",
@@ -239,8 +240,7 @@ static void text_process(const struct td_report *r, struct td_strbuf *sb)
 	td_strbuf_printf(sb,
 			 "\ncpu: user %" PRIu64 " us, sys %" PRIu64
 			 " us, uptime %" PRIu64 ".%03" PRIu64 " s",
-			 r->cpu_user_us, r->cpu_sys_us,
-			 r->uptime_us / US_PER_S,
+			 r->cpu_user_us, r->cpu_sys_us, r->uptime_us / US_PER_S,
 			 r->uptime_us % US_PER_S / 1000);
 	if (reqs)
 		td_strbuf_printf(sb, ", %.2f us of cpu per request",

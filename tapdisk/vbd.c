@@ -48,6 +48,7 @@ struct td_vbd {
 	struct td_request *done_head; /* completed, callbacks not yet run */
 	struct td_request **done_tail;
 	struct td_defer done_defer;
+	bool in_done; /* completion callbacks running: closing would free them */
 
 	struct td_hook unplug_hook;
 	uint32_t unplug_mask; /* layers submitted to in this pass */
@@ -153,6 +154,7 @@ static void vbd_run_done(struct td_defer *d, void *opaque)
 
 	vbd->done_head = NULL;
 	vbd->done_tail = &vbd->done_head;
+	vbd->in_done = true;
 	while (req) {
 		struct td_request *next = req->next;
 
@@ -160,6 +162,7 @@ static void vbd_run_done(struct td_defer *d, void *opaque)
 		req_put(req);
 		req = next;
 	}
+	vbd->in_done = false;
 	vbd_kick(vbd);
 }
 
@@ -740,7 +743,7 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 
 int td_vbd_close(struct td_vbd *vbd)
 {
-	if (vbd->stats.inflight)
+	if (vbd->stats.inflight || vbd->in_done)
 		return -EBUSY;
 	td_loop_del_hook(&vbd->unplug_hook);
 	td_loop_defer_cancel(vbd->loop, &vbd->done_defer);

@@ -73,7 +73,11 @@ struct td_vbd_params {
 int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 		const struct td_vbd_params *params, struct td_vbd **out);
 
-/* Close the chain.  Returns -EBUSY while I/O is in flight (pause first). */
+/*
+ * Close the chain.  Returns -EBUSY while I/O is in flight (pause first) or
+ * when called from inside an I/O completion callback (defer the close with
+ * td_loop_defer: the vbd still uses its request pool after the callback).
+ */
 int td_vbd_close(struct td_vbd *vbd);
 
 int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io);

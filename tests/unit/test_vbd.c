@@ -596,6 +596,29 @@ static void test_close_busy(void **state)
 	assert_true(mock.closed);
 }
 
+static int close_in_cb_result;
+
+static void close_in_cb(struct td_vbd_io *io, int err)
+{
+	close_in_cb_result = td_vbd_close(fx->vbd);
+	io_done(io, err);
+}
+
+static void test_close_from_callback_refused(void **state)
+{
+	struct td_vbd_io *io;
+
+	assert_int_equal(open_chain("mock", 0, 0, false), 0);
+	io = mkio(0, TD_OP_READ, 0, 1);
+	io->cb = close_in_cb;
+	assert_int_equal(td_vbd_submit(fx->vbd, io), 0);
+	run(1);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(close_in_cb_result, -EBUSY);
+	assert_int_equal(td_vbd_close(fx->vbd), 0); /* fine afterwards */
+	fx->vbd = NULL;
+}
+
 /* --- filters, unplug, stats ----------------------------------------------- */
 
 static void test_filter_forwarding(void **state)
@@ -684,6 +707,7 @@ int main(void)
 		T(test_pause_idle),
 		T(test_pause_finishes_started_io),
 		T(test_close_busy),
+		T(test_close_from_callback_refused),
 		T(test_filter_forwarding),
 		T(test_unplug_once_per_pass),
 		T(test_stats),

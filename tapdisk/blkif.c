@@ -1,0 +1,579 @@
+/*
+ * blkif.c - the blkif ring: consume requests, run them on the vbd, answer.
+ *
+ * Consumption (blkif_ring_kick): read req_prod once, then a read barrier,
+ * then copy each slot once into a local request (blkif_copy_request) and
+ * hand only that copy to blkif-parse.c.  A slot of ours (struct
+ * blkif_slot, one per ring slot, preallocated) carries the request until
+ * its response is written; since a well-behaved frontend never has more
+ * than a ring of requests without responses, free slots cannot run out,
+ * and a producer index that claims more is a protocol error that kills
+ * the ring.
+ *
+ * Responses: a finished slot goes on the done list, in completion order;
+ * the pass-end hook writes the whole list into the ring, pushes it once
+ * and notifies the frontend at most once.
+ *
+ * Waiting: consumption stops, leaving requests on the ring, while a
+ * barrier drains or runs and while an indirect request finds no free
+ * indirect buffer; it resumes by a deferred kick when that ends.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tapdisk/blkif-int.h"
+
+/* --- configuration ------------------------------------------------------- */
+
+void blkif_config_init(struct blkif_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_ring_order = BLKIF_DEFAULT_MAX_RING_ORDER;
+	cfg->max_indirect_segments = BLKIF_MAX_INDIRECT_SEGMENTS;
+}
+
+int blkif_config_check(const struct blkif_config *cfg)
+{
+	if (cfg->max_ring_order > BLKIF_MAX_RING_ORDER) {
+		td_err("blkif: max ring order %" PRIu32 " is above %d",
+		       cfg->max_ring_order, BLKIF_MAX_RING_ORDER);
+		return -EINVAL;
+	}
+	if (cfg->max_indirect_segments < BLKIF_NO_INDIRECT ||
+	    cfg->max_indirect_segments > BLKIF_MAX_INDIRECT_SEGMENTS) {
+		td_err("blkif: max indirect segments %" PRIu32
+		       " is not in %d..%zu (%d: no indirect requests)",
+		       cfg->max_indirect_segments, BLKIF_NO_INDIRECT,
+		       BLKIF_MAX_INDIRECT_SEGMENTS, BLKIF_NO_INDIRECT);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void blkif_get_features(const struct blkif_config *cfg,
+			const struct td_vbd *vbd, struct blkif_features *out)
+{
+	const struct td_disk_info *info = td_vbd_get_info(vbd);
+
+	memset(out, 0, sizeof(*out));
+	out->max_ring_page_order = cfg->max_ring_order;
+	if (cfg->max_indirect_segments > BLKIF_NO_INDIRECT)
+		out->max_indirect_segments = cfg->max_indirect_segments;
+	out->flush_cache = info->features & TD_FEAT_FLUSH;
+	out->discard = (info->features & TD_FEAT_DISCARD) && !info->read_only;
+	out->discard_secure = out->discard && cfg->feature_secure_discard &&
+			      (info->features & TD_FEAT_WRITE_ZEROES);
+}
+
+/* --- the shared ring, by protocol ABI ------------------------------------- */
+
+/*
+ * Copy slot idx into *out, converted to the native layout.  The compiler
+ * barrier after the copy forbids the compiler to read the shared slot
+ * again in place of the copy (RING_COPY_REQUEST's volatile cast qualifies
+ * the pointer, not the slot, so it does not do that).
+ */
+static void blkif_copy_request(struct blkif_ring *ring, RING_IDX idx,
+			       struct blkif_request *out)
+{
+	switch (ring->protocol) {
+	case BLKIF_PROTOCOL_NATIVE:
+	default:
+		memcpy(out, RING_GET_REQUEST(&ring->back, idx), sizeof(*out));
+		break;
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void blkif_put_response(struct blkif_ring *ring,
+			       const struct blkif_slot *slot)
+{
+	blkif_response_t *rsp;
+
+	switch (ring->protocol) {
+	case BLKIF_PROTOCOL_NATIVE:
+	default:
+		rsp = RING_GET_RESPONSE(&ring->back, ring->back.rsp_prod_pvt);
+		rsp->id = slot->id;
+		rsp->operation = slot->operation;
+		rsp->status = slot->status;
+		break;
+	}
+	ring->back.rsp_prod_pvt++;
+}
+
+static bool ring_live(const struct blkif_ring *ring)
+{
+	return !ring->dead && !ring->stopped;
+}
+
+static void ring_kick_deferred(struct td_defer *d, void *opaque)
+{
+	blkif_ring_kick(opaque);
+}
+
+/* Take requests again, from the event loop, after a wait ended. */
+static void ring_resume(struct blkif_ring *ring)
+{
+	if (ring_live(ring))
+		td_loop_defer(ring->loop, &ring->kick_defer, ring_kick_deferred,
+			      ring);
+}
+
+/* --- a request's life ----------------------------------------------------- */
+
+static void slot_submit(struct blkif_slot *slot);
+
+/* Queue the response; the pass-end hook writes it. */
+static void slot_done(struct blkif_slot *slot, int16_t status)
+{
+	struct blkif_ring *ring = slot->ring;
+
+	slot->status = status;
+	if (ring->barrier == slot) {
+		ring->barrier = NULL;
+		ring_resume(ring);
+	}
+	TAILQ_INSERT_TAIL(&ring->done, slot, link);
+}
+
+static void slot_fail(struct blkif_slot *slot, int err)
+{
+	slot->ring->stats.io_errors++;
+	slot_done(slot,
+		  err == -EOPNOTSUPP ? BLKIF_RSP_EOPNOTSUPP : BLKIF_RSP_ERROR);
+}
+
+/* A barrier starts once nothing else of its ring is in the vbd. */
+static void ring_start_barrier(struct blkif_ring *ring)
+{
+	if (ring->barrier && !ring->nr_active)
+		slot_submit(ring->barrier);
+}
+
+/* After a stage succeeded: true when there is more to submit. */
+static bool slot_advance(struct blkif_slot *slot)
+{
+	enum td_op op = slot->stages[slot->stage].op;
+
+	if (op == TD_OP_DISCARD || op == TD_OP_WRITE_ZEROES) {
+		slot->done_sectors += slot->io.nr_sectors;
+		if (slot->done_sectors < slot->nr_sectors)
+			return true;
+	}
+	return ++slot->stage < slot->nr_stages;
+}
+
+static void slot_io_done(struct td_vbd_io *io, int err)
+{
+	struct blkif_slot *slot = io->opaque;
+	struct blkif_ring *ring = slot->ring;
+
+	ring->nr_active--;
+	if (err)
+		slot_fail(slot, err);
+	else if (slot_advance(slot))
+		slot_submit(slot);
+	else
+		slot_done(slot, BLKIF_RSP_OKAY);
+	ring_start_barrier(ring);
+}
+
+static void slot_fill_io(struct blkif_slot *slot, struct td_vbd_io *io)
+{
+	const struct blkif_stage *st = &slot->stages[slot->stage];
+	uint64_t left;
+
+	memset(io, 0, sizeof(*io));
+	io->op = st->op;
+	io->flags = st->flags;
+	io->cb = slot_io_done;
+	io->opaque = slot;
+	switch (st->op) {
+	case TD_OP_READ:
+	case TD_OP_WRITE:
+		io->sector = slot->sector;
+		/* At most 4096 segments of 8 sectors: fits. */
+		io->nr_sectors = (uint32_t)slot->nr_sectors;
+		io->iov = slot->iov;
+		io->iovcnt = slot->iovcnt;
+		io->nr_segments = slot->nr_segments;
+		break;
+	case TD_OP_DISCARD:
+	case TD_OP_WRITE_ZEROES:
+		left = slot->nr_sectors - slot->done_sectors;
+		io->sector = slot->sector + slot->done_sectors;
+		io->nr_sectors = left < BLKIF_DISCARD_CHUNK_SECTORS
+					 ? (uint32_t)left
+					 : BLKIF_DISCARD_CHUNK_SECTORS;
+		break;
+	default:
+		break;
+	}
+}
+
+/* Submit the slot's current stage to the vbd. */
+static void slot_submit(struct blkif_slot *slot)
+{
+	struct blkif_ring *ring = slot->ring;
+	int err;
+
+	slot_fill_io(slot, &slot->io);
+	err = td_vbd_submit(ring->vbd, &slot->io);
+	if (err) {
+		slot_fail(slot, err);
+		return;
+	}
+	ring->nr_active++;
+}
+
+static void slot_start(struct blkif_slot *slot)
+{
+	struct blkif_ring *ring = slot->ring;
+
+	if (!slot->barrier) {
+		slot_submit(slot);
+		return;
+	}
+	/* Consumption waits until slot_done clears ring->barrier. */
+	ring->barrier = slot;
+	ring_start_barrier(ring);
+}
+
+static struct blkif_slot *slot_get(struct blkif_ring *ring)
+{
+	struct blkif_slot *slot = TAILQ_FIRST(&ring->free);
+
+	if (slot) {
+		TAILQ_REMOVE(&ring->free, slot, link);
+		ring->nr_busy++;
+	}
+	return slot;
+}
+
+static void slot_put(struct blkif_ring *ring, struct blkif_slot *slot)
+{
+	if (slot->ibuf) {
+		slot->ibuf->next = ring->ibuf_free;
+		ring->ibuf_free = slot->ibuf;
+		slot->ibuf = NULL;
+		if (ring->wait_ibuf) {
+			ring->wait_ibuf = false;
+			ring_resume(ring);
+		}
+	}
+	TAILQ_INSERT_HEAD(&ring->free, slot, link);
+	ring->nr_busy--;
+}
+
+/* --- consuming --------------------------------------------------------------- */
+
+static void ring_fatal(struct blkif_ring *ring, RING_IDX prod)
+{
+	ring->dead = true;
+	ring->stats.protocol_errors++;
+	td_vbd_err(ring->vbd,
+		   "queue %" PRIu32 ": producer index %u is more than a ring "
+		   "(%u) ahead of the responses (%u): protocol error, ring "
+		   "given up",
+		   ring->queue, prod, RING_SIZE(&ring->back),
+		   ring->back.rsp_prod_pvt);
+	ring->ops->fatal(ring->opaque, -EPROTO);
+}
+
+/* Take the request at req_cons.  false: it waits on the ring, or died. */
+static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
+{
+	struct blkif_request req;
+	struct blkif_slot *slot;
+	int16_t status;
+	bool indirect;
+
+	/* Cannot happen after the producer check (see ring_consume). */
+	if (TAILQ_EMPTY(&ring->free)) {
+		ring_fatal(ring, prod);
+		return false;
+	}
+	blkif_copy_request(ring, ring->back.req_cons, &req);
+	indirect = blkif_wants_ibuf(ring, &req);
+	if (indirect && !ring->ibuf_free) {
+		ring->wait_ibuf = true;
+		ring->stats.indirect_waits++;
+		return false;
+	}
+	ring->back.req_cons++;
+	slot = slot_get(ring);
+	if (indirect) {
+		slot->ibuf = ring->ibuf_free;
+		ring->ibuf_free = slot->ibuf->next;
+	}
+	status = blkif_parse_request(ring, &req, slot);
+	if (status != BLKIF_RSP_OKAY)
+		slot_done(slot, status);
+	else
+		slot_start(slot);
+	return true;
+}
+
+static bool ring_can_take(const struct blkif_ring *ring)
+{
+	return ring_live(ring) && !ring->barrier;
+}
+
+/*
+ * Requests held (slots busy) are req_cons - rsp_prod_pvt, so the producer
+ * check below guarantees a free slot for every request up to prod.
+ */
+static void ring_consume(struct blkif_ring *ring)
+{
+	int more;
+
+	if (!ring_can_take(ring))
+		return;
+	do {
+		RING_IDX prod =
+			*(volatile RING_IDX *)&ring->back.sring->req_prod;
+
+		xen_rmb(); /* the slots up to prod are read after prod */
+		/*
+		 * prod - rsp_prod_pvt > size also catches prod - req_cons >
+		 * size, and is what bounds the requests we hold by the slots.
+		 */
+		if (RING_REQUEST_PROD_OVERFLOW(&ring->back, prod)) {
+			ring_fatal(ring, prod);
+			return;
+		}
+		while (ring->back.req_cons != prod) {
+			if (!ring_can_take(ring) || !ring_take(ring, prod))
+				return;
+		}
+		if (!ring_can_take(ring))
+			return;
+		RING_FINAL_CHECK_FOR_REQUESTS(&ring->back, more);
+	} while (more);
+}
+
+void blkif_ring_kick(struct blkif_ring *ring)
+{
+	if (!ring_live(ring) || ring->consuming)
+		return;
+	ring->consuming = true;
+	ring_consume(ring);
+	ring->consuming = false;
+}
+
+/* --- responding ------------------------------------------------------------ */
+
+static void ring_drained(struct td_defer *d, void *opaque)
+{
+	struct blkif_ring *ring = opaque;
+	blkif_drained_cb cb = ring->drained_cb;
+
+	ring->drained_cb = NULL;
+	if (cb)
+		cb(ring, ring->drained_opaque); /* may destroy the ring */
+}
+
+static void ring_check_drained(struct blkif_ring *ring)
+{
+	if (ring->stopped && ring->drained_cb && !ring->nr_busy)
+		td_loop_defer(ring->loop, &ring->drained_defer, ring_drained,
+			      ring);
+}
+
+/* Pass-end hook: every response of this pass, one push, one notify. */
+static void ring_respond(struct td_hook *h, void *opaque)
+{
+	struct blkif_ring *ring = opaque;
+	bool live = ring_live(ring);
+	struct blkif_slot *slot;
+	int notify = 0;
+
+	if (TAILQ_EMPTY(&ring->done))
+		return;
+	while ((slot = TAILQ_FIRST(&ring->done))) {
+		TAILQ_REMOVE(&ring->done, slot, link);
+		if (live)
+			blkif_put_response(ring, slot);
+		slot_put(ring, slot);
+	}
+	if (live) {
+		RING_PUSH_RESPONSES_AND_CHECK_NOTIFY(&ring->back, notify);
+		if (notify) {
+			ring->stats.notifications++;
+			ring->ops->notify(ring->opaque);
+		}
+	}
+	ring_check_drained(ring);
+}
+
+/* --- life of a ring ------------------------------------------------------- */
+
+static int ring_check_params(const struct blkif_config *cfg,
+			     const struct blkif_ring_params *p)
+{
+	const struct blkif_transport_ops *ops = p->ops;
+
+	if (blkif_config_check(cfg))
+		return -EINVAL;
+	if (p->ring_order > cfg->max_ring_order) {
+		td_err("blkif: ring order %" PRIu32 " is above the %" PRIu32
+		       " offered",
+		       p->ring_order, cfg->max_ring_order);
+		return -EINVAL;
+	}
+	if (p->protocol != BLKIF_PROTOCOL_NATIVE) {
+		td_err("blkif: protocol %d is not supported (native only)",
+		       (int)p->protocol);
+		return -EINVAL;
+	}
+	if (!p->sring || !ops || !ops->map_segment || !ops->notify ||
+	    !ops->fatal ||
+	    (cfg->max_indirect_segments > BLKIF_NO_INDIRECT &&
+	     !ops->copy_indirect)) {
+		td_err("blkif: no shared ring or a required transport op");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int ring_alloc_slots(struct blkif_ring *ring)
+{
+	uint32_t size = RING_SIZE(&ring->back);
+
+	ring->slots = calloc(size, sizeof(*ring->slots));
+	if (!ring->slots)
+		return -ENOMEM;
+	TAILQ_INIT(&ring->free);
+	TAILQ_INIT(&ring->done);
+	for (uint32_t i = 0; i < size; i++) {
+		ring->slots[i].ring = ring;
+		TAILQ_INSERT_TAIL(&ring->free, &ring->slots[i], link);
+	}
+	return 0;
+}
+
+/* One block: for each buffer, its descriptors then its iovecs. */
+static int ring_alloc_ibufs(struct blkif_ring *ring, uint32_t count)
+{
+	size_t nsegs = ring->max_indirect_segments;
+	size_t stride = nsegs * (sizeof(struct blkif_request_segment) +
+				 sizeof(struct iovec));
+	char *mem;
+
+	if (!nsegs)
+		return 0;
+	ring->ibufs = calloc(count, sizeof(*ring->ibufs));
+	ring->ibuf_mem = calloc(count, stride);
+	if (!ring->ibufs || !ring->ibuf_mem)
+		return -ENOMEM;
+	mem = ring->ibuf_mem;
+	for (uint32_t i = count; i-- > 0;) {
+		struct blkif_ibuf *b = &ring->ibufs[i];
+
+		b->segs = (struct blkif_request_segment *)(mem + i * stride);
+		b->iov = (struct iovec *)(mem + i * stride +
+					  nsegs * sizeof(*b->segs));
+		b->next = ring->ibuf_free;
+		ring->ibuf_free = b;
+	}
+	return 0;
+}
+
+static void ring_free(struct blkif_ring *ring)
+{
+	free(ring->slots);
+	free(ring->ibufs);
+	free(ring->ibuf_mem);
+	free(ring);
+}
+
+static uint32_t ring_ibuf_count(const struct blkif_config *cfg, uint32_t size)
+{
+	uint32_t n = cfg->indirect_buffers ? cfg->indirect_buffers
+					   : BLKIF_DEFAULT_INDIRECT_BUFFERS;
+
+	return n < size ? n : size;
+}
+
+int blkif_ring_create(struct td_vbd *vbd, const struct blkif_config *cfg,
+		      const struct blkif_ring_params *params,
+		      struct blkif_ring **out)
+{
+	struct blkif_ring *ring;
+	int err = ring_check_params(cfg, params);
+
+	if (err)
+		return err;
+	ring = calloc(1, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	ring->vbd = vbd;
+	ring->loop = td_vbd_loop(vbd);
+	ring->ops = params->ops;
+	ring->opaque = params->opaque;
+	ring->queue = params->queue;
+	ring->protocol = params->protocol;
+	if (cfg->max_indirect_segments > BLKIF_NO_INDIRECT)
+		ring->max_indirect_segments = cfg->max_indirect_segments;
+	ring->secure_discard = cfg->feature_secure_discard;
+	BACK_RING_INIT(&ring->back, (blkif_sring_t *)params->sring,
+		       (size_t)BLKIF_PAGE_SIZE << params->ring_order);
+	err = ring_alloc_slots(ring);
+	if (!err)
+		err = ring_alloc_ibufs(
+			ring, ring_ibuf_count(cfg, RING_SIZE(&ring->back)));
+	if (err) {
+		ring_free(ring);
+		return err;
+	}
+	td_loop_add_hook(ring->loop, &ring->respond_hook, ring_respond, ring);
+	*out = ring;
+	return 0;
+}
+
+int blkif_ring_stop(struct blkif_ring *ring, blkif_drained_cb cb, void *opaque)
+{
+	if (ring->stopped)
+		return -EALREADY;
+	ring->stopped = true;
+	ring->drained_cb = cb;
+	ring->drained_opaque = opaque;
+	td_loop_defer_cancel(ring->loop, &ring->kick_defer);
+	/* A barrier still draining never reached the vbd: drop it. */
+	if (ring->barrier && !ring->nr_active)
+		slot_done(ring->barrier, BLKIF_RSP_ERROR);
+	ring_check_drained(ring);
+	return 0;
+}
+
+int blkif_ring_destroy(struct blkif_ring *ring)
+{
+	if (ring->nr_busy)
+		return -EBUSY;
+	td_loop_del_hook(&ring->respond_hook);
+	td_loop_defer_cancel(ring->loop, &ring->kick_defer);
+	td_loop_defer_cancel(ring->loop, &ring->drained_defer);
+	ring_free(ring);
+	return 0;
+}
+
+uint32_t blkif_ring_size(const struct blkif_ring *ring)
+{
+	return RING_SIZE(&ring->back);
+}
+
+bool blkif_ring_dead(const struct blkif_ring *ring)
+{
+	return ring->dead;
+}
+
+void blkif_ring_get_stats(const struct blkif_ring *ring,
+			  struct blkif_ring_stats *out)
+{
+	*out = ring->stats;
+}

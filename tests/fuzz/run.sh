@@ -1,0 +1,73 @@
+#!/bin/bash
+# run.sh [SECONDS] - build every libFuzzer harness of tests/fuzz with clang
+# (-fsanitize=fuzzer,address,undefined) and run each one for SECONDS
+# (default 30) over its seed corpus in tests/fuzz/corpus/<name>/.  Exits
+# non-zero when a harness does not build or any run finds a crash, a leak
+# or a sanitizer error (the reproducer is left in the output directory).
+#
+# Environment: FUZZ_OUT, where binaries, the growing corpus and crash
+# artifacts go (default /tmp/tapstripe-fuzz); FUZZ_CONFIG_H, a configured
+# build's config.h (default: a minimal one).  Needs clang and libFuzzer
+# (Debian: clang, libclang-rt-14-dev).  `make fuzz` runs this.
+set -eu
+secs=${1:-30}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${FUZZ_OUT:-/tmp/tapstripe-fuzz}
+cc=$(command -v clang-14 || command -v clang) ||
+	{ echo "clang missing (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+case $secs in '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+
+mkdir -p "$out"
+if [ -n "${FUZZ_CONFIG_H:-}" ] && [ -f "$FUZZ_CONFIG_H" ]; then
+	cp "$FUZZ_CONFIG_H" "$out/config.h"
+else
+	printf '#define _GNU_SOURCE 1\n' >"$out/config.h"
+fi
+
+# The warnings of configure.ac's WARN_CFLAGS.
+CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+	-fno-omit-frame-pointer -Wall -Wextra -Wshadow -Wpointer-arith -Wformat=2
+	-Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter -Werror
+	-I$top -I$out"
+# The core every harness links: loop, vbd, log, stats, the null driver.
+CORE="tapdisk/log.c tapdisk/loop.c tapdisk/vbd.c tapdisk/stats.c
+	tapdisk/util.c drivers/block-null.c"
+
+# Sources each harness needs besides CORE, by harness name.
+sources() {
+	case $1 in
+	blkif) echo "tapdisk/blkif.c tapdisk/blkif-parse.c" ;;
+	*) echo "no source list for harness $1: add it to $0" >&2; return 1 ;;
+	esac
+}
+
+fail=0
+for h in "$top"/tests/fuzz/fuzz_*.c; do
+	name=$(basename "$h" .c)
+	name=${name#fuzz_}
+	srcs=$(sources "$name") || { fail=1; continue; }
+	bin=$out/fuzz_$name
+	echo "== build $name"
+	# shellcheck disable=SC2086 # word splitting of the lists is wanted
+	if ! (cd "$top" && "$cc" $CFLAGS -o "$bin" "$h" $CORE $srcs); then
+		echo "FAILED to build $name" >&2
+		fail=1
+		continue
+	fi
+	mkdir -p "$out/corpus-$name" "$out/artifacts-$name"
+	seeds=$top/tests/fuzz/corpus/$name
+	echo "== run $name for ${secs}s"
+	if "$bin" -max_total_time="$secs" -print_final_stats=1 \
+		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$out/artifacts-$name/" \
+		"$out/corpus-$name" ${seeds:+"$seeds"} >"$out/$name.log" 2>&1; then
+		grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' \
+			"$out/$name.log" | sed "s/^/$name: /"
+	else
+		echo "FAILED: $name crashed; see $out/$name.log and" \
+			"$out/artifacts-$name/" >&2
+		grep -E 'ERROR|SUMMARY|check failed' "$out/$name.log" | head -5 >&2
+		fail=1
+	fi
+done
+exit $fail

@@ -1,0 +1,44 @@
+/*
+ * tap-ctl.h - what tap-ctl's files share.
+ */
+#ifndef TAPSTRIPE_TAP_CTL_H
+#define TAPSTRIPE_TAP_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define EXIT_USAGE	     2
+#define TAPCTL_MAX_NBD_ADDRS 4
+
+/* The command line of one subcommand. */
+struct cmd_opts {
+	const char *run_dir;
+	int id;
+	bool json;
+	int timeout_s;
+	/* create */
+	const char *chain;
+	const char *nbd[TAPCTL_MAX_NBD_ADDRS];
+	int nr_nbd;
+	const char *name;
+	const char *export_name;
+	const char *max_inflight;
+	const char *log_level;
+	bool read_only;
+};
+
+/* Print "tap-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
+int tapctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Exited, or a zombie its parent has not reaped yet. */
+bool tapctl_process_gone(int pid);
+
+/* The control socket of tapdisk id, in o->run_dir. */
+void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf,
+			size_t len);
+
+/* The subcommands in files of their own; each returns the exit status. */
+int tapctl_cmd_create(struct cmd_opts *o);
+int tapctl_cmd_list(struct cmd_opts *o);
+
+#endif

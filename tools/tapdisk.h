@@ -1,0 +1,34 @@
+/*
+ * tapdisk.h - what tapdisk's two files share: the parsed command line.
+ */
+#ifndef TAPSTRIPE_TOOLS_TAPDISK_H
+#define TAPSTRIPE_TOOLS_TAPDISK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TAPDISK_MAX_NBD_ADDRS 4
+
+struct options {
+	const char *chain;
+	const char *nbd[TAPDISK_MAX_NBD_ADDRS];
+	unsigned int nr_nbd;
+	const char *name;
+	const char *export_name;
+	const char *log_file;
+	const char *run_dir;
+	uint32_t max_inflight;
+	int log_level;
+	int ready_fd;
+	bool read_only;
+	bool foreground;
+};
+
+/*
+ * Parse argv into o (defaults filled in).  Returns -1 to go on, or the
+ * exit status to stop with: 0 after --help or --version, 2 after a usage
+ * error (already printed).
+ */
+int tapdisk_parse_options(struct options *o, int argc, char **argv);
+
+#endif
