@@ -789,6 +789,22 @@ static void test_discard_overflow(void **state)
 	expect_refused(f, 118, BLKIF_OP_DISCARD, BLKIF_RSP_ERROR);
 }
 
+static void test_discard_unknown_flag(void **state)
+{
+	struct fake *f = start("mock");
+
+	req_discard(f, 131, 0, 8, 1u << 1);
+	expect_refused(f, 131, BLKIF_OP_DISCARD, BLKIF_RSP_ERROR);
+}
+
+static void test_discard_empty(void **state)
+{
+	struct fake *f = start("mock");
+
+	req_discard(f, 132, 0, 0, 0);
+	expect_refused(f, 132, BLKIF_OP_DISCARD, BLKIF_RSP_ERROR);
+}
+
 static void test_indirect_disabled(void **state)
 {
 	struct fake *f;
@@ -1265,6 +1281,8 @@ int main(void)
 		TEST(test_secure_discard_refused),
 		TEST(test_discard_past_end),
 		TEST(test_discard_overflow),
+		TEST(test_discard_unknown_flag),
+		TEST(test_discard_empty),
 		TEST(test_indirect_disabled),
 		TEST(test_no_reread_direct),
 		TEST(test_no_reread),

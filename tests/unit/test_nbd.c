@@ -1472,7 +1472,12 @@ static void test_accept_emfile(void **state)
 	struct env e;
 	uint8_t g[18];
 	int fill[256], nr_fill = 0, top, fd;
+	const char *preload = getenv("LD_PRELOAD");
 
+	/* valgrind only emulates RLIMIT_NOFILE: the kernel accepts, then
+	 * valgrind drops the new descriptor. */
+	if (preload && strstr(preload, "vgpreload"))
+		skip();
 	make_tmpdir();
 	snprintf(path, sizeof(path), "%s/nbd.sock", tmpdir);
 	snprintf(addr, sizeof(addr), "unix:%s", path);

@@ -13,142 +13,7 @@
 
 #include <cmocka.h>
 
-#include "tapdisk/vbd.h"
-#include "tests/unit/mock-driver.h"
-
-#define NR_IOS 16
-
-struct fixture {
-	struct td_loop *loop;
-	struct td_vbd *vbd;
-	struct td_vbd_io io[NR_IOS];
-	int calls[NR_IOS];
-	int err[NR_IOS];
-	int order[NR_IOS]; /* completion order: index of io */
-	int nr_done;
-	char buf[64 * 1024] __attribute__((aligned(4096)));
-	struct iovec iov[8];
-};
-
-static struct fixture *fx;
-
-static void io_done(struct td_vbd_io *io, int err)
-{
-	int i = (int)(io - fx->io);
-
-	fx->calls[i]++;
-	fx->err[i] = err;
-	fx->order[fx->nr_done++] = i;
-}
-
-static int open_chain(const char *chain, uint32_t max_inflight,
-		      uint32_t max_io_bytes, bool ro)
-{
-	struct td_vbd_params p = {
-		.name = "test",
-		.chain = chain,
-		.max_inflight = max_inflight,
-		.max_io_bytes = max_io_bytes,
-		.read_only = ro,
-	};
-
-	return td_vbd_open(fx->loop, mock_table, &p, &fx->vbd);
-}
-
-static int setup(void **state)
-{
-	static struct fixture f;
-
-	memset(&f, 0, sizeof(f));
-	fx = &f;
-	mock_reset();
-	assert_int_equal(td_loop_create(&fx->loop), 0);
-	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	if (fx->vbd)
-		assert_int_equal(td_vbd_close(fx->vbd), 0);
-	td_loop_destroy(fx->loop);
-	return 0;
-}
-
-/* Prepare io[i] as op over [sector, sector + nr) with one buffer. */
-static struct td_vbd_io *mkio(int i, enum td_op op, uint64_t sector,
-			      uint32_t nr)
-{
-	struct td_vbd_io *io = &fx->io[i];
-
-	memset(io, 0, sizeof(*io));
-	io->op = op;
-	io->sector = sector;
-	io->nr_sectors = nr;
-	io->cb = io_done;
-	if (op == TD_OP_READ || op == TD_OP_WRITE) {
-		fx->iov[i % 8].iov_base = fx->buf;
-		fx->iov[i % 8].iov_len = (size_t)nr * TD_SECTOR_SIZE;
-		io->iov = &fx->iov[i % 8];
-		io->iovcnt = 1;
-	}
-	return io;
-}
-
-static void run(int passes)
-{
-	while (passes--)
-		assert_int_equal(td_loop_run_once(fx->loop, 0), 0);
-}
-
-/* --- opening chains ------------------------------------------------------- */
-
-static void test_open_errors(void **state)
-{
-	static const struct {
-		const char *chain;
-		int err;
-	} rows[] = {
-		{"", -EINVAL},
-		{"nosuch:/x", -ENOENT},
-		{"mockfilter", -EINVAL}, /* a filter at the bottom */
-		{"mock|mock", -EINVAL},	 /* a disk driver above another */
-		{"mockfilter|nosuch", -ENOENT},
-		{"mockfilter|mockfilter|mockfilter|mockfilter|mockfilter|"
-		 "mockfilter|mockfilter|mockfilter|mock",
-		 -E2BIG},
-	};
-
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		fx->vbd = NULL;
-		assert_int_equal(open_chain(rows[i].chain, 0, 0, false),
-				 rows[i].err);
-		assert_null(fx->vbd);
-	}
-	mock.open_err = -EACCES;
-	assert_int_equal(open_chain("mock", 0, 0, false), -EACCES);
-	assert_false(mock.closed); /* close is not called after a failed open */
-	mock.open_err = 0;
-	assert_int_equal(open_chain("mock", 0, 1000, false), -EINVAL);
-	mock.sector_size = 1000;
-	assert_int_equal(open_chain("mock", 0, 0, false), -EINVAL);
-	assert_true(mock.closed);
-}
-
-static void test_open_info(void **state)
-{
-	const struct td_disk_info *info;
-
-	mock.max_io_sectors = 16;
-	assert_int_equal(open_chain("mockfilter|mock:arg", 0, 1 << 20, true),
-			 0);
-	info = td_vbd_get_info(fx->vbd);
-	assert_int_equal(info->size_sectors, 2048);
-	assert_true(info->read_only);
-	assert_int_equal(info->max_io_sectors, 16); /* min(driver, params) */
-	assert_string_equal(td_vbd_chain(fx->vbd), "mockfilter|mock:arg");
-	assert_string_equal(td_vbd_name(fx->vbd), "test");
-}
+#include "tests/unit/vbd-fixture.h"
 
 /* --- validation ------------------------------------------------------------ */
 
@@ -583,42 +448,6 @@ static void test_pause_finishes_started_io(void **state)
 	assert_int_equal(td_vbd_resume(fx->vbd), 0);
 }
 
-static void test_close_busy(void **state)
-{
-	mock.hold = true;
-	assert_int_equal(open_chain("mock", 0, 0, false), 0);
-	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_READ, 0, 1)), 0);
-	assert_int_equal(td_vbd_close(fx->vbd), -EBUSY);
-	mock_complete_held(0, 0);
-	run(1);
-	assert_int_equal(td_vbd_close(fx->vbd), 0);
-	fx->vbd = NULL;
-	assert_true(mock.closed);
-}
-
-static int close_in_cb_result;
-
-static void close_in_cb(struct td_vbd_io *io, int err)
-{
-	close_in_cb_result = td_vbd_close(fx->vbd);
-	io_done(io, err);
-}
-
-static void test_close_from_callback_refused(void **state)
-{
-	struct td_vbd_io *io;
-
-	assert_int_equal(open_chain("mock", 0, 0, false), 0);
-	io = mkio(0, TD_OP_READ, 0, 1);
-	io->cb = close_in_cb;
-	assert_int_equal(td_vbd_submit(fx->vbd, io), 0);
-	run(1);
-	assert_int_equal(fx->calls[0], 1);
-	assert_int_equal(close_in_cb_result, -EBUSY);
-	assert_int_equal(td_vbd_close(fx->vbd), 0); /* fine afterwards */
-	fx->vbd = NULL;
-}
-
 /* --- filters, unplug, stats ----------------------------------------------- */
 
 static void test_filter_forwarding(void **state)
@@ -684,8 +513,6 @@ static void test_stats(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_open_errors),
-		T(test_open_info),
 		T(test_validation),
 		T(test_validation_flags),
 		T(test_read_only),
@@ -706,8 +533,6 @@ int main(void)
 		T(test_pause_drains_then_holds),
 		T(test_pause_idle),
 		T(test_pause_finishes_started_io),
-		T(test_close_busy),
-		T(test_close_from_callback_refused),
 		T(test_filter_forwarding),
 		T(test_unplug_once_per_pass),
 		T(test_stats),

@@ -1,0 +1,66 @@
+/*
+ * vbd-int.h - the vbd's private state, shared by vbd.c (the I/O path) and
+ * vbd-open.c (chains, pools, open and close).  Nothing outside tapdisk/vbd*
+ * includes it.
+ */
+#ifndef TAPSTRIPE_VBD_INT_H
+#define TAPSTRIPE_VBD_INT_H
+
+#include "tapdisk/vbd.h"
+
+#define VBD_MAX_LAYERS 8
+#define VBD_PRIV_ALIGN 16
+
+enum vbd_state { VBD_RUNNING, VBD_PAUSING, VBD_PAUSED };
+
+struct vbd_pool {
+	struct td_request *reqs;
+	struct iovec *iovs;
+	unsigned char *priv;
+	struct td_request *free;
+	uint32_t size;
+	uint32_t nr_free;
+};
+
+TAILQ_HEAD(vbd_io_list, td_vbd_io);
+
+struct td_vbd {
+	char name[TD_VBD_NAME_MAX];
+	char *chain;	 /* as given */
+	char *chain_buf; /* cut up by parsing; drivers' args point here */
+	struct td_loop *loop;
+	unsigned int nr_layers;
+	struct td_driver drivers[VBD_MAX_LAYERS]; /* [0] is the top */
+	struct vbd_pool pools[VBD_MAX_LAYERS];
+	struct td_disk_info info;
+	uint32_t max_io_sectors;
+
+	struct vbd_io_list waiting; /* not fully issued: pool empty or paused */
+	uint64_t active;	    /* I/Os started and not completed */
+
+	struct td_request *done_head; /* completed, callbacks not yet run */
+	struct td_request **done_tail;
+	struct td_defer done_defer;
+	bool in_done; /* completion callbacks running: closing would free them */
+
+	struct td_hook unplug_hook;
+	uint32_t unplug_mask; /* layers submitted to in this pass */
+
+	enum vbd_state state;
+	td_vbd_drained_cb drained_cb;
+	void *drained_opaque;
+	struct td_defer drained_defer;
+
+	struct td_ratelimit rl;
+	struct td_vbd_stats stats;
+};
+
+/* vbd-open.c */
+int vbd_pool_init(struct td_vbd *vbd, struct vbd_pool *pool, uint32_t size,
+		  size_t req_size);
+void vbd_pool_fini(struct vbd_pool *pool);
+
+/* vbd.c: the pass-end hook that unplugs the chain, top first. */
+void vbd_unplug(struct td_hook *h, void *opaque);
+
+#endif
