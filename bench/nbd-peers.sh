@@ -102,34 +102,29 @@ run_fio() { # target rw bs qd out.json
 : >"$results"
 total=$(( $(echo "$JOBS" | wc -l) * 3 * REPS ))
 n=0
-for target in physical tapstripe qemu-nbd; do
-	[ "$target" != physical ] && start_server $target
-	while read -r job rw bs qd; do
-		for rep in $(seq "$REPS"); do
+targets=(physical tapstripe qemu-nbd)
+# Each repetition runs every target, in an order rotated per repetition, so
+# that a drift of the machine's load does not favour one target.
+for rep in $(seq "$REPS"); do
+	for k in 0 1 2; do
+		target=${targets[$(( (k + rep - 1) % 3 ))]}
+		[ "$target" != physical ] && start_server $target
+		while read -r job rw bs qd; do
 			n=$((n + 1))
-			printf '\r# [%d/%d] %-9s %-11s rep %d ' $n $total "$target" "$job" "$rep" >&2
+			printf '\r# [%d/%d] rep %d %-9s %-11s ' $n $total "$rep" "$target" "$job" >&2
 			t0=0
 			[ -n "$server_pid" ] && t0=$(cpu_ticks "$server_pid")
 			run_fio "$target" "$rw" "$bs" "$qd" "$work/fio.json" || { echo "fio failed" >&2; exit 1; }
 			t1=0
 			[ -n "$server_pid" ] && t1=$(cpu_ticks "$server_pid")
-			echo "$target $job $rep $((t1 - t0)) $work/fio.json" >>"$results"
-			python3 - "$work/fio.json" >>"$results.parsed" "$target" "$job" "$rep" "$((t1 - t0))" <<'EOF'
-import json, sys
-path, target, job, rep, ticks = sys.argv[1:]
-j = json.load(open(path))["jobs"][0]
-ios = j["read"]["total_ios"] + j["write"]["total_ios"]
-iops = j["read"]["iops"] + j["write"]["iops"]
-bw = (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1048576
-print(target, job, rep, iops, bw, ios, ticks)
-EOF
-		done
-	done <<<"$JOBS"
-	[ "$target" != physical ] && stop_server
+			python3 "$here/fio-summary.py" "$work/fio.json" "$target" "$job" "$rep" "$((t1 - t0))" >>"$results"
+		done <<<"$JOBS"
+		[ "$target" != physical ] && stop_server
+	done
 done
 echo >&2
 
-python3 - "$results.parsed" "$(getconf CLK_TCK)" "${JSON:-}" <<'EOF'
+python3 - "$results" "$(getconf CLK_TCK)" "${JSON:-}" <<'EOF'
 import json, statistics, sys
 path, hz, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = {}
