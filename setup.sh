@@ -19,7 +19,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES="build-essential autoconf automake pkg-config libaio-dev
 libcmocka-dev libnbd-bin qemu-utils fio valgrind clang clang-format
-libclang-rt-14-dev python3 procps"
+libclang-rt-14-dev python3 procps libxen-dev libtirpc-dev rpcsvc-proto
+libsqlite3-dev"
 
 say() { printf '\n== %s\n' "$*"; }
 

@@ -22,9 +22,9 @@
 #define REJECT_MSG_MAX 160
 
 /* Log why a request is refused (rate-limited per vbd) and count it. */
-static int16_t __attribute__((format(printf, 4, 5)))
-refuse(struct blkif_ring *ring, const struct blkif_slot *slot, int16_t status,
-       const char *fmt, ...)
+static int16_t __attribute__((format(printf, 5, 6)))
+refuse(const char *func, struct blkif_ring *ring, const struct blkif_slot *slot,
+       int16_t status, const char *fmt, ...)
 {
 	char why[REJECT_MSG_MAX];
 	va_list ap;
@@ -36,16 +36,18 @@ refuse(struct blkif_ring *ring, const struct blkif_slot *slot, int16_t status,
 		ring->stats.unsupported++;
 	else
 		ring->stats.bad_reqs++;
-	td_log(TD_LOG_WARN, "blkif_parse_request", td_vbd_name(ring->vbd),
+	td_log(TD_LOG_WARN, func, td_vbd_name(ring->vbd),
 	       td_vbd_ratelimit(ring->vbd),
 	       "queue %" PRIu32 ": request id %#" PRIx64 " op %u: %s",
 	       ring->queue, slot->id, slot->operation, why);
 	return status;
 }
 
-#define reject(ring, slot, ...) refuse(ring, slot, BLKIF_RSP_ERROR, __VA_ARGS__)
+/* Log (as the calling function) and count a refusal; returns the status. */
+#define reject(ring, slot, ...) \
+	refuse(__func__, ring, slot, BLKIF_RSP_ERROR, __VA_ARGS__)
 #define unsupported(ring, slot, ...) \
-	refuse(ring, slot, BLKIF_RSP_EOPNOTSUPP, __VA_ARGS__)
+	refuse(__func__, ring, slot, BLKIF_RSP_EOPNOTSUPP, __VA_ARGS__)
 
 static void plan(struct blkif_slot *slot, enum td_op op, uint32_t flags)
 {

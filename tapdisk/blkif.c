@@ -306,6 +306,7 @@ static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
 		return false;
 	}
 	ring->back.req_cons++;
+	/* Slot and indirect buffer go back in slot_put, after the response. */
 	slot = slot_get(ring);
 	if (indirect) {
 		slot->ibuf = ring->ibuf_free;

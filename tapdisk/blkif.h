@@ -30,9 +30,12 @@
  *   anything else          BLKIF_RSP_EOPNOTSUPP.
  * A request that breaks a rule (a count, a sector range, a page reference)
  * is answered BLKIF_RSP_ERROR; a backend error -EOPNOTSUPP becomes
- * BLKIF_RSP_EOPNOTSUPP, any other BLKIF_RSP_ERROR.  Only a frontend that
- * corrupts the ring itself (a producer index more than a ring ahead) gets
- * no answer: the ring is dead and the transport is told (ops->fatal).
+ * BLKIF_RSP_EOPNOTSUPP, any other BLKIF_RSP_ERROR.  A response echoes the
+ * request's id and operation (an indirect request's indirect_op, as Linux
+ * blkback answers and blkfront expects).  Only a frontend that corrupts
+ * the ring itself gets no answer: a producer index more than a ring ahead
+ * of the responses (which includes more than a ring ahead of req_cons)
+ * kills the ring, and the transport is told (ops->fatal).
  *
  * Everything runs in the event-loop thread of the vbd.
  */

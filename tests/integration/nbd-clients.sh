@@ -190,8 +190,10 @@ check "qemu-io out-of-range read is refused" bash -c \
 
 # --- fio, nbd engine ---------------------------------------------------------
 fio_run() {
-	fio --output="$WORK/fio.log" --ioengine=nbd --uri="$1" --name=job \
-		"${@:2}"
+	# fio keeps verify state files in its working directory: use $WORK,
+	# never the build tree (make distcheck insists it stays clean).
+	(cd "$WORK" && fio --output="$WORK/fio.log" --ioengine=nbd \
+		--uri="$1" --name=job "${@:2}")
 }
 # Random 4 KiB writes at depth 32, verified by fio itself (crc32c).
 check "fio randwrite depth 32 + verify (unix)" bash -c \
