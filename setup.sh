@@ -5,7 +5,8 @@
 #                      write and read it back with nbdcopy, verify, print stats
 #   ./setup.sh test    install, build, run every test: unit tests (plain, under
 #                      ASan+UBSan, under valgrind), integration tests with real
-#                      NBD clients, the format check, and make distcheck
+#                      NBD clients, the format check, the fuzzers for a bounded
+#                      time (FUZZ_SECONDS, default 30 each), and make distcheck
 #   ./setup.sh deps    only install the Debian packages
 #   ./setup.sh build   only build (in ./build)
 #
@@ -79,6 +80,9 @@ run_tests() {
 	(cd "$s" && make -j"$jobs" check TESTS='$(UNIT_TESTS)') || { cat "$s"/tests/unit/*.log | tail -80; failed=1; }
 	say "unit tests under valgrind memcheck"
 	"$top/tests/valgrind-unit.sh" "$b" || failed=1
+	say "fuzzers, ${FUZZ_SECONDS:-30} s each (libFuzzer + ASan + UBSan)"
+	FUZZ_OUT=$top/build-fuzz FUZZ_CONFIG_H=$b/config.h \
+		"$top/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" || failed=1
 	say "make distcheck"
 	(cd "$b" && make -j"$jobs" distcheck >"$b/distcheck.out" 2>&1) || { tail -60 "$b/distcheck.out"; failed=1; }
 	[ $failed -eq 0 ] && say "all tests passed" || say "SOME TESTS FAILED"
