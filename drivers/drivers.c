@@ -9,5 +9,6 @@
 const struct td_driver_ops *const td_driver_table[] = {
 	&td_aio_ops,
 	&td_null_ops,
+	&td_sort_ops,
 	NULL,
 };

@@ -51,22 +51,37 @@ static void req_put(struct td_request *req)
 
 static void vbd_kick(struct td_vbd *vbd);
 
+/*
+ * Completions that callbacks produce (a filter completing its own request
+ * when the lower one finishes) are run in the same pass, up to this many
+ * rounds, so a chain of N layers costs one pass, not N; the bound keeps a
+ * driver that completes inline from starving the fds.
+ */
+#define VBD_DONE_ROUNDS 4
+
 static void vbd_run_done(struct td_defer *d, void *opaque)
 {
 	struct td_vbd *vbd = opaque;
-	struct td_request *req = vbd->done_head;
 
-	vbd->done_head = NULL;
-	vbd->done_tail = &vbd->done_head;
 	vbd->in_done = true;
-	while (req) {
-		struct td_request *next = req->next;
+	for (int round = 0; round < VBD_DONE_ROUNDS && vbd->done_head;
+	     round++) {
+		struct td_request *req = vbd->done_head;
 
-		req->cb(req, req->error, req->cb_opaque);
-		req_put(req);
-		req = next;
+		vbd->done_head = NULL;
+		vbd->done_tail = &vbd->done_head;
+		while (req) {
+			struct td_request *next = req->next;
+
+			req->cb(req, req->error, req->cb_opaque);
+			req_put(req);
+			req = next;
+		}
 	}
 	vbd->in_done = false;
+	/* Whatever is left was queued again by vbd_queue_done. */
+	if (!vbd->done_head)
+		td_loop_defer_cancel(vbd->loop, &vbd->done_defer);
 	vbd_kick(vbd);
 }
 

@@ -48,7 +48,7 @@ static int mock_submit(struct td_driver *drv, struct td_request *req)
 		s->nr_sectors = req->nr_sectors;
 		s->iovcnt = req->iovcnt;
 		s->layer = drv->layer;
-		for (int i = 0; i < req->iovcnt && i < 8; i++)
+		for (int i = 0; i < req->iovcnt && i < MOCK_SEEN_IOV; i++)
 			s->iov[i] = req->iov[i];
 	}
 	if (mock.submit_err)

@@ -8,6 +8,7 @@
 #include "tapdisk/driver.h"
 
 #define MOCK_MAX_SEEN 256
+#define MOCK_SEEN_IOV 32 /* iovec entries recorded per request */
 
 struct mock_seen {
 	enum td_op op;
@@ -15,7 +16,7 @@ struct mock_seen {
 	uint64_t sector;
 	uint32_t nr_sectors;
 	int iovcnt;
-	struct iovec iov[8];
+	struct iovec iov[MOCK_SEEN_IOV];
 	unsigned int layer;
 };
 
