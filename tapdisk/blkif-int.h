@@ -44,6 +44,7 @@ struct blkif_slot {
 	uint8_t operation; /* echoed: an indirect request's indirect_op */
 	int16_t status;	   /* BLKIF_RSP_* once done */
 	bool barrier;	   /* waits for the ring to drain first */
+	bool reserved;	   /* ops->reserve said yes: release in slot_put */
 
 	struct blkif_stage stages[BLKIF_MAX_STAGES];
 	uint8_t nr_stages;
@@ -73,17 +74,26 @@ struct blkif_ring {
 
 	uint32_t max_indirect_segments; /* 0: indirect refused */
 	bool secure_discard;
+	bool read_only; /* cfg->read_only: refuse what writes */
 
 	struct blkif_slot *slots; /* one per ring slot */
 	struct blkif_slot_list free;
 	struct blkif_slot_list done; /* completed, response not written */
-	uint32_t nr_busy;	     /* slots not on the free list */
-	uint32_t nr_active;	     /* slots with an I/O in the vbd */
+	/* Parsed in this consumption pass, not yet started (copy_in). */
+	struct blkif_slot_list ready;
+	uint32_t nr_busy;   /* slots not on the free list */
+	uint32_t nr_active; /* slots with an I/O in the vbd */
 
 	struct blkif_ibuf *ibufs;
 	struct blkif_ibuf *ibuf_free;
 	void *ibuf_mem;
-	bool wait_ibuf; /* a request waits on the ring for an ibuf */
+	bool wait_ibuf;	    /* a request waits on the ring for an ibuf */
+	bool wait_data;	    /* a request waits on the ring for ops->reserve */
+	bool ready_barrier; /* a barrier is on the ready list: stop taking */
+	bool copying;	    /* the transport copies (ops->reserve set) */
+	/* Arguments of copy_in/copy_out: one entry per slot. */
+	uint32_t *batch_tags;
+	int *batch_errs;
 
 	/* A barrier draining the ring or running: consumption waits. */
 	struct blkif_slot *barrier;
@@ -111,6 +121,24 @@ struct blkif_ring {
 int16_t blkif_parse_request(struct blkif_ring *ring,
 			    const struct blkif_request *req,
 			    struct blkif_slot *slot);
+
+/*
+ * blkif-abi.c: slots of the shared ring in the ring's protocol ABI.  The
+ * number of slots in bytes of ring; copy slot idx, once, converted to the
+ * native layout; write the response in slot idx.
+ */
+uint32_t blkif_abi_ring_size(enum blkif_protocol protocol, size_t bytes);
+void blkif_abi_copy_request(struct blkif_ring *ring, RING_IDX idx,
+			    struct blkif_request *out);
+void blkif_abi_put_response(struct blkif_ring *ring, RING_IDX idx, uint64_t id,
+			    uint8_t operation, int16_t status);
+
+/*
+ * The most bytes of data req's segments can carry, from its counts alone
+ * (bounded by the ring's limits; the parse checks them exactly).
+ */
+size_t blkif_max_data_bytes(const struct blkif_ring *ring,
+			    const struct blkif_request *req);
 
 /* True when req is BLKIF_OP_INDIRECT and the ring accepts them. */
 bool blkif_wants_ibuf(const struct blkif_ring *ring,

@@ -153,6 +153,8 @@ static int16_t parse_direct(struct blkif_ring *ring,
 		return parse_segments(ring, slot, req->seg, nr,
 				      req->sector_number, BLKIF_MAP_RW);
 	}
+	if (nr && ring->read_only)
+		return reject(ring, slot, "write to a read-only disk");
 	if (op == BLKIF_OP_WRITE_BARRIER || op == BLKIF_OP_FLUSH_DISKCACHE)
 		plan(slot, TD_OP_FLUSH, 0);
 	slot->barrier = op == BLKIF_OP_WRITE_BARRIER;
@@ -180,6 +182,8 @@ static int16_t parse_discard(struct blkif_ring *ring,
 	ring->stats.reqs[BLKIF_OP_DISCARD]++;
 	if (d.flag & ~BLKIF_DISCARD_SECURE)
 		return reject(ring, slot, "unknown discard flags %#x", d.flag);
+	if (ring->read_only)
+		return reject(ring, slot, "discard on a read-only disk");
 	if ((d.flag & BLKIF_DISCARD_SECURE) && !ring->secure_discard)
 		return unsupported(ring, slot, "secure discard not offered");
 	if (!d.nr_sectors)
@@ -250,6 +254,8 @@ static int16_t parse_indirect(struct blkif_ring *ring,
 			      ind.indirect_op);
 	}
 	ring->stats.reqs[ind.indirect_op]++;
+	if (ind.indirect_op == BLKIF_OP_WRITE && ring->read_only)
+		return reject(ring, slot, "write to a read-only disk");
 	if (!ring->max_indirect_segments)
 		return unsupported(ring, slot, "indirect requests not offered");
 	if (!nr || nr > ring->max_indirect_segments)
@@ -266,6 +272,31 @@ static int16_t parse_indirect(struct blkif_ring *ring,
 	return parse_segments(
 		ring, slot, slot->ibuf->segs, nr, ind.sector_number,
 		ind.indirect_op == BLKIF_OP_READ ? BLKIF_MAP_RW : BLKIF_MAP_RO);
+}
+
+size_t blkif_max_data_bytes(const struct blkif_ring *ring,
+			    const struct blkif_request *req)
+{
+	uint32_t nr = req->nr_segments;
+
+	switch (req->operation) {
+	case BLKIF_OP_READ:
+	case BLKIF_OP_WRITE:
+	case BLKIF_OP_WRITE_BARRIER:
+	case BLKIF_OP_FLUSH_DISKCACHE:
+		if (nr > BLKIF_MAX_SEGMENTS_PER_REQUEST)
+			nr = BLKIF_MAX_SEGMENTS_PER_REQUEST;
+		break;
+	case BLKIF_OP_INDIRECT:
+		nr = ((const struct blkif_request_indirect *)req)->nr_segments;
+		if (nr > ring->max_indirect_segments)
+			nr = ring->max_indirect_segments;
+		break;
+	default:
+		nr = 0;
+		break;
+	}
+	return (size_t)nr * BLKIF_PAGE_SIZE;
 }
 
 bool blkif_wants_ibuf(const struct blkif_ring *ring,

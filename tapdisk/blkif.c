@@ -2,7 +2,7 @@
  * blkif.c - the blkif ring: consume requests, run them on the vbd, answer.
  *
  * Consumption (blkif_ring_kick): read req_prod once, then a read barrier,
- * then copy each slot once into a local request (blkif_copy_request) and
+ * then copy each slot once into a local request (blkif_abi_copy_request) and
  * hand only that copy to blkif-parse.c.  A slot of ours (struct
  * blkif_slot, one per ring slot, preallocated) carries the request until
  * its response is written; since a well-behaved frontend never has more
@@ -15,8 +15,14 @@
  * and notifies the frontend at most once.
  *
  * Waiting: consumption stops, leaving requests on the ring, while a
- * barrier drains or runs and while an indirect request finds no free
- * indirect buffer; it resumes by a deferred kick when that ends.
+ * barrier drains or runs, while an indirect request finds no free
+ * indirect buffer and while a copying transport has no room for a
+ * request's data; it resumes by a deferred kick when that ends.
+ *
+ * Starting: the requests of one consumption pass are parsed first and
+ * started together at its end (ring_start_ready), so that a copying
+ * transport fetches the data of the whole pass in one batch (copy_in);
+ * reads are stored back in one batch per response batch (copy_out).
  */
 #include "config.h"
 
@@ -71,39 +77,20 @@ void blkif_get_features(const struct blkif_config *cfg,
 
 /* --- the shared ring, by protocol ABI ------------------------------------- */
 
-/*
- * Copy slot idx into *out, converted to the native layout.  The compiler
- * barrier after the copy forbids the compiler to read the shared slot
- * again in place of the copy (RING_COPY_REQUEST's volatile cast qualifies
- * the pointer, not the slot, so it does not do that).
- */
-static void blkif_copy_request(struct blkif_ring *ring, RING_IDX idx,
-			       struct blkif_request *out)
-{
-	switch (ring->protocol) {
-	case BLKIF_PROTOCOL_NATIVE:
-	default:
-		memcpy(out, RING_GET_REQUEST(&ring->back, idx), sizeof(*out));
-		break;
-	}
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
+/* Slot layouts by protocol ABI are in blkif-abi.c. */
 static void blkif_put_response(struct blkif_ring *ring,
 			       const struct blkif_slot *slot)
 {
-	blkif_response_t *rsp;
-
-	switch (ring->protocol) {
-	case BLKIF_PROTOCOL_NATIVE:
-	default:
-		rsp = RING_GET_RESPONSE(&ring->back, ring->back.rsp_prod_pvt);
-		rsp->id = slot->id;
-		rsp->operation = slot->operation;
-		rsp->status = slot->status;
-		break;
-	}
+	blkif_abi_put_response(ring, ring->back.rsp_prod_pvt, slot->id,
+			       slot->operation, slot->status);
 	ring->back.rsp_prod_pvt++;
+}
+
+/* The tag a copying transport knows a request by: its slot's index. */
+static uint32_t slot_tag(const struct blkif_ring *ring,
+			 const struct blkif_slot *slot)
+{
+	return (uint32_t)(slot - ring->slots);
 }
 
 static bool ring_live(const struct blkif_ring *ring)
@@ -257,6 +244,14 @@ static struct blkif_slot *slot_get(struct blkif_ring *ring)
 
 static void slot_put(struct blkif_ring *ring, struct blkif_slot *slot)
 {
+	if (slot->reserved) {
+		slot->reserved = false;
+		ring->ops->release(ring->opaque, slot_tag(ring, slot));
+		if (ring->wait_data) {
+			ring->wait_data = false;
+			ring_resume(ring);
+		}
+	}
 	if (slot->ibuf) {
 		slot->ibuf->next = ring->ibuf_free;
 		ring->ibuf_free = slot->ibuf;
@@ -298,31 +293,46 @@ static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
 		ring_fatal(ring, prod);
 		return false;
 	}
-	blkif_copy_request(ring, ring->back.req_cons, &req);
+	blkif_abi_copy_request(ring, ring->back.req_cons, &req);
 	indirect = blkif_wants_ibuf(ring, &req);
 	if (indirect && !ring->ibuf_free) {
 		ring->wait_ibuf = true;
 		ring->stats.indirect_waits++;
 		return false;
 	}
+	/* slot_get below takes this same first free slot. */
+	if (ring->copying &&
+	    ring->ops->reserve(ring->opaque,
+			       slot_tag(ring, TAILQ_FIRST(&ring->free)),
+			       blkif_max_data_bytes(ring, &req))) {
+		ring->wait_data = true;
+		ring->stats.data_waits++;
+		return false;
+	}
 	ring->back.req_cons++;
-	/* Slot and indirect buffer go back in slot_put, after the response. */
+	/* Slot, indirect buffer and reservation go back in slot_put, after
+	 * the response. */
 	slot = slot_get(ring);
+	slot->reserved = ring->copying;
 	if (indirect) {
 		slot->ibuf = ring->ibuf_free;
 		ring->ibuf_free = slot->ibuf->next;
 	}
 	status = blkif_parse_request(ring, &req, slot);
-	if (status != BLKIF_RSP_OKAY)
+	if (status != BLKIF_RSP_OKAY) {
 		slot_done(slot, status);
-	else
-		slot_start(slot);
+	} else {
+		/* Started by ring_start_ready at the end of the pass. */
+		TAILQ_INSERT_TAIL(&ring->ready, slot, link);
+		ring->ready_barrier = slot->barrier;
+	}
 	return true;
 }
 
+/* A barrier waiting on the ready list stops consumption as one running. */
 static bool ring_can_take(const struct blkif_ring *ring)
 {
-	return ring_live(ring) && !ring->barrier;
+	return ring_live(ring) && !ring->barrier && !ring->ready_barrier;
 }
 
 /*
@@ -358,12 +368,57 @@ static void ring_consume(struct blkif_ring *ring)
 	} while (more);
 }
 
+/* copy_in for every request of the ready list; errors in batch_errs. */
+static void ring_copy_in(struct blkif_ring *ring)
+{
+	struct blkif_slot *slot;
+	uint32_t n = 0;
+
+	TAILQ_FOREACH(slot, &ring->ready, link)
+	{
+		ring->batch_tags[n] = slot_tag(ring, slot);
+		ring->batch_errs[n++] = 0;
+	}
+	ring->stats.copy_batches++;
+	ring->ops->copy_in(ring->opaque, ring->batch_tags, ring->batch_errs, n);
+}
+
+/*
+ * Start the requests of this pass, in ring order.  A ring given up while
+ * they waited starts none of them: they are dropped like the rest.
+ */
+static void ring_start_ready(struct blkif_ring *ring)
+{
+	bool live = ring_live(ring), barrier = ring->ready_barrier;
+	struct blkif_slot *slot;
+	uint32_t n = 0;
+
+	if (TAILQ_EMPTY(&ring->ready))
+		return;
+	if (live && ring->copying)
+		ring_copy_in(ring);
+	ring->ready_barrier = false;
+	while ((slot = TAILQ_FIRST(&ring->ready))) {
+		TAILQ_REMOVE(&ring->ready, slot, link);
+		if (!live)
+			slot_done(slot, BLKIF_RSP_ERROR);
+		else if (ring->copying && ring->batch_errs[n++])
+			slot_fail(slot, ring->batch_errs[n - 1]);
+		else
+			slot_start(slot);
+	}
+	/* A barrier that failed its copy never started: take again. */
+	if (barrier && !ring->barrier)
+		ring_resume(ring);
+}
+
 void blkif_ring_kick(struct blkif_ring *ring)
 {
 	if (!ring_live(ring) || ring->consuming)
 		return;
 	ring->consuming = true;
 	ring_consume(ring);
+	ring_start_ready(ring);
 	ring->consuming = false;
 }
 
@@ -386,6 +441,39 @@ static void ring_check_drained(struct blkif_ring *ring)
 			      ring);
 }
 
+static bool slot_read_ok(const struct blkif_slot *slot)
+{
+	return slot->status == BLKIF_RSP_OKAY && slot->nr_segments &&
+	       slot->stages[0].op == TD_OP_READ;
+}
+
+/* copy_out for the reads of the done list; a failed copy fails the read. */
+static void ring_copy_out(struct blkif_ring *ring)
+{
+	struct blkif_slot *slot;
+	uint32_t n = 0, i = 0;
+
+	TAILQ_FOREACH(slot, &ring->done, link)
+	{
+		if (slot_read_ok(slot)) {
+			ring->batch_tags[n] = slot_tag(ring, slot);
+			ring->batch_errs[n++] = 0;
+		}
+	}
+	if (!n)
+		return;
+	ring->stats.copy_batches++;
+	ring->ops->copy_out(ring->opaque, ring->batch_tags, ring->batch_errs,
+			    n);
+	TAILQ_FOREACH(slot, &ring->done, link)
+	{
+		if (slot_read_ok(slot) && ring->batch_errs[i++]) {
+			ring->stats.io_errors++;
+			slot->status = BLKIF_RSP_ERROR;
+		}
+	}
+}
+
 /* Pass-end hook: every response of this pass, one push, one notify. */
 static void ring_respond(struct td_hook *h, void *opaque)
 {
@@ -396,6 +484,8 @@ static void ring_respond(struct td_hook *h, void *opaque)
 
 	if (TAILQ_EMPTY(&ring->done))
 		return;
+	if (live && ring->copying)
+		ring_copy_out(ring);
 	while ((slot = TAILQ_FIRST(&ring->done))) {
 		TAILQ_REMOVE(&ring->done, slot, link);
 		if (live)
@@ -427,9 +517,16 @@ static int ring_check_params(const struct blkif_config *cfg,
 		       p->ring_order, cfg->max_ring_order);
 		return -EINVAL;
 	}
-	if (p->protocol != BLKIF_PROTOCOL_NATIVE) {
-		td_err("blkif: protocol %d is not supported (native only)",
-		       (int)p->protocol);
+	if (p->protocol != BLKIF_PROTOCOL_NATIVE &&
+	    p->protocol != BLKIF_PROTOCOL_X86_32) {
+		td_err("blkif: unknown protocol %d", (int)p->protocol);
+		return -EINVAL;
+	}
+	if (ops &&
+	    (!ops->reserve + !ops->copy_in + !ops->copy_out + !ops->release) %
+		    4) {
+		td_err("blkif: reserve, copy_in, copy_out and release go "
+		       "together: all four or none");
 		return -EINVAL;
 	}
 	if (!p->sring || !ops || !ops->map_segment || !ops->notify ||
@@ -451,6 +548,13 @@ static int ring_alloc_slots(struct blkif_ring *ring)
 		return -ENOMEM;
 	TAILQ_INIT(&ring->free);
 	TAILQ_INIT(&ring->done);
+	TAILQ_INIT(&ring->ready);
+	if (ring->copying) {
+		ring->batch_tags = calloc(size, sizeof(*ring->batch_tags));
+		ring->batch_errs = calloc(size, sizeof(*ring->batch_errs));
+		if (!ring->batch_tags || !ring->batch_errs)
+			return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < size; i++) {
 		ring->slots[i].ring = ring;
 		TAILQ_INSERT_TAIL(&ring->free, &ring->slots[i], link);
@@ -488,6 +592,8 @@ static int ring_alloc_ibufs(struct blkif_ring *ring, uint32_t count)
 static void ring_free(struct blkif_ring *ring)
 {
 	free(ring->slots);
+	free(ring->batch_tags);
+	free(ring->batch_errs);
 	free(ring->ibufs);
 	free(ring->ibuf_mem);
 	free(ring);
@@ -519,11 +625,17 @@ int blkif_ring_create(struct td_vbd *vbd, const struct blkif_config *cfg,
 	ring->opaque = params->opaque;
 	ring->queue = params->queue;
 	ring->protocol = params->protocol;
+	ring->copying = params->ops->reserve != NULL;
 	if (cfg->max_indirect_segments > BLKIF_NO_INDIRECT)
 		ring->max_indirect_segments = cfg->max_indirect_segments;
 	ring->secure_discard = cfg->feature_secure_discard;
+	ring->read_only = cfg->read_only;
 	BACK_RING_INIT(&ring->back, (blkif_sring_t *)params->sring,
 		       (size_t)BLKIF_PAGE_SIZE << params->ring_order);
+	/* The indices are the same in every ABI; the slot count is not. */
+	ring->back.nr_ents = blkif_abi_ring_size(params->protocol,
+						 (size_t)BLKIF_PAGE_SIZE
+							 << params->ring_order);
 	err = ring_alloc_slots(ring);
 	if (!err)
 		err = ring_alloc_ibufs(

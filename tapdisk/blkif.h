@@ -88,6 +88,12 @@ struct blkif_config {
 	uint32_t indirect_buffers;
 	/* Honour BLKIF_DISCARD_SECURE (discard-secure). */
 	bool feature_secure_discard;
+	/*
+	 * The frontend was given the disk read-only: writes, barriers with
+	 * data and discards are answered BLKIF_RSP_ERROR, whatever the vbd
+	 * allows (a Xen device attached with mode r).
+	 */
+	bool read_only;
 };
 
 /* Fill in the defaults: order 4, 4096 indirect segments. */
@@ -108,13 +114,14 @@ void blkif_get_features(const struct blkif_config *cfg,
 			const struct td_vbd *vbd, struct blkif_features *out);
 
 /*
- * The layout of the shared ring, from the frontend's "protocol" key.
- * x86_32-abi and x86_64-abi (xen/io/protocols.h) come with the Xen
- * transport: a copy of their slot converted into the native request in
- * blkif_copy_request(), their responses in blkif_put_response() (blkif.c).
+ * The layout of the shared ring, from the frontend's "protocol" key
+ * (xen/io/protocols.h).  On x86_64 the x86_64-abi is the native one; a
+ * 32-bit x86 guest's slots are copied into the native request and its
+ * responses written back in its own layout (blkif-abi.c).
  */
 enum blkif_protocol {
 	BLKIF_PROTOCOL_NATIVE = 0, /* this machine's layout (shm, same ABI) */
+	BLKIF_PROTOCOL_X86_32 = 1, /* x86_32-abi: 108-byte slots */
 };
 
 /* How the backend will use a segment's memory. */
@@ -161,6 +168,47 @@ struct blkif_transport_ops {
 	 * then blkif_ring_destroy from the drained callback).  Called once.
 	 */
 	void (*fatal)(void *opaque, int err);
+
+	/*
+	 * Optional, all four or none: a transport that moves data by copy
+	 * (Xen grant copy into buffers of its own) rather than by mapping
+	 * the frontend's pages.  A request is named by tag, the index of its
+	 * slot (0..ring size - 1), from reserve to release; a tag is not
+	 * reused before its release.
+	 *
+	 * reserve: before the request at req_cons is taken, room for
+	 * max_bytes of data (the most its segments can carry; 0 for a
+	 * request without segments).  The map_segment calls that follow,
+	 * up to the next reserve, are for this tag.  Returns 0, or -EAGAIN
+	 * to leave the request on the ring: consumption stops and is tried
+	 * again after the next release.  A transport must be able to hold
+	 * one request of the largest size when nothing else is reserved, or
+	 * the ring waits forever.
+	 */
+	int (*reserve)(void *opaque, uint32_t tag, size_t max_bytes);
+	/*
+	 * copy_in: once per consumption pass, after the requests taken in
+	 * that pass were parsed and before any of them is submitted: fill the
+	 * memory of their BLKIF_MAP_RO segments from the frontend, in as few
+	 * operations as it can.  tags[0..n-1] in ring order; set errs[i] to 0
+	 * or -errno (the request is then answered BLKIF_RSP_ERROR).
+	 */
+	void (*copy_in)(void *opaque, const uint32_t *tags, int *errs,
+			uint32_t n);
+	/*
+	 * copy_out: once per batch of responses, before they are written:
+	 * store the memory of the BLKIF_MAP_RW segments of the requests
+	 * tags[0..n-1] (reads that succeeded) into the frontend's pages;
+	 * errs as for copy_in.
+	 */
+	void (*copy_out)(void *opaque, const uint32_t *tags, int *errs,
+			 uint32_t n);
+	/*
+	 * release: the request's response was written or dropped: the
+	 * memory of its segments may be reused.  Called once per reserve
+	 * that returned 0.
+	 */
+	void (*release)(void *opaque, uint32_t tag);
 };
 
 struct blkif_ring_params {
@@ -191,6 +239,8 @@ struct blkif_ring_stats {
 	uint64_t protocol_errors; /* fatal: the ring was given up */
 	uint64_t notifications;	  /* ops->notify calls */
 	uint64_t indirect_waits;  /* times the ring waited for a buffer */
+	uint64_t data_waits;	  /* times it waited for ops->reserve */
+	uint64_t copy_batches;	  /* ops->copy_in and copy_out calls */
 };
 
 /*

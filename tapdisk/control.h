@@ -33,9 +33,10 @@
  *   info [json]       "key: value" lines: pid, name, state, chain,
  *                     size_bytes, size, sector_size, read_only, features,
  *                     max_io_bytes, boundary_bytes, frontend (repeated:
- *                     "frontend: nbd unix:/path"), uptime_us
- *   stats [json]      counters of the vbd, the NBD server and the process
- *                     (see stats-format.h)
+ *                     "frontend: nbd unix:/path", "frontend: shm /path"),
+ *                     uptime_us
+ *   stats [json]      counters of the vbd, the NBD server, the shm server
+ *                     (its rings) and the process (see stats-format.h)
  *   pause             hold new I/O and wait for the I/O in flight; the
  *                     reply comes once nothing is in flight (ECANCELED if
  *                     a resume or destroy comes first; EALREADY if paused)
@@ -56,6 +57,7 @@
 #include "tapdisk/json.h"
 #include "tapdisk/loop.h"
 #include "tapdisk/nbd.h"
+#include "tapdisk/shm.h"
 #include "tapdisk/vbd.h"
 
 #define TD_CTL_PROTOCOL_VERSION 1
@@ -82,6 +84,7 @@ struct td_ctl_params {
 	struct td_vbd *vbd;	   /* required; must outlive the server or
 				    * be detached by td_ctl_server_finish */
 	struct td_nbd_server *nbd; /* NULL when the process has none */
+	struct td_shm_server *shm; /* NULL when the process has none */
 	/*
 	 * Called once, from the event loop (never inside a request's
 	 * handling), when a client sends "destroy".  The owner starts its
@@ -121,8 +124,8 @@ void td_ctl_server_begin_shutdown(struct td_ctl_server *ctl);
 /*
  * The shutdown is over: answer every waiting destroy with OK and message
  * (err == 0) or with ERR err message, try once to write every pending
- * reply, and forget the vbd and the NBD server (later requests get
- * ESHUTDOWN), so that both may be freed.
+ * reply, and forget the vbd and the NBD and shm servers (later requests
+ * get ESHUTDOWN), so that they may be freed.
  */
 void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 			  const char *message);

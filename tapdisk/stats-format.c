@@ -34,6 +34,20 @@ static const struct {
 };
 #define NR_FEATURES (sizeof(feature_names) / sizeof(feature_names[0]))
 
+/* The blkif operations a ring counts (blkif.h, BLKIF_STAT_*). */
+static const struct {
+	unsigned int op;
+	const char *name;
+} ring_ops[] = {
+	{BLKIF_OP_READ, "read"},
+	{BLKIF_OP_WRITE, "write"},
+	{BLKIF_OP_WRITE_BARRIER, "write_barrier"},
+	{BLKIF_OP_FLUSH_DISKCACHE, "flush_diskcache"},
+	{BLKIF_OP_DISCARD, "discard"},
+	{BLKIF_STAT_OP_OTHER, "other"},
+};
+#define NR_RING_OPS (sizeof(ring_ops) / sizeof(ring_ops[0]))
+
 const char *td_format_bytes(uint64_t bytes, char *buf, unsigned int len)
 {
 	static const char *const units[] = {"KiB", "MiB", "GiB",
@@ -222,6 +236,33 @@ static void text_latency(const struct td_report *r, struct td_strbuf *sb)
 	td_strbuf_puts(sb, "\n");
 }
 
+static void text_shm(const struct td_report *r, struct td_strbuf *sb)
+{
+	const struct td_shm_stats *s = &r->shm;
+
+	td_strbuf_printf(sb,
+			 "\nshm: %" PRIu64 " frontends connected (%" PRIu64
+			 " rings), %" PRIu64 " accepted, %" PRIu64
+			 " refused, %" PRIu64 " protocol errors, %" PRIu64
+			 " kicks\nring requests:",
+			 s->clients, s->rings, s->clients_total, s->refused,
+			 s->protocol_errors, s->kicks);
+	for (unsigned int i = 0; i < NR_RING_OPS; i++)
+		td_strbuf_printf(sb, "%s %s %" PRIu64, i ? "," : "",
+				 ring_ops[i].name,
+				 s->ring.reqs[ring_ops[i].op]);
+	td_strbuf_printf(sb,
+			 "; %" PRIu64 " indirect, %" PRIu64
+			 " segments\nring answers: %" PRIu64
+			 " refused as bad, %" PRIu64 " unsupported, %" PRIu64
+			 " I/O errors, %" PRIu64 " notifications, %" PRIu64
+			 " indirect-buffer waits, %" PRIu64 " rings given up\n",
+			 s->ring.indirect_reqs, s->ring.segments,
+			 s->ring.bad_reqs, s->ring.unsupported,
+			 s->ring.io_errors, s->ring.notifications,
+			 s->ring.indirect_waits, s->ring.protocol_errors);
+}
+
 static void text_process(const struct td_report *r, struct td_strbuf *sb)
 {
 	uint64_t reqs = total_requests(&r->stats);
@@ -237,6 +278,8 @@ static void text_process(const struct td_report *r, struct td_strbuf *sb)
 				 r->nbd.clients, r->nbd.clients_total,
 				 r->nbd.refused, r->nbd.protocol_errors,
 				 r->nbd.commands, r->nbd.error_replies);
+	if (r->has_shm)
+		text_shm(r, sb);
 	td_strbuf_printf(sb,
 			 "\ncpu: user %" PRIu64 " us, sys %" PRIu64
 			 " us, uptime %" PRIu64 ".%03" PRIu64 " s",
@@ -306,6 +349,38 @@ static void json_histograms(const struct td_report *r, struct td_json *j)
 	td_json_end_object(j);
 }
 
+static void json_shm(const struct td_report *r, struct td_json *j)
+{
+	const struct td_shm_stats *s = &r->shm;
+	uint64_t total = 0;
+
+	td_json_begin_object(j, "shm");
+	td_json_u64(j, "clients", s->clients);
+	td_json_u64(j, "rings", s->rings);
+	td_json_u64(j, "clients_total", s->clients_total);
+	td_json_u64(j, "refused", s->refused);
+	td_json_u64(j, "protocol_errors", s->protocol_errors);
+	td_json_u64(j, "kicks", s->kicks);
+	td_json_begin_object(j, "ring");
+	td_json_begin_object(j, "requests");
+	for (unsigned int i = 0; i < NR_RING_OPS; i++) {
+		td_json_u64(j, ring_ops[i].name, s->ring.reqs[ring_ops[i].op]);
+		total += s->ring.reqs[ring_ops[i].op];
+	}
+	td_json_end_object(j);
+	td_json_u64(j, "requests_total", total);
+	td_json_u64(j, "indirect_requests", s->ring.indirect_reqs);
+	td_json_u64(j, "segments", s->ring.segments);
+	td_json_u64(j, "bad_requests", s->ring.bad_reqs);
+	td_json_u64(j, "unsupported", s->ring.unsupported);
+	td_json_u64(j, "io_errors", s->ring.io_errors);
+	td_json_u64(j, "protocol_errors", s->ring.protocol_errors);
+	td_json_u64(j, "notifications", s->ring.notifications);
+	td_json_u64(j, "indirect_waits", s->ring.indirect_waits);
+	td_json_end_object(j);
+	td_json_end_object(j);
+}
+
 static void json_process(const struct td_report *r, struct td_json *j)
 {
 	if (r->has_nbd) {
@@ -320,6 +395,10 @@ static void json_process(const struct td_report *r, struct td_json *j)
 	} else {
 		td_json_null(j, "nbd");
 	}
+	if (r->has_shm)
+		json_shm(r, j);
+	else
+		td_json_null(j, "shm");
 	td_json_begin_object(j, "cpu_us");
 	td_json_u64(j, "user", r->cpu_user_us);
 	td_json_u64(j, "sys", r->cpu_sys_us);

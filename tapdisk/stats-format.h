@@ -19,6 +19,7 @@
 
 #include "tapdisk/json.h"
 #include "tapdisk/nbd.h"
+#include "tapdisk/shm.h"
 #include "tapdisk/vbd.h"
 
 /* A frontend serving the vbd, e.g. kind "nbd", addr "unix:/run/x.sock". */
@@ -39,6 +40,9 @@ struct td_report {
 	struct td_vbd_stats stats;
 	bool has_nbd;
 	struct td_nbd_stats nbd;
+	bool has_shm;
+	/* The shm server's counters, its rings' included. */
+	struct td_shm_stats shm;
 	uint64_t cpu_user_us; /* getrusage(RUSAGE_SELF) */
 	uint64_t cpu_sys_us;
 	uint64_t uptime_us;

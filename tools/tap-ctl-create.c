@@ -29,8 +29,10 @@
 #define FD_SAFE_MIN 10 /* above stdio and READY_FD */
 #define MSG_MAX	    1024
 #define LOG_MODE    0640
-/* tapdisk -a CHAIN, the --nbd pairs, six option pairs, -r, NULL */
-#define MAX_ARGV      (3 + 2 * TAPCTL_MAX_NBD_ADDRS + 2 * 6 + 2)
+/* tapdisk -a CHAIN, the --nbd and --shm pairs, seven option pairs, -r,
+ * NULL */
+#define MAX_ARGV \
+	(3 + 2 * TAPCTL_MAX_NBD_ADDRS + 2 * TAPCTL_MAX_SHM_PATHS + 2 * 7 + 2)
 #define LOG_STAMP_LEN 24 /* "2026-01-31 12:00:00.000 " in log lines */
 
 static const char *find_tapdisk(char *buf, size_t len)
@@ -68,6 +70,10 @@ static void build_argv(const struct cmd_opts *o, const char *tapdisk,
 		argv[n++] = "--nbd";
 		argv[n++] = (char *)o->nbd[i];
 	}
+	for (int i = 0; i < o->nr_shm; i++) {
+		argv[n++] = "--shm";
+		argv[n++] = (char *)o->shm[i];
+	}
 #define PASS(opt, value)                             \
 	do {                                         \
 		if (value) {                         \
@@ -78,6 +84,7 @@ static void build_argv(const struct cmd_opts *o, const char *tapdisk,
 	PASS("--name", o->name);
 	PASS("--export-name", o->export_name);
 	PASS("--max-inflight", o->max_inflight);
+	PASS("--max-indirect-segments", o->max_indirect_segments);
 	PASS("--log-level", o->log_level);
 	PASS("--run-dir", o->run_dir);
 #undef PASS

@@ -29,7 +29,12 @@
 #define MAX_TIMEOUT_S	  86400
 #define EXIT_POLL_MS	  20 /* how often destroy looks for the exit */
 
-enum { OPT_ID = 1u << 0, OPT_JSON = 1u << 1, OPT_CREATE = 1u << 2 };
+enum {
+	OPT_ID = 1u << 0,
+	OPT_JSON = 1u << 1,
+	OPT_CREATE = 1u << 2,
+	OPT_XEN = 1u << 3,
+};
 
 struct subcommand {
 	const char *name;
@@ -156,6 +161,13 @@ static int request(const struct cmd_opts *o, int id, const char *line,
 	return 0;
 }
 
+/* See tap-ctl.h. */
+int tapctl_request(const struct cmd_opts *o, int id, const char *line,
+		   struct td_ctl_reply *r)
+{
+	return request(o, id, line, r);
+}
+
 /* Simple commands: send line, print the payload. */
 static int simple_command(struct cmd_opts *o, const char *line)
 {
@@ -269,7 +281,8 @@ static int cmd_destroy(struct cmd_opts *o)
 
 static const struct subcommand subcommands[] = {
 	{"create", OPT_CREATE,
-	 "create -a CHAIN [--nbd ADDR]... [--name NAME] [-r] [OPTIONS]",
+	 "create -a CHAIN [--nbd ADDR]... [--shm PATH]... [--name NAME] [-r] "
+	 "[OPTIONS]",
 	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
 	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log.  When it\n"
 	 "cannot start, its own error is printed and the status is 1.\n\n"
@@ -278,6 +291,12 @@ static const struct subcommand subcommands[] = {
 	 "    --nbd ADDR          serve NBD on unix:/path, tcp:HOST:PORT,\n"
 	 "                        tcp::PORT, or unix (RUN_DIR/nbd-NAME.sock);\n"
 	 "                        repeatable\n"
+	 "    --shm PATH          serve shm blkif rings (td-front) on the\n"
+	 "                        Unix socket PATH, or unix for\n"
+	 "                        RUN_DIR/shm-NAME.sock; repeatable\n"
+	 "    --max-indirect-segments N\n"
+	 "                        segments per shm request, 11-4096 (11: no\n"
+	 "                        indirect requests)\n"
 	 "    --name NAME         the vbd's name (default vbd-ID)\n"
 	 "    -r, --read-only     refuse writes\n"
 	 "    --export-name NAME  NBD export name to require\n"
@@ -313,6 +332,24 @@ static const struct subcommand subcommands[] = {
 	 "the disk, closes it and exits.  Waits until the process has exited\n"
 	 "(at most --timeout seconds).\n",
 	 cmd_destroy},
+	{"attach", OPT_ID | OPT_XEN,
+	 "attach -i ID --domid DOMID --vdev xvdX [--mode r|w]",
+	 "Give domain DOMID a Xen virtual disk xvdX served by tapdisk ID:\n"
+	 "write the frontend and backend xenstore nodes (backend type\n"
+	 "vbd3, as XenServer's), then wait until tapdisk has taken the "
+	 "device.\n"
+	 "The guest's blkfront connects by itself.  Needs a tapdisk serving\n"
+	 "Xen (tap-ctl info shows \"frontend: xen\").\n\n"
+	 "    --domid DOMID       the guest (0 for this domain itself)\n"
+	 "    --vdev xvdX         the guest's disk name, xvda..xvdz, or a\n"
+	 "                        numeric device id\n"
+	 "    --mode r|w          read-only or read-write (default w)\n",
+	 tapctl_cmd_attach},
+	{"detach", OPT_ID | OPT_XEN, "detach -i ID --domid DOMID --vdev xvdX",
+	 "Take the disk xvdX away from domain DOMID: set it offline, wait\n"
+	 "(at most --timeout seconds) until the guest has closed it and\n"
+	 "tapdisk has finished its I/O, then remove the xenstore nodes.\n",
+	 tapctl_cmd_detach},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 
@@ -346,6 +383,7 @@ static void global_usage(FILE *out)
 	      "    id=$(tap-ctl create -a aio:/srv/disk.img --nbd unix)\n"
 	      "    tap-ctl list\n"
 	      "    tap-ctl stats -i $id --json\n"
+	      "    tap-ctl attach -i $id --domid 5 --vdev xvdb\n"
 	      "    tap-ctl destroy -i $id\n\n"
 	      "ENVIRONMENT\n"
 	      "    " TD_CTL_RUN_DIR_ENV
@@ -377,6 +415,11 @@ enum {
 	LOPT_RUN_DIR,
 	LOPT_TIMEOUT,
 	LOPT_JSON,
+	LOPT_DOMID,
+	LOPT_VDEV,
+	LOPT_MODE,
+	LOPT_SHM,
+	LOPT_MAX_INDIRECT,
 };
 
 static const struct option long_options[] = {
@@ -384,6 +427,8 @@ static const struct option long_options[] = {
 	{"json", no_argument, NULL, LOPT_JSON},
 	{"chain", required_argument, NULL, 'a'},
 	{"nbd", required_argument, NULL, LOPT_NBD},
+	{"shm", required_argument, NULL, LOPT_SHM},
+	{"max-indirect-segments", required_argument, NULL, LOPT_MAX_INDIRECT},
 	{"name", required_argument, NULL, LOPT_NAME},
 	{"read-only", no_argument, NULL, 'r'},
 	{"export-name", required_argument, NULL, LOPT_EXPORT_NAME},
@@ -391,6 +436,9 @@ static const struct option long_options[] = {
 	{"log-level", required_argument, NULL, LOPT_LOG_LEVEL},
 	{"run-dir", required_argument, NULL, LOPT_RUN_DIR},
 	{"timeout", required_argument, NULL, LOPT_TIMEOUT},
+	{"domid", required_argument, NULL, LOPT_DOMID},
+	{"vdev", required_argument, NULL, LOPT_VDEV},
+	{"mode", required_argument, NULL, LOPT_MODE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -422,7 +470,13 @@ static unsigned int option_group(int c)
 	case LOPT_EXPORT_NAME:
 	case LOPT_MAX_INFLIGHT:
 	case LOPT_LOG_LEVEL:
+	case LOPT_SHM:
+	case LOPT_MAX_INDIRECT:
 		return OPT_CREATE;
+	case LOPT_DOMID:
+	case LOPT_VDEV:
+	case LOPT_MODE:
+		return OPT_XEN;
 	default:
 		return 0;
 	}
@@ -458,11 +512,29 @@ static int take_option(const struct subcommand *sc, struct cmd_opts *o, int c,
 	case LOPT_MAX_INFLIGHT:
 		o->max_inflight = arg;
 		return -1;
+	case LOPT_MAX_INDIRECT:
+		o->max_indirect_segments = arg;
+		return -1;
+	case LOPT_SHM:
+		if (o->nr_shm == TAPCTL_MAX_SHM_PATHS)
+			return usage_errorf(sc, "at most %d --shm paths",
+					    TAPCTL_MAX_SHM_PATHS);
+		o->shm[o->nr_shm++] = arg;
+		return -1;
 	case LOPT_LOG_LEVEL:
 		o->log_level = arg;
 		return -1;
 	case LOPT_RUN_DIR:
 		o->run_dir = arg;
+		return -1;
+	case LOPT_DOMID:
+		o->domid = arg;
+		return -1;
+	case LOPT_VDEV:
+		o->vdev = arg;
+		return -1;
+	case LOPT_MODE:
+		o->mode = arg;
 		return -1;
 	case LOPT_NBD:
 		if (o->nr_nbd == TAPCTL_MAX_NBD_ADDRS)
@@ -512,6 +584,9 @@ static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 	if ((sc->opts & OPT_ID) && !o->id)
 		return usage_errorf(sc, "which tapdisk? give -i ID (see "
 					"tap-ctl list)");
+	if ((sc->opts & OPT_XEN) && (!o->domid || !o->vdev))
+		return usage_errorf(sc, "give the guest and its disk: --domid "
+					"DOMID --vdev xvdX");
 	if ((sc->opts & OPT_CREATE) && !o->chain)
 		return usage_errorf(sc, "give the disk with -a CHAIN, e.g. "
 					"-a aio:/srv/disk.img");
@@ -553,7 +628,8 @@ int main(int argc, char **argv)
 	}
 	if (i == argc)
 		return usage_errorf(NULL, "give a command: create, list, info, "
-					  "stats, pause, resume or destroy");
+					  "stats, pause, resume, destroy, "
+					  "attach or detach");
 	if (!strcmp(argv[i], "help"))
 		return cmd_help(argc - i, argv + i);
 	if (!(sc = find_subcommand(argv[i])))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tapdisk/blkif.h"
 #include "tapdisk/control.h"
 #include "tapdisk/log.h"
 #include "tapdisk/vbd.h"
@@ -29,19 +30,20 @@ static void usage(FILE *out)
 	/* clang-format off */
 	fprintf(out,
 "NAME\n"
-"    tapdisk - serve one virtual disk (a driver chain) over NBD\n"
+"    tapdisk - serve one virtual disk (a driver chain) over NBD and shm\n"
 "\n"
 "SYNOPSIS\n"
-"    tapdisk --foreground -a CHAIN [--nbd ADDR]... [OPTIONS]\n"
+"    tapdisk --foreground -a CHAIN [--nbd ADDR]... [--shm PATH]... [OPTIONS]\n"
 "    tap-ctl create -a CHAIN ...       (to run it in the background)\n"
 "\n"
 "DESCRIPTION\n"
 "    tapdisk opens the driver chain CHAIN, serves it to NBD clients on\n"
-"    every ADDR, and answers a control socket, RUN_DIR/tapdisk-PID.sock,\n"
-"    through which tap-ctl lists it, reads its statistics, pauses,\n"
-"    resumes and destroys it.  It runs until SIGINT or SIGTERM or a\n"
-"    destroy request, then finishes the I/O in flight, flushes the disk,\n"
-"    closes it and exits.\n"
+"    every ADDR and to blkif frontends (td-front) on every shm PATH, and\n"
+"    answers a control socket, RUN_DIR/tapdisk-PID.sock, through which\n"
+"    tap-ctl lists it, reads its statistics, pauses, resumes and\n"
+"    destroys it.  It runs until SIGINT or SIGTERM or a destroy\n"
+"    request, then finishes the I/O in flight, flushes the disk, closes\n"
+"    it and exits.\n"
 "\n"
 "    Without --foreground, tapdisk expects to be started by tap-ctl\n"
 "    create, which runs it in the background with a log file.\n"
@@ -54,6 +56,18 @@ static void usage(FILE *out)
 "                          unix:/path/to.sock, tcp:HOST:PORT, tcp::PORT\n"
 "                          (all addresses), or unix for\n"
 "                          RUN_DIR/nbd-NAME.sock\n"
+"    --shm PATH            serve blkif rings in shared memory on the Unix\n"
+"                          socket PATH (repeatable, at most %d; unix for\n"
+"                          RUN_DIR/shm-NAME.sock); the protocol is in\n"
+"                          doc/shm-protocol.md\n"
+"    --max-indirect-segments N\n"
+"                          segments a blkif frontend may put in one request\n"
+"                          (%d-%zu, default %zu; %d refuses indirect\n"
+"                          requests)\n"
+"    --xen MODE            serve Xen guests' blkfront: auto (default: when\n"
+"                          this is a Xen domain with xenstore), on (fail\n"
+"                          without it) or off; devices are attached with\n"
+"                          tap-ctl attach\n"
 "    --name NAME           the vbd's name in logs, stats and tap-ctl list\n"
 "                          (letters, digits, '.', '_', '-'; default\n"
 "                          vbd-PID)\n"
@@ -77,6 +91,7 @@ static void usage(FILE *out)
 "FILES\n"
 "    RUN_DIR/tapdisk-PID.sock  the control socket (see tapdisk/control.h)\n"
 "    RUN_DIR/nbd-NAME.sock     the NBD socket of --nbd unix\n"
+"    RUN_DIR/shm-NAME.sock     the shm socket of --shm unix\n"
 "\n"
 "EXIT STATUS\n"
 "    0  stopped cleanly: every acknowledged write was flushed\n"
@@ -86,8 +101,13 @@ static void usage(FILE *out)
 "EXAMPLES\n"
 "    tapdisk -f -a null:size=1G --nbd unix:/tmp/null.sock\n"
 "    tapdisk -f -a aio:/srv/disk.img --nbd tcp::10809 --name disk1\n"
+"    tapdisk -f -a null:size=1G --shm /tmp/null.shm\n"
+"    td-front --shm /tmp/null.shm --rw read --pattern rand --qd 32\n"
 "    nbdinfo 'nbd+unix:///?socket=/tmp/null.sock'\n",
-		TAPDISK_MAX_NBD_ADDRS, MAX_INFLIGHT_LIMIT, TD_VBD_DEFAULT_MAX_INFLIGHT,
+		TAPDISK_MAX_NBD_ADDRS, TAPDISK_MAX_SHM_PATHS,
+		BLKIF_NO_INDIRECT, BLKIF_MAX_INDIRECT_SEGMENTS,
+		BLKIF_MAX_INDIRECT_SEGMENTS, BLKIF_NO_INDIRECT,
+		MAX_INFLIGHT_LIMIT, TD_VBD_DEFAULT_MAX_INFLIGHT,
 		TD_CTL_RUN_DIR_ENV, TD_CTL_RUN_DIR_DEFAULT);
 	/* clang-format on */
 }
@@ -117,11 +137,17 @@ enum {
 	OPT_LOG_FILE,
 	OPT_RUN_DIR,
 	OPT_READY_FD,
+	OPT_SHM,
+	OPT_MAX_INDIRECT,
+	OPT_XEN,
 };
 
 static const struct option long_options[] = {
 	{"chain", required_argument, NULL, 'a'},
 	{"nbd", required_argument, NULL, OPT_NBD},
+	{"shm", required_argument, NULL, OPT_SHM},
+	{"max-indirect-segments", required_argument, NULL, OPT_MAX_INDIRECT},
+	{"xen", required_argument, NULL, OPT_XEN},
 	{"name", required_argument, NULL, OPT_NAME},
 	{"read-only", no_argument, NULL, 'r'},
 	{"export-name", required_argument, NULL, OPT_EXPORT_NAME},
@@ -166,6 +192,34 @@ static int parse_one(struct options *o, int c, const char *arg)
 			return usage_error("at most %d --nbd addresses",
 					   TAPDISK_MAX_NBD_ADDRS);
 		o->nbd[o->nr_nbd++] = arg;
+		return GO_ON;
+	case OPT_SHM:
+		if (o->nr_shm == TAPDISK_MAX_SHM_PATHS)
+			return usage_error("at most %d --shm paths",
+					   TAPDISK_MAX_SHM_PATHS);
+		o->shm[o->nr_shm++] = arg;
+		return GO_ON;
+	case OPT_MAX_INDIRECT:
+		if ((v = parse_number(arg, BLKIF_NO_INDIRECT,
+				      BLKIF_MAX_INDIRECT_SEGMENTS)) < 0)
+			return usage_error("--max-indirect-segments wants a "
+					   "number from %d (no indirect "
+					   "requests) to %zu, not '%s'",
+					   BLKIF_NO_INDIRECT,
+					   BLKIF_MAX_INDIRECT_SEGMENTS, arg);
+		o->max_indirect_segments = (uint32_t)v;
+		return GO_ON;
+	case OPT_XEN:
+		if (!strcmp(arg, "auto"))
+			o->xen = TAPDISK_XEN_AUTO;
+		else if (!strcmp(arg, "on"))
+			o->xen = TAPDISK_XEN_ON;
+		else if (!strcmp(arg, "off"))
+			o->xen = TAPDISK_XEN_OFF;
+		else
+			return usage_error("--xen wants auto, on or off, not "
+					   "'%s'",
+					   arg);
 		return GO_ON;
 	case OPT_NAME:
 		o->name = arg;

@@ -1,7 +1,7 @@
 /*
- * tapdisk.c - the tapdisk daemon: serve one vbd over NBD, answer its
- * control socket, and on SIGINT, SIGTERM or "destroy" shut down without
- * losing an acknowledged write.
+ * tapdisk.c - the tapdisk daemon: serve one vbd over NBD, shm and Xen, answer
+ * its control socket, and on SIGINT, SIGTERM or "destroy" shut down
+ * without losing an acknowledged write.
  *
  * This is the only place besides tests that knows every driver: it hands
  * td_driver_table to the core.  The command line is in tapdisk-options.c.
@@ -10,7 +10,11 @@
  *   1. the control server refuses pause/resume; a paused vbd is resumed so
  *      that the I/O it holds can finish;
  *   2. the NBD server stops accepting and reading, and lets the commands
- *      in flight finish and be answered (td_nbd_server_shutdown);
+ *      in flight finish and be answered (td_nbd_server_shutdown); at the
+ *      same time the shm server stops taking requests from its rings,
+ *      lets those in flight be answered and closes the rings
+ *      (td_shm_server_shutdown), and the Xen server disconnects its
+ *      rings and marks its devices Closed (td_xen_server_shutdown);
  *   3. the vbd drains (td_vbd_pause), then one TD_OP_FLUSH goes through
  *      td_vbd_submit when the disk is writable and the chain can flush;
  *   4. the vbd closes, destroy waiters get the result, sockets go away,
@@ -36,7 +40,9 @@
 #include "tapdisk/log.h"
 #include "tapdisk/loop.h"
 #include "tapdisk/nbd.h"
+#include "tapdisk/shm.h"
 #include "tapdisk/vbd.h"
+#include "tapdisk/xen.h"
 #include "tools/tapdisk.h"
 
 #define ADDR_MAX	    (PATH_MAX + 16)
@@ -49,11 +55,14 @@ struct tapdisk {
 	char run_dir[PATH_MAX];
 	char ctl_path[PATH_MAX];
 	char nbd_addr[TAPDISK_MAX_NBD_ADDRS][ADDR_MAX];
+	char shm_path[TAPDISK_MAX_SHM_PATHS][PATH_MAX];
 	char msg[MSG_MAX]; /* why start-up failed */
 
 	struct td_loop *loop;
 	struct td_vbd *vbd;
 	struct td_nbd_server *nbd;
+	struct td_shm_server *shm;
+	struct td_xen_server *xen;
 	struct td_ctl_server *ctl;
 	int sig_fd;
 	struct td_fd sig_fde;
@@ -66,6 +75,7 @@ struct tapdisk {
 	struct td_vbd_io flush_io;
 	bool stopping;
 	bool nbd_stopped;
+	unsigned int frontends_stopping; /* NBD and shm shutting down */
 	int exit_status;
 };
 
@@ -181,8 +191,9 @@ static int start_nbd(struct tapdisk *td)
 	int err;
 
 	if (!td->opt.nr_nbd) {
-		td_warn("no --nbd address: nothing will reach this disk but "
-			"the control socket");
+		if (!td->opt.nr_shm && td->opt.xen == TAPDISK_XEN_OFF)
+			td_warn("no --nbd address and no --shm path: nothing "
+				"will reach this disk but the control socket");
 		return 0;
 	}
 	err = td_nbd_server_create(td->loop, td->vbd, &np, &td->nbd);
@@ -201,6 +212,79 @@ static int start_nbd(struct tapdisk *td)
 				    "whoever uses it",
 				    td->nbd_addr[i], strerror(-err));
 	}
+	return 0;
+}
+
+/* "unix" -> the default socket; a relative path made absolute. */
+static int resolve_shm_path(struct tapdisk *td, const char *path, char *out)
+{
+	char cwd[PATH_MAX];
+	int n;
+
+	if (!strcmp(path, "unix"))
+		n = snprintf(out, PATH_MAX, "%s/shm-%s.sock", td->run_dir,
+			     td->name);
+	else if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
+		n = snprintf(out, PATH_MAX, "%s/%s", cwd, path);
+	else
+		n = snprintf(out, PATH_MAX, "%s", path);
+	if (!*path || n < 0 || n >= PATH_MAX)
+		return fail(td, -ENAMETOOLONG,
+			    "bad --shm path '%s': give a socket path or unix",
+			    path);
+	return 0;
+}
+
+static int start_shm(struct tapdisk *td)
+{
+	struct blkif_config cfg;
+	struct td_shm_params sp = {.blkif = &cfg};
+	int err;
+
+	if (!td->opt.nr_shm)
+		return 0;
+	blkif_config_init(&cfg);
+	cfg.max_ring_order = BLKIF_MAX_RING_ORDER;
+	if (td->opt.max_indirect_segments)
+		cfg.max_indirect_segments = td->opt.max_indirect_segments;
+	err = td_shm_server_create(td->loop, td->vbd, &sp, &td->shm);
+	if (err)
+		return fail(td, err, "cannot start the shm server: %s",
+			    strerror(-err));
+	for (unsigned int i = 0; i < td->opt.nr_shm; i++) {
+		if ((err = resolve_shm_path(td, td->opt.shm[i],
+					    td->shm_path[i])))
+			return err;
+		err = td_shm_server_listen(td->shm, td->shm_path[i]);
+		if (err)
+			return fail(td, err,
+				    "cannot serve shm on %s: %s; pick another "
+				    "--shm path or stop whoever uses it",
+				    td->shm_path[i], strerror(-err));
+	}
+	return 0;
+}
+
+/* The Xen transport: devices come from tap-ctl attach, through xenstore. */
+static int start_xen(struct tapdisk *td)
+{
+	struct blkif_config cfg;
+	struct td_xen_params xp = {.blkif = &cfg};
+	int err;
+
+	if (td->opt.xen == TAPDISK_XEN_OFF)
+		return 0;
+	blkif_config_init(&cfg);
+	if (td->opt.max_indirect_segments)
+		cfg.max_indirect_segments = td->opt.max_indirect_segments;
+	err = td_xen_server_create(td->loop, td->vbd, &xp, &td->xen);
+	if (err && td->opt.xen == TAPDISK_XEN_AUTO)
+		return 0; /* not a Xen domain: logged */
+	if (err)
+		return fail(td, err,
+			    "cannot serve Xen frontends: %s; is this a Xen "
+			    "domain with xenstored running? (or --xen off)",
+			    strerror(-err));
 	return 0;
 }
 
@@ -226,6 +310,7 @@ static int start_control(struct tapdisk *td)
 		.path = td->ctl_path,
 		.vbd = td->vbd,
 		.nbd = td->nbd,
+		.shm = td->shm,
 		.destroy = on_destroy,
 		.opaque = td,
 	};
@@ -237,6 +322,11 @@ static int start_control(struct tapdisk *td)
 			    td->ctl_path, strerror(-err));
 	for (unsigned int i = 0; i < td->opt.nr_nbd; i++)
 		td_ctl_server_add_frontend(td->ctl, "nbd", td->nbd_addr[i]);
+	for (unsigned int i = 0; i < td->opt.nr_shm; i++)
+		td_ctl_server_add_frontend(td->ctl, "shm", td->shm_path[i]);
+	if (td->xen)
+		td_ctl_server_add_frontend(td->ctl, "xen",
+					   td_xen_server_root(td->xen));
 	/* The signals were blocked at the start of main. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -260,12 +350,15 @@ static int tapdisk_start(struct tapdisk *td)
 		return fail(td, err, "cannot create the event loop: %s",
 			    strerror(-err));
 	if ((err = open_vbd(td)) || (err = start_nbd(td)) ||
+	    (err = start_shm(td)) || (err = start_xen(td)) ||
 	    (err = start_control(td)))
 		return err;
 	td_info("serving %s as %s; control %s", td->opt.chain, td->name,
 		td->ctl_path);
 	for (unsigned int i = 0; i < td->opt.nr_nbd; i++)
 		td_info("NBD on %s", td->nbd_addr[i]);
+	for (unsigned int i = 0; i < td->opt.nr_shm; i++)
+		td_info("shm on %s", td->shm_path[i]);
 	return 0;
 }
 
@@ -349,12 +442,29 @@ static void stop_drain(struct tapdisk *td)
 	}
 }
 
+/* One frontend server has stopped; the drain starts after the last. */
+static void frontend_stopped(struct tapdisk *td)
+{
+	if (--td->frontends_stopping == 0)
+		stop_drain(td);
+}
+
 static void nbd_stopped(void *opaque)
 {
 	struct tapdisk *td = opaque;
 
 	td->nbd_stopped = true;
-	stop_drain(td);
+	frontend_stopped(td);
+}
+
+static void xen_stopped(void *opaque)
+{
+	frontend_stopped(opaque);
+}
+
+static void shm_stopped(void *opaque)
+{
+	frontend_stopped(opaque);
 }
 
 static void stop_timeout(struct td_timer *t, void *opaque)
@@ -377,10 +487,22 @@ static void stop_start(struct td_defer *d, void *opaque)
 {
 	struct tapdisk *td = opaque;
 
-	if (td->nbd)
+	/* Held at one until all have started: their callbacks are
+	 * deferred, but the count must not reach zero in between. */
+	td->frontends_stopping = 1;
+	if (td->nbd) {
+		td->frontends_stopping++;
 		td_nbd_server_shutdown(td->nbd, nbd_stopped, td);
-	else
-		stop_drain(td);
+	}
+	if (td->xen) {
+		td->frontends_stopping++;
+		td_xen_server_shutdown(td->xen, xen_stopped, td);
+	}
+	if (td->shm) {
+		td->frontends_stopping++;
+		td_shm_server_shutdown(td->shm, shm_stopped, td);
+	}
+	frontend_stopped(td);
 }
 
 static void tapdisk_stop(struct tapdisk *td, const char *why)
@@ -444,6 +566,9 @@ static void tapdisk_cleanup(struct tapdisk *td)
 	/* After a shutdown timeout the server may still be stopping. */
 	if (td->nbd && td->nbd_stopped)
 		td_nbd_server_destroy(td->nbd);
+	/* Unlinks its sockets; a ring still busy after a timeout is left. */
+	td_shm_server_destroy(td->shm);
+	td_xen_server_destroy(td->xen);
 	for (unsigned int i = 0; i < td->opt.nr_nbd; i++) {
 		const char *path = td->nbd_addr[i] + 5;
 

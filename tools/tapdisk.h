@@ -8,11 +8,19 @@
 #include <stdint.h>
 
 #define TAPDISK_MAX_NBD_ADDRS 4
+#define TAPDISK_MAX_SHM_PATHS 4
+
+/* --xen: serve Xen frontends when xenstore is there, always, never. */
+enum { TAPDISK_XEN_AUTO, TAPDISK_XEN_ON, TAPDISK_XEN_OFF };
 
 struct options {
 	const char *chain;
 	const char *nbd[TAPDISK_MAX_NBD_ADDRS];
 	unsigned int nr_nbd;
+	const char *shm[TAPDISK_MAX_SHM_PATHS];
+	unsigned int nr_shm;
+	uint32_t max_indirect_segments; /* 0: the blkif default */
+	int xen;			/* TAPDISK_XEN_* */
 	const char *name;
 	const char *export_name;
 	const char *log_file;

@@ -1243,7 +1243,7 @@ static void test_create_errors(void **state)
 	T.cfg.max_indirect_segments = BLKIF_NO_INDIRECT;
 	assert_int_equal(blkif_ring_create(T.vbd, &T.cfg, &p, &ring), 0);
 	assert_int_equal(blkif_ring_destroy(ring), 0);
-	p.protocol = (enum blkif_protocol)1;
+	p.protocol = (enum blkif_protocol)99; /* no such ABI */
 	assert_int_equal(blkif_ring_create(T.vbd, &T.cfg, &p, &ring), -EINVAL);
 	free(page);
 }

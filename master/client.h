@@ -1,0 +1,88 @@
+/*
+ * client.h - talking to stripe-master (issue #5): used by stripe-ctl and
+ * the benchmark today, by the stripe driver's resync later.  It depends on
+ * libtirpc, never on the master's store.
+ *
+ * Retries.  Sun RPC over TCP is at-least-once: a call that timed out may
+ * still run on the master.  Every procedure of stripe.x is idempotent by
+ * its own keys, so the client retries a call whose transport failed
+ * (timeout, connection refused or reset) on a new connection, up to
+ * opts.retries times, with a short growing pause; the master answers a
+ * retry of a call that did run with what it did (ms_reply.changed false).
+ *
+ * Contracts: one thread uses one client at a time; the process must ignore
+ * SIGPIPE (libtirpc writes to the socket with write(2)); functions return
+ * 0 or -errno and never print: master_client_error() says what failed.
+ */
+#ifndef TAPSTRIPE_MASTER_CLIENT_H
+#define TAPSTRIPE_MASTER_CLIENT_H
+
+#include "master/reply.h"
+
+#define MASTER_CLIENT_DEFAULT_TIMEOUT_MS 10000
+#define MASTER_CLIENT_DEFAULT_RETRIES	 3
+#define MASTER_CLIENT_ERROR_SIZE	 768
+
+struct master_client_opts {
+	unsigned int timeout_ms; /* per attempt: connect, or call + reply */
+	unsigned int retries;	 /* extra attempts after a transport error */
+};
+
+struct master_client;
+
+/*
+ * A client for the master at "HOST[:PORT]" (port MS_DEFAULT_PORT by
+ * default); it connects on its first call.  opts NULL gives the defaults.
+ * 0, -EINVAL for an address that is not HOST[:PORT], -ENOMEM.
+ */
+int master_client_open(const char *address,
+		       const struct master_client_opts *opts,
+		       struct master_client **out);
+
+void master_client_close(struct master_client *c);
+
+/* "HOST:PORT" as given (the port filled in). */
+const char *master_client_address(const struct master_client *c);
+
+/*
+ * Why the last call failed: the transport's error with advice, or the
+ * master's own message.  "" after a success.
+ */
+const char *master_client_error(const struct master_client *c);
+
+/*
+ * Call procedure proc (an MS_* of stripe.x) with args, expecting a body of
+ * kind body (MS_BODY_NONE for none).  rep is initialised here; the caller
+ * frees it with master_reply_free whatever the result.
+ *   0            the master answered MS_OK; rep holds the body
+ *   -EINVAL ...  the master answered an error status (master_status_errno);
+ *                rep holds its message, also in master_client_error
+ *   -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET, -EHOSTUNREACH
+ *                the transport failed after every retry; rep is empty
+ *   -EPROTO      the master's answer was not what stripe.x says
+ */
+int master_client_call(struct master_client *c, unsigned int proc,
+		       xdrproc_t xargs, const void *args, ms_body_kind body,
+		       ms_reply *rep);
+
+/* The procedures, typed. */
+int master_call_info(struct master_client *c, ms_reply *rep);
+int master_call_server_add(struct master_client *c, const ms_server_add_args *a,
+			   ms_reply *rep);
+int master_call_server_drain(struct master_client *c, const ms_server_key *k,
+			     ms_reply *rep);
+int master_call_server_remove(struct master_client *c, const ms_server_key *k,
+			      ms_reply *rep);
+int master_call_server_list(struct master_client *c, ms_reply *rep);
+int master_call_vdisk_alloc(struct master_client *c, const ms_alloc_args *a,
+			    ms_reply *rep);
+int master_call_vdisk_lookup(struct master_client *c, const char *id,
+			     ms_reply *rep);
+int master_call_vdisk_release(struct master_client *c, const char *id,
+			      ms_reply *rep);
+int master_call_vdisk_list(struct master_client *c, const ms_vdisk_list_args *a,
+			   ms_reply *rep);
+int master_call_extent_list(struct master_client *c,
+			    const ms_extent_list_args *a, ms_reply *rep);
+
+#endif

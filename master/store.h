@@ -1,0 +1,109 @@
+/*
+ * store.h - the master's durable store: servers, their extents and the
+ * virtual disks that own them, in SQLite (issue #5).
+ *
+ * Durability.  The database runs in WAL mode with synchronous=FULL and
+ * locking_mode=EXCLUSIVE.  The caller groups calls into one transaction
+ * (master_store_begin .. master_store_commit), each call under its own
+ * savepoint, and sends no reply before the commit has returned: a master
+ * killed at any instant restarts with every acknowledged call applied, and
+ * SQLite's atomic commit keeps all or none of a batch.  One master per
+ * database: it holds an flock on the file, and a second one gets -EBUSY
+ * at open.
+ *
+ * Idempotency.  Every mutating call is keyed: a server by (target, lun), a
+ * disk by its id.  Repeating a call that already took effect changes
+ * nothing and answers what the first one did (ms_reply.changed false); a
+ * repeat with different values is refused with MS_EEXIST.
+ *
+ * Schema (SQL and its reasons in store.c): servers (one row per registered
+ * LUN: its extents are the implicit array 0 .. nr_extents-1), vdisks (id,
+ * geometry), allocations (one row per locked extent, holding the disk and
+ * the extent's place in it; UNIQUE (server_id, idx) means one owner per
+ * extent), released (extents handed out once and free again).
+ *
+ * Procedures fill an ms_reply: status, message, body.  They return 0 when
+ * the reply is set, whatever its status, and -errno when the store itself
+ * failed (the caller then answers MS_EIO and rolls back).  Every call runs
+ * in the single master thread.
+ */
+#ifndef TAPSTRIPE_MASTER_STORE_H
+#define TAPSTRIPE_MASTER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master/stripe.h"
+
+#define MASTER_DEFAULT_EXTENT_BYTES (256ull << 20)
+#define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
+#define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
+#define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
+#define MASTER_SCHEMA_VERSION	    1
+
+struct master_store;
+
+/*
+ * Open (creating when absent) the database at path.  extent_bytes is E for
+ * a new database; for an existing one it must be 0 or equal to the stored
+ * E.  0, or -errno with msg saying what to do (-EBUSY: another master holds
+ * it; -EINVAL: E mismatch or not a master database; -EIO).
+ */
+int master_store_open(const char *path, uint64_t extent_bytes,
+		      struct master_store **out, char *msg, size_t msg_len);
+
+/* Close; a transaction still open is rolled back. */
+void master_store_close(struct master_store *st);
+
+uint64_t master_store_extent_size(const struct master_store *st);
+
+/* The batch transaction (BEGIN IMMEDIATE / COMMIT / ROLLBACK). */
+int master_store_begin(struct master_store *st);
+int master_store_commit(struct master_store *st);
+void master_store_rollback(struct master_store *st);
+
+/* Still inside the transaction begun last?  (SQLite may abort one on I/O
+ * errors; then nothing of the batch survives.) */
+bool master_store_in_transaction(const struct master_store *st);
+
+/*
+ * One call inside the batch: a savepoint, so that a call that fails undoes
+ * only its own changes.  call_end(ok false) rolls back to the savepoint.
+ */
+int master_store_call_begin(struct master_store *st);
+int master_store_call_end(struct master_store *st, bool ok);
+
+/* The procedures of stripe.x (see there for what each does). */
+int master_store_info(struct master_store *st, ms_reply *rep);
+int master_store_server_add(struct master_store *st,
+			    const ms_server_add_args *a, ms_reply *rep);
+int master_store_server_drain(struct master_store *st, const ms_server_key *k,
+			      ms_reply *rep);
+int master_store_server_remove(struct master_store *st, const ms_server_key *k,
+			       ms_reply *rep);
+int master_store_server_list(struct master_store *st, ms_reply *rep);
+int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
+			     ms_reply *rep);
+int master_store_vdisk_lookup(struct master_store *st, const char *id,
+			      ms_reply *rep);
+int master_store_vdisk_release(struct master_store *st, const char *id,
+			       ms_reply *rep);
+int master_store_vdisk_list(struct master_store *st,
+			    const ms_vdisk_list_args *a, ms_reply *rep);
+int master_store_extent_list(struct master_store *st,
+			     const ms_extent_list_args *a, ms_reply *rep);
+
+/*
+ * Check every invariant the schema cannot express alone, and the ones it
+ * does (in case the file was edited): SQLite's quick_check, foreign keys,
+ * free counts, one owner per extent, S·J·R extents per disk, replicas on
+ * distinct hosts.  0 when all hold; -EUCLEAN with msg naming the first
+ * broken one; -EIO.
+ */
+int master_store_check(struct master_store *st, char *msg, size_t msg_len);
+
+/* True for 1-MS_VDISK_ID_MAX of [A-Za-z0-9._-]. */
+bool master_vdisk_id_ok(const char *id);
+
+#endif

@@ -1,0 +1,532 @@
+/*
+ * xen-backend.c - the Xen transport's server: find the devices tap-ctl
+ * attached to this tapdisk, and run the backend side of each one's
+ * xenbus state machine (see xen.h).
+ *
+ * The state machine is evaluated, not stepped: every watch event on a
+ * device (its backend directory, or its frontend's state node) re-reads
+ * "online" and the frontend's state and moves the backend's state toward
+ * what they call for (dev_update).  Our own writes fire the watches
+ * again; evaluation is idempotent, so that costs one read and nothing
+ * else.
+ *
+ *   frontend            backend does
+ *   Initialising/Wait   after a Closed, with online=1: InitWait again
+ *   Initialised/Conn.   in InitWait: read the ring keys, connect: Connected
+ *                       (bad keys: "error" node, Closing)
+ *   Closing             disconnect; Closing
+ *   Closed/Unknown      disconnect; Closed once drained
+ *   online=0            connected: Closing (the frontend closes, above);
+ *                       not connected: Closed
+ *   directory removed   disconnect, forget the device
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tapdisk/xen-int.h"
+
+#define VALUE_MAX  32
+#define ERROR_MAX  160
+#define ROOT_TOKEN "tapstripe-root"
+
+static void dev_update(struct xen_dev *dev);
+
+/* --- xenstore helpers ------------------------------------------------------ */
+
+static char *dev_read(struct xen_dev *dev, const char *dir, const char *key)
+{
+	struct td_xen_server *srv = dev->srv;
+	char path[XEN_PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, key) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return srv->xs->read(srv->xsh, path);
+}
+
+static int __attribute__((format(printf, 3, 4)))
+dev_write(struct xen_dev *dev, const char *key, const char *fmt, ...)
+{
+	struct td_xen_server *srv = dev->srv;
+	char path[XEN_PATH_MAX], value[ERROR_MAX];
+	va_list ap;
+	int err;
+
+	va_start(ap, fmt);
+	vsnprintf(value, sizeof(value), fmt, ap);
+	va_end(ap);
+	if (snprintf(path, sizeof(path), "%s/%s", dev->be, key) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	err = srv->xs->write(srv->xsh, path, value);
+	if (err)
+		td_vbd_warn(srv->vbd, "cannot write %s: %s", path,
+			    strerror(-err));
+	return err;
+}
+
+/* The frontend's keys, for xen_read_frontend_keys. */
+static char *fe_reader(void *opaque, const char *key)
+{
+	struct xen_dev *dev = opaque;
+
+	return dev_read(dev, dev->fe, key);
+}
+
+static void dev_switch(struct xen_dev *dev, int state)
+{
+	if (dev->state == state)
+		return;
+	td_vbd_info(dev->srv->vbd, "%s: state %d -> %d", dev->be, dev->state,
+		    state);
+	dev->state = state;
+	dev_write(dev, "state", "%d", state);
+}
+
+/* What the frontend is doing: its state node, Unknown when absent. */
+static int dev_frontend_state(struct xen_dev *dev)
+{
+	char *v = dev_read(dev, dev->fe, "state");
+	int state = v ? xen_parse_state(v) : XenbusStateUnknown;
+
+	free(v);
+	return state < 0 ? XenbusStateUnknown : state;
+}
+
+/* --- features -------------------------------------------------------------- */
+
+/* What blkfront reads before it connects (xen/io/blkif.h). */
+static void dev_advertise(struct xen_dev *dev)
+{
+	struct td_xen_server *srv = dev->srv;
+	const struct td_disk_info *info = td_vbd_get_info(srv->vbd);
+	struct blkif_features f;
+	char *mode = dev_read(dev, dev->be, "mode");
+	bool ro = info->read_only || (mode && !strcmp(mode, "r"));
+
+	free(mode);
+	blkif_get_features(&srv->cfg, srv->vbd, &f);
+	if (f.max_ring_page_order > BLKIF_XEN_MAX_RING_ORDER)
+		f.max_ring_page_order = BLKIF_XEN_MAX_RING_ORDER;
+	dev_write(dev, "max-ring-page-order", "%" PRIu32,
+		  f.max_ring_page_order);
+	if (f.max_indirect_segments)
+		dev_write(dev, "feature-max-indirect-segments", "%" PRIu32,
+			  f.max_indirect_segments);
+	dev_write(dev, "feature-flush-cache", "%d", f.flush_cache);
+	dev_write(dev, "feature-discard", "%d", f.discard && !ro);
+	if (f.discard && !ro) {
+		dev_write(dev, "discard-granularity", "%u",
+			  info->sector_size ?: TD_SECTOR_SIZE);
+		dev_write(dev, "discard-alignment", "0");
+		dev_write(dev, "discard-secure", "%d", f.discard_secure);
+	}
+	dev_write(dev, "sectors", "%" PRIu64, info->size_sectors);
+	dev_write(dev, "sector-size", "%u",
+		  info->sector_size ?: TD_SECTOR_SIZE);
+	/* The ring refuses writes too (dev_connect): blkfront's read-only
+	 * flag only stops a well-behaved guest. */
+	dev->read_only = ro;
+	dev_write(dev, "info", "%u", ro ? VDISK_READONLY : 0u);
+}
+
+/* --- connect and disconnect ------------------------------------------------ */
+
+static void dev_fatal(void *opaque);
+
+static void dev_fail(struct xen_dev *dev, const char *why)
+{
+	td_vbd_err(dev->srv->vbd, "%s: %s", dev->fe, why);
+	dev->failed = true;
+	dev_write(dev, "error", "%s", why);
+	dev_switch(dev, XenbusStateClosing);
+}
+
+static void dev_connect(struct xen_dev *dev)
+{
+	struct td_xen_server *srv = dev->srv;
+	struct xen_frontend_keys keys;
+	struct blkif_config cfg = srv->cfg;
+	struct xen_ring_params p = {
+		.vbd = srv->vbd,
+		.cfg = &cfg,
+		.frontend_domid = dev->domid,
+		.keys = &keys,
+		.fatal = dev_fatal,
+		.opaque = dev,
+		.stats = &srv->stats,
+	};
+	char why[ERROR_MAX];
+	int err;
+
+	cfg.read_only = dev->read_only;
+	err = xen_read_frontend_keys(fe_reader, dev, srv->cfg.max_ring_order,
+				     &keys, why, sizeof(why));
+	if (!err) {
+		err = srv->io->connect(&p, &dev->ring);
+		if (err)
+			snprintf(why, sizeof(why),
+				 "cannot map the ring or bind event channel "
+				 "%" PRIu32 ": %s",
+				 keys.event_channel, strerror(-err));
+	}
+	if (err) {
+		srv->stats.connect_errors++;
+		dev_fail(dev, why);
+		return;
+	}
+	srv->stats.connects++;
+	td_vbd_info(srv->vbd,
+		    "%s: connected, ring order %" PRIu32
+		    ", event channel %" PRIu32,
+		    dev->fe, keys.ring_order, keys.event_channel);
+	dev_switch(dev, XenbusStateConnected);
+}
+
+static void dev_free(struct xen_dev *dev)
+{
+	LIST_REMOVE(dev, link);
+	free(dev);
+}
+
+static void server_check_stopped(struct td_xen_server *srv);
+
+static void dev_drained(void *opaque)
+{
+	struct xen_dev *dev = opaque;
+	struct td_xen_server *srv = dev->srv;
+
+	dev->ring = NULL;
+	dev->draining = false;
+	td_vbd_info(srv->vbd, "%s: disconnected", dev->fe);
+	if (dev->gone)
+		dev_free(dev);
+	else
+		dev_update(dev);
+	server_check_stopped(srv);
+}
+
+static void dev_disconnect(struct xen_dev *dev)
+{
+	if (!dev->ring || dev->draining)
+		return;
+	dev->draining = true;
+	dev->srv->io->disconnect(dev->ring, dev_drained, dev);
+}
+
+/* The ring broke the protocol (blkif logged how). */
+static void dev_fatal(void *opaque)
+{
+	struct xen_dev *dev = opaque;
+
+	dev_fail(dev, "the frontend broke the ring protocol");
+	dev_disconnect(dev);
+}
+
+/* --- the state machine ------------------------------------------------------- */
+
+/* online=0 or tapdisk stopping: leave, politely when connected. */
+static void dev_leave(struct xen_dev *dev, int fe_state)
+{
+	if (dev->ring && !dev->srv->stopping && fe_state != XenbusStateClosed &&
+	    fe_state != XenbusStateUnknown) {
+		dev_switch(dev, XenbusStateClosing);
+		return;
+	}
+	dev_disconnect(dev);
+	if (!dev->ring)
+		dev_switch(dev, XenbusStateClosed);
+}
+
+static void dev_follow(struct xen_dev *dev, int fe_state)
+{
+	switch (fe_state) {
+	case XenbusStateInitialising:
+	case XenbusStateInitWait:
+		if (dev->state == XenbusStateClosed) {
+			dev->failed = false; /* the frontend starts over */
+			dev_switch(dev, XenbusStateInitWait);
+		}
+		break;
+	case XenbusStateInitialised:
+	case XenbusStateConnected:
+		if (!dev->ring && !dev->failed &&
+		    dev->state == XenbusStateInitWait)
+			dev_connect(dev);
+		break;
+	case XenbusStateClosing:
+		dev_disconnect(dev);
+		dev_switch(dev, XenbusStateClosing);
+		break;
+	default: /* Closed, Unknown, Reconfiguring: not supported */
+		dev_disconnect(dev);
+		if (!dev->ring)
+			dev_switch(dev, XenbusStateClosed);
+		break;
+	}
+}
+
+static void dev_forget(struct xen_dev *dev)
+{
+	struct td_xen_server *srv = dev->srv;
+
+	td_vbd_info(srv->vbd, "%s: removed", dev->be);
+	srv->xs->unwatch(srv->xsh, dev->be, dev->token);
+	srv->xs->unwatch(srv->xsh, dev->fe_state_path, dev->token);
+	dev->gone = true;
+	dev_disconnect(dev);
+	if (!dev->ring)
+		dev_free(dev);
+}
+
+static void dev_update(struct xen_dev *dev)
+{
+	char *online;
+	bool on;
+	int fe_state;
+
+	if (dev->draining || dev->gone)
+		return; /* dev_drained evaluates again */
+	online = dev_read(dev, dev->be, "online");
+	if (!online && errno == ENOENT) {
+		dev_forget(dev);
+		return;
+	}
+	on = online && !strcmp(online, "1");
+	free(online);
+	fe_state = dev_frontend_state(dev);
+	if (!on || dev->srv->stopping)
+		dev_leave(dev, fe_state);
+	else
+		dev_follow(dev, fe_state);
+}
+
+/* --- finding devices ---------------------------------------------------------- */
+
+static struct xen_dev *server_find(struct td_xen_server *srv, uint32_t domid,
+				   uint32_t devid)
+{
+	struct xen_dev *dev;
+
+	LIST_FOREACH(dev, &srv->devs, link)
+	if (dev->domid == domid && dev->devid == devid)
+		return dev;
+	return NULL;
+}
+
+/* True when be names this process and is online (tap-ctl attach). */
+static bool dev_is_ours(struct xen_dev *dev)
+{
+	char *pid = dev_read(dev, dev->be, XEN_KEY_TAPDISK_PID);
+	char *online = dev_read(dev, dev->be, "online");
+	char *fe = dev_read(dev, dev->be, "frontend");
+	uint32_t v;
+	bool ours = pid && !xen_parse_u32(pid, INT32_MAX, &v) &&
+		    (int)v == dev->srv->pid && online && !strcmp(online, "1");
+
+	/* The frontend directory must be the one of (domid, devid): a key
+	 * pointing elsewhere would make us read another device's ring. */
+	if (ours && (!fe || strcmp(fe, dev->fe))) {
+		td_vbd_warn(dev->srv->vbd,
+			    "%s: frontend is '%.64s', not %s: ignored", dev->be,
+			    fe ? fe : "(none)", dev->fe);
+		ours = false;
+	}
+	free(pid);
+	free(online);
+	free(fe);
+	return ours;
+}
+
+static int dev_init(struct xen_dev *dev, struct td_xen_server *srv,
+		    uint32_t domid, uint32_t devid)
+{
+	dev->srv = srv;
+	dev->domid = domid;
+	dev->devid = devid;
+	dev->state = XenbusStateInitialising;
+	if (xen_backend_path(dev->be, sizeof(dev->be), srv->self_domid, domid,
+			     devid) ||
+	    xen_frontend_path(dev->fe, sizeof(dev->fe), domid, devid) ||
+	    snprintf(dev->fe_state_path, sizeof(dev->fe_state_path), "%s/state",
+		     dev->fe) >= (int)sizeof(dev->fe_state_path))
+		return -ENAMETOOLONG;
+	snprintf(dev->token, sizeof(dev->token),
+		 "tapstripe-%" PRIu32 "-%" PRIu32, domid, devid);
+	return 0;
+}
+
+static void server_take(struct td_xen_server *srv, uint32_t domid,
+			uint32_t devid)
+{
+	struct xen_dev *dev = calloc(1, sizeof(*dev));
+	int err;
+
+	if (!dev || dev_init(dev, srv, domid, devid) || !dev_is_ours(dev)) {
+		free(dev);
+		return;
+	}
+	LIST_INSERT_HEAD(&srv->devs, dev, link);
+	srv->stats.devices++;
+	td_vbd_info(srv->vbd, "serving %s (frontend %s)", dev->be, dev->fe);
+	dev_advertise(dev);
+	dev_switch(dev, XenbusStateInitWait);
+	err = srv->xs->watch(srv->xsh, dev->be, dev->token);
+	if (!err)
+		err = srv->xs->watch(srv->xsh, dev->fe_state_path, dev->token);
+	if (err) {
+		td_vbd_err(srv->vbd, "cannot watch %s: %s", dev->be,
+			   strerror(-err));
+		dev_fail(dev, "the backend cannot watch xenstore");
+	}
+}
+
+/* A change under the root: "<root>/<domid>/<devid>[/...]". */
+static void server_root_event(struct td_xen_server *srv, const char *path)
+{
+	size_t n = strlen(srv->root);
+	char domid[VALUE_MAX], devid[VALUE_MAX];
+	uint32_t d, v;
+
+	if (strncmp(path, srv->root, n) || path[n] != '/')
+		return;
+	if (sscanf(path + n, "/%31[0-9]/%31[0-9]", domid, devid) != 2 ||
+	    xen_parse_u32(domid, INT32_MAX, &d) ||
+	    xen_parse_u32(devid, INT32_MAX, &v))
+		return;
+	if (!server_find(srv, d, v))
+		server_take(srv, d, v);
+}
+
+void xen_server_watch_event(struct td_xen_server *srv, const char *path,
+			    const char *token)
+{
+	struct xen_dev *dev;
+
+	if (srv->stopping)
+		return;
+	if (!strcmp(token, ROOT_TOKEN)) {
+		server_root_event(srv, path);
+		return;
+	}
+	LIST_FOREACH(dev, &srv->devs, link)
+	{
+		if (!strcmp(dev->token, token)) {
+			dev_update(dev);
+			return;
+		}
+	}
+}
+
+/* --- the server ------------------------------------------------------------------ */
+
+int xen_server_init(struct td_xen_server *srv, struct td_loop *loop,
+		    struct td_vbd *vbd, const struct td_xen_params *params,
+		    const struct xen_store_ops *xs, void *xsh,
+		    const struct xen_io_ops *io)
+{
+	int err;
+
+	srv->loop = loop;
+	srv->vbd = vbd;
+	srv->xs = xs;
+	srv->xsh = xsh;
+	srv->io = io;
+	srv->pid = (int)getpid();
+	LIST_INIT(&srv->devs);
+	if (params && params->blkif)
+		srv->cfg = *params->blkif;
+	else
+		blkif_config_init(&srv->cfg);
+	if ((err = blkif_config_check(&srv->cfg)))
+		return err;
+	srv->self_domid = xen_store_self_domid(xs, xsh);
+	if (snprintf(srv->root, sizeof(srv->root),
+		     "/local/domain/%" PRIu32 "/backend/" XEN_BACKEND_TYPE,
+		     srv->self_domid) >= (int)sizeof(srv->root))
+		return -ENAMETOOLONG;
+	err = xs->watch(xsh, srv->root, ROOT_TOKEN);
+	if (err)
+		td_err("xen: cannot watch %s: %s", srv->root, strerror(-err));
+	return err;
+}
+
+const char *td_xen_server_root(const struct td_xen_server *srv)
+{
+	return srv->root;
+}
+
+static void server_stopped(struct td_defer *d, void *opaque)
+{
+	struct td_xen_server *srv = opaque;
+	void (*cb)(void *) = srv->stopped_cb;
+
+	srv->stopped_cb = NULL;
+	if (cb)
+		cb(srv->stopped_opaque);
+}
+
+static void server_check_stopped(struct td_xen_server *srv)
+{
+	struct xen_dev *dev;
+
+	if (!srv->stopping || !srv->stopped_cb)
+		return;
+	LIST_FOREACH(dev, &srv->devs, link)
+	if (dev->ring)
+		return;
+	td_loop_defer(srv->loop, &srv->stopped_defer, server_stopped, srv);
+}
+
+int td_xen_server_shutdown(struct td_xen_server *srv, void (*cb)(void *),
+			   void *opaque)
+{
+	struct xen_dev *dev, *next;
+
+	if (srv->stopping)
+		return -EALREADY;
+	srv->stopping = true;
+	srv->stopped_cb = cb;
+	srv->stopped_opaque = opaque;
+	srv->xs->unwatch(srv->xsh, srv->root, ROOT_TOKEN);
+	for (dev = LIST_FIRST(&srv->devs); dev; dev = next) {
+		next = LIST_NEXT(dev, link);
+		dev_leave(dev, XenbusStateClosed);
+	}
+	server_check_stopped(srv);
+	return 0;
+}
+
+void td_xen_server_get_stats(const struct td_xen_server *srv,
+			     struct td_xen_stats *out)
+{
+	*out = srv->stats;
+}
+
+/* Free every device; one with a ring still draining is left behind. */
+void xen_server_fini(struct td_xen_server *srv)
+{
+	struct xen_dev *dev;
+
+	while ((dev = LIST_FIRST(&srv->devs))) {
+		if (dev->ring) {
+			td_warn("xen: %s still has I/O in flight: left",
+				dev->be);
+			LIST_REMOVE(dev, link);
+			continue;
+		}
+		srv->xs->unwatch(srv->xsh, dev->be, dev->token);
+		srv->xs->unwatch(srv->xsh, dev->fe_state_path, dev->token);
+		dev_free(dev);
+	}
+	td_loop_defer_cancel(srv->loop, &srv->stopped_defer);
+}

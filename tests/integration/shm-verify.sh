@@ -1,0 +1,328 @@
+#!/bin/bash
+# shm-verify.sh - the shm transport end to end: tapdisk, td-front, a file.
+#
+#  1. td-front --verify over aio:FILE and null: for every ring order 0..8,
+#     max segments 11, 32, 256 and 4096, random and sequential order, mixed
+#     block sizes (4k,44k,128k,1m): each aio case writes its own region
+#     with its own generation and seed, reads it back and checks it; then
+#     the backing file is read directly by shm-pattern.py, an independent
+#     implementation of the pattern, region by region.
+#  2. Requests as negotiated: a 1 MiB write is 1 request with 256 segments
+#     and 24 with 11 (tapdisk --max-indirect-segments 11), per tapdisk's
+#     own counters.
+#  3. A td-front killed with SIGKILL in the middle of its I/O: tapdisk
+#     frees its ring (descriptors and mappings back to what they were) and
+#     serves a second td-front.
+#  4. Garbage on the shm socket, before and after negotiating, is dropped
+#     while another td-front keeps working; tapdisk counts it.
+#  5. tap-ctl create --shm, info, stats, destroy.
+#
+# Prints one line per case and "N passed, N failed"; exits 0 when all
+# pass, 1 otherwise, 77 (automake's skip) when python3 is missing.
+# BUILDDIR (set by make check) is where the programs were built.
+set -u
+
+BUILDDIR=${BUILDDIR:-$(pwd)}
+TAPDISK=$BUILDDIR/tools/tapdisk
+TAPCTL=$BUILDDIR/tools/tap-ctl
+TDFRONT=$BUILDDIR/tools/td-front
+HERE=$(cd "$(dirname "$0")" && pwd)
+PATTERN=$HERE/shm-pattern.py
+REGION=$((2 << 20)) # bytes per aio case
+SIZES=4k,44k,128k,1m
+PASSED=0
+FAILED=0
+
+if ! command -v python3 >/dev/null; then
+	echo "SKIP: python3 not found"
+	exit 77
+fi
+for prog in "$TAPDISK" "$TAPCTL" "$TDFRONT"; do
+	if [ ! -x "$prog" ]; then
+		echo "FAIL: $prog not built"
+		exit 1
+	fi
+done
+
+WORK=$(mktemp -d /var/tmp/shm-verify.XXXXXX)
+export TAPSTRIPE_RUNDIR=$WORK/run
+PIDS=()
+
+cleanup() {
+	for pid in "${PIDS[@]}"; do
+		kill -KILL "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+pass() {
+	echo "PASS: $1"
+	PASSED=$((PASSED + 1))
+}
+
+fail() {
+	echo "FAIL: $1"
+	[ -n "${2:-}" ] && printf '%s\n' "$2" | head -20 | sed 's/^/    /'
+	FAILED=$((FAILED + 1))
+}
+
+# start_tapdisk NAME CHAIN [OPTIONS...]: a foreground tapdisk on
+# $WORK/NAME.sock; sets TD_PID.
+start_tapdisk() {
+	local name=$1 chain=$2
+	shift 2
+	rm -f "$WORK/$name.sock"
+	"$TAPDISK" --foreground -a "$chain" --shm "$WORK/$name.sock" \
+		--name "$name" --log-level warn "$@" 2>>"$WORK/$name.log" &
+	TD_PID=$!
+	PIDS+=("$TD_PID")
+	for _ in $(seq 100); do
+		[ -S "$WORK/$name.sock" ] && return 0
+		sleep 0.05
+	done
+	echo "tapdisk $name did not start:" >&2
+	cat "$WORK/$name.log" >&2
+	exit 1
+}
+
+# stop_tapdisk PID NAME: SIGTERM; it must exit 0 (and, in a sanitizer
+# build, without a leak report).
+stop_tapdisk() {
+	local rc
+	kill -TERM "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		pass "tapdisk $2 stopped cleanly"
+	else
+		fail "tapdisk $2 stopped cleanly" "exit $rc; $(tail -5 "$WORK/$2.log")"
+	fi
+}
+
+front() { # SOCKET ARGS...: td-front, quiet, output in $OUT
+	local sock=$1
+	shift
+	OUT=$(timeout 120 "$TDFRONT" --shm "$sock" --quiet --no-progress "$@" 2>&1)
+}
+
+# json_get KEY.PATH: a number from the JSON in $OUT.
+json_get() {
+	python3 -c 'import json, sys
+v = json.loads(sys.stdin.read())
+for k in sys.argv[1].split("."):
+    v = v[int(k)] if isinstance(v, list) else v[k]
+print(v)' "$1" <<<"$OUT"
+}
+
+open_fds() { ls "/proc/$1/fd" | wc -l; }
+shm_maps() { grep -c tapstripe-shm "/proc/$1/maps"; }
+
+# --- 1. verify over null: and aio: -------------------------------------------
+
+echo "# 1. td-front --verify, every ring order and segment limit"
+DISK=$WORK/disk.img
+truncate -s $((9 * 4 * 2 * REGION)) "$DISK"
+start_tapdisk null "null:size=1G"
+NULL_PID=$TD_PID
+start_tapdisk aio "aio:$DISK"
+AIO_PID=$TD_PID
+regions=()
+k=0
+for order in 0 1 2 3 4 5 6 7 8; do
+	for segs in 11 32 256 4096; do
+		for pattern in rand seq; do
+			what="order $order, $segs segments, $pattern"
+			common=(--verify --pattern "$pattern" --bs "$SIZES"
+				--qd 16 --ring-order "$order" --max-segments "$segs"
+				--no-backend-stats)
+			if front "$WORK/null.sock" "${common[@]}" --size 8m \
+				--verify-zeroes --seed $((k + 1)); then
+				pass "null: $what"
+			else
+				fail "null: $what" "$OUT"
+			fi
+			gen=$((k % 7 + 1)) seed=$((k + 100)) offset=$((k * REGION))
+			if front "$WORK/aio.sock" "${common[@]}" --offset $offset \
+				--size $REGION --generation $gen --seed $seed; then
+				pass "aio: $what"
+				regions+=("$offset:$REGION:$gen:$seed")
+			else
+				fail "aio: $what" "$OUT"
+			fi
+			k=$((k + 1))
+		done
+	done
+done
+stop_tapdisk "$AIO_PID" aio
+if out=$(python3 "$PATTERN" "$DISK" "${regions[@]}" 2>&1); then
+	pass "the backing file, read directly, holds every pattern ($out)"
+else
+	fail "the backing file, read directly, holds every pattern" "$out"
+fi
+
+# --- 2. requests as negotiated ---------------------------------------------------
+
+echo "# 2. a 1 MiB write as one request, or 24"
+check_requests() { # SOCK SEGS WANT
+	front "$1" --rw write --bs 1m --bytes 16m --max-segments "$2" --json
+	local got
+	got=$(json_get backend.requests_total 2>/dev/null)
+	if [ "$got" = $((16 * $3)) ]; then
+		pass "1 MiB writes with $2 segments: $3 request(s) each"
+	else
+		fail "1 MiB writes with $2 segments: $3 request(s) each" \
+			"backend requests: $got; $OUT"
+	fi
+}
+check_requests "$WORK/null.sock" 256 1
+check_requests "$WORK/null.sock" 4096 1
+check_requests "$WORK/null.sock" 32 8
+start_tapdisk direct "null:size=1G" --max-indirect-segments 11
+check_requests "$WORK/direct.sock" 256 24
+stop_tapdisk "$TD_PID" direct
+stop_tapdisk "$NULL_PID" null
+
+# --- 3. a frontend killed in the middle of its I/O ----------------------------------
+
+echo "# 3. SIGKILL mid-I/O"
+start_tapdisk kill "aio:$DISK"
+KILL_PID=$TD_PID
+sleep 0.2
+fds0=$(open_fds "$KILL_PID")
+"$TDFRONT" --shm "$WORK/kill.sock" --quiet --no-progress --rw write \
+	--pattern rand --bs 4k,64k --qd 64 --ring-order 4 --max-segments 256 \
+	--time 30 --no-backend-stats >/dev/null 2>&1 &
+victim=$!
+PIDS+=("$victim")
+sleep 1
+maps_during=$(shm_maps "$KILL_PID")
+{
+	kill -KILL "$victim"
+	wait "$victim"
+} 2>/dev/null
+for _ in $(seq 50); do
+	[ "$(shm_maps "$KILL_PID")" = 0 ] && break
+	sleep 0.1
+done
+fds1=$(open_fds "$KILL_PID") maps1=$(shm_maps "$KILL_PID")
+if [ "$maps_during" -ge 2 ] && [ "$maps1" = 0 ] && [ "$fds1" = "$fds0" ]; then
+	pass "killed frontend's ring freed (mappings $maps_during -> 0, fds $fds1)"
+else
+	fail "killed frontend's ring freed" "mappings $maps_during -> $maps1, fds $fds0 -> $fds1"
+fi
+if front "$WORK/kill.sock" --verify --pattern rand --bs "$SIZES" --qd 8 \
+	--offset 0 --size 4m --seed 7 --generation 9; then
+	pass "tapdisk serves a second td-front after the SIGKILL"
+else
+	fail "tapdisk serves a second td-front after the SIGKILL" "$OUT"
+fi
+kill -0 "$KILL_PID" 2>/dev/null && pass "tapdisk still runs" ||
+	fail "tapdisk still runs"
+stop_tapdisk "$KILL_PID" kill
+
+# --- 4. garbage on the socket ----------------------------------------------------------
+
+echo "# 4. hostile clients beside a working one"
+start_tapdisk hostile "null:size=1G"
+HOSTILE_PID=$TD_PID
+"$TDFRONT" --shm "$WORK/hostile.sock" --quiet --no-progress --verify-zeroes \
+	--pattern rand --bs "$SIZES" --size 64m --passes 20 --qd 8 \
+	--no-backend-stats >"$WORK/good.out" 2>&1 &
+good=$!
+PIDS+=("$good")
+sleep 0.3
+hostile_out=$(python3 - "$WORK/hostile.sock" <<'EOF' 2>&1
+import os, random, socket, sys
+
+path = sys.argv[1]
+
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    offer = s.recv(512)
+    assert offer.startswith(b"tapstripe-shm version=1 "), offer
+    return s
+
+def dropped(s, want):
+    data = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    assert data.startswith(want), data
+    s.close()
+
+rnd = random.Random(3)
+for i in range(50):  # garbage before negotiating
+    s = conn()
+    s.sendall(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 600))) + b"\n")
+    dropped(s, b"error ")
+s = conn()  # a good negotiation, then garbage
+s.sendall(b"connect version=1 ring-page-order=0 data-pages=4\n")
+msg, fds, _, _ = socket.recv_fds(s, 512, 4)
+assert msg.startswith(b"connected ") and len(fds) == 4, (msg, fds)
+for fd in fds:
+    os.close(fd)
+s.sendall(b"garbage after connecting")
+dropped(s, b"")
+print("ok")
+EOF
+)
+if [ "$hostile_out" = ok ]; then
+	pass "51 hostile clients dropped"
+else
+	fail "51 hostile clients dropped" "$hostile_out"
+fi
+if wait "$good"; then
+	pass "the well-behaved td-front went on undisturbed"
+else
+	fail "the well-behaved td-front went on undisturbed" "$(cat "$WORK/good.out")"
+fi
+OUT=$("$TAPCTL" stats -i "$HOSTILE_PID" --json 2>&1)
+errors=$(json_get shm.protocol_errors 2>/dev/null)
+if [ "$errors" = 51 ]; then
+	pass "tapdisk counted 51 protocol errors"
+else
+	fail "tapdisk counted 51 protocol errors" "got $errors"
+fi
+stop_tapdisk "$HOSTILE_PID" hostile
+
+# --- 5. tap-ctl create --shm ----------------------------------------------------------------
+
+echo "# 5. tap-ctl"
+if id=$("$TAPCTL" create -a "aio:$DISK" --shm "$WORK/ctl.sock" \
+	--max-indirect-segments 32 2>&1); then
+	PIDS+=("$id")
+	pass "tap-ctl create --shm --max-indirect-segments"
+	if "$TAPCTL" info -i "$id" | grep -qx "frontend: shm $WORK/ctl.sock"; then
+		pass "tap-ctl info shows the shm frontend"
+	else
+		fail "tap-ctl info shows the shm frontend" "$("$TAPCTL" info -i "$id" 2>&1)"
+	fi
+	front "$WORK/ctl.sock" --rw write --bs 1m --bytes 8m --max-segments 256 \
+		--id "$id" --json
+	if [ "$(json_get max_segments)" = 32 ] &&
+		[ "$(json_get backend.requests_total)" = 64 ]; then
+		pass "td-front --id reads the backend's counters (32 segments)"
+	else
+		fail "td-front --id reads the backend's counters (32 segments)" "$OUT"
+	fi
+	if "$TAPCTL" stats -i "$id" | grep -q "^shm: 0 frontends connected"; then
+		pass "tap-ctl stats shows the shm counters"
+	else
+		fail "tap-ctl stats shows the shm counters" "$("$TAPCTL" stats -i "$id")"
+	fi
+	if "$TAPCTL" destroy -i "$id" >/dev/null && [ ! -e "$WORK/ctl.sock" ]; then
+		pass "tap-ctl destroy removes the shm socket"
+	else
+		fail "tap-ctl destroy removes the shm socket"
+	fi
+else
+	fail "tap-ctl create --shm --max-indirect-segments" "$id"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]

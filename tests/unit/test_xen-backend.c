@@ -1,0 +1,599 @@
+/*
+ * test_xen-backend.c - the Xen transport's xenbus state machine against a
+ * fake xenstore (a table of keys whose writes fire the watches set on
+ * them) and a fake data path (connect/disconnect recorded, drains ended
+ * by the test).  The frontend's moves are written by hand, as blkfront
+ * makes them.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tapdisk/xen-int.h"
+#include "tests/unit/mock-driver.h"
+
+#define MAX_KEYS    128
+#define MAX_WATCHES 16
+#define MAX_EVENTS  256
+#define BE	    "/local/domain/0/backend/vbd3/3/51744"
+#define FE	    "/local/domain/3/device/vbd/51744"
+#define ROOT	    "/local/domain/0/backend/vbd3"
+
+/* --- the fake xenstore ---------------------------------------------------- */
+
+struct kv {
+	char *path, *value;
+};
+
+struct watch {
+	char *path, *token;
+};
+
+static struct {
+	struct kv keys[MAX_KEYS];
+	struct watch watches[MAX_WATCHES];
+	char *events[MAX_EVENTS][2]; /* queued (path, token) */
+	unsigned int nr_events;
+	int write_err;
+} xs;
+
+static struct kv *xs_find(const char *path)
+{
+	for (int i = 0; i < MAX_KEYS; i++)
+		if (xs.keys[i].path && !strcmp(xs.keys[i].path, path))
+			return &xs.keys[i];
+	return NULL;
+}
+
+/* path is at or below dir. */
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (!path[n] || path[n] == '/');
+}
+
+static void xs_fire(const char *path)
+{
+	for (int i = 0; i < MAX_WATCHES; i++) {
+		if (!xs.watches[i].path || !below(path, xs.watches[i].path))
+			continue;
+		assert_true(xs.nr_events < MAX_EVENTS);
+		xs.events[xs.nr_events][0] = strdup(path);
+		xs.events[xs.nr_events][1] = strdup(xs.watches[i].token);
+		xs.nr_events++;
+	}
+}
+
+static void put(const char *path, const char *value)
+{
+	struct kv *kv = xs_find(path);
+
+	if (!kv) {
+		for (kv = xs.keys; kv->path; kv++)
+			assert_true(kv < xs.keys + MAX_KEYS - 1);
+		kv->path = strdup(path);
+	}
+	free(kv->value);
+	kv->value = strdup(value);
+	xs_fire(path);
+}
+
+/* Remove dir and everything below it. */
+static void rm_tree(const char *dir)
+{
+	for (int i = 0; i < MAX_KEYS; i++) {
+		if (xs.keys[i].path && below(xs.keys[i].path, dir)) {
+			free(xs.keys[i].path);
+			free(xs.keys[i].value);
+			xs.keys[i].path = xs.keys[i].value = NULL;
+		}
+	}
+	xs_fire(dir);
+}
+
+static const char *get(const char *path)
+{
+	struct kv *kv = xs_find(path);
+
+	return kv ? kv->value : NULL;
+}
+
+static char *f_read(void *h, const char *path)
+{
+	const char *v = get(path);
+
+	if (!v) {
+		/* A directory exists while a key lies below it. */
+		for (int i = 0; i < MAX_KEYS; i++)
+			if (xs.keys[i].path && below(xs.keys[i].path, path))
+				return strdup("");
+		errno = ENOENT;
+		return NULL;
+	}
+	return strdup(v);
+}
+
+static int f_write(void *h, const char *path, const char *value)
+{
+	if (xs.write_err)
+		return xs.write_err;
+	put(path, value);
+	return 0;
+}
+
+static int f_watch(void *h, const char *path, const char *token)
+{
+	for (int i = 0; i < MAX_WATCHES; i++) {
+		if (!xs.watches[i].path) {
+			xs.watches[i].path = strdup(path);
+			xs.watches[i].token = strdup(token);
+			xs_fire(path); /* a watch fires once when set */
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+static int f_unwatch(void *h, const char *path, const char *token)
+{
+	for (int i = 0; i < MAX_WATCHES; i++) {
+		struct watch *w = &xs.watches[i];
+
+		if (w->path && !strcmp(w->path, path) &&
+		    !strcmp(w->token, token)) {
+			free(w->path);
+			free(w->token);
+			w->path = w->token = NULL;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void f_close(void *h)
+{
+}
+
+static const struct xen_store_ops fake_store = {
+	.read = f_read,
+	.write = f_write,
+	.watch = f_watch,
+	.unwatch = f_unwatch,
+	.close = f_close,
+};
+
+static unsigned int nr_watches(void)
+{
+	unsigned int n = 0;
+
+	for (int i = 0; i < MAX_WATCHES; i++)
+		n += xs.watches[i].path != NULL;
+	return n;
+}
+
+/* --- the fake data path --------------------------------------------------- */
+
+static struct {
+	int connect_err;
+	unsigned int connects, disconnects;
+	struct xen_frontend_keys keys;
+	uint32_t domid;
+	bool read_only;
+	void (*done)(void *);
+	void *done_opaque;
+	void (*fatal)(void *);
+	void *fatal_opaque;
+} io;
+
+static struct xen_ring *const FAKE_RING = (struct xen_ring *)&io;
+
+static int f_connect(const struct xen_ring_params *p, struct xen_ring **out)
+{
+	io.connects++;
+	if (io.connect_err)
+		return io.connect_err;
+	io.keys = *p->keys;
+	io.domid = p->frontend_domid;
+	io.read_only = p->cfg->read_only;
+	io.fatal = p->fatal;
+	io.fatal_opaque = p->opaque;
+	*out = FAKE_RING;
+	return 0;
+}
+
+static void f_disconnect(struct xen_ring *ring, void (*done)(void *),
+			 void *opaque)
+{
+	assert_ptr_equal(ring, FAKE_RING);
+	io.disconnects++;
+	io.done = done;
+	io.done_opaque = opaque;
+}
+
+static const struct xen_io_ops fake_io = {
+	.connect = f_connect,
+	.disconnect = f_disconnect,
+};
+
+/* The I/O in flight has finished: the ring is gone. */
+static void drain(void)
+{
+	void (*done)(void *) = io.done;
+
+	assert_non_null(done);
+	io.done = NULL;
+	done(io.done_opaque);
+}
+
+/* --- fixture ----------------------------------------------------------------- */
+
+static struct {
+	struct td_loop *loop;
+	struct td_vbd *vbd;
+	struct td_xen_server srv;
+	char *log_buf;
+	size_t log_len;
+	FILE *log;
+	unsigned int stopped;
+} T;
+
+/* Deliver every queued watch event, as the store's fd would. */
+static void pump(void)
+{
+	for (unsigned int i = 0; i < xs.nr_events; i++) {
+		xen_server_watch_event(&T.srv, xs.events[i][0],
+				       xs.events[i][1]);
+		free(xs.events[i][0]);
+		free(xs.events[i][1]);
+	}
+	xs.nr_events = 0;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(td_loop_run_once(T.loop, 0), 0);
+	if (xs.nr_events)
+		pump();
+}
+
+static int setup(void **state)
+{
+	struct td_vbd_params vp = {.name = "xen", .chain = "mock"};
+
+	memset(&T, 0, sizeof(T));
+	memset(&xs, 0, sizeof(xs));
+	memset(&io, 0, sizeof(io));
+	mock_reset();
+	T.log = open_memstream(&T.log_buf, &T.log_len);
+	td_log_set_stream(T.log);
+	assert_int_equal(td_loop_create(&T.loop), 0);
+	assert_int_equal(td_vbd_open(T.loop, mock_table, &vp, &T.vbd), 0);
+	put("/local/domain/0/domid", "0");
+	assert_int_equal(xen_server_init(&T.srv, T.loop, T.vbd, NULL,
+					 &fake_store, NULL, &fake_io),
+			 0);
+	pump();
+	return 0;
+}
+
+static void stopped(void *opaque);
+
+static int teardown(void **state)
+{
+	/* A ring still connected is disconnected first, as tapdisk does. */
+	td_xen_server_shutdown(&T.srv, stopped, NULL);
+	if (io.done)
+		io.done(io.done_opaque);
+	pump();
+	xen_server_fini(&T.srv);
+	for (int i = 0; i < MAX_KEYS; i++) {
+		free(xs.keys[i].path);
+		free(xs.keys[i].value);
+	}
+	for (int i = 0; i < MAX_WATCHES; i++) {
+		free(xs.watches[i].path);
+		free(xs.watches[i].token);
+	}
+	for (unsigned int i = 0; i < xs.nr_events; i++) {
+		free(xs.events[i][0]);
+		free(xs.events[i][1]);
+	}
+	assert_int_equal(td_vbd_close(T.vbd), 0);
+	td_loop_destroy(T.loop);
+	td_log_set_stream(NULL);
+	fclose(T.log);
+	free(T.log_buf);
+	return 0;
+}
+
+/* --- what the toolstack and the frontend write ------------------------------ */
+
+/* tap-ctl attach: both directories, the backend naming pid. */
+static void toolstack_attach_as(int pid, const char *mode, const char *fe)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", pid);
+	put(FE "/backend", BE);
+	put(FE "/backend-id", "0");
+	put(FE "/state", "1");
+	put(BE "/frontend", fe);
+	put(BE "/frontend-id", "3");
+	put(BE "/mode", mode);
+	put(BE "/online", "1");
+	put(BE "/" XEN_KEY_TAPDISK_PID, v);
+	put(BE "/state", "1");
+	pump();
+}
+
+static void toolstack_attach(int pid)
+{
+	toolstack_attach_as(pid, "w", FE);
+}
+
+/* blkfront: the ring's keys, then Initialised. */
+static void frontend_init(const char *protocol)
+{
+	put(FE "/ring-ref", "77");
+	put(FE "/event-channel", "12");
+	put(FE "/protocol", protocol);
+	put(FE "/state", "3");
+	pump();
+}
+
+static void frontend_state(const char *state)
+{
+	put(FE "/state", state);
+	pump();
+}
+
+static const char *be_state(void)
+{
+	return get(BE "/state");
+}
+
+/* Attached and Connected. */
+static void connect_dev(void)
+{
+	toolstack_attach((int)getpid());
+	frontend_init("x86_64-abi");
+	assert_string_equal(be_state(), "4");
+}
+
+/* --- tests --------------------------------------------------------------------- */
+
+static void test_advertise(void **state)
+{
+	char sectors[32];
+
+	toolstack_attach((int)getpid());
+	assert_string_equal(be_state(), "2"); /* InitWait */
+	assert_string_equal(get(BE "/max-ring-page-order"), "4");
+	assert_string_equal(get(BE "/feature-max-indirect-segments"), "4096");
+	snprintf(sectors, sizeof(sectors), "%" PRIu64, mock.size_sectors);
+	assert_string_equal(get(BE "/sectors"), sectors);
+	assert_string_equal(get(BE "/sector-size"), "512");
+	assert_string_equal(get(BE "/info"), "0");
+	assert_non_null(get(BE "/feature-flush-cache"));
+	assert_non_null(get(BE "/feature-discard"));
+	assert_int_equal(T.srv.stats.devices, 1);
+	assert_int_equal(io.connects, 0);
+}
+
+static void test_read_only_mode(void **state)
+{
+	toolstack_attach_as((int)getpid(), "r", FE);
+	assert_string_equal(get(BE "/info"), "4"); /* VDISK_READONLY */
+	assert_string_equal(get(BE "/feature-discard"), "0");
+	/* Enforced on the ring, not only advertised. */
+	frontend_init("x86_64-abi");
+	assert_true(io.read_only);
+}
+
+static void test_connect(void **state)
+{
+	connect_dev();
+	assert_int_equal(io.connects, 1);
+	assert_int_equal(io.domid, 3);
+	assert_int_equal(io.keys.ring_refs[0], 77);
+	assert_int_equal(io.keys.event_channel, 12);
+	assert_false(io.read_only);
+	assert_int_equal(T.srv.stats.connects, 1);
+	/* Events that change nothing connect nothing more. */
+	frontend_state("4");
+	assert_int_equal(io.connects, 1);
+	assert_string_equal(be_state(), "4");
+}
+
+static void test_other_tapdisk(void **state)
+{
+	toolstack_attach((int)getpid() + 1);
+	assert_string_equal(be_state(), "1"); /* untouched */
+	assert_int_equal(T.srv.stats.devices, 0);
+}
+
+/* A backend whose frontend key points at another directory is not ours. */
+static void test_frontend_elsewhere(void **state)
+{
+	toolstack_attach_as((int)getpid(), "w",
+			    "/local/domain/4/device/vbd/51744");
+	assert_int_equal(T.srv.stats.devices, 0);
+	assert_string_equal(be_state(), "1");
+}
+
+static void test_x86_32(void **state)
+{
+	toolstack_attach((int)getpid());
+	frontend_init("x86_32-abi");
+	assert_string_equal(be_state(), "4");
+	assert_int_equal(io.keys.protocol, BLKIF_PROTOCOL_X86_32);
+}
+
+static void test_refuse_other_abi(void **state)
+{
+	toolstack_attach((int)getpid());
+	frontend_init("arm-abi");
+	assert_int_equal(io.connects, 0);
+	assert_string_equal(be_state(), "5"); /* Closing */
+	assert_non_null(strstr(get(BE "/error"), "arm-abi"));
+	assert_int_equal(T.srv.stats.connect_errors, 1);
+	/* The frontend gives up; a new try starts from InitWait. */
+	frontend_state("6");
+	assert_string_equal(be_state(), "6");
+	frontend_state("1");
+	assert_string_equal(be_state(), "2");
+	frontend_init("x86_64-abi");
+	assert_string_equal(be_state(), "4");
+}
+
+static void test_connect_error(void **state)
+{
+	io.connect_err = -EINVAL;
+	toolstack_attach((int)getpid());
+	frontend_init("x86_64-abi");
+	assert_int_equal(io.connects, 1);
+	assert_string_equal(be_state(), "5");
+	assert_non_null(strstr(get(BE "/error"), "event channel 12"));
+}
+
+static void test_frontend_closes(void **state)
+{
+	connect_dev();
+	frontend_state("5");
+	assert_int_equal(io.disconnects, 1);
+	assert_string_equal(be_state(), "5");
+	frontend_state("6");
+	/* Closed only once the I/O in flight has drained. */
+	assert_string_equal(be_state(), "5");
+	drain();
+	pump();
+	assert_string_equal(be_state(), "6");
+	assert_int_equal(io.disconnects, 1);
+	/* It comes back. */
+	frontend_state("1");
+	assert_string_equal(be_state(), "2");
+	frontend_init("x86_64-abi");
+	assert_string_equal(be_state(), "4");
+	assert_int_equal(io.connects, 2);
+}
+
+/* tap-ctl detach: online=0, wait for Closed, remove the directories. */
+static void test_detach(void **state)
+{
+	connect_dev();
+	put(BE "/online", "0");
+	pump();
+	assert_string_equal(be_state(), "5"); /* asks the frontend to close */
+	assert_int_equal(io.disconnects, 0);
+	frontend_state("5");
+	frontend_state("6");
+	drain();
+	pump();
+	assert_string_equal(be_state(), "6");
+	rm_tree(FE);
+	rm_tree(BE);
+	pump();
+	assert_int_equal(nr_watches(), 1); /* the root's */
+	assert_true(LIST_EMPTY(&T.srv.devs));
+}
+
+/* Detached before the frontend ever connected: Closed at once. */
+static void test_detach_unconnected(void **state)
+{
+	toolstack_attach((int)getpid());
+	put(BE "/online", "0");
+	pump();
+	assert_string_equal(be_state(), "6");
+}
+
+/* The directory vanishes under a connected ring: disconnect, forget. */
+static void test_removed_while_connected(void **state)
+{
+	connect_dev();
+	rm_tree(BE);
+	pump();
+	assert_int_equal(io.disconnects, 1);
+	assert_int_equal(nr_watches(), 1);
+	drain();
+	assert_true(LIST_EMPTY(&T.srv.devs));
+}
+
+static void test_ring_fatal(void **state)
+{
+	connect_dev();
+	io.fatal(io.fatal_opaque);
+	assert_int_equal(io.disconnects, 1);
+	assert_string_equal(be_state(), "5");
+	assert_non_null(strstr(get(BE "/error"), "ring protocol"));
+	drain();
+	pump();
+	/* Stays Closing until the frontend closes. */
+	assert_string_equal(be_state(), "5");
+	frontend_state("6");
+	assert_string_equal(be_state(), "6");
+}
+
+static void stopped(void *opaque)
+{
+	T.stopped++;
+}
+
+static void test_shutdown(void **state)
+{
+	connect_dev();
+	assert_int_equal(td_xen_server_shutdown(&T.srv, stopped, NULL), 0);
+	assert_int_equal(td_xen_server_shutdown(&T.srv, stopped, NULL),
+			 -EALREADY);
+	assert_int_equal(io.disconnects, 1);
+	pump();
+	assert_int_equal(T.stopped, 0); /* still draining */
+	drain();
+	pump();
+	assert_int_equal(T.stopped, 1);
+	assert_string_equal(be_state(), "6");
+	/* A device attached now is not taken. */
+	rm_tree(BE);
+	toolstack_attach((int)getpid());
+	assert_string_equal(be_state(), "1");
+}
+
+static void test_shutdown_idle(void **state)
+{
+	assert_int_equal(td_xen_server_shutdown(&T.srv, stopped, NULL), 0);
+	pump();
+	assert_int_equal(T.stopped, 1);
+}
+
+#define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		TEST(test_advertise),
+		TEST(test_read_only_mode),
+		TEST(test_connect),
+		TEST(test_other_tapdisk),
+		TEST(test_frontend_elsewhere),
+		TEST(test_x86_32),
+		TEST(test_refuse_other_abi),
+		TEST(test_connect_error),
+		TEST(test_frontend_closes),
+		TEST(test_detach),
+		TEST(test_detach_unconnected),
+		TEST(test_removed_while_connected),
+		TEST(test_ring_fatal),
+		TEST(test_shutdown),
+		TEST(test_shutdown_idle),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
