@@ -16,9 +16,11 @@
 #   throttled  aio over a loop device (direct I/O) over a file on DIR, with
 #              tapdisk in a cgroup v1 blkio group limited to --iops IOPS:
 #              every backend I/O costs the same, like a seek-bound disk
-# Each target runs with "aio:" and with "sort|aio:"; printed per run: time,
-# requests per round reaching tapdisk, backend submissions per round, and
-# the speed-up of sort.  Needs root (losetup, cgroups).
+# Each target runs three chains: "aio:DEV,merge=off" (no sort, no merging:
+# the thesis's baseline), "sort|aio:DEV,merge=off" (the sort driver alone)
+# and "aio:DEV" (no sort; aio's own merging of adjacent iocbs).  Printed
+# per run: time, requests per round reaching tapdisk, backend submissions
+# per round, and the speed-up of sort.  Needs root (losetup, cgroups).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
@@ -66,7 +68,7 @@ echo "$majmin $IOPS" >"$cg/blkio.throttle.read_iops_device"
 run() { # target chain -> prints "secs requests submissions"
 	local target=$1 chain=$2 sock=$work/shm.sock
 	rm -f "$sock"
-	"$TAPDISK" --foreground -a "$chain" --shm "unix:$sock" --run-dir "$work" \
+	"$TAPDISK" --foreground -a "$chain" --shm "$sock" --run-dir "$work" \
 		--log-level warn 2>>"$work/tapdisk.log" &
 	server_pid=$!
 	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
@@ -79,36 +81,40 @@ run() { # target chain -> prints "secs requests submissions"
 	python3 - "$work/out.json" "$ROUNDS" <<'PYEOF'
 import json, sys
 j = json.load(open(sys.argv[1])); rounds = int(sys.argv[2])
-b = j.get("backend", {})
-print(j["seconds"], b.get("requests", 0) / rounds, b.get("backend_submits", 0) / rounds)
+b = j["backend"]
+print(j["elapsed_us"] / 1e6, b["requests_total"] / rounds, b["backend_submits"] / rounds)
 PYEOF
 }
 
-printf '%-10s %-6s %9s %14s %18s\n' target sort seconds "requests/round" "submissions/round"
+printf '%-10s %-14s %9s %14s %18s\n' target config seconds "requests/round" "submissions/round"
 results=()
 for target in file throttled; do
 	dev=$work/file.img
 	[ "$target" = throttled ] && dev=$loopdev
-	for mode in off on; do
-		chain="aio:$dev"
-		[ $mode = on ] && chain="sort|aio:$dev"
-		printf '\r# %s, sort %s ...' "$target" "$mode" >&2
+	for mode in off on aio-merge; do
+		case $mode in
+		off) chain="aio:$dev,merge=off" ;;
+		on) chain="sort|aio:$dev,merge=off" ;;
+		aio-merge) chain="aio:$dev" ;;
+		esac
+		printf '\r# %s, %s ...' "$target" "$mode" >&2
 		read -r secs reqs subs < <(run "$target" "$chain")
-		printf '\r%-10s %-6s %9.3f %14.1f %18.1f\n' "$target" "$mode" "$secs" "$reqs" "$subs"
+		[ -n "$secs" ] || die "run failed ($target, $mode)"
+		printf '\r%-10s %-14s %9.3f %14.1f %18.1f\n' "$target" "sort $mode" "$secs" "$reqs" "$subs"
 		results+=("$target $mode $secs $reqs $subs")
 	done
 done
-printf '%s\n' "${results[@]}" | python3 - "${JSON:-}" <<'PYEOF'
+printf '%s\n' "${results[@]}" | python3 -c '
 import json, sys
 rows = [l.split() for l in sys.stdin if l.strip()]
 t = {(r[0], r[1]): [float(x) for x in r[2:]] for r in rows}
 out = {}
+keys = ("seconds", "requests_per_round", "submissions_per_round")
 for target in ("file", "throttled"):
     off, on = t[(target, "off")], t[(target, "on")]
     print("%-10s sort speed-up: %.2fx (%.3f s -> %.3f s)" % (target, off[0] / on[0], off[0], on[0]))
-    out[target] = {"off": dict(zip(("seconds", "requests_per_round", "submissions_per_round"), off)),
-                   "on": dict(zip(("seconds", "requests_per_round", "submissions_per_round"), on)),
-                   "speedup": off[0] / on[0]}
-if sys.argv[1]:
+    out[target] = {m: dict(zip(keys, t[(target, m)])) for m in ("off", "on", "aio-merge")}
+    out[target]["speedup"] = off[0] / on[0]
+if len(sys.argv) > 1 and sys.argv[1]:
     json.dump(out, open(sys.argv[1], "w"), indent=2)
-PYEOF
+' "${JSON:-}"

@@ -1,7 +1,9 @@
 /*
  * block-aio.c - files and block devices through libaio with O_DIRECT.
  *
- * Chain: "aio:/path/to/file-or-device".
+ * Chain: "aio:/path/to/file-or-device[,merge=off]".  merge=off submits every
+ * request as its own iocb (for experiments that measure what the sort
+ * filter adds; a path that itself ends in ",merge=..." cannot be used).
  *
  * Requests submitted during one event-loop pass are batched; at the end of
  * the pass (->unplug) the batch is ordered by operation and offset, runs
@@ -49,6 +51,7 @@ struct aio_req {
 
 struct aio_dev {
 	int fd;
+	bool no_merge;
 	bool is_bdev;
 	char *path;
 	io_context_t ctx;
@@ -153,6 +156,24 @@ static int aio_setup_queue(struct td_driver *drv, struct aio_dev *dev)
 
 static void aio_close(struct td_driver *drv);
 
+/* Cut ",merge=on|off" off the end of the path, if it is there. */
+static int aio_parse_options(struct aio_dev *dev)
+{
+	char *comma = strrchr(dev->path, ',');
+
+	if (!comma || strncmp(comma + 1, "merge=", 6))
+		return 0;
+	if (!strcmp(comma + 7, "off"))
+		dev->no_merge = true;
+	else if (strcmp(comma + 7, "on")) {
+		td_err("aio: bad option '%s': write merge=on or merge=off",
+		       comma + 1);
+		return -EINVAL;
+	}
+	*comma = '\0';
+	return 0;
+}
+
 static int aio_open(struct td_driver *drv, const char *args)
 {
 	struct aio_dev *dev = dev_of(drv);
@@ -167,7 +188,9 @@ static int aio_open(struct td_driver *drv, const char *args)
 	dev->path = strdup(args);
 	if (!dev->path)
 		return -ENOMEM;
-	err = aio_open_fd(drv, dev);
+	err = aio_parse_options(dev);
+	if (!err)
+		err = aio_open_fd(drv, dev);
 	if (!err)
 		err = aio_probe_size(drv, dev);
 	if (!err)
@@ -244,13 +267,13 @@ static int aio_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static bool aio_can_join(const struct aio_req *lead, const struct aio_req *last,
-			 const struct aio_req *next)
+static bool aio_can_join(const struct aio_dev *dev, const struct aio_req *lead,
+			 const struct aio_req *last, const struct aio_req *next)
 {
 	const struct td_request *l = lead->req, *p = last->req, *n = next->req;
 
-	return n->op == l->op && n->op != TD_OP_FLUSH && n->flags == l->flags &&
-	       p->sector + p->nr_sectors == n->sector &&
+	return !dev->no_merge && n->op == l->op && n->op != TD_OP_FLUSH &&
+	       n->flags == l->flags && p->sector + p->nr_sectors == n->sector &&
 	       lead->group_bytes + td_request_bytes(n) <= AIO_MAX_MERGE_BYTES &&
 	       lead->merge_iovcnt + n->iovcnt <= TD_IOV_MAX;
 }
@@ -303,7 +326,7 @@ static void aio_build(struct td_driver *drv, struct aio_dev *dev)
 		lead->group_bytes = td_request_bytes(lead->req);
 		lead->merge_iovcnt = 0;
 		while (i < dev->nr_batch &&
-		       aio_can_join(lead, last, dev->batch[i])) {
+		       aio_can_join(dev, lead, last, dev->batch[i])) {
 			if (members == 1)
 				aio_append_iov(lead, lead->req);
 			aio_append_iov(lead, dev->batch[i]->req);

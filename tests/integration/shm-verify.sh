@@ -7,6 +7,9 @@
 #     with its own generation and seed, reads it back and checks it; then
 #     the backing file is read directly by shm-pattern.py, an independent
 #     implementation of the pattern, region by region.
+#  1b. The same through sort|aio: random and sequential at QD 1 and 32,
+#     interleaved rounds (merged by sort), overlapping passes; then the
+#     backing file is checked the same way.
 #  2. Requests as negotiated: a 1 MiB write is 1 request with 256 segments
 #     and 24 with 11 (tapdisk --max-indirect-segments 11), per tapdisk's
 #     own counters.
@@ -159,6 +162,66 @@ if out=$(python3 "$PATTERN" "$DISK" "${regions[@]}" 2>&1); then
 	pass "the backing file, read directly, holds every pattern ($out)"
 else
 	fail "the backing file, read directly, holds every pattern" "$out"
+fi
+
+# --- 1b. the sort driver ---------------------------------------------------------
+
+echo "# 1b. td-front --verify through sort|aio"
+SDISK=$WORK/sort.img
+truncate -s $((16 * REGION)) "$SDISK"
+start_tapdisk sort "sort|aio:$SDISK"
+SORT_PID=$TD_PID
+sregions=()
+for pattern in rand seq; do
+	for qd in 1 32; do
+		k=$((k + 1))
+		gen=$((k % 7 + 1)) seed=$((k + 500)) offset=$(( ${#sregions[@]} * REGION))
+		if front "$WORK/sort.sock" --verify --pattern $pattern --bs "$SIZES" \
+			--qd $qd --offset $offset --size $REGION --generation $gen \
+			--seed $seed --no-backend-stats; then
+			pass "sort: verify $pattern, QD $qd"
+			sregions+=("$offset:$REGION:$gen:$seed")
+		else
+			fail "sort: verify $pattern, QD $qd" "$OUT"
+		fi
+	done
+done
+# Interleaved rounds (28 x 4 KiB in the order 0, 2, ..., 1, 3, ...), then
+# overlapping passes: B overwrites the second half of A and more, so the
+# file must hold A's first half and all of B, each with its own pattern.
+ioff=$(( ${#sregions[@]} * REGION))
+if front "$WORK/sort.sock" --pattern interleave --rounds 16 --offset $ioff \
+	--generation 3 --seed 77 --json; then
+	merges=$(json_get backend.sort_merges)
+	if [ "$merges" -gt 0 ]; then
+		pass "sort: interleaved rounds merged ($merges merges)"
+		# round i writes its 112 KiB with generation 3 + i
+		for i in $(seq 0 15); do
+			sregions+=("$((ioff + i * 114688)):114688:$((3 + i)):77")
+		done
+	else
+		fail "sort: interleaved rounds merged" "sort_merges=$merges"
+	fi
+else
+	fail "sort: interleaved rounds" "$OUT"
+fi
+aoff=$((ioff + REGION)) half=$((REGION / 2))
+if front "$WORK/sort.sock" --verify --pattern rand --bs "$SIZES" --qd 32 \
+	--offset $aoff --size $REGION --generation 1 --seed 901 \
+	--no-backend-stats &&
+	front "$WORK/sort.sock" --verify --pattern rand --bs 4k,64k --qd 32 \
+		--offset $((aoff + half)) --size $REGION --generation 2 \
+		--seed 902 --no-backend-stats; then
+	pass "sort: overlapping passes"
+	sregions+=("$aoff:$half:1:901" "$((aoff + half)):$REGION:2:902")
+else
+	fail "sort: overlapping passes" "$OUT"
+fi
+stop_tapdisk "$SORT_PID" sort
+if out=$(python3 "$PATTERN" "$SDISK" "${sregions[@]}" 2>&1); then
+	pass "sort: the backing file holds every pattern ($out)"
+else
+	fail "sort: the backing file holds every pattern" "$out"
 fi
 
 # --- 2. requests as negotiated ---------------------------------------------------

@@ -289,6 +289,26 @@ static void test_merge_joins_memory_adjacent(void **state)
 	assert_int_equal(counter(TD_STAT_MERGED_IOV_ENTRIES), 1);
 }
 
+static void test_merge_off_option(void **state)
+{
+	char chain[160];
+	struct td_vbd_params p = {.name = "aio", .chain = chain};
+
+	snprintf(chain, sizeof(chain), "aio:%s,merge=maybe", fx->path);
+	assert_int_equal(td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
+			 -EINVAL);
+	fx->vbd = NULL;
+	snprintf(chain, sizeof(chain), "aio:%s,merge=off", fx->path);
+	assert_int_equal(td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
+			 0);
+	for (int i = 0; i < 4; i++)
+		submit(i, TD_OP_WRITE, (uint64_t)i * 8, 8, 0, NULL);
+	for (int i = 0; i < 4; i++)
+		wait_io(i);
+	assert_int_equal(counter(TD_STAT_BACKEND_SUBMITS), 4);
+	assert_int_equal(counter(TD_STAT_BACKEND_MERGES), 0);
+}
+
 static void test_no_merge_across_gap_op_or_flags(void **state)
 {
 	assert_int_equal(open_disk(false), 0);
@@ -455,6 +475,7 @@ int main(void)
 		T(test_write_read_roundtrip),
 		T(test_merge_adjacent_out_of_order),
 		T(test_merge_joins_memory_adjacent),
+		T(test_merge_off_option),
 		T(test_no_merge_across_gap_op_or_flags),
 		T(test_flush_and_fua),
 		T(test_discard_reads_zeroes),
