@@ -1,9 +1,17 @@
 /*
  * block-aio.c - files and block devices through libaio with O_DIRECT.
  *
- * Chain: "aio:/path/to/file-or-device[,merge=off]".  merge=off submits every
- * request as its own iocb (for experiments that measure what the sort
- * filter adds; a path that itself ends in ",merge=..." cannot be used).
+ * Chain: "aio:/path/to/file-or-device[,merge=off][,submit_batch=N]".
+ *   merge=off       submit every request as its own iocb (for experiments
+ *                   that measure what the sort filter adds);
+ *   submit_batch=N  at most N iocbs per io_submit call (0 = the whole
+ *                   pass at once; default: AIO_SUBMIT_BATCH_DISK, or
+ *                   AIO_SUBMIT_BATCH_MEMORY on tmpfs and ramfs).
+ *                   Linux plugs the block queue for the duration of an
+ *                   io_submit of more than 2 iocbs, which holds back the
+ *                   first I/Os of a large batch on some devices.
+ * Options are cut off the end of the path, so a path that itself ends in
+ * ",merge=..." or ",submit_batch=..." cannot be used.
  *
  * Requests submitted during one event-loop pass are batched; at the end of
  * the pass (->unplug) the batch is ordered by operation and offset, runs
@@ -29,7 +37,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "drivers/aio-worker.h"
@@ -37,8 +47,18 @@
 #include "tapdisk/log.h"
 
 #define AIO_MAX_MERGE_BYTES (4u << 20)
-#define AIO_RETRY_US	    1000 /* after io_submit said EAGAIN */
-#define AIO_REAP_MAX	    128
+/*
+ * iocbs per io_submit by default.  On a disk, Linux plugs the queue while
+ * io_submit takes more than 2 iocbs and dispatches them only at its end;
+ * two per call never plugs (measured on a virtio disk, 4 KiB random reads
+ * QD32: 0.87x fio with the whole pass per call, 0.98x with 2).  A memory
+ * file system does the copy inside io_submit, so there one call per pass
+ * saves syscalls (the same job on tmpfs: 18 % faster than 2 per call).
+ */
+#define AIO_SUBMIT_BATCH_DISK	2
+#define AIO_SUBMIT_BATCH_MEMORY 0    /* no limit */
+#define AIO_RETRY_US		1000 /* after io_submit said EAGAIN */
+#define AIO_REAP_MAX		128
 
 struct aio_req {
 	struct iocb iocb;
@@ -52,6 +72,7 @@ struct aio_req {
 struct aio_dev {
 	int fd;
 	bool no_merge;
+	uint32_t submit_batch; /* 0: everything at once */
 	bool is_bdev;
 	char *path;
 	io_context_t ctx;
@@ -156,21 +177,58 @@ static int aio_setup_queue(struct td_driver *drv, struct aio_dev *dev)
 
 static void aio_close(struct td_driver *drv);
 
-/* Cut ",merge=on|off" off the end of the path, if it is there. */
+/* The submit batch when no option chose one: by what the fd lives on. */
+static void aio_default_batch(struct aio_dev *dev)
+{
+	struct statfs sfs;
+	bool memory = !dev->is_bdev && !fstatfs(dev->fd, &sfs) &&
+		      (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
+
+	if (dev->submit_batch == UINT32_MAX)
+		dev->submit_batch = memory ? AIO_SUBMIT_BATCH_MEMORY
+					   : AIO_SUBMIT_BATCH_DISK;
+}
+
+/* Parse one option cut off the path; returns 0, 1 (not an option), -EINVAL. */
+static int aio_parse_option(struct aio_dev *dev, const char *opt)
+{
+	char *end;
+	unsigned long n;
+
+	if (!strcmp(opt, "merge=off") || !strcmp(opt, "merge=on")) {
+		dev->no_merge = !strcmp(opt, "merge=off");
+		return 0;
+	}
+	if (!strncmp(opt, "submit_batch=", 13)) {
+		n = strtoul(opt + 13, &end, 10);
+		if (opt[13] && !*end && n <= 1024) {
+			dev->submit_batch = (uint32_t)n;
+			return 0;
+		}
+	} else if (strncmp(opt, "merge=", 6)) {
+		return 1;
+	}
+	td_err("aio: bad option '%s': write merge=on|off or submit_batch=N "
+	       "(0-1024)",
+	       opt);
+	return -EINVAL;
+}
+
+/* Cut ",merge=..." and ",submit_batch=..." off the end of the path. */
 static int aio_parse_options(struct aio_dev *dev)
 {
-	char *comma = strrchr(dev->path, ',');
+	char *comma;
+	int err;
 
-	if (!comma || strncmp(comma + 1, "merge=", 6))
-		return 0;
-	if (!strcmp(comma + 7, "off"))
-		dev->no_merge = true;
-	else if (strcmp(comma + 7, "on")) {
-		td_err("aio: bad option '%s': write merge=on or merge=off",
-		       comma + 1);
-		return -EINVAL;
+	dev->submit_batch = UINT32_MAX; /* not set: see aio_default_batch */
+	while ((comma = strrchr(dev->path, ','))) {
+		err = aio_parse_option(dev, comma + 1);
+		if (err < 0)
+			return err;
+		if (err > 0)
+			break;
+		*comma = '\0';
 	}
-	*comma = '\0';
 	return 0;
 }
 
@@ -193,6 +251,8 @@ static int aio_open(struct td_driver *drv, const char *args)
 		err = aio_open_fd(drv, dev);
 	if (!err)
 		err = aio_probe_size(drv, dev);
+	if (!err)
+		aio_default_batch(dev);
 	if (!err)
 		err = aio_setup_queue(drv, dev);
 	if (!err)
@@ -368,7 +428,12 @@ static void aio_push(struct td_driver *drv, struct aio_dev *dev)
 {
 	while (dev->nr_iocbs) {
 		struct iocb **first = &dev->iocbs[dev->iocb_start];
-		int n = io_submit(dev->ctx, (long)dev->nr_iocbs, first);
+		uint32_t nr = dev->nr_iocbs;
+		int n;
+
+		if (dev->submit_batch && nr > dev->submit_batch)
+			nr = dev->submit_batch;
+		n = io_submit(dev->ctx, (long)nr, first);
 
 		if (n == -EAGAIN) {
 			if (!td_timer_armed(&dev->retry))

@@ -309,6 +309,33 @@ static void test_merge_off_option(void **state)
 	assert_int_equal(counter(TD_STAT_BACKEND_MERGES), 0);
 }
 
+static void test_submit_batch_option(void **state)
+{
+	char chain[160];
+	struct td_vbd_params p = {.name = "aio", .chain = chain};
+	int calls;
+
+	snprintf(chain, sizeof(chain), "aio:%s,submit_batch=x", fx->path);
+	assert_int_equal(td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
+			 -EINVAL);
+	snprintf(chain, sizeof(chain), "aio:%s,submit_batch=2000", fx->path);
+	assert_int_equal(td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
+			 -EINVAL);
+	fx->vbd = NULL;
+	/* Options in any order; 5 unmergeable writes, 2 per io_submit. */
+	snprintf(chain, sizeof(chain), "aio:%s,submit_batch=2,merge=off",
+		 fx->path);
+	assert_int_equal(td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
+			 0);
+	calls = submit_calls;
+	for (int i = 0; i < 5; i++)
+		submit(i, TD_OP_WRITE, (uint64_t)i * 8, 8, 0, NULL);
+	for (int i = 0; i < 5; i++)
+		wait_io(i);
+	assert_int_equal(submit_calls - calls, 3);
+	assert_int_equal(counter(TD_STAT_BACKEND_SUBMITS), 5);
+}
+
 static void test_no_merge_across_gap_op_or_flags(void **state)
 {
 	assert_int_equal(open_disk(false), 0);
@@ -476,6 +503,7 @@ int main(void)
 		T(test_merge_adjacent_out_of_order),
 		T(test_merge_joins_memory_adjacent),
 		T(test_merge_off_option),
+		T(test_submit_batch_option),
 		T(test_no_merge_across_gap_op_or_flags),
 		T(test_flush_and_fua),
 		T(test_discard_reads_zeroes),
