@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tapdisk/nbd-int.h"
+#include "tapdisk/sock.h"
 
 #define NBD_LISTEN_BACKLOG    128
 #define NBD_ACCEPTS_PER_EVENT 16
@@ -177,52 +178,13 @@ fail:
 	return err;
 }
 
-/* Someone accepts on path (a live server), as opposed to a stale file. */
-static bool nbd_unix_in_use(const struct sockaddr_un *sa)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	bool used;
-
-	if (fd < 0)
-		return false;
-	used = !connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) ||
-	       errno == EAGAIN || errno == EINPROGRESS;
-	close(fd);
-	return used;
-}
-
 static int nbd_listen_unix(struct td_nbd_server *srv, const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat st;
-	int fd, err;
+	int fd = td_sock_bind_unix("nbd", path, 0);
+	int err;
 
-	if (!*path || strlen(path) >= sizeof(sa.sun_path)) {
-		td_err("nbd: unix socket path '%s' is empty or longer than "
-		       "%zu bytes",
-		       path, sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	memcpy(sa.sun_path, path, strlen(path));
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			td_err("nbd: %s exists and is not a socket", path);
-			return -EEXIST;
-		}
-		if (nbd_unix_in_use(&sa)) {
-			td_err("nbd: %s: another server is listening", path);
-			return -EADDRINUSE;
-		}
-		unlink(path); /* stale: its server is gone */
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = -errno;
-		td_err("nbd: unix socket %s: %s", path, strerror(-err));
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
+	if (fd < 0)
+		return fd;
 	err = nbd_listener_add(srv, fd, path);
 	if (err)
 		td_err("nbd: listen on %s: %s", path, strerror(-err));

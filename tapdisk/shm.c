@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tapdisk/shm-int.h"
+#include "tapdisk/sock.h"
 
 #define SHM_LISTEN_BACKLOG	 64
 #define SHM_ACCEPTS_PER_EVENT	 16
@@ -139,57 +140,6 @@ static void shm_on_accept(struct td_fd *fde, uint32_t events, void *opaque)
 	}
 }
 
-/* Someone accepts on sa (a live server), as opposed to a stale file. */
-static bool shm_path_in_use(const struct sockaddr_un *sa)
-{
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	bool used;
-
-	if (fd < 0)
-		return false;
-	used = !connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) ||
-	       errno == EAGAIN || errno == EINPROGRESS;
-	close(fd);
-	return used;
-}
-
-/* Bind a socket at path, replacing a stale one.  Returns the fd or -errno. */
-static int shm_bind(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	struct stat st;
-	int fd, err;
-
-	if (!*path || strlen(path) >= sizeof(sa.sun_path)) {
-		td_err("shm: socket path '%s' is empty or longer than %zu "
-		       "bytes",
-		       path, sizeof(sa.sun_path) - 1);
-		return -ENAMETOOLONG;
-	}
-	memcpy(sa.sun_path, path, strlen(path));
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			td_err("shm: %s exists and is not a socket", path);
-			return -EEXIST;
-		}
-		if (shm_path_in_use(&sa)) {
-			td_err("shm: %s: another server is listening", path);
-			return -EADDRINUSE;
-		}
-		unlink(path); /* stale: its server is gone */
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, SHM_SOCKET_MODE) < 0) {
-		err = -errno;
-		td_err("shm: socket %s: %s", path, strerror(-err));
-		if (fd >= 0)
-			close(fd);
-		return err;
-	}
-	return fd;
-}
-
 int td_shm_server_listen(struct td_shm_server *srv, const char *path)
 {
 	struct shm_listener *l;
@@ -198,7 +148,7 @@ int td_shm_server_listen(struct td_shm_server *srv, const char *path)
 
 	if (srv->shutting_down)
 		return -ESHUTDOWN;
-	if ((fd = shm_bind(path)) < 0)
+	if ((fd = td_sock_bind_unix("shm", path, SHM_SOCKET_MODE)) < 0)
 		return fd;
 	l = calloc(1, sizeof(*l));
 	if (!l || !(l->path = strdup(path))) {
