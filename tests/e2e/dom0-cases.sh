@@ -349,7 +349,7 @@ if [ $# -eq 1 ]; then
 	CASE=$1
 	set -u
 	"case_$1"
-	exit 0
+	exit $?
 fi
 
 # The cases named on run.sh's command line (extra ones included), else all.
