@@ -64,6 +64,23 @@ fail() {
 	FAILED=$((FAILED + 1))
 }
 
+# nbd_clients: connections tapdisk holds now (closed ones whose I/O or
+# teardown is still under way included), from its control socket.
+nbd_clients() {
+	"$BUILDDIR/tools/tap-ctl" --run-dir "$WORK" stats -i "$TD_PID" --json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["nbd"]["clients"])'
+}
+
+# settle: wait (at most 30 s) until every hostile connection is gone, so
+# that RSS is compared with nothing in flight, however slow the machine.
+settle() {
+	for _ in $(seq 60); do
+		[ "$(nbd_clients 2>/dev/null)" = 0 ] && return 0
+		sleep 0.5
+	done
+	echo "  (connections still open after 30 s: $(nbd_clients 2>&1))"
+}
+
 rss_kib() {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$TD_PID/status"
 }
@@ -114,13 +131,13 @@ done
 # Resident memory across a storm of hostile connections: a first round
 # warms the allocator up, the second must not grow it.
 python3 "$HOSTILE" "$SOCK" storm 130 >/dev/null 2>&1
-sleep 0.5
+settle
 BEFORE=$(rss_kib)
 START=$(date +%s)
 if ! out=$(python3 "$HOSTILE" "$SOCK" storm "$STORM" 2>&1); then
 	fail "$STORM hostile connections" "$out"
 fi
-sleep 0.5
+settle
 AFTER=$(rss_kib)
 echo "  RSS before $BEFORE KiB, after $STORM hostile connections $AFTER KiB" \
 	"($(($(date +%s) - START)) s)"
