@@ -47,13 +47,17 @@ build() { # dir [configure args...]
 }
 
 demo() {
-	local b=$top/build tmp
-	tmp=$(mktemp -d /tmp/tapstripe-demo.XXXXXX)
-	local img=$tmp/disk.img sock=$tmp/nbd.sock id=
-	trap '[ -n "$id" ] && "$b/tools/tap-ctl" destroy -i "$id" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+	local b=$top/build
+	# Globals, not locals: the EXIT trap runs after demo() has returned.
+	demo_tmp=$(mktemp -d /tmp/tapstripe-demo.XXXXXX)
+	demo_id=
+	trap '[ -n "${demo_id:-}" ] && "$top/build/tools/tap-ctl" destroy -i "$demo_id" >/dev/null 2>&1; rm -rf "${demo_tmp:-/nonexistent}"' EXIT
+	local tmp=$demo_tmp id=
+	local img=$tmp/disk.img sock=$tmp/nbd.sock
 	say "a 64 MiB disk image, served over NBD by a background tapdisk"
 	truncate -s 64M "$img"
 	id=$("$b/tools/tap-ctl" create -a "aio:$img" --nbd "unix:$sock")
+	demo_id=$id
 	echo "tap-ctl create -a aio:$img --nbd unix:$sock  ->  tapdisk $id"
 	"$b/tools/tap-ctl" list
 	say "write 64 MiB of random data with nbdcopy, read it back, compare"
@@ -65,7 +69,7 @@ demo() {
 	say "tapdisk's statistics"
 	"$b/tools/tap-ctl" stats -i "$id"
 	"$b/tools/tap-ctl" destroy -i "$id"
-	id=
+	demo_id=
 	say "demo passed"
 }
 
