@@ -33,14 +33,10 @@
 
 static void nbd_listener_close(struct nbd_listener *l)
 {
-	struct stat st;
-
 	td_loop_del_fd(&l->fde);
 	td_loop_timer_cancel(&l->backoff);
 	close(l->fd);
-	if (l->unix_path && !lstat(l->unix_path, &st) &&
-	    st.st_dev == l->unix_dev && st.st_ino == l->unix_ino)
-		unlink(l->unix_path);
+	td_sock_unlink_own(l->unix_path, l->unix_dev, l->unix_ino);
 	free(l->unix_path);
 	free(l);
 }

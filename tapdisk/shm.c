@@ -45,13 +45,10 @@ void shm_ring_stats_add(struct blkif_ring_stats *a,
 
 static void shm_listener_close(struct shm_listener *l)
 {
-	struct stat st;
-
 	td_loop_del_fd(&l->fde);
 	td_loop_timer_cancel(&l->backoff);
 	close(l->fd);
-	if (!lstat(l->path, &st) && st.st_dev == l->dev && st.st_ino == l->ino)
-		unlink(l->path);
+	td_sock_unlink_own(l->path, l->dev, l->ino);
 	free(l->path);
 	free(l);
 }

@@ -71,3 +71,11 @@ int td_sock_bind_unix(const char *what, const char *path, mode_t mode)
 	}
 	return fd;
 }
+
+void td_sock_unlink_own(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (path && !lstat(path, &st) && st.st_dev == dev && st.st_ino == ino)
+		unlink(path);
+}

@@ -16,4 +16,11 @@
  */
 int td_sock_bind_unix(const char *what, const char *path, mode_t mode);
 
+/*
+ * Remove the socket file at path if it is still the one identified by
+ * (dev, ino) — the file this server bound — and not one a newer server
+ * has put there since.  path may be NULL.
+ */
+void td_sock_unlink_own(const char *path, dev_t dev, ino_t ino);
+
 #endif

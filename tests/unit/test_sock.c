@@ -94,6 +94,22 @@ static void test_bad_paths(void **state)
 			 -ENOENT);
 }
 
+static void test_unlink_own_only(void **state)
+{
+	struct stat st;
+	int fd = td_sock_bind_unix("test", path, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(stat(path, &st), 0);
+	/* Another inode at the path (a newer server's) is left alone. */
+	td_sock_unlink_own(path, st.st_dev, st.st_ino + 1);
+	assert_int_equal(access(path, F_OK), 0);
+	td_sock_unlink_own(NULL, st.st_dev, st.st_ino);
+	td_sock_unlink_own(path, st.st_dev, st.st_ino);
+	assert_int_equal(access(path, F_OK), -1);
+	close(fd);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -101,7 +117,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_bind_and_mode), T(test_stale_replaced),
 		T(test_live_refused),  T(test_not_a_socket_refused),
-		T(test_bad_paths),
+		T(test_bad_paths),     T(test_unlink_own_only),
+
 	};
 
 	td_log_set_level(TD_LOG_ERR);
