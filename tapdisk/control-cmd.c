@@ -64,6 +64,7 @@ static void ctl_report(const struct td_ctl_server *ctl, struct td_report *r)
 	r->uptime_us = (td_now_ns() - ctl->start_ns) / 1000;
 	r->frontends = ctl->frontends;
 	r->nr_frontends = ctl->nr_frontends;
+	r->vbd = ctl->vbd;
 }
 
 /* --- commands ---------------------------------------------------------------- */

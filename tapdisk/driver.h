@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "tapdisk/json.h"
 #include "tapdisk/loop.h"
 
 #define TD_SECTOR_SHIFT 9
@@ -148,6 +149,16 @@ struct td_driver_ops {
 	 * batched (io_submit, a sorted plug).
 	 */
 	void (*unplug)(struct td_driver *drv);
+
+	/*
+	 * Optional.  The driver's own state and counters for tap-ctl stats:
+	 * report_json adds members to the JSON object that is open (the core
+	 * has opened one named after the driver), report_text appends lines
+	 * of text (the core prints a heading first).  Neither may fail: on
+	 * memory exhaustion the buffers drop output and report it.
+	 */
+	void (*report_json)(struct td_driver *drv, struct td_json *j);
+	void (*report_text)(struct td_driver *drv, struct td_strbuf *sb);
 };
 
 /* Complete a request given to ->submit.  Exactly once; err 0 or -errno. */

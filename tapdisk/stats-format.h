@@ -48,6 +48,8 @@ struct td_report {
 	uint64_t uptime_us;
 	const struct td_report_frontend *frontends;
 	unsigned int nr_frontends;
+	/* For the drivers' own reports (td_vbd_report_drivers_*); may be NULL. */
+	struct td_vbd *vbd;
 };
 
 /* Each returns 0 or -ENOMEM; the text is appended to sb. */

@@ -1,8 +1,10 @@
 /*
- * stats.c - names and histogram arithmetic for the vbd statistics.
+ * stats.c - names and histogram arithmetic for the vbd statistics, and the
+ * drivers' own reports.
  */
 #include "config.h"
 
+#include "tapdisk/vbd-int.h"
 #include "tapdisk/vbd.h"
 
 static const char *const stat_names[TD_STAT_COUNT] = {
@@ -94,4 +96,31 @@ uint64_t td_lat_percentile(const uint64_t *hist, double p)
 			return td_lat_bucket_max_us(i);
 	}
 	return td_lat_bucket_max_us(TD_LAT_BUCKETS - 1);
+}
+
+void td_vbd_report_drivers_json(struct td_vbd *vbd, struct td_json *j)
+{
+	td_json_begin_object(j, "drivers");
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (!drv->ops->report_json)
+			continue;
+		td_json_begin_object(j, drv->ops->name);
+		drv->ops->report_json(drv, j);
+		td_json_end_object(j);
+	}
+	td_json_end_object(j);
+}
+
+void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb)
+{
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (!drv->ops->report_text)
+			continue;
+		td_strbuf_printf(sb, "\ndriver %s\n", drv->ops->name);
+		drv->ops->report_text(drv, sb);
+	}
 }

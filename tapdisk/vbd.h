@@ -123,6 +123,14 @@ void td_vbd_get_stats(const struct td_vbd *vbd, struct td_vbd_stats *out);
 /* Names of enum td_stat and enum td_op, for output. */
 const char *td_stat_name(enum td_stat stat);
 
+/*
+ * The report_json / report_text output of every driver of the chain that
+ * has one, top first: an object "drivers" of objects named after each
+ * driver, or a text section per driver.
+ */
+void td_vbd_report_drivers_json(struct td_vbd *vbd, struct td_json *j);
+void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb);
+
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);
 uint32_t td_seg_bucket_max(unsigned int bucket);

@@ -1,0 +1,193 @@
+/*
+ * iscsi-conn.h - one asynchronous iSCSI session to one LUN of one storage
+ * server, driven by the tapdisk event loop (issue #6).
+ *
+ * The stripe driver keeps one iscsi_conn per server of its mapping file
+ * and queues commands on it.  Everything runs in the event-loop thread:
+ * libiscsi's socket is registered with the loop (iscsi_get_fd /
+ * iscsi_which_events / iscsi_service), timers drive login back-off and
+ * command timeouts.  No call here blocks, none allocates per command (the
+ * caller embeds struct iscsi_cmd in its per-request state).
+ *
+ * LIFE CYCLE OF A CONNECTION
+ *
+ *   CONNECTING  iscsi_conn_create starts the TCP connect and login
+ *               (iscsi_full_connect_async) and READ CAPACITY(16) for the
+ *               block size and size, and asks the Logical Block
+ *               Provisioning VPD page whether UNMAP is supported.  Commands
+ *               submitted meanwhile are queued.  A failed attempt is
+ *               retried after a back-off (cfg.login_backoff_ms, doubling,
+ *               at most cfg.login_retries extra attempts).
+ *   UP          commands are issued, at most cfg.queue_depth at once; the
+ *               rest wait in FIFO order.
+ *   DOWN        the login failed every attempt, or a lost connection
+ *               could not be re-established within its attempts: every
+ *               queued and in-flight command completes with -EIO, and
+ *               commands submitted while DOWN complete with -EIO at once
+ *               (through a deferred call, never inside iscsi_submit), so
+ *               I/O to a dead server fails quickly.  A background attempt
+ *               every cfg.revive_interval_ms moves it back to CONNECTING;
+ *               a success makes it UP again (recovery after a revive).
+ *
+ *   A connection lost while UP (EOF, reset, a protocol error) is
+ *   re-established with the same back-off; the commands that were in
+ *   flight are issued again on the new session (SCSI READ/WRITE are
+ *   idempotent), each keeping its own deadline.
+ *
+ * COMMANDS
+ *
+ *   Each command has a deadline of cfg.cmd_timeout_ms from its submission
+ *   (queueing included).  Past it the command completes with -ETIMEDOUT
+ *   and the session is dropped and re-established (the only way to be sure
+ *   a late answer cannot land in a buffer that was handed back).
+ *
+ *   SCSI status and sense are translated to -errno:
+ *     GOOD -> 0; CHECK CONDITION with
+ *       MEDIUM ERROR, HARDWARE ERROR          -> -EIO
+ *       ILLEGAL REQUEST (LBA out of range)    -> -EINVAL  (not retried)
+ *       ILLEGAL REQUEST (invalid opcode/field)-> -EOPNOTSUPP
+ *       DATA PROTECT (write protected)        -> -EROFS
+ *       NOT READY, UNIT ATTENTION             -> retried once, then -EIO
+ *       ABORTED COMMAND                       -> retried once, then -EIO
+ *     RESERVATION CONFLICT -> -EBUSY; BUSY / TASK SET FULL -> retried after
+ *     a short pause until the deadline; anything else -> -EIO.
+ *   A short transfer (residual) completes with -EIO.
+ *
+ * Callbacks.  cmd->done(cmd, err) runs exactly once per iscsi_submit, from
+ * the event loop, never inside iscsi_submit or iscsi_conn_destroy's caller
+ * stack... except iscsi_conn_destroy, which completes every remaining
+ * command with -ECANCELED before it returns (the caller is closing).
+ */
+#ifndef TAPSTRIPE_ISCSI_CONN_H
+#define TAPSTRIPE_ISCSI_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <sys/uio.h>
+
+#include "tapdisk/json.h"
+#include "tapdisk/loop.h"
+
+#define ISCSI_CONN_DEFAULT_QUEUE_DEPTH	   64
+#define ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS  30000
+#define ISCSI_CONN_DEFAULT_LOGIN_RETRIES   3
+#define ISCSI_CONN_DEFAULT_LOGIN_BACKOFF_MS 100
+#define ISCSI_CONN_DEFAULT_REVIVE_MS	   2000
+#define ISCSI_CONN_DEFAULT_INITIATOR	   "iqn.2026-11.org.tapstripe:tapdisk"
+
+struct iscsi_conn_cfg {
+	const char *portal;	 /* "host:port" (":3260" when no port) */
+	const char *target;	 /* target IQN */
+	uint32_t lun;
+	const char *initiator;	 /* NULL: ISCSI_CONN_DEFAULT_INITIATOR */
+	const char *chap_user;	 /* NULL or "": no CHAP */
+	const char *chap_secret; /* set when chap_user is */
+	uint32_t queue_depth;	 /* 0: default; commands in flight at once */
+	uint32_t cmd_timeout_ms; /* 0: default */
+	uint32_t login_retries;	 /* extra attempts per (re)connect */
+	uint32_t login_backoff_ms; /* 0: default; first pause, doubling */
+	uint32_t revive_interval_ms; /* 0: default; attempts while DOWN */
+	const char *name;	 /* for log messages, e.g. "srv2" */
+};
+
+enum iscsi_conn_state {
+	ISCSI_CONN_CONNECTING = 0,
+	ISCSI_CONN_UP,
+	ISCSI_CONN_DOWN,
+};
+
+enum iscsi_cmd_op {
+	ISCSI_CMD_READ = 0, /* READ(16) into iov */
+	ISCSI_CMD_WRITE,    /* WRITE(16) from iov, FUA when cmd->fua */
+	ISCSI_CMD_SYNC,	    /* SYNCHRONIZE CACHE(16) of the whole LUN */
+	ISCSI_CMD_UNMAP,    /* UNMAP of lba..+nr_blocks (-EOPNOTSUPP when
+			       the LUN does not support it) */
+	ISCSI_CMD_WRITE_ZEROES, /* WRITE SAME(16) of a zero block, or UNMAP
+				   when the LUN reads unmapped blocks as
+				   zeroes; written zero buffers otherwise */
+};
+
+struct iscsi_cmd;
+typedef void (*iscsi_cmd_done_fn)(struct iscsi_cmd *cmd, int err);
+
+/* Embedded in the caller's per-request state; filled before submitting. */
+struct iscsi_cmd {
+	enum iscsi_cmd_op op;
+	uint64_t lba;	    /* in the LUN's blocks */
+	uint32_t nr_blocks; /* READ/WRITE: iov's bytes / block size */
+	const struct iovec *iov; /* READ/WRITE; must outlive the command */
+	int iovcnt;
+	bool fua;
+	iscsi_cmd_done_fn done;
+	void *opaque;
+
+	/* --- private to iscsi-conn.c ------------------------------------- */
+	TAILQ_ENTRY(iscsi_cmd) link;
+	struct iscsi_conn *conn;
+	void *task; /* the libiscsi scsi_task while issued */
+	uint64_t deadline_ns;
+	uint64_t start_ns;
+	uint32_t retries;
+	int state;
+	int result;
+};
+
+struct iscsi_conn_stats {
+	enum iscsi_conn_state state;
+	uint64_t reads, writes, syncs, unmaps; /* commands completed */
+	uint64_t read_bytes, write_bytes;
+	uint64_t errors;      /* commands completed with an error */
+	uint64_t timeouts;    /* commands that hit their deadline */
+	uint64_t reissued;    /* commands issued again after a reconnect */
+	uint64_t reconnects;  /* sessions re-established */
+	uint64_t login_failures;
+	uint32_t in_flight, queued, max_in_flight;
+	uint64_t latency_sum_us; /* over completed READ/WRITE commands */
+	uint64_t latency_max_us;
+};
+
+struct iscsi_conn;
+
+/*
+ * Create a connection and start connecting.  cfg's strings are copied.
+ * 0 and *out, -EINVAL for a bad portal or target, -ENOMEM.  Never blocks:
+ * an unreachable server shows up later as DOWN.
+ */
+int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
+		      struct iscsi_conn **out);
+
+/* Complete what is left with -ECANCELED, log out if UP, free. */
+void iscsi_conn_destroy(struct iscsi_conn *c);
+
+/* Queue cmd; cmd->done runs later, exactly once. */
+void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
+
+enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c);
+
+/* What READ CAPACITY said once UP: 0 until then. */
+uint32_t iscsi_conn_block_size(const struct iscsi_conn *c);
+uint64_t iscsi_conn_nr_blocks(const struct iscsi_conn *c);
+bool iscsi_conn_can_unmap(const struct iscsi_conn *c);
+
+/* The last error as text ("" if none), for messages. */
+const char *iscsi_conn_error(const struct iscsi_conn *c);
+
+void iscsi_conn_get_stats(const struct iscsi_conn *c,
+			  struct iscsi_conn_stats *st);
+
+/* The stats as a JSON object named key (for tap-ctl stats). */
+void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
+		       const char *key);
+
+const char *iscsi_conn_state_name(enum iscsi_conn_state s);
+
+/*
+ * Translate a finished SCSI status and sense (key, ASC/ASCQ) to -errno as
+ * described above; *retry is set when the command may be retried.
+ * Exposed for unit tests.
+ */
+int iscsi_conn_status_errno(int status, int sense_key, int ascq,
+			    bool *retry);
+
+#endif
