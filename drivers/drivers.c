@@ -7,8 +7,9 @@
 #include "drivers/drivers.h"
 
 const struct td_driver_ops *const td_driver_table[] = {
-	&td_aio_ops,
-	&td_null_ops,
-	&td_sort_ops,
+	&td_aio_ops,	/* aio:/path */
+	&td_null_ops,	/* null:size=SIZE */
+	&td_sort_ops,	/* sort|LOWER */
+	&td_stripe_ops, /* stripe:/path.map */
 	NULL,
 };

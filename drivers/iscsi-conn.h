@@ -12,12 +12,18 @@
  * LIFE CYCLE OF A CONNECTION
  *
  *   CONNECTING  iscsi_conn_create starts the TCP connect and login
- *               (iscsi_full_connect_async) and READ CAPACITY(16) for the
+ *               (iscsi_connect_async, iscsi_login_async), then READ
+ *               CAPACITY(16) (retried over UNIT ATTENTIONs) for the
  *               block size and size, and asks the Logical Block
  *               Provisioning VPD page whether UNMAP is supported.  Commands
  *               submitted meanwhile are queued.  A failed attempt is
  *               retried after a back-off (cfg.login_backoff_ms, doubling,
- *               at most cfg.login_retries extra attempts).
+ *               at most cfg.login_retries extra attempts).  An attempt
+ *               that has not logged in and probed the LUN after
+ *               cfg.cmd_timeout_ms counts as failed (a server that accepts
+ *               TCP but never answers, e.g. a stopped tgtd).  The portal's
+ *               host should be a numeric address: libiscsi resolves names
+ *               with a blocking getaddrinfo() at each attempt.
  *   UP          commands are issued, at most cfg.queue_depth at once; the
  *               rest wait in FIFO order.
  *   DOWN        the login failed every attempt, or a lost connection
@@ -26,13 +32,20 @@
  *               commands submitted while DOWN complete with -EIO at once
  *               (through a deferred call, never inside iscsi_submit), so
  *               I/O to a dead server fails quickly.  A background attempt
- *               every cfg.revive_interval_ms moves it back to CONNECTING;
- *               a success makes it UP again (recovery after a revive).
+ *               every cfg.revive_interval_ms moves it back to CONNECTING
+ *               for one attempt (no retries: a failure goes straight back
+ *               to DOWN, failing what was queued meanwhile with -EIO); a
+ *               success makes it UP again (recovery after a revive).
  *
  *   A connection lost while UP (EOF, reset, a protocol error) is
  *   re-established with the same back-off; the commands that were in
  *   flight are issued again on the new session (SCSI READ/WRITE are
- *   idempotent), each keeping its own deadline.
+ *   idempotent), each keeping its own deadline.  The first reconnect
+ *   attempt starts at once, the next ones after the back-off.  A LUN whose
+ *   block size changed across a reconnect is refused (the attempt fails).
+ *   libiscsi's own automatic reconnect is switched off: its back-off is in
+ *   whole seconds (at least 3 s between attempts) and it has no deadline
+ *   per command.
  *
  * COMMANDS
  *
@@ -42,21 +55,41 @@
  *   a late answer cannot land in a buffer that was handed back).
  *
  *   SCSI status and sense are translated to -errno:
- *     GOOD -> 0; CHECK CONDITION with
+ *     GOOD, CONDITION MET -> 0; CHECK CONDITION with
+ *       RECOVERED ERROR                       -> 0 (the command completed)
  *       MEDIUM ERROR, HARDWARE ERROR          -> -EIO
  *       ILLEGAL REQUEST (LBA out of range)    -> -EINVAL  (not retried)
- *       ILLEGAL REQUEST (invalid opcode/field)-> -EOPNOTSUPP
+ *       ILLEGAL REQUEST (invalid opcode, field in CDB or parameter list)
+ *                                             -> -EOPNOTSUPP
+ *       ILLEGAL REQUEST (anything else)       -> -EINVAL
  *       DATA PROTECT (write protected)        -> -EROFS
  *       NOT READY, UNIT ATTENTION             -> retried once, then -EIO
  *       ABORTED COMMAND                       -> retried once, then -EIO
  *     RESERVATION CONFLICT -> -EBUSY; BUSY / TASK SET FULL -> retried after
- *     a short pause until the deadline; anything else -> -EIO.
- *   A short transfer (residual) completes with -EIO.
+ *     a short pause (the whole connection pauses ISCSI_CONN_BUSY_PAUSE_MS)
+ *     until the deadline; anything else -> -EIO.
+ *   A short transfer (a residual) of READ, WRITE or the WRITE(16) of a
+ *   WRITE_ZEROES completes with -EIO; residuals on UNMAP and WRITE SAME
+ *   parameter data are ignored (tgt reports the whole UNMAP list as
+ *   residual after doing the unmap).
+ *
+ *   Commands are checked when they are issued (the block size is known
+ *   only then): a READ/WRITE whose iovecs do not add up to nr_blocks
+ *   blocks, more than ISCSI_CONN_MAX_IOV entries, more than 4 GiB - 1
+ *   bytes, nr_blocks 0, or a range beyond the LUN completes with -EINVAL
+ *   without reaching the server.  UNMAP on a LUN without UNMAP support
+ *   completes with -EOPNOTSUPP.  WRITE_ZEROES uses WRITE SAME(16) with the
+ *   UNMAP bit when the LUN supports it and reads unmapped blocks as zeroes
+ *   (unless cmd->no_hole), WRITE SAME(16) of a zero block otherwise; when
+ *   the server refuses WRITE SAME, that command and every later one write
+ *   zeroes with WRITE(16) in pieces of at most ISCSI_CONN_ZERO_CHUNK_BYTES,
+ *   one after the other.
  *
  * Callbacks.  cmd->done(cmd, err) runs exactly once per iscsi_submit, from
- * the event loop, never inside iscsi_submit or iscsi_conn_destroy's caller
- * stack... except iscsi_conn_destroy, which completes every remaining
- * command with -ECANCELED before it returns (the caller is closing).
+ * the event loop, never inside iscsi_submit... except iscsi_conn_destroy,
+ * which completes every remaining command with -ECANCELED before it
+ * returns (the caller is closing).  A done callback may submit again and
+ * may destroy the connection.
  */
 #ifndef TAPSTRIPE_ISCSI_CONN_H
 #define TAPSTRIPE_ISCSI_CONN_H
@@ -69,26 +102,32 @@
 #include "tapdisk/json.h"
 #include "tapdisk/loop.h"
 
-#define ISCSI_CONN_DEFAULT_QUEUE_DEPTH	   64
-#define ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS  30000
-#define ISCSI_CONN_DEFAULT_LOGIN_RETRIES   3
+#define ISCSI_CONN_DEFAULT_QUEUE_DEPTH	    64
+#define ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS   30000
+#define ISCSI_CONN_DEFAULT_LOGIN_RETRIES    3
 #define ISCSI_CONN_DEFAULT_LOGIN_BACKOFF_MS 100
-#define ISCSI_CONN_DEFAULT_REVIVE_MS	   2000
-#define ISCSI_CONN_DEFAULT_INITIATOR	   "iqn.2026-11.org.tapstripe:tapdisk"
+#define ISCSI_CONN_DEFAULT_REVIVE_MS	    2000
+#define ISCSI_CONN_DEFAULT_INITIATOR	    "iqn.2026-11.org.tapstripe:tapdisk"
+#define ISCSI_CONN_MAX_QUEUE_DEPTH	    1024 /* cfg.queue_depth above: -EINVAL */
+#define ISCSI_CONN_MAX_IOV		    1024 /* entries per READ/WRITE */
+#define ISCSI_CONN_BUSY_PAUSE_MS	    10
+#define ISCSI_CONN_ZERO_CHUNK_BYTES	    (256u << 10)
 
 struct iscsi_conn_cfg {
-	const char *portal;	 /* "host:port" (":3260" when no port) */
-	const char *target;	 /* target IQN */
+	const char *portal; /* "host:port" (":3260" when no port) */
+	const char *target; /* target IQN */
 	uint32_t lun;
-	const char *initiator;	 /* NULL: ISCSI_CONN_DEFAULT_INITIATOR */
-	const char *chap_user;	 /* NULL or "": no CHAP */
-	const char *chap_secret; /* set when chap_user is */
-	uint32_t queue_depth;	 /* 0: default; commands in flight at once */
-	uint32_t cmd_timeout_ms; /* 0: default */
-	uint32_t login_retries;	 /* extra attempts per (re)connect */
+	const char *initiator;	   /* NULL: ISCSI_CONN_DEFAULT_INITIATOR */
+	const char *chap_user;	   /* NULL or "": no CHAP */
+	const char *chap_secret;   /* set when chap_user is */
+	uint32_t queue_depth;	   /* 0: default; commands in flight at once */
+	uint32_t cmd_timeout_ms;   /* 0: default */
+	uint32_t login_retries;	   /* extra attempts per (re)connect; 0: none
+				    (ISCSI_CONN_DEFAULT_LOGIN_RETRIES is
+				    the usual choice) */
 	uint32_t login_backoff_ms; /* 0: default; first pause, doubling */
 	uint32_t revive_interval_ms; /* 0: default; attempts while DOWN */
-	const char *name;	 /* for log messages, e.g. "srv2" */
+	const char *name;	     /* for log messages, e.g. "srv2" */
 };
 
 enum iscsi_conn_state {
@@ -98,10 +137,10 @@ enum iscsi_conn_state {
 };
 
 enum iscsi_cmd_op {
-	ISCSI_CMD_READ = 0, /* READ(16) into iov */
-	ISCSI_CMD_WRITE,    /* WRITE(16) from iov, FUA when cmd->fua */
-	ISCSI_CMD_SYNC,	    /* SYNCHRONIZE CACHE(16) of the whole LUN */
-	ISCSI_CMD_UNMAP,    /* UNMAP of lba..+nr_blocks (-EOPNOTSUPP when
+	ISCSI_CMD_READ = 0,	/* READ(16) into iov */
+	ISCSI_CMD_WRITE,	/* WRITE(16) from iov, FUA when cmd->fua */
+	ISCSI_CMD_SYNC,		/* SYNCHRONIZE CACHE(16) of the whole LUN */
+	ISCSI_CMD_UNMAP,	/* UNMAP of lba..+nr_blocks (-EOPNOTSUPP when
 			       the LUN does not support it) */
 	ISCSI_CMD_WRITE_ZEROES, /* WRITE SAME(16) of a zero block, or UNMAP
 				   when the LUN reads unmapped blocks as
@@ -116,33 +155,45 @@ struct iscsi_cmd {
 	enum iscsi_cmd_op op;
 	uint64_t lba;	    /* in the LUN's blocks */
 	uint32_t nr_blocks; /* READ/WRITE: iov's bytes / block size */
-	const struct iovec *iov; /* READ/WRITE; must outlive the command */
+	/*
+	 * READ/WRITE; must outlive the command and be writable: libiscsi
+	 * trims an entry in place around each readv/writev and restores it
+	 * before returning to the loop, so it is unchanged between passes.
+	 */
+	struct iovec *iov;
 	int iovcnt;
-	bool fua;
+	bool fua;     /* WRITE, WRITE_ZEROES: durable on completion */
+	bool no_hole; /* WRITE_ZEROES: allocate, never unmap */
 	iscsi_cmd_done_fn done;
 	void *opaque;
 
-	/* --- private to iscsi-conn.c ------------------------------------- */
-	TAILQ_ENTRY(iscsi_cmd) link;
+	/* --- private to iscsi-conn.c and iscsi-cmd.c ---------------------- */
+	TAILQ_ENTRY(iscsi_cmd) link;	 /* waiting, in-flight or done list */
+	TAILQ_ENTRY(iscsi_cmd) age_link; /* the conn's list by deadline */
 	struct iscsi_conn *conn;
 	void *task; /* the libiscsi scsi_task while issued */
 	uint64_t deadline_ns;
 	uint64_t start_ns;
 	uint32_t retries;
+	uint32_t zeroed; /* WRITE_ZEROES by WRITE(16): blocks done */
 	int state;
+	int step; /* WRITE_ZEROES: how it is being carried out */
 	int result;
+	bool expired;  /* deadline passed while issued */
+	bool reissued; /* lost with a session: counts in stats.reissued */
 };
 
 struct iscsi_conn_stats {
 	enum iscsi_conn_state state;
-	uint64_t reads, writes, syncs, unmaps; /* commands completed */
+	uint64_t reads, writes, syncs, unmaps; /* completed without error */
+	uint64_t write_zeroes;
 	uint64_t read_bytes, write_bytes;
-	uint64_t errors;      /* commands completed with an error */
-	uint64_t timeouts;    /* commands that hit their deadline */
-	uint64_t reissued;    /* commands issued again after a reconnect */
-	uint64_t reconnects;  /* sessions re-established */
+	uint64_t errors;     /* commands completed with an error */
+	uint64_t timeouts;   /* commands that hit their deadline */
+	uint64_t reissued;   /* commands issued again after a reconnect */
+	uint64_t reconnects; /* sessions re-established */
 	uint64_t login_failures;
-	uint32_t in_flight, queued, max_in_flight;
+	uint32_t in_flight, queued, max_in_flight; /* max: since create */
 	uint64_t latency_sum_us; /* over completed READ/WRITE commands */
 	uint64_t latency_max_us;
 };
@@ -151,8 +202,10 @@ struct iscsi_conn;
 
 /*
  * Create a connection and start connecting.  cfg's strings are copied.
- * 0 and *out, -EINVAL for a bad portal or target, -ENOMEM.  Never blocks:
- * an unreachable server shows up later as DOWN.
+ * 0 and *out, -EINVAL for a bad portal ("host", "host:port", "[v6]:port"),
+ * target (empty or over 223 bytes), queue depth or CHAP pair (a user
+ * without a secret), -ENOMEM.  Never blocks: an unreachable server shows
+ * up later as DOWN.
  */
 int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 		      struct iscsi_conn **out);
@@ -160,7 +213,11 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 /* Complete what is left with -ECANCELED, log out if UP, free. */
 void iscsi_conn_destroy(struct iscsi_conn *c);
 
-/* Queue cmd; cmd->done runs later, exactly once. */
+/*
+ * Queue cmd; cmd->done runs later, exactly once, from the event loop.  The
+ * caller fills op, lba, nr_blocks, iov/iovcnt, fua, no_hole, done, opaque
+ * and leaves cmd alone until done runs.
+ */
 void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
 
 enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c);
@@ -183,11 +240,13 @@ void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
 const char *iscsi_conn_state_name(enum iscsi_conn_state s);
 
 /*
- * Translate a finished SCSI status and sense (key, ASC/ASCQ) to -errno as
- * described above; *retry is set when the command may be retried.
- * Exposed for unit tests.
+ * Translate a finished SCSI status and sense to -errno as described above.
+ * status is the SCSI status byte (SCSI_STATUS_* of libiscsi), sense_key
+ * the sense key, ascq libiscsi's (ASC << 8 | ASCQ).  *retry is set (and
+ * the errno is the one to use once retries are exhausted) for NOT READY,
+ * UNIT ATTENTION and ABORTED COMMAND; BUSY and TASK SET FULL return
+ * -EAGAIN with *retry set.  Exposed for unit tests.
  */
-int iscsi_conn_status_errno(int status, int sense_key, int ascq,
-			    bool *retry);
+int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry);
 
 #endif

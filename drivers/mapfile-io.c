@@ -316,6 +316,63 @@ int stripe_map_write(const char *path, const struct stripe_map *m,
 	return ret;
 }
 
+/* Write text to the new file fd durably, under its lock. */
+static int write_locked_tmp(int fd, const char *tmp,
+			    const struct td_strbuf *text,
+			    struct stripe_map_error *err)
+{
+	int ret;
+
+	/* Nobody else knows this file yet: the lock cannot be contended. */
+	if (flock(fd, LOCK_EX | LOCK_NB))
+		return sys_fail(err, "cannot lock", tmp, errno);
+	ret = write_all(fd, text->data, text->len);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	return ret ? sys_fail(err, "cannot write", tmp, -ret) : 0;
+}
+
+int stripe_map_rewrite(const char *path, const struct stripe_map *m,
+		       int *lock_fd, struct stripe_map_error *err)
+{
+	char tmp[PATH_MAX];
+	struct td_strbuf text;
+	int fd = -1, ret;
+
+	memset(err, 0, sizeof(*err));
+	if (strlen(path) + TMP_SUFFIX_BYTES >= sizeof(tmp))
+		return sys_fail(err, "cannot write", path, ENAMETOOLONG);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	td_strbuf_init(&text);
+	ret = stripe_map_format(m, &text, err);
+	if (!ret) {
+		unlink(tmp); /* left by a crashed process with our pid */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			  FILE_MODE);
+		if (fd < 0)
+			ret = sys_fail(err, "cannot create", tmp, errno);
+	}
+	if (!ret)
+		ret = write_locked_tmp(fd, tmp, &text, err);
+	if (!ret && rename(tmp, path))
+		ret = sys_fail(err, "cannot rename over", path, errno);
+	td_strbuf_free(&text);
+	if (ret) {
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return ret;
+	}
+	/* The new inode is locked and in place: drop the old one's lock. */
+	stripe_map_close(*lock_fd);
+	*lock_fd = fd;
+	if ((ret = sync_dir(path)))
+		return sys_fail(err, "cannot sync the directory of", path,
+				-ret);
+	return 0;
+}
+
 int stripe_map_unlink(const char *path, int lock_fd)
 {
 	int ret = 0;

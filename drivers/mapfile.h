@@ -211,6 +211,20 @@ int stripe_map_write(const char *path, const struct stripe_map *m,
 		     struct stripe_map_error *err);
 
 /*
+ * Replace path, held open by this process with stripe_map_open (*lock_fd),
+ * with m, without ever releasing the exclusive lock: the temp file
+ * NAME.tmp.PID is written, locked, fsynced and renamed over NAME, the
+ * directory fsynced; then the old lock fd is closed and *lock_fd is the
+ * new file's (locked before the rename made it visible, so no opener can
+ * slip in).  Blocks on the disk: call it off the event loop.  0, -EINVAL
+ * when m fails stripe_map_check, else -errno of the failing system call
+ * (err says which); on an error before the rename the file and *lock_fd
+ * are unchanged, after it (the directory sync) the lock fd was swapped.
+ */
+int stripe_map_rewrite(const char *path, const struct stripe_map *m,
+		       int *lock_fd, struct stripe_map_error *err);
+
+/*
  * Remove a mapping file held open with stripe_map_open (so that nobody
  * opens it meanwhile), and make the removal durable (fsync of the
  * directory).  The lock is released.  0 or -errno.

@@ -83,6 +83,12 @@ static void drop_connection(struct master_client *c)
 	c->clnt = NULL;
 }
 
+void master_client_set_timeout(struct master_client *c, unsigned int timeout_ms)
+{
+	c->opts.timeout_ms =
+		timeout_ms ? timeout_ms : MASTER_CLIENT_DEFAULT_TIMEOUT_MS;
+}
+
 void master_client_close(struct master_client *c)
 {
 	if (!c)
@@ -382,4 +388,12 @@ int master_call_extent_list(struct master_client *c,
 	return master_client_call(c, MS_EXTENT_LIST,
 				  (xdrproc_t)xdr_ms_extent_list_args, a,
 				  MS_BODY_EXTENTS, rep);
+}
+
+int master_call_replica_state(struct master_client *c,
+			      const ms_replica_state_args *a, ms_reply *rep)
+{
+	return master_client_call(c, MS_REPLICA_STATE,
+				  (xdrproc_t)xdr_ms_replica_state_args, a,
+				  MS_BODY_REPLICA, rep);
 }

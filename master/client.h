@@ -1,7 +1,7 @@
 /*
  * client.h - talking to stripe-master (issue #5): used by stripe-ctl and
- * the benchmark today, by the stripe driver's resync later.  It depends on
- * libtirpc, never on the master's store.
+ * the benchmark and master/notify.c (tapdisk's stripe driver) today.  It
+ * depends on libtirpc, never on the master's store.
  *
  * Retries.  Sun RPC over TCP is at-least-once: a call that timed out may
  * still run on the master.  Every procedure of stripe.x is idempotent by
@@ -40,6 +40,13 @@ int master_client_open(const char *address,
 		       struct master_client **out);
 
 void master_client_close(struct master_client *c);
+
+/*
+ * The time allowed to each later attempt (connect, or call and reply);
+ * 0 restores the default.  For callers with a deadline (master/notify.c).
+ */
+void master_client_set_timeout(struct master_client *c,
+			       unsigned int timeout_ms);
 
 /* "HOST:PORT" as given (the port filled in). */
 const char *master_client_address(const struct master_client *c);
@@ -84,5 +91,8 @@ int master_call_vdisk_list(struct master_client *c, const ms_vdisk_list_args *a,
 			   ms_reply *rep);
 int master_call_extent_list(struct master_client *c,
 			    const ms_extent_list_args *a, ms_reply *rep);
+/* Body REPLICA: the replica's extent and its state after the call. */
+int master_call_replica_state(struct master_client *c,
+			      const ms_replica_state_args *a, ms_reply *rep);
 
 #endif

@@ -28,6 +28,7 @@ union ms_args {
 	ms_vdisk_id id;
 	ms_vdisk_list_args vdisk_list;
 	ms_extent_list_args extent_list;
+	ms_replica_state_args replica_state;
 };
 
 struct proc {
@@ -98,6 +99,12 @@ static int run_extent_list(struct master_store *st, const union ms_args *a,
 	return master_store_extent_list(st, &a->extent_list, rep);
 }
 
+static int run_replica_state(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_replica_state(st, &a->replica_state, rep);
+}
+
 static const struct proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
@@ -118,6 +125,9 @@ static const struct proc procs[] = {
 			   false, run_vdisk_list},
 	[MS_EXTENT_LIST] = {"extent_list", (xdrproc_t)xdr_ms_extent_list_args,
 			    false, run_extent_list},
+	[MS_REPLICA_STATE] = {"replica_state",
+			      (xdrproc_t)xdr_ms_replica_state_args, true,
+			      run_replica_state},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

@@ -266,8 +266,8 @@ static int allocated_query(struct master_store *st,
 #define SQL_ADD(...)                                                      \
 	q.len += (size_t)snprintf(q.text + q.len, sizeof(q.text) - q.len, \
 				  __VA_ARGS__)
-	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica FROM "
-		"allocations WHERE 1");
+	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica, stale "
+		"FROM allocations WHERE 1");
 	if (a->vdisk[0])
 		SQL_ADD(" AND vdisk_id = ?1");
 	if (a->has_cursor)
@@ -289,7 +289,11 @@ static int allocated_query(struct master_store *st,
 	return 0;
 }
 
-/* Append one entry; false when the page is full (then more is set). */
+/*
+ * Append one entry; false when the page is full (then more is set).  row
+ * (when not NULL) holds the owner's column, extent, replica and stale flag
+ * from column col on.
+ */
 static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
 		     u_int server, u_int idx, const char *vdisk,
 		     sqlite3_stmt *row, int col, int *ret)
@@ -309,6 +313,7 @@ static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
 		e->column = (u_int)sqlite3_column_int64(row, col);
 		e->extent = (u_int)sqlite3_column_int64(row, col + 1);
 		e->replica = (u_int)sqlite3_column_int64(row, col + 2);
+		e->stale = sqlite3_column_int(row, col + 3) != 0;
 	}
 	if (!e->vdisk)
 		*ret = -ENOMEM;

@@ -7,6 +7,9 @@
  * the answer to an allocation and to every later lookup is read back from
  * those rows by one function (build_vdisk), so a repeated allocation
  * returns exactly what the first one returned.
+ *
+ * MS_REPLICA_STATE sets the stale flag of one of those rows; lookups and
+ * listings report it.
  */
 #include "config.h"
 
@@ -61,6 +64,7 @@ static int build_extents(struct master_store *st, const char *id, size_t n,
 		e[got].server_id = (u_int)sqlite3_column_int64(s, 0);
 		e[got].offset_bytes =
 			(u_quad_t)sqlite3_column_int64(s, 1) * st->extent_bytes;
+		e[got].stale = sqlite3_column_int(s, 2) != 0;
 		v->extents.extents_len = (u_int)++got;
 	}
 	sqlite3_reset(s);
@@ -477,10 +481,112 @@ int master_store_vdisk_list(struct master_store *st,
 		v->columns = (u_int)sqlite3_column_int64(s, 1);
 		v->extents_per_column = (u_int)sqlite3_column_int64(s, 2);
 		v->replicas = (u_int)sqlite3_column_int64(s, 3);
+		v->stale_replicas = (u_int)sqlite3_column_int64(s, 4);
 		ret = v->id ? 0 : -ENOMEM;
 	}
 	sqlite3_reset(s);
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		ret = store_sql_fail(st, "vdisk list", rc);
 	return ret ? ret : master_reply_ok(rep, false);
+}
+
+/* --- replica state ---------------------------------------------------------- */
+
+static void bind_replica(sqlite3_stmt *s, const ms_replica_state_args *a)
+{
+	store_bind_text(s, 1, a->vdisk);
+	sqlite3_bind_int64(s, 2, a->column);
+	sqlite3_bind_int64(s, 3, a->extent);
+	sqlite3_bind_int64(s, 4, a->replica);
+}
+
+/* The replica's row as the reply's body; 1 found, 0 not, -errno. */
+static int replica_get(struct master_store *st, const ms_replica_state_args *a,
+		       ms_extent_entry *e)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_REPLICA_GET);
+	int rc;
+
+	bind_replica(s, a);
+	if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+		sqlite3_reset(s);
+		return rc == SQLITE_DONE ? 0
+					 : store_sql_fail(st, "replica", rc);
+	}
+	e->server_id = (u_int)sqlite3_column_int64(s, 0);
+	e->index = (u_int)sqlite3_column_int64(s, 1);
+	e->offset_bytes = (u_quad_t)e->index * st->extent_bytes;
+	e->stale = sqlite3_column_int(s, 2) != 0;
+	e->column = a->column;
+	e->extent = a->extent;
+	e->replica = a->replica;
+	sqlite3_reset(s);
+	return (e->vdisk = master_strdup(a->vdisk)) ? 1 : -ENOMEM;
+}
+
+/* The disk exists and the slot lies inside it, or a reply says why not. */
+static int check_replica_args(struct master_store *st,
+			      const ms_replica_state_args *a, ms_reply *rep,
+			      bool *ok)
+{
+	struct shape have;
+	int ret;
+
+	*ok = false;
+	if (!master_vdisk_id_ok(a->vdisk))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a vdisk id is 1-%d of "
+					 "[A-Za-z0-9._-]",
+					 MS_VDISK_ID_MAX);
+	if ((ret = vdisk_get(st, a->vdisk, &have)) < 0)
+		return ret;
+	if (!ret)
+		return master_reply_fail(rep, MS_ENOENT,
+					 "no vdisk %s: see 'stripe-ctl vdisk "
+					 "list'",
+					 a->vdisk);
+	if (a->column >= have.columns || a->extent >= have.extents_per_column ||
+	    a->replica >= have.replicas)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"vdisk %s has %u columns x %u extents x %u replicas: "
+			"column %u extent %u replica %u is not one of them "
+			"(they count from 0)",
+			a->vdisk, have.columns, have.extents_per_column,
+			have.replicas, a->column, a->extent, a->replica);
+	*ok = true;
+	return 0;
+}
+
+int master_store_replica_state(struct master_store *st,
+			       const ms_replica_state_args *a, ms_reply *rep)
+{
+	ms_extent_entry *e = &rep->body.ms_body_u.replica;
+	sqlite3_stmt *s;
+	bool ok;
+	int ret = check_replica_args(st, a, rep, &ok);
+
+	if (ret || !ok)
+		return ret;
+	rep->body.kind = MS_BODY_REPLICA;
+	if ((ret = replica_get(st, a, e)) <= 0) {
+		if (!ret)
+			td_err("vdisk %s has no row for column %u extent %u "
+			       "replica %u: run stripe-master --check",
+			       a->vdisk, a->column, a->extent, a->replica);
+		return ret ? ret : -EIO;
+	}
+	if (e->stale == (a->stale != 0)) /* a retry, or a repeat */
+		return master_reply_ok(rep, false);
+	s = store_stmt(st, ST_REPLICA_SET);
+	bind_replica(s, a);
+	sqlite3_bind_int(s, 5, a->stale != 0);
+	if ((ret = store_exec(st, s, "replica state")))
+		return ret;
+	e->stale = a->stale != 0;
+	td_info("vdisk %s column %u extent %u replica %u (server %u extent "
+		"%u): %s",
+		a->vdisk, a->column, a->extent, a->replica, e->server_id,
+		e->index, e->stale ? "stale" : "ok");
+	return master_reply_ok(rep, true);
 }

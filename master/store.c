@@ -20,7 +20,9 @@
 #define DB_CHUNK_BYTES	  (8 << 20) /* growth step of the database file */
 
 /*
- * Schema version 1.
+ * Schema version 1, as first created; migrations[] below brings it to
+ * MASTER_SCHEMA_VERSION.  A new database is made the same way (version 1,
+ * then every migration), so a new and an upgraded database never differ.
  *
  * The extents of a server are the implicit array idx = 0 .. nr_extents-1
  * (extent idx starts at byte idx * E of the LUN).  An extent's allocation
@@ -78,6 +80,22 @@ static const char schema_sql[] =
 	" PRIMARY KEY (server_id, idx)"
 	") WITHOUT ROWID;";
 
+/*
+ * migrations[v] turns schema v into v + 1, inside the transaction that
+ * opens the database (all of it or none is applied).
+ *
+ * 1 -> 2: a replica's state (issue #6).  allocations.stale is 1 when the
+ * replica missed writes (MS_REPLICA_STATE); the partial index holds only
+ * those rows, so counting a disk's stale replicas costs nothing while
+ * none are.
+ */
+static const char *const migrations[MASTER_SCHEMA_VERSION] = {
+	[1] = "ALTER TABLE allocations ADD COLUMN"
+	      " stale INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1));"
+	      "CREATE INDEX allocations_stale ON allocations (vdisk_id)"
+	      " WHERE stale = 1;",
+};
+
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_BEGIN] = "BEGIN IMMEDIATE",
 	[ST_COMMIT] = "COMMIT",
@@ -116,7 +134,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_VDISK_INSERT] = "INSERT INTO vdisks (id, columns,"
 			    " extents_per_column, replicas)"
 			    " VALUES (?1, ?2, ?3, ?4)",
-	[ST_VDISK_EXTENTS] = "SELECT server_id, idx FROM allocations"
+	[ST_VDISK_EXTENTS] = "SELECT server_id, idx, stale FROM allocations"
 			     " WHERE vdisk_id = ?1 ORDER BY col, ext, replica",
 	[ST_SERVER_BY_ID] =
 		"SELECT " STORE_SERVER_COLS " FROM servers WHERE id = ?1",
@@ -130,11 +148,19 @@ static const char *const stmt_sql[ST_COUNT] = {
 				 " WHERE vdisk_id = ?1",
 	[ST_VDISK_FREE] = "DELETE FROM allocations WHERE vdisk_id = ?1",
 	[ST_VDISK_DELETE] = "DELETE FROM vdisks WHERE id = ?1",
-	[ST_VDISK_LIST] = "SELECT id, columns, extents_per_column, replicas"
-			  " FROM vdisks WHERE id > ?1 ORDER BY id LIMIT ?2",
-	[ST_SERVER_ALLOCS_FROM] = "SELECT idx, vdisk_id, col, ext, replica"
-				  " FROM allocations WHERE server_id = ?1"
+	[ST_VDISK_LIST] = "SELECT id, columns, extents_per_column, replicas,"
+			  " (SELECT count(*) FROM allocations a WHERE"
+			  " a.vdisk_id = v.id AND a.stale = 1)"
+			  " FROM vdisks v WHERE id > ?1 ORDER BY id LIMIT ?2",
+	[ST_SERVER_ALLOCS_FROM] = "SELECT idx, vdisk_id, col, ext, replica,"
+				  " stale FROM allocations WHERE server_id = ?1"
 				  " AND idx >= ?2 ORDER BY idx",
+	[ST_REPLICA_GET] = "SELECT server_id, idx, stale FROM allocations"
+			   " WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
+			   " AND replica = ?4",
+	[ST_REPLICA_SET] = "UPDATE allocations SET stale = ?5"
+			   " WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
+			   " AND replica = ?4",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"
@@ -303,10 +329,34 @@ static int64_t query_int(struct master_store *st, const char *sql)
 	return v;
 }
 
+/*
+ * Bring a database of schema version (1 or more) to the current one; say
+ * so in the log when it held data already (not when just created).
+ */
+static int migrate(struct master_store *st, int64_t version, bool upgrade,
+		   char *msg, size_t len)
+{
+	char sql[96];
+	int ret;
+
+	for (int64_t v = version; v < MASTER_SCHEMA_VERSION; v++) {
+		snprintf(sql, sizeof(sql),
+			 "UPDATE meta SET schema_version = %" PRId64, v + 1);
+		if ((ret = exec_sql(st, migrations[v], msg, len)) ||
+		    (ret = exec_sql(st, sql, msg, len)))
+			return ret;
+		if (upgrade)
+			td_info("%s: schema %" PRId64 " upgraded to %" PRId64,
+				st->path, v, v + 1);
+	}
+	return 0;
+}
+
 /* Create the schema in an empty database, or read and check meta. */
 static int load_meta(struct master_store *st, uint64_t extent_bytes, char *msg,
 		     size_t len)
 {
+	bool created = false;
 	char sql[128];
 	int64_t version, e;
 	int ret;
@@ -315,20 +365,27 @@ static int load_meta(struct master_store *st, uint64_t extent_bytes, char *msg,
 		if ((ret = exec_sql(st, schema_sql, msg, len)))
 			return ret;
 		snprintf(sql, sizeof(sql),
-			 "INSERT INTO meta VALUES (1, %d, %" PRIu64 ")",
-			 MASTER_SCHEMA_VERSION,
+			 "INSERT INTO meta VALUES (1, 1, %" PRIu64 ")",
 			 extent_bytes ? extent_bytes
 				      : (uint64_t)MASTER_DEFAULT_EXTENT_BYTES);
 		if ((ret = exec_sql(st, sql, msg, len)))
 			return ret;
+		created = true;
 	}
 	version = query_int(st, "SELECT schema_version FROM meta");
 	e = query_int(st, "SELECT extent_size_bytes FROM meta");
-	if (version != MASTER_SCHEMA_VERSION || e <= 0) {
+	if (version > MASTER_SCHEMA_VERSION && e > 0) {
 		snprintf(msg, len,
-			 "%s is not a stripe-master database of schema %d: "
-			 "give another --db",
-			 st->path, MASTER_SCHEMA_VERSION);
+			 "%s has schema %" PRId64 ", newer than this "
+			 "stripe-master's %d: run the newer stripe-master",
+			 st->path, version, MASTER_SCHEMA_VERSION);
+		return -EINVAL;
+	}
+	if (version < 1 || e <= 0) {
+		snprintf(msg, len,
+			 "%s is not a stripe-master database: give another "
+			 "--db",
+			 st->path);
 		return -EINVAL;
 	}
 	if (extent_bytes && (uint64_t)e != extent_bytes) {
@@ -339,6 +396,8 @@ static int load_meta(struct master_store *st, uint64_t extent_bytes, char *msg,
 			 st->path, e, extent_bytes);
 		return -EINVAL;
 	}
+	if ((ret = migrate(st, version, !created, msg, len)))
+		return ret;
 	st->extent_bytes = (uint64_t)e;
 	return 0;
 }

@@ -19,8 +19,10 @@
  * Schema (SQL and its reasons in store.c): servers (one row per registered
  * LUN: its extents are the implicit array 0 .. nr_extents-1), vdisks (id,
  * geometry), allocations (one row per locked extent, holding the disk and
- * the extent's place in it; UNIQUE (server_id, idx) means one owner per
- * extent), released (extents handed out once and free again).
+ * the extent's place in it and whether that replica is stale; UNIQUE
+ * (server_id, idx) means one owner per extent), released (extents handed
+ * out once and free again).  A database of an older schema is upgraded
+ * when opened, in one transaction.
  *
  * Procedures fill an ms_reply: status, message, body.  They return 0 when
  * the reply is set, whatever its status, and -errno when the store itself
@@ -40,7 +42,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    1
+#define MASTER_SCHEMA_VERSION	    2
 
 struct master_store;
 
@@ -93,6 +95,8 @@ int master_store_vdisk_list(struct master_store *st,
 			    const ms_vdisk_list_args *a, ms_reply *rep);
 int master_store_extent_list(struct master_store *st,
 			     const ms_extent_list_args *a, ms_reply *rep);
+int master_store_replica_state(struct master_store *st,
+			       const ms_replica_state_args *a, ms_reply *rep);
 
 /*
  * Check every invariant the schema cannot express alone, and the ones it

@@ -1,7 +1,8 @@
 /*
- * blkif-int.h - what blkif.c (the ring: consume, submit, respond) and
- * blkif-parse.c (one request: validate, plan, build iovecs) share.  Not
- * for other modules.
+ * blkif-int.h - what blkif.c (the request path: consume, submit,
+ * respond), blkif-ring.c (create, stop, quiesce, destroy) and blkif-parse.c
+ * (one request: validate, plan, build iovecs) share.  Not for other
+ * modules.
  */
 #ifndef TAPSTRIPE_BLKIF_INT_H
 #define TAPSTRIPE_BLKIF_INT_H
@@ -99,8 +100,10 @@ struct blkif_ring {
 	struct blkif_slot *barrier;
 
 	/* Either one: the shared ring is never read or written again. */
-	bool dead;	/* the frontend broke the protocol */
-	bool stopped;	/* blkif_ring_stop() */
+	bool dead;    /* the frontend broke the protocol */
+	bool stopped; /* blkif_ring_stop() */
+	/* blkif_ring_quiesce(): take nothing more, answer what was taken. */
+	bool quiescing;
 	bool consuming; /* inside blkif_ring_kick: no re-entry */
 	struct td_hook respond_hook;
 	struct td_defer kick_defer;
@@ -121,6 +124,16 @@ struct blkif_ring {
 int16_t blkif_parse_request(struct blkif_ring *ring,
 			    const struct blkif_request *req,
 			    struct blkif_slot *slot);
+
+/*
+ * blkif.c, for blkif-ring.c.  blkif_slot_done queues the slot's response
+ * for the pass-end hook, blkif_ring_respond (registered by create); after
+ * a stop or quiesce, blkif_ring_check_drained defers the drained callback
+ * once no slot is busy.
+ */
+void blkif_slot_done(struct blkif_slot *slot, int16_t status);
+void blkif_ring_respond(struct td_hook *h, void *opaque);
+void blkif_ring_check_drained(struct blkif_ring *ring);
 
 /*
  * blkif-abi.c: slots of the shared ring in the ring's protocol ABI.  The

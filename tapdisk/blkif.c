@@ -1,5 +1,6 @@
 /*
- * blkif.c - the blkif ring: consume requests, run them on the vbd, answer.
+ * blkif.c - the blkif request path: consume requests, run them on the
+ * vbd, answer.  Creating, stopping and quiescing a ring: blkif-ring.c.
  *
  * Consumption (blkif_ring_kick): read req_prod once, then a read barrier,
  * then copy each slot once into a local request (blkif_abi_copy_request) and
@@ -32,48 +33,6 @@
 #include <string.h>
 
 #include "tapdisk/blkif-int.h"
-
-/* --- configuration ------------------------------------------------------- */
-
-void blkif_config_init(struct blkif_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->max_ring_order = BLKIF_DEFAULT_MAX_RING_ORDER;
-	cfg->max_indirect_segments = BLKIF_MAX_INDIRECT_SEGMENTS;
-}
-
-int blkif_config_check(const struct blkif_config *cfg)
-{
-	if (cfg->max_ring_order > BLKIF_MAX_RING_ORDER) {
-		td_err("blkif: max ring order %" PRIu32 " is above %d",
-		       cfg->max_ring_order, BLKIF_MAX_RING_ORDER);
-		return -EINVAL;
-	}
-	if (cfg->max_indirect_segments < BLKIF_NO_INDIRECT ||
-	    cfg->max_indirect_segments > BLKIF_MAX_INDIRECT_SEGMENTS) {
-		td_err("blkif: max indirect segments %" PRIu32
-		       " is not in %d..%zu (%d: no indirect requests)",
-		       cfg->max_indirect_segments, BLKIF_NO_INDIRECT,
-		       BLKIF_MAX_INDIRECT_SEGMENTS, BLKIF_NO_INDIRECT);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-void blkif_get_features(const struct blkif_config *cfg,
-			const struct td_vbd *vbd, struct blkif_features *out)
-{
-	const struct td_disk_info *info = td_vbd_get_info(vbd);
-
-	memset(out, 0, sizeof(*out));
-	out->max_ring_page_order = cfg->max_ring_order;
-	if (cfg->max_indirect_segments > BLKIF_NO_INDIRECT)
-		out->max_indirect_segments = cfg->max_indirect_segments;
-	out->flush_cache = info->features & TD_FEAT_FLUSH;
-	out->discard = (info->features & TD_FEAT_DISCARD) && !info->read_only;
-	out->discard_secure = out->discard && cfg->feature_secure_discard &&
-			      (info->features & TD_FEAT_WRITE_ZEROES);
-}
 
 /* --- the shared ring, by protocol ABI ------------------------------------- */
 
@@ -116,7 +75,7 @@ static void ring_resume(struct blkif_ring *ring)
 static void slot_submit(struct blkif_slot *slot);
 
 /* Queue the response; the pass-end hook writes it. */
-static void slot_done(struct blkif_slot *slot, int16_t status)
+void blkif_slot_done(struct blkif_slot *slot, int16_t status)
 {
 	struct blkif_ring *ring = slot->ring;
 
@@ -131,8 +90,8 @@ static void slot_done(struct blkif_slot *slot, int16_t status)
 static void slot_fail(struct blkif_slot *slot, int err)
 {
 	slot->ring->stats.io_errors++;
-	slot_done(slot,
-		  err == -EOPNOTSUPP ? BLKIF_RSP_EOPNOTSUPP : BLKIF_RSP_ERROR);
+	blkif_slot_done(slot, err == -EOPNOTSUPP ? BLKIF_RSP_EOPNOTSUPP
+						 : BLKIF_RSP_ERROR);
 }
 
 /* A barrier starts once nothing else of its ring is in the vbd. */
@@ -166,7 +125,7 @@ static void slot_io_done(struct td_vbd_io *io, int err)
 	else if (slot_advance(slot))
 		slot_submit(slot);
 	else
-		slot_done(slot, BLKIF_RSP_OKAY);
+		blkif_slot_done(slot, BLKIF_RSP_OKAY);
 	ring_start_barrier(ring);
 }
 
@@ -226,7 +185,7 @@ static void slot_start(struct blkif_slot *slot)
 		slot_submit(slot);
 		return;
 	}
-	/* Consumption waits until slot_done clears ring->barrier. */
+	/* Consumption waits until blkif_slot_done clears ring->barrier. */
 	ring->barrier = slot;
 	ring_start_barrier(ring);
 }
@@ -320,7 +279,7 @@ static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
 	}
 	status = blkif_parse_request(ring, &req, slot);
 	if (status != BLKIF_RSP_OKAY) {
-		slot_done(slot, status);
+		blkif_slot_done(slot, status);
 	} else {
 		/* Started by ring_start_ready at the end of the pass. */
 		TAILQ_INSERT_TAIL(&ring->ready, slot, link);
@@ -332,7 +291,8 @@ static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
 /* A barrier waiting on the ready list stops consumption as one running. */
 static bool ring_can_take(const struct blkif_ring *ring)
 {
-	return ring_live(ring) && !ring->barrier && !ring->ready_barrier;
+	return ring_live(ring) && !ring->quiescing && !ring->barrier &&
+	       !ring->ready_barrier;
 }
 
 /*
@@ -401,7 +361,7 @@ static void ring_start_ready(struct blkif_ring *ring)
 	while ((slot = TAILQ_FIRST(&ring->ready))) {
 		TAILQ_REMOVE(&ring->ready, slot, link);
 		if (!live)
-			slot_done(slot, BLKIF_RSP_ERROR);
+			blkif_slot_done(slot, BLKIF_RSP_ERROR);
 		else if (ring->copying && ring->batch_errs[n++])
 			slot_fail(slot, ring->batch_errs[n - 1]);
 		else
@@ -434,9 +394,10 @@ static void ring_drained(struct td_defer *d, void *opaque)
 		cb(ring, ring->drained_opaque); /* may destroy the ring */
 }
 
-static void ring_check_drained(struct blkif_ring *ring)
+void blkif_ring_check_drained(struct blkif_ring *ring)
 {
-	if (ring->stopped && ring->drained_cb && !ring->nr_busy)
+	if ((ring->stopped || ring->quiescing) && ring->drained_cb &&
+	    !ring->nr_busy)
 		td_loop_defer(ring->loop, &ring->drained_defer, ring_drained,
 			      ring);
 }
@@ -475,7 +436,7 @@ static void ring_copy_out(struct blkif_ring *ring)
 }
 
 /* Pass-end hook: every response of this pass, one push, one notify. */
-static void ring_respond(struct td_hook *h, void *opaque)
+void blkif_ring_respond(struct td_hook *h, void *opaque)
 {
 	struct blkif_ring *ring = opaque;
 	bool live = ring_live(ring);
@@ -499,194 +460,5 @@ static void ring_respond(struct td_hook *h, void *opaque)
 			ring->ops->notify(ring->opaque);
 		}
 	}
-	ring_check_drained(ring);
-}
-
-/* --- life of a ring ------------------------------------------------------- */
-
-static int ring_check_params(const struct blkif_config *cfg,
-			     const struct blkif_ring_params *p)
-{
-	const struct blkif_transport_ops *ops = p->ops;
-
-	if (blkif_config_check(cfg))
-		return -EINVAL;
-	if (p->ring_order > cfg->max_ring_order) {
-		td_err("blkif: ring order %" PRIu32 " is above the %" PRIu32
-		       " offered",
-		       p->ring_order, cfg->max_ring_order);
-		return -EINVAL;
-	}
-	if (p->protocol != BLKIF_PROTOCOL_NATIVE &&
-	    p->protocol != BLKIF_PROTOCOL_X86_32) {
-		td_err("blkif: unknown protocol %d", (int)p->protocol);
-		return -EINVAL;
-	}
-	if (ops &&
-	    (!ops->reserve + !ops->copy_in + !ops->copy_out + !ops->release) %
-		    4) {
-		td_err("blkif: reserve, copy_in, copy_out and release go "
-		       "together: all four or none");
-		return -EINVAL;
-	}
-	if (!p->sring || !ops || !ops->map_segment || !ops->notify ||
-	    !ops->fatal ||
-	    (cfg->max_indirect_segments > BLKIF_NO_INDIRECT &&
-	     !ops->copy_indirect)) {
-		td_err("blkif: no shared ring or a required transport op");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int ring_alloc_slots(struct blkif_ring *ring)
-{
-	uint32_t size = RING_SIZE(&ring->back);
-
-	ring->slots = calloc(size, sizeof(*ring->slots));
-	if (!ring->slots)
-		return -ENOMEM;
-	TAILQ_INIT(&ring->free);
-	TAILQ_INIT(&ring->done);
-	TAILQ_INIT(&ring->ready);
-	if (ring->copying) {
-		ring->batch_tags = calloc(size, sizeof(*ring->batch_tags));
-		ring->batch_errs = calloc(size, sizeof(*ring->batch_errs));
-		if (!ring->batch_tags || !ring->batch_errs)
-			return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < size; i++) {
-		ring->slots[i].ring = ring;
-		TAILQ_INSERT_TAIL(&ring->free, &ring->slots[i], link);
-	}
-	return 0;
-}
-
-/* One block: for each buffer, its descriptors then its iovecs. */
-static int ring_alloc_ibufs(struct blkif_ring *ring, uint32_t count)
-{
-	size_t nsegs = ring->max_indirect_segments;
-	size_t stride = nsegs * (sizeof(struct blkif_request_segment) +
-				 sizeof(struct iovec));
-	char *mem;
-
-	if (!nsegs)
-		return 0;
-	ring->ibufs = calloc(count, sizeof(*ring->ibufs));
-	ring->ibuf_mem = calloc(count, stride);
-	if (!ring->ibufs || !ring->ibuf_mem)
-		return -ENOMEM;
-	mem = ring->ibuf_mem;
-	for (uint32_t i = count; i-- > 0;) {
-		struct blkif_ibuf *b = &ring->ibufs[i];
-
-		b->segs = (struct blkif_request_segment *)(mem + i * stride);
-		b->iov = (struct iovec *)(mem + i * stride +
-					  nsegs * sizeof(*b->segs));
-		b->next = ring->ibuf_free;
-		ring->ibuf_free = b;
-	}
-	return 0;
-}
-
-static void ring_free(struct blkif_ring *ring)
-{
-	free(ring->slots);
-	free(ring->batch_tags);
-	free(ring->batch_errs);
-	free(ring->ibufs);
-	free(ring->ibuf_mem);
-	free(ring);
-}
-
-static uint32_t ring_ibuf_count(const struct blkif_config *cfg, uint32_t size)
-{
-	uint32_t n = cfg->indirect_buffers ? cfg->indirect_buffers
-					   : BLKIF_DEFAULT_INDIRECT_BUFFERS;
-
-	return n < size ? n : size;
-}
-
-int blkif_ring_create(struct td_vbd *vbd, const struct blkif_config *cfg,
-		      const struct blkif_ring_params *params,
-		      struct blkif_ring **out)
-{
-	struct blkif_ring *ring;
-	int err = ring_check_params(cfg, params);
-
-	if (err)
-		return err;
-	ring = calloc(1, sizeof(*ring));
-	if (!ring)
-		return -ENOMEM;
-	ring->vbd = vbd;
-	ring->loop = td_vbd_loop(vbd);
-	ring->ops = params->ops;
-	ring->opaque = params->opaque;
-	ring->queue = params->queue;
-	ring->protocol = params->protocol;
-	ring->copying = params->ops->reserve != NULL;
-	if (cfg->max_indirect_segments > BLKIF_NO_INDIRECT)
-		ring->max_indirect_segments = cfg->max_indirect_segments;
-	ring->secure_discard = cfg->feature_secure_discard;
-	ring->read_only = cfg->read_only;
-	BACK_RING_INIT(&ring->back, (blkif_sring_t *)params->sring,
-		       (size_t)BLKIF_PAGE_SIZE << params->ring_order);
-	/* The indices are the same in every ABI; the slot count is not. */
-	ring->back.nr_ents = blkif_abi_ring_size(params->protocol,
-						 (size_t)BLKIF_PAGE_SIZE
-							 << params->ring_order);
-	err = ring_alloc_slots(ring);
-	if (!err)
-		err = ring_alloc_ibufs(
-			ring, ring_ibuf_count(cfg, RING_SIZE(&ring->back)));
-	if (err) {
-		ring_free(ring);
-		return err;
-	}
-	td_loop_add_hook(ring->loop, &ring->respond_hook, ring_respond, ring);
-	*out = ring;
-	return 0;
-}
-
-int blkif_ring_stop(struct blkif_ring *ring, blkif_drained_cb cb, void *opaque)
-{
-	if (ring->stopped)
-		return -EALREADY;
-	ring->stopped = true;
-	ring->drained_cb = cb;
-	ring->drained_opaque = opaque;
-	td_loop_defer_cancel(ring->loop, &ring->kick_defer);
-	/* A barrier still draining never reached the vbd: drop it. */
-	if (ring->barrier && !ring->nr_active)
-		slot_done(ring->barrier, BLKIF_RSP_ERROR);
-	ring_check_drained(ring);
-	return 0;
-}
-
-int blkif_ring_destroy(struct blkif_ring *ring)
-{
-	if (ring->nr_busy)
-		return -EBUSY;
-	td_loop_del_hook(&ring->respond_hook);
-	td_loop_defer_cancel(ring->loop, &ring->kick_defer);
-	td_loop_defer_cancel(ring->loop, &ring->drained_defer);
-	ring_free(ring);
-	return 0;
-}
-
-uint32_t blkif_ring_size(const struct blkif_ring *ring)
-{
-	return RING_SIZE(&ring->back);
-}
-
-bool blkif_ring_dead(const struct blkif_ring *ring)
-{
-	return ring->dead;
-}
-
-void blkif_ring_get_stats(const struct blkif_ring *ring,
-			  struct blkif_ring_stats *out)
-{
-	*out = ring->stats;
+	blkif_ring_check_drained(ring);
 }

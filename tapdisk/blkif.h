@@ -217,6 +217,13 @@ struct blkif_ring_params {
 	uint32_t ring_order; /* negotiated; <= cfg->max_ring_order */
 	enum blkif_protocol protocol;
 	uint32_t queue; /* queue index (multi-queue), for logs */
+	/*
+	 * false: a fresh ring (SHARED_RING_INIT), taken from index 0.
+	 * true: a ring another backend served and quiesced
+	 * (blkif_ring_quiesce): taken from its rsp_prod, where the requests
+	 * nobody took begin.
+	 */
+	bool resume;
 	const struct blkif_transport_ops *ops;
 	void *opaque;
 };
@@ -270,6 +277,19 @@ void blkif_ring_kick(struct blkif_ring *ring);
  */
 typedef void (*blkif_drained_cb)(struct blkif_ring *ring, void *opaque);
 int blkif_ring_stop(struct blkif_ring *ring, blkif_drained_cb cb, void *opaque);
+
+/*
+ * Stop taking requests but answer every one already taken; cb(ring,
+ * opaque) runs once, from the event loop, when the last response is
+ * pushed.  The shared ring is then consistent (rsp_prod == req_cons) and
+ * the requests still on it are untouched: another backend can resume it
+ * (blkif_ring_params.resume).  The transport keeps the ring mapped and its
+ * notifications working until cb.  Returns -EALREADY when already stopped
+ * or quiescing.  blkif_ring_stop() still works on a quiescing ring (the
+ * frontend went away meanwhile): no more responses, the same cb.
+ */
+int blkif_ring_quiesce(struct blkif_ring *ring, blkif_drained_cb cb,
+		       void *opaque);
 
 /* Free the ring.  Returns -EBUSY while a request is in flight. */
 int blkif_ring_destroy(struct blkif_ring *ring);

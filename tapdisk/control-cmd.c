@@ -223,6 +223,47 @@ static int cmd_destroy(struct ctl_client *c, struct ctl_req *req)
 	return CTL_DEFERRED;
 }
 
+/* The first line of text, printable ASCII only, as an ERR message. */
+static void ctl_msg_from(struct ctl_req *req, const struct td_strbuf *text)
+{
+	const char *t = td_strbuf_str(text);
+	size_t n = 0;
+
+	for (; t[n] && t[n] != '\n' && n + 1 < sizeof(req->msg); n++)
+		req->msg[n] = (t[n] >= 0x20 && t[n] < 0x7f) ? t[n] : ' ';
+	req->msg[n] = '\0';
+	if (!n)
+		snprintf(req->msg, sizeof(req->msg), "the driver refused");
+}
+
+/* "driver NAME WORD...": a command for one driver of the chain. */
+static int cmd_driver(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_strbuf out;
+	int err;
+
+	if (req->argc < 3) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "usage: driver NAME WORD... (e.g. driver stripe "
+			 "status)");
+		return -EINVAL;
+	}
+	td_strbuf_init(&out);
+	err = td_vbd_driver_control(c->ctl->vbd, req->argv[1], req->argc - 2,
+				    req->argv + 2, &out);
+	if (!err && td_strbuf_error(&out))
+		err = -ENOMEM;
+	if (err) {
+		ctl_msg_from(req, &out);
+	} else {
+		td_strbuf_append(req->payload, out.data, out.len);
+		if (out.len && out.data[out.len - 1] != '\n')
+			td_strbuf_puts(req->payload, "\n");
+	}
+	td_strbuf_free(&out);
+	return err;
+}
+
 static int cmd_help(struct ctl_client *c, struct ctl_req *req);
 
 static const struct ctl_command {
@@ -242,6 +283,9 @@ static const struct ctl_command {
 	{"resume", "resume", "release the held I/O", 0, false, cmd_resume},
 	{"destroy", "destroy", "flush, close and exit; reply at the end", 0,
 	 true, cmd_destroy},
+	{"driver", "driver NAME WORD...",
+	 "a command for driver NAME of the chain", TD_CTL_MAX_ARGS - 1, false,
+	 cmd_driver},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

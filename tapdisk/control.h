@@ -45,8 +45,13 @@
  *                     frontends, finish and flush every acknowledged
  *                     write, close the disk; the reply comes at the end
  *                     and the process exits right after it
+ *   driver NAME WORD...
+ *                     a command for the driver NAME of the chain (its
+ *                     ->control op, driver.h), e.g. "driver stripe
+ *                     resync 50M"; ENOENT when the chain has no such
+ *                     driver, EOPNOTSUPP when it takes no commands
  * While the process shuts down only help, info, stats and destroy work;
- * pause and resume answer ESHUTDOWN.
+ * pause, resume and driver answer ESHUTDOWN.
  */
 #ifndef TAPSTRIPE_CONTROL_H
 #define TAPSTRIPE_CONTROL_H

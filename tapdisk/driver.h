@@ -159,6 +159,18 @@ struct td_driver_ops {
 	 */
 	void (*report_json)(struct td_driver *drv, struct td_json *j);
 	void (*report_text)(struct td_driver *drv, struct td_strbuf *sb);
+
+	/*
+	 * Optional.  A command for this driver from the control socket
+	 * ("driver NAME WORD...", tap-ctl driver): argv holds the words
+	 * after the driver's name, argc >= 1.  Runs in the event loop and
+	 * must not block: long work (a resync) is started here and shows its
+	 * progress through report_json/report_text.  Returns 0 with the
+	 * reply text in out, or -errno with a one-line reason in out (sent
+	 * as the ERR message).  NULL: the core answers -EOPNOTSUPP.
+	 */
+	int (*control)(struct td_driver *drv, int argc, char **argv,
+		       struct td_strbuf *out);
 };
 
 /* Complete a request given to ->submit.  Exactly once; err 0 or -errno. */

@@ -1,8 +1,11 @@
 /*
  * stats.c - names and histogram arithmetic for the vbd statistics, and the
- * drivers' own reports.
+ * drivers' own reports and control commands.
  */
 #include "config.h"
+
+#include <errno.h>
+#include <string.h>
 
 #include "tapdisk/vbd-int.h"
 #include "tapdisk/vbd.h"
@@ -123,4 +126,24 @@ void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb)
 		td_strbuf_printf(sb, "\ndriver %s\n", drv->ops->name);
 		drv->ops->report_text(drv, sb);
 	}
+}
+
+int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
+			  char **argv, struct td_strbuf *out)
+{
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (strcmp(drv->ops->name, name))
+			continue;
+		if (!drv->ops->control) {
+			td_strbuf_printf(out, "driver %s takes no commands",
+					 name);
+			return -EOPNOTSUPP;
+		}
+		return drv->ops->control(drv, argc, argv, out);
+	}
+	td_strbuf_printf(out, "no driver '%.64s' in the chain %.200s", name,
+			 vbd->chain);
+	return -ENOENT;
 }

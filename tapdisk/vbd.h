@@ -131,6 +131,15 @@ const char *td_stat_name(enum td_stat stat);
 void td_vbd_report_drivers_json(struct td_vbd *vbd, struct td_json *j);
 void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb);
 
+/*
+ * Pass a control command to the driver of the chain named name (the top
+ * one when the chain names it twice): its ->control's result, or -ENOENT
+ * when the chain has no such driver and -EOPNOTSUPP when it takes no
+ * commands, with a one-line reason in out.
+ */
+int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
+			  char **argv, struct td_strbuf *out);
+
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);
 uint32_t td_seg_bucket_max(unsigned int bucket);

@@ -15,10 +15,27 @@
  *   Initialised/Conn.   in InitWait: read the ring keys, connect: Connected
  *                       (bad keys: "error" node, Closing)
  *   Closing             disconnect; Closing
- *   Closed/Unknown      disconnect; Closed once drained
+ *   Closed              disconnect; Closed once drained, then InitWait
+ *                       again for a frontend that comes back
+ *   Unknown (gone)      disconnect; Closed once drained
  *   online=0            connected: Closing (the frontend closes, above);
  *                       not connected: Closed
  *   directory removed   disconnect, forget the device
+ *
+ * Handing a device over to another tapdisk (tap-ctl release, or attach of
+ * a device another tapdisk serves), with the guest connected throughout:
+ *   tapstripe-pid no longer names us   quiesce the ring (answer every
+ *                       request taken, take no more), unmap it, unbind the
+ *                       channel, write tapstripe-owner 0 and forget the
+ *                       device; no state is written, the frontend stays
+ *                       Connected and its new requests wait on the ring
+ *   taking a device whose backend and frontend are Connected and whose
+ *                       owner is 0: resume the ring where the last tapdisk
+ *                       left it, without going through InitWait.  One
+ *                       Connected whose owner is not 0 was not handed over
+ *                       (its tapdisk died with requests taken and not
+ *                       answered, which no one can replay safely): it is
+ *                       closed, and the guest must connect again.
  */
 #include "config.h"
 
@@ -104,16 +121,25 @@ static int dev_frontend_state(struct xen_dev *dev)
 
 /* --- features -------------------------------------------------------------- */
 
+/* A read-only disk, or attached with mode r. */
+static bool dev_read_only(struct xen_dev *dev)
+{
+	char *mode = dev_read(dev, dev->be, "mode");
+	bool ro = td_vbd_get_info(dev->srv->vbd)->read_only ||
+		  (mode && !strcmp(mode, "r"));
+
+	free(mode);
+	return ro;
+}
+
 /* What blkfront reads before it connects (xen/io/blkif.h). */
 static void dev_advertise(struct xen_dev *dev)
 {
 	struct td_xen_server *srv = dev->srv;
 	const struct td_disk_info *info = td_vbd_get_info(srv->vbd);
 	struct blkif_features f;
-	char *mode = dev_read(dev, dev->be, "mode");
-	bool ro = info->read_only || (mode && !strcmp(mode, "r"));
+	bool ro = dev_read_only(dev);
 
-	free(mode);
 	blkif_get_features(&srv->cfg, srv->vbd, &f);
 	if (f.max_ring_page_order > BLKIF_XEN_MAX_RING_ORDER)
 		f.max_ring_page_order = BLKIF_XEN_MAX_RING_ORDER;
@@ -151,7 +177,7 @@ static void dev_fail(struct xen_dev *dev, const char *why)
 	dev_switch(dev, XenbusStateClosing);
 }
 
-static void dev_connect(struct xen_dev *dev)
+static void dev_connect(struct xen_dev *dev, bool resume)
 {
 	struct td_xen_server *srv = dev->srv;
 	struct xen_frontend_keys keys;
@@ -161,6 +187,7 @@ static void dev_connect(struct xen_dev *dev)
 		.cfg = &cfg,
 		.frontend_domid = dev->domid,
 		.keys = &keys,
+		.resume = resume,
 		.fatal = dev_fatal,
 		.opaque = dev,
 		.stats = &srv->stats,
@@ -186,9 +213,9 @@ static void dev_connect(struct xen_dev *dev)
 	}
 	srv->stats.connects++;
 	td_vbd_info(srv->vbd,
-		    "%s: connected, ring order %" PRIu32
-		    ", event channel %" PRIu32,
-		    dev->fe, keys.ring_order, keys.event_channel);
+		    "%s: %s, ring order %" PRIu32 ", event channel %" PRIu32,
+		    dev->fe, resume ? "resumed" : "connected", keys.ring_order,
+		    keys.event_channel);
 	dev_switch(dev, XenbusStateConnected);
 }
 
@@ -232,6 +259,64 @@ static void dev_fatal(void *opaque)
 	dev_disconnect(dev);
 }
 
+/* --- handing over ------------------------------------------------------------ */
+
+static void dev_unwatch(struct xen_dev *dev)
+{
+	struct td_xen_server *srv = dev->srv;
+
+	srv->xs->unwatch(srv->xsh, dev->be, dev->token);
+	srv->xs->unwatch(srv->xsh, dev->fe_state_path, dev->token);
+}
+
+/* Every request taken is answered and the ring is unmapped. */
+static void dev_released(void *opaque)
+{
+	struct xen_dev *dev = opaque;
+	struct td_xen_server *srv = dev->srv;
+
+	dev->ring = NULL;
+	dev->draining = false;
+	dev_write(dev, XEN_KEY_TAPDISK_OWNER, "0");
+	td_vbd_info(srv->vbd,
+		    "%s: handed over; the frontend's next requests wait on "
+		    "the ring for the next tapdisk",
+		    dev->be);
+	dev_free(dev);
+	server_check_stopped(srv);
+}
+
+/* tapstripe-pid names another tapdisk, or none: hand the device over. */
+static void dev_release(struct xen_dev *dev)
+{
+	struct td_xen_server *srv = dev->srv;
+
+	td_vbd_info(srv->vbd, "%s: releasing it to another tapdisk", dev->be);
+	dev_unwatch(dev);
+	dev->releasing = true;
+	if (!dev->ring) {
+		dev_released(dev);
+		return;
+	}
+	dev->draining = true;
+	if (srv->io->quiesce)
+		srv->io->quiesce(dev->ring, dev_released, dev);
+	else
+		srv->io->disconnect(dev->ring, dev_released, dev);
+}
+
+/* False only when tapstripe-pid is readable and names someone else. */
+static bool dev_still_ours(struct xen_dev *dev)
+{
+	char *pid = dev_read(dev, dev->be, XEN_KEY_TAPDISK_PID);
+	uint32_t v;
+	bool ours = !pid || xen_parse_u32(pid, INT32_MAX, &v) ||
+		    (int)v == dev->srv->pid;
+
+	free(pid);
+	return ours;
+}
+
 /* --- the state machine ------------------------------------------------------- */
 
 /* online=0 or tapdisk stopping: leave, politely when connected. */
@@ -261,7 +346,7 @@ static void dev_follow(struct xen_dev *dev, int fe_state)
 	case XenbusStateConnected:
 		if (!dev->ring && !dev->failed &&
 		    dev->state == XenbusStateInitWait)
-			dev_connect(dev);
+			dev_connect(dev, false);
 		break;
 	case XenbusStateClosing:
 		dev_disconnect(dev);
@@ -269,8 +354,20 @@ static void dev_follow(struct xen_dev *dev, int fe_state)
 		break;
 	default: /* Closed, Unknown, Reconfiguring: not supported */
 		dev_disconnect(dev);
-		if (!dev->ring)
-			dev_switch(dev, XenbusStateClosed);
+		if (dev->ring || (fe_state == XenbusStateClosed &&
+				  dev->state == XenbusStateInitWait))
+			break; /* draining, or ready for the frontend already */
+		dev_switch(dev, XenbusStateClosed);
+		/*
+		 * A frontend that closed may come back (a guest kernel that
+		 * reboots in place, blkfront unbound and bound again): it reads
+		 * our state before writing its own and connects only to
+		 * InitWait, so wait there, as for a new device.
+		 */
+		if (fe_state == XenbusStateClosed) {
+			dev->failed = false;
+			dev_switch(dev, XenbusStateInitWait);
+		}
 		break;
 	}
 }
@@ -280,8 +377,7 @@ static void dev_forget(struct xen_dev *dev)
 	struct td_xen_server *srv = dev->srv;
 
 	td_vbd_info(srv->vbd, "%s: removed", dev->be);
-	srv->xs->unwatch(srv->xsh, dev->be, dev->token);
-	srv->xs->unwatch(srv->xsh, dev->fe_state_path, dev->token);
+	dev_unwatch(dev);
 	dev->gone = true;
 	dev_disconnect(dev);
 	if (!dev->ring)
@@ -299,6 +395,11 @@ static void dev_update(struct xen_dev *dev)
 	online = dev_read(dev, dev->be, "online");
 	if (!online && errno == ENOENT) {
 		dev_forget(dev);
+		return;
+	}
+	if (!dev->srv->stopping && !dev_still_ours(dev)) {
+		free(online);
+		dev_release(dev);
 		return;
 	}
 	on = online && !strcmp(online, "1");
@@ -365,10 +466,33 @@ static int dev_init(struct xen_dev *dev, struct td_xen_server *srv,
 	return 0;
 }
 
+/*
+ * True when the backend and the frontend are connected already: another
+ * tapdisk served the device; *handed_over when it quiesced the ring and
+ * said so (tapstripe-owner 0).
+ */
+static bool dev_connected_before(struct xen_dev *dev, bool *handed_over)
+{
+	char *be_state = dev_read(dev, dev->be, "state");
+	char *owner = dev_read(dev, dev->be, XEN_KEY_TAPDISK_OWNER);
+	int fe_state = dev_frontend_state(dev);
+	/* blkfront writes Connected after us: Initialised is connected too. */
+	bool connected = be_state &&
+			 xen_parse_state(be_state) == XenbusStateConnected &&
+			 (fe_state == XenbusStateConnected ||
+			  fe_state == XenbusStateInitialised);
+
+	*handed_over = connected && owner && !strcmp(owner, "0");
+	free(be_state);
+	free(owner);
+	return connected;
+}
+
 static void server_take(struct td_xen_server *srv, uint32_t domid,
 			uint32_t devid)
 {
 	struct xen_dev *dev = calloc(1, sizeof(*dev));
+	bool connected, handed_over;
 	int err;
 
 	if (!dev || dev_init(dev, srv, domid, devid) || !dev_is_ours(dev)) {
@@ -377,9 +501,17 @@ static void server_take(struct td_xen_server *srv, uint32_t domid,
 	}
 	LIST_INSERT_HEAD(&srv->devs, dev, link);
 	srv->stats.devices++;
-	td_vbd_info(srv->vbd, "serving %s (frontend %s)", dev->be, dev->fe);
-	dev_advertise(dev);
-	dev_switch(dev, XenbusStateInitWait);
+	connected = dev_connected_before(dev, &handed_over);
+	td_vbd_info(srv->vbd, "%s %s (frontend %s)",
+		    handed_over ? "taking over" : "serving", dev->be, dev->fe);
+	dev_write(dev, XEN_KEY_TAPDISK_OWNER, "%d", srv->pid);
+	if (handed_over) {
+		dev->state = XenbusStateConnected;
+		dev->read_only = dev_read_only(dev);
+	} else if (!connected) {
+		dev_advertise(dev);
+		dev_switch(dev, XenbusStateInitWait);
+	}
 	err = srv->xs->watch(srv->xsh, dev->be, dev->token);
 	if (!err)
 		err = srv->xs->watch(srv->xsh, dev->fe_state_path, dev->token);
@@ -387,6 +519,13 @@ static void server_take(struct td_xen_server *srv, uint32_t domid,
 		td_vbd_err(srv->vbd, "cannot watch %s: %s", dev->be,
 			   strerror(-err));
 		dev_fail(dev, "the backend cannot watch xenstore");
+	} else if (handed_over) {
+		dev_connect(dev, true);
+	} else if (connected) {
+		dev->state = XenbusStateConnected;
+		dev_fail(dev, "the last tapdisk of this device did not hand it "
+			      "over (it died?): the frontend must connect "
+			      "again");
 	}
 }
 
@@ -524,8 +663,7 @@ void xen_server_fini(struct td_xen_server *srv)
 			LIST_REMOVE(dev, link);
 			continue;
 		}
-		srv->xs->unwatch(srv->xsh, dev->be, dev->token);
-		srv->xs->unwatch(srv->xsh, dev->fe_state_path, dev->token);
+		dev_unwatch(dev);
 		dev_free(dev);
 	}
 	td_loop_defer_cancel(srv->loop, &srv->stopped_defer);

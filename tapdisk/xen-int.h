@@ -46,6 +46,8 @@ struct xen_ring_params {
 	const struct blkif_config *cfg;
 	uint32_t frontend_domid;
 	const struct xen_frontend_keys *keys;
+	/* Take over a ring another tapdisk quiesced (blkif: resume). */
+	bool resume;
 	/* The frontend broke the ring protocol: disconnect it. */
 	void (*fatal)(void *opaque);
 	void *opaque;
@@ -62,6 +64,15 @@ struct xen_io_ops {
 	 */
 	void (*disconnect)(struct xen_ring *ring, void (*done)(void *),
 			   void *opaque);
+	/*
+	 * Optional (NULL: not offered).  Hand the ring over: take no more
+	 * requests, answer every one taken, then unmap, unbind, free and call
+	 * done(opaque) from the event loop.  The frontend's ring, with the
+	 * requests nobody took, is left for the next backend (connect with
+	 * resume).
+	 */
+	void (*quiesce)(struct xen_ring *ring, void (*done)(void *),
+			void *opaque);
 };
 
 /* xen-io.c: libxengnttab and libxenevtchn. */
@@ -80,7 +91,8 @@ struct xen_dev {
 	char token[XEN_PATH_MAX];
 	int state;	       /* the backend state we last wrote */
 	struct xen_ring *ring; /* NULL when not connected */
-	bool draining;	       /* disconnect called, done not yet */
+	bool draining;	       /* disconnect or quiesce called, done not yet */
+	bool releasing;	       /* handed over: forget it once drained */
 	bool failed;	       /* connect failed: wait for the frontend */
 	bool gone;	       /* freed once drained */
 	bool read_only;	       /* mode r, or a read-only vbd */

@@ -392,6 +392,7 @@ static int xr_start(struct xen_ring *r, const struct xen_ring_params *p)
 	struct blkif_ring_params bp = {
 		.ring_order = p->keys->ring_order,
 		.protocol = p->keys->protocol,
+		.resume = p->resume,
 		.ops = &xen_ring_ops,
 		.opaque = r,
 	};
@@ -483,7 +484,20 @@ static void xr_disconnect(struct xen_ring *r, void (*done)(void *),
 	r->sring = NULL;
 }
 
+/*
+ * The event channel stays bound while the ring drains: the last responses
+ * still notify the frontend.  Unmapped and unbound in xr_drained.
+ */
+static void xr_quiesce(struct xen_ring *r, void (*done)(void *), void *opaque)
+{
+	r->done = done;
+	r->done_opaque = opaque;
+	td_loop_defer_cancel(r->loop, &r->fatal_defer);
+	blkif_ring_quiesce(r->blkif, xr_drained, r);
+}
+
 const struct xen_io_ops xen_io_real = {
 	.connect = xr_connect,
 	.disconnect = xr_disconnect,
+	.quiesce = xr_quiesce,
 };

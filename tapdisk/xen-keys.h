@@ -10,7 +10,8 @@
  *     frontend, frontend-id, online, state, dev, mode, type, device-type,
  *     tapstripe-pid (the tapdisk that serves it), and what tapdisk
  *     advertises: max-ring-page-order, feature-max-indirect-segments,
- *     feature-flush-cache, feature-discard, sectors, sector-size, info
+ *     feature-flush-cache, feature-discard, sectors, sector-size, info,
+ *     tapstripe-owner (the tapdisk holding it now; 0: handed over)
  *   /local/domain/<frontend domid>/device/vbd/<devid>/   owned by the guest
  *     backend, backend-id, state, virtual-device, device-type, and what
  *     blkfront writes: ring-ref or ring-ref0..N-1, ring-page-order,
@@ -33,8 +34,19 @@
 #define XEN_BACKEND_TYPE "vbd3"
 /* xenstore paths are short; this bounds every one we build. */
 #define XEN_PATH_MAX 256
-/* Key naming the tapdisk (pid) that serves a backend directory. */
+/*
+ * Key naming the tapdisk (pid) that should serve a backend directory,
+ * written by the toolstack (tap-ctl): "0" asks the tapdisk holding the
+ * device to hand it over (tap-ctl release).
+ */
 #define XEN_KEY_TAPDISK_PID "tapstripe-pid"
+/*
+ * Key naming the tapdisk (pid) that holds the device now, written by
+ * tapdisk: its pid once it took the device, "0" once it handed it over
+ * with the frontend still connected (every request it took answered, the
+ * rest left on the ring for the next tapdisk, which resumes the ring).
+ */
+#define XEN_KEY_TAPDISK_OWNER "tapstripe-owner"
 
 /* A ring of order N is 2^N pages, N <= BLKIF_XEN_MAX_RING_ORDER. */
 #define XEN_MAX_RING_PAGES (1u << BLKIF_XEN_MAX_RING_ORDER)

@@ -1,6 +1,7 @@
 /*
  * stripe-ctl-output.c - stripe-ctl's shared helpers and its printing of
- * servers and mapping files, as text (binary units) or JSON (exact bytes).
+ * servers, mapping files and the master's record of a disk, as text
+ * (binary units) or JSON (exact bytes).
  */
 #include "config.h"
 
@@ -113,6 +114,16 @@ void ctl_print_server(const ms_server *s)
 
 /* --- mapping files ------------------------------------------------------------- */
 
+static uint32_t map_stale(const struct stripe_map *m)
+{
+	size_t n = (size_t)m->columns * m->extents_per_column * m->replicas;
+	uint32_t stale = 0;
+
+	for (size_t i = 0; i < n; i++)
+		stale += m->slots[i].stale;
+	return stale;
+}
+
 static void json_map(struct td_json *j, const struct stripe_map *m,
 		     const char *path)
 {
@@ -127,6 +138,7 @@ static void json_map(struct td_json *j, const struct stripe_map *m,
 	td_json_u64(j, "replicas", m->replicas);
 	td_json_u64(j, "extent_size_bytes", m->extent_size_bytes);
 	td_json_str(j, "master", m->master);
+	td_json_u64(j, "stale_replicas", map_stale(m));
 	td_json_begin_array(j, "servers");
 	for (uint32_t s = 0; s < m->nr_servers; s++) {
 		td_json_begin_object(j, NULL);
@@ -167,9 +179,11 @@ static void print_map(const struct stripe_map *m, const char *path)
 	       "size:                %s (%" PRIu64 " bytes)\n"
 	       "stripe unit:         %s\ncolumns:             %u\n"
 	       "extents per column:  %u\nreplicas:            %u\n"
-	       "extent size:         %s\nmaster:              %s\n\nservers:\n",
+	       "extent size:         %s\nmaster:              %s\n"
+	       "stale replicas:      %u\n\nservers:\n",
 	       path, m->vdisk, size, m->size_bytes, unit, m->columns,
-	       m->extents_per_column, m->replicas, extent, m->master);
+	       m->extents_per_column, m->replicas, extent, m->master,
+	       map_stale(m));
 	for (uint32_t s = 0; s < m->nr_servers; s++)
 		printf("  %u  %s  %s  %s  lun %u  block %u%s\n", s,
 		       m->servers[s].address, m->servers[s].portal,
@@ -200,6 +214,100 @@ int ctl_show_map(const struct stripe_map *m, const char *path, bool json)
 	td_json_init(&j, &sb);
 	td_json_begin_object(&j, NULL);
 	json_map(&j, m, path);
+	td_json_end_object(&j);
+	return ctl_print_json(&j, &sb);
+}
+
+/* --- the master's record of a disk (vdisk show --name) ------------------------- */
+
+static u_int vdisk_stale(const ms_vdisk *v)
+{
+	u_int stale = 0;
+
+	for (u_int i = 0; i < v->extents.extents_len; i++)
+		stale += v->extents.extents_val[i].stale;
+	return stale;
+}
+
+static void json_vdisk(struct td_json *j, const ms_vdisk *v, const char *master)
+{
+	u_int i = 0;
+
+	td_json_str(j, "vdisk", v->id);
+	td_json_str(j, "master", master);
+	td_json_u64(j, "columns", v->columns);
+	td_json_u64(j, "extents_per_column", v->extents_per_column);
+	td_json_u64(j, "replicas", v->replicas);
+	td_json_u64(j, "extent_size_bytes", v->extent_size_bytes);
+	td_json_u64(j, "stale_replicas", vdisk_stale(v));
+	td_json_begin_array(j, "servers");
+	for (u_int s = 0; s < v->servers.servers_len; s++)
+		ctl_json_server(j, NULL, &v->servers.servers_val[s]);
+	td_json_end_array(j);
+	td_json_begin_array(j, "extents");
+	for (u_int c = 0; c < v->columns; c++)
+		for (u_int x = 0; x < v->extents_per_column; x++)
+			for (u_int r = 0;
+			     r < v->replicas && i < v->extents.extents_len;
+			     r++, i++) {
+				const ms_extent *e = &v->extents.extents_val[i];
+
+				td_json_begin_object(j, NULL);
+				td_json_u64(j, "column", c);
+				td_json_u64(j, "extent", x);
+				td_json_u64(j, "replica", r);
+				td_json_u64(j, "server", e->server_id);
+				td_json_u64(j, "offset_bytes", e->offset_bytes);
+				td_json_bool(j, "stale", e->stale);
+				td_json_end_object(j);
+			}
+	td_json_end_array(j);
+}
+
+static void print_vdisk(const ms_vdisk *v, const char *master)
+{
+	char extent[32];
+	u_int i = 0;
+
+	ctl_format_bytes(v->extent_size_bytes, extent, sizeof(extent));
+	printf("vdisk:               %s\nmaster:              %s\n"
+	       "columns:             %u\nextents per column:  %u\n"
+	       "replicas:            %u\nextent size:         %s\n"
+	       "stale replicas:      %u\n\nservers:\n",
+	       v->id, master, v->columns, v->extents_per_column, v->replicas,
+	       extent, vdisk_stale(v));
+	ctl_print_server_header();
+	for (u_int s = 0; s < v->servers.servers_len; s++)
+		ctl_print_server(&v->servers.servers_val[s]);
+	printf("\n%6s %6s %7s %6s %16s %s\n", "COLUMN", "EXTENT", "REPLICA",
+	       "SERVER", "OFFSET", "STATE");
+	for (u_int c = 0; c < v->columns; c++)
+		for (u_int x = 0; x < v->extents_per_column; x++)
+			for (u_int r = 0;
+			     r < v->replicas && i < v->extents.extents_len;
+			     r++, i++)
+				printf("%6u %6u %7u %6u %16llu %s\n", c, x, r,
+				       v->extents.extents_val[i].server_id,
+				       (unsigned long long)v->extents
+					       .extents_val[i]
+					       .offset_bytes,
+				       v->extents.extents_val[i].stale ? "stale"
+								       : "ok");
+}
+
+int ctl_show_vdisk(const ms_vdisk *v, const char *master, bool json)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	if (!json) {
+		print_vdisk(v, master);
+		return 0;
+	}
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	json_vdisk(&j, v, master);
 	td_json_end_object(&j);
 	return ctl_print_json(&j, &sb);
 }

@@ -218,13 +218,15 @@ static void print_extent(const struct ctl_opts *o, struct td_json *j,
 			td_json_u64(j, "column", e->column);
 			td_json_u64(j, "extent", e->extent);
 			td_json_u64(j, "replica", e->replica);
+			td_json_bool(j, "stale", e->stale);
 		} else
 			td_json_null(j, "vdisk");
 		td_json_end_object(j);
 	} else if (e->vdisk[0])
-		printf("%6u %8u %16llu  %s %u %u %u\n", e->server_id, e->index,
-		       (unsigned long long)e->offset_bytes, e->vdisk, e->column,
-		       e->extent, e->replica);
+		printf("%6u %8u %16llu  %s %u %u %u%s\n", e->server_id,
+		       e->index, (unsigned long long)e->offset_bytes, e->vdisk,
+		       e->column, e->extent, e->replica,
+		       e->stale ? " stale" : "");
 	else
 		printf("%6u %8u %16llu  -\n", e->server_id, e->index,
 		       (unsigned long long)e->offset_bytes);
@@ -280,7 +282,7 @@ int ctl_cmd_extents_list(struct ctl_opts *o)
 	td_json_begin_array(&j, NULL);
 	if (!o->json)
 		printf("%6s %8s %16s  %s\n", "SERVER", "INDEX", "OFFSET",
-		       "VDISK COLUMN EXTENT REPLICA");
+		       "VDISK COLUMN EXTENT REPLICA [stale]");
 	status = list_pages(o, c, &j);
 	td_json_end_array(&j);
 	if (!status && o->json)

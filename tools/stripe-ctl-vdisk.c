@@ -1,7 +1,7 @@
 /*
- * stripe-ctl-vdisk.c - stripe-ctl vdisk create|show|destroy|list: the
- * layout (drivers/stripe-layout.h), the master's allocation, and the
- * mapping file (drivers/mapfile.h).
+ * stripe-ctl-vdisk.c - stripe-ctl vdisk create|show|destroy|list|mark: the
+ * layout (drivers/stripe-layout.h), the master's allocation and replica
+ * states, and the mapping file (drivers/mapfile.h).
  */
 #include "config.h"
 
@@ -205,12 +205,35 @@ int ctl_cmd_vdisk_create(struct ctl_opts *o)
 
 /* --- show, destroy, list ----------------------------------------------------- */
 
+/* The master's record of a disk (show --name). */
+static int show_at_master(const struct ctl_opts *o)
+{
+	struct master_client *c;
+	ms_reply rep;
+	int status;
+
+	if (!stripe_map_name_ok(o->name))
+		return ctl_fail("'%s' is not a vdisk name", o->name);
+	if (!(c = ctl_client(o)))
+		return EXIT_FAILURE;
+	if (master_call_vdisk_lookup(c, o->name, &rep))
+		status = ctl_call_failed(c, "vdisk show");
+	else
+		status = ctl_show_vdisk(&rep.body.ms_body_u.vdisk,
+					master_client_address(c), o->json);
+	master_reply_free(&rep);
+	master_client_close(c);
+	return status;
+}
+
 int ctl_cmd_vdisk_show(struct ctl_opts *o)
 {
 	struct stripe_map_error err;
 	struct stripe_map m;
 	int status;
 
+	if (!o->arg)
+		return show_at_master(o);
 	if (stripe_map_read(o->arg, &m, &err)) {
 		print_map_error(o->arg, &err);
 		return EXIT_FAILURE;
@@ -289,8 +312,8 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 			  const ms_vdisk_summary *v)
 {
 	if (!o->json) {
-		printf("%-32s %7u %9u %8u\n", v->id, v->columns,
-		       v->extents_per_column, v->replicas);
+		printf("%-32s %7u %9u %8u %6u\n", v->id, v->columns,
+		       v->extents_per_column, v->replicas, v->stale_replicas);
 		return;
 	}
 	td_json_begin_object(j, NULL);
@@ -298,6 +321,7 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 	td_json_u64(j, "columns", v->columns);
 	td_json_u64(j, "extents_per_column", v->extents_per_column);
 	td_json_u64(j, "replicas", v->replicas);
+	td_json_u64(j, "stale_replicas", v->stale_replicas);
 	td_json_end_object(j);
 }
 
@@ -342,8 +366,8 @@ int ctl_cmd_vdisk_list(struct ctl_opts *o)
 	td_json_init(&j, &sb);
 	td_json_begin_array(&j, NULL);
 	if (!o->json)
-		printf("%-32s %7s %9s %8s\n", "VDISK", "COLUMNS", "EXTENTS",
-		       "REPLICAS");
+		printf("%-32s %7s %9s %8s %6s\n", "VDISK", "COLUMNS", "EXTENTS",
+		       "REPLICAS", "STALE");
 	status = list_pages(o, c, &j);
 	td_json_end_array(&j);
 	if (!status && o->json)
@@ -351,5 +375,143 @@ int ctl_cmd_vdisk_list(struct ctl_opts *o)
 	else
 		td_strbuf_free(&sb);
 	master_client_close(c);
+	return status;
+}
+
+/* --- mark ---------------------------------------------------------------------- */
+
+/* A replica's place and state from the command line, or a usage error. */
+static int parse_mark(const struct ctl_opts *o, ms_replica_state_args *a)
+{
+	static const char *const what[] = {"COLUMN", "EXTENT", "REPLICA"};
+	u_int *at[] = {&a->column, &a->extent, &a->replica};
+
+	for (unsigned int i = 0; i < 3; i++) {
+		const char *text = o->extra[i];
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(text, &end, 10);
+		if (errno || end == text || *end || text[0] == '-' ||
+		    v > UINT32_MAX)
+			return ctl_usage_fail(
+				"vdisk mark",
+				"%s wants a number, 0 or more, not "
+				"'%s'",
+				what[i], text);
+		*at[i] = (u_int)v;
+	}
+	if (strcmp(o->extra[3], "stale") && strcmp(o->extra[3], "ok"))
+		return ctl_usage_fail("vdisk mark",
+				      "the state is 'stale' or 'ok', not '%s'",
+				      o->extra[3]);
+	a->stale = !strcmp(o->extra[3], "stale");
+	return 0;
+}
+
+/* When the file says otherwise, say so: tapdisk goes by the file. */
+static int compare_with_file(const struct stripe_map *m, const char *path,
+			     const ms_replica_state_args *a, bool json)
+{
+	size_t slot;
+
+	if (a->column >= m->columns || a->extent >= m->extents_per_column ||
+	    a->replica >= m->replicas)
+		return ctl_fail("%s has %u columns x %u extents x %u replicas: "
+				"column %u extent %u replica %u is not one of "
+				"them (they count from 0)",
+				path, m->columns, m->extents_per_column,
+				m->replicas, a->column, a->extent, a->replica);
+	slot = ((size_t)a->column * m->extents_per_column + a->extent) *
+		       m->replicas +
+	       a->replica;
+	if (!json && m->slots[slot].stale != (a->stale != 0))
+		fprintf(stderr,
+			"stripe-ctl: note: %s says this replica is %s; tapdisk "
+			"serves the disk by the file's states\n",
+			path, m->slots[slot].stale ? "stale" : "ok");
+	return 0;
+}
+
+static int report_marked(const struct ctl_opts *o, const char *master,
+			 const ms_reply *rep)
+{
+	const ms_extent_entry *e = &rep->body.ms_body_u.replica;
+	struct td_strbuf sb;
+	struct td_json j;
+	char offset[32];
+
+	if (!o->json) {
+		ctl_format_bytes(e->offset_bytes, offset, sizeof(offset));
+		printf("vdisk %s: column %u extent %u replica %u (server %u, "
+		       "extent %u at %s) is %s at the master %s%s\n",
+		       e->vdisk, e->column, e->extent, e->replica, e->server_id,
+		       e->index, offset, e->stale ? "stale" : "ok", master,
+		       rep->changed ? ""
+				    : " (it was already: nothing changed)");
+		return 0;
+	}
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	td_json_str(&j, "vdisk", e->vdisk);
+	td_json_u64(&j, "column", e->column);
+	td_json_u64(&j, "extent", e->extent);
+	td_json_u64(&j, "replica", e->replica);
+	td_json_u64(&j, "server", e->server_id);
+	td_json_u64(&j, "index", e->index);
+	td_json_u64(&j, "offset_bytes", e->offset_bytes);
+	td_json_bool(&j, "stale", e->stale);
+	td_json_bool(&j, "changed", rep->changed);
+	td_json_end_object(&j);
+	return ctl_print_json(&j, &sb);
+}
+
+/* Send the state to the master at->master; an exit status. */
+static int mark_at_master(const struct ctl_opts *at,
+			  const ms_replica_state_args *a)
+{
+	struct master_client *c = ctl_client(at);
+	ms_reply rep;
+	int status;
+
+	if (!c)
+		return EXIT_FAILURE;
+	if (master_call_replica_state(c, a, &rep))
+		status = ctl_call_failed(c, "vdisk mark");
+	else
+		status = report_marked(at, master_client_address(c), &rep);
+	master_reply_free(&rep);
+	master_client_close(c);
+	return status;
+}
+
+int ctl_cmd_vdisk_mark(struct ctl_opts *o)
+{
+	ms_replica_state_args a = {0};
+	struct stripe_map_error err;
+	struct ctl_opts at = *o;
+	struct stripe_map m;
+	int status;
+
+	if ((status = parse_mark(o, &a)))
+		return status;
+	if (!o->arg) {
+		if (!stripe_map_name_ok(o->name))
+			return ctl_fail("'%s' is not a vdisk name", o->name);
+		a.vdisk = (char *)o->name;
+		return mark_at_master(o, &a);
+	}
+	if (stripe_map_read(o->arg, &m, &err)) {
+		print_map_error(o->arg, &err);
+		return EXIT_FAILURE;
+	}
+	a.vdisk = m.vdisk;
+	if (!o->master_given)
+		at.master = m.master;
+	if (!(status = compare_with_file(&m, o->arg, &a, o->json)))
+		status = mark_at_master(&at, &a);
+	stripe_map_free(&m);
 	return status;
 }

@@ -56,13 +56,15 @@ struct command {
 	const char *synopsis;
 	const char *help;
 	int (*run)(struct ctl_opts *o);
+	const char *extra;     /* the words after arg, as help names them */
+	unsigned int nr_extra; /* how many */
 };
 
 static const struct command commands[] = {
 	{NULL, "info", 0, 0, NULL, "info",
 	 "Print the master's extent size and its counts of servers, disks\n"
 	 "and extents.\n",
-	 ctl_cmd_info},
+	 ctl_cmd_info, NULL, 0},
 	{"server", "add",
 	 O_PORTAL | O_TARGET | O_LUN | O_SIZE | O_ADDRESS | O_BLOCK,
 	 O_PORTAL | O_TARGET | O_LUN | O_SIZE, NULL,
@@ -82,20 +84,20 @@ static const struct command commands[] = {
 	 "    --block-size BYTES    the LUN's block size: 512 (default), "
 	 "1024,\n"
 	 "                          2048 or 4096\n",
-	 ctl_cmd_server_add},
+	 ctl_cmd_server_add, NULL, 0},
 	{"server", "drain", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
 	 "server drain --target IQN --lun N",
 	 "Place no new extents on this LUN; the disks that use it keep it.\n",
-	 ctl_cmd_server_drain},
+	 ctl_cmd_server_drain, NULL, 0},
 	{"server", "remove", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
 	 "server remove --target IQN --lun N",
 	 "Forget a LUN that holds no allocated extent (destroy its disks\n"
 	 "first).  Removing a LUN that is not registered succeeds.\n",
-	 ctl_cmd_server_remove},
+	 ctl_cmd_server_remove, NULL, 0},
 	{"server", "list", 0, 0, NULL, "server list",
 	 "Print every registered LUN: id, host, portal, target, LUN, size,\n"
 	 "extents, free extents, and whether it is draining.\n",
-	 ctl_cmd_server_list},
+	 ctl_cmd_server_list, NULL, 0},
 	{"vdisk", "create", O_SIZE | O_STRIPES | O_UNIT | O_REPLICAS | O_OUTPUT,
 	 O_SIZE | O_STRIPES, "NAME",
 	 "vdisk create NAME --size SIZE --stripes S [--stripe-unit U]\n"
@@ -115,11 +117,15 @@ static const struct command commands[] = {
 	 "                         1-4 (default 1)\n"
 	 "    -o, --output FILE    the mapping file (default\n"
 	 "                         " CTL_MAP_DIR "/NAME.map)\n",
-	 ctl_cmd_vdisk_create},
-	{"vdisk", "show", 0, 0, "FILE", "vdisk show FILE",
-	 "Check a mapping file and print it: geometry, servers, extents.\n"
-	 "Needs no master.\n",
-	 ctl_cmd_vdisk_show},
+	 ctl_cmd_vdisk_create, NULL, 0},
+	{"vdisk", "show", O_NAME, 0, "FILE", "vdisk show FILE | --name NAME",
+	 "Check a mapping file and print it: geometry, servers, extents and\n"
+	 "the state of each replica (ok, or stale: it missed writes).  Needs\n"
+	 "no master.  --name NAME prints the master's record of the disk\n"
+	 "instead: its servers, extents and the replica states the master\n"
+	 "was told.\n\n"
+	 "    --name NAME          the disk, as the master knows it\n",
+	 ctl_cmd_vdisk_show, NULL, 0},
 	{"vdisk", "destroy", O_NAME, 0, "FILE",
 	 "vdisk destroy FILE | --name NAME",
 	 "Free a disk's extents at the master and remove its mapping file.\n"
@@ -127,11 +133,24 @@ static const struct command commands[] = {
 	 "is the one the file names unless --master is given.  --name NAME\n"
 	 "frees the extents of a disk whose file is lost.\n\n"
 	 "    --name NAME          the disk to free, without a mapping file\n",
-	 ctl_cmd_vdisk_destroy},
+	 ctl_cmd_vdisk_destroy, NULL, 0},
 	{"vdisk", "list", 0, 0, NULL, "vdisk list",
 	 "Print every disk the master knows: name, columns, extents per\n"
-	 "column, replicas.\n",
-	 ctl_cmd_vdisk_list},
+	 "column, replicas, and how many replicas are stale.\n",
+	 ctl_cmd_vdisk_list, NULL, 0},
+	{"vdisk", "mark", O_NAME, 0, "FILE",
+	 "vdisk mark FILE|--name NAME COLUMN EXTENT REPLICA stale|ok",
+	 "Record at the master that one replica of one extent is stale (it\n"
+	 "missed writes its other replicas took) or ok (in step again).\n"
+	 "tapdisk does this by itself when a replica fails; this is for\n"
+	 "operators, to set the master's record right.  The mapping file is\n"
+	 "not changed: tapdisk serves the disk by the states in the file, and\n"
+	 "a note says when the file disagrees.  COLUMN, EXTENT and REPLICA\n"
+	 "count from 0, as 'vdisk show' prints them.  The master is the one\n"
+	 "the file names unless --master is given.  Marking a replica with\n"
+	 "the state it has already changes nothing.\n\n"
+	 "    --name NAME          the disk, without its mapping file\n",
+	 ctl_cmd_vdisk_mark, "COLUMN EXTENT REPLICA stale|ok", 4},
 	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
 	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
 	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
@@ -140,7 +159,7 @@ static const struct command commands[] = {
 	 "list)\n"
 	 "    --vdisk NAME         only this disk's extents\n"
 	 "    --allocated          only allocated extents\n",
-	 ctl_cmd_extents_list},
+	 ctl_cmd_extents_list, NULL, 0},
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -175,22 +194,43 @@ static void command_name(const struct command *c, char *buf, size_t size)
 		 c->group ? " " : "", c->name);
 }
 
+/* The message, and where help is; name "" for stripe-ctl itself. */
+static int vusage_error(const char *name, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static int vusage_error(const char *name, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "stripe-ctl%s%s: ", name[0] ? " " : "", name);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry 'stripe-ctl %s%s--help' for more information.\n",
+		name, name[0] ? " " : "");
+	return EXIT_USAGE;
+}
+
 static int usage_error(const struct command *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int usage_error(const struct command *c, const char *fmt, ...)
 {
 	char name[64] = "";
 	va_list ap;
+	int status;
 
 	if (c)
 		command_name(c, name, sizeof(name));
-	fprintf(stderr, "stripe-ctl%s%s: ", c ? " " : "", name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	status = vusage_error(name, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'stripe-ctl %s%s--help' for more information.\n",
-		name, c ? " " : "");
-	return EXIT_USAGE;
+	return status;
+}
+
+int ctl_usage_fail(const char *command, const char *fmt, ...)
+{
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	status = vusage_error(command, fmt, ap);
+	va_end(ap);
+	return status;
 }
 
 static void command_usage(const struct command *c, FILE *out)
@@ -224,6 +264,7 @@ static void global_usage(FILE *out)
 	      "--replicas 2\n"
 	      "    tap-ctl create -a stripe:" CTL_MAP_DIR
 	      "/db1.map --nbd unix\n"
+	      "    stripe-ctl vdisk mark " CTL_MAP_DIR "/db1.map 0 3 1 stale\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
 	      "ENVIRONMENT\n"
 	      "    " CTL_MASTER_ENV "   the master, as --master\n\n"
@@ -480,12 +521,22 @@ static const char *option_name(unsigned int bit)
 	return "?";
 }
 
-/* The options seen must be the command's; the required ones present. */
+/* FILE (or NAME) comes first unless --name gave it. */
+static int leading_args(const struct command *c, unsigned int seen)
+{
+	return c->arg && !(seen & O_NAME) ? 1 : 0;
+}
+
+/*
+ * The options seen must be the command's; the required ones present; the
+ * positional words as many as the command takes.
+ */
 static int check_options(const struct command *c, unsigned int seen,
 			 int nr_args, char **args)
 {
 	unsigned int extra = seen & ~(c->opts | O_GLOBAL);
 	unsigned int missing = c->required & ~seen;
+	int lead = leading_args(c, seen), want = lead + (int)c->nr_extra;
 
 	for (unsigned int bit = 1; extra; bit <<= 1)
 		if (extra & bit)
@@ -496,13 +547,14 @@ static int check_options(const struct command *c, unsigned int seen,
 	for (unsigned int bit = 1; missing; bit <<= 1)
 		if (missing & bit)
 			return usage_error(c, "give --%s", option_name(bit));
-	if (nr_args > (c->arg ? 1 : 0))
-		return usage_error(c, "unexpected argument '%s'",
-				   args[c->arg ? 1 : 0]);
-	if (c->arg && !nr_args && !(seen & O_NAME))
-		return usage_error(c, "give the %s", c->arg);
-	if (nr_args && (seen & O_NAME))
+	if ((seen & O_NAME) && nr_args > (int)c->nr_extra)
 		return usage_error(c, "give FILE or --name NAME, not both");
+	if (nr_args > want)
+		return usage_error(c, "unexpected argument '%s'", args[want]);
+	if (nr_args < lead)
+		return usage_error(c, "give the %s", c->arg);
+	if (nr_args < want)
+		return usage_error(c, "give %s", c->extra);
 	return 0;
 }
 
@@ -566,6 +618,9 @@ int main(int argc, char **argv)
 	optind += used;
 	if ((status = check_options(cmd, seen, argc - optind, argv + optind)))
 		return status;
-	o.arg = optind < argc ? argv[optind] : NULL;
+	if (leading_args(cmd, seen))
+		o.arg = argv[optind++];
+	o.extra = argv + optind;
+	o.nr_extra = (unsigned int)(argc - optind);
 	return cmd->run(&o);
 }

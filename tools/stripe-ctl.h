@@ -26,6 +26,8 @@ struct ctl_opts {
 	unsigned int timeout_s;
 	unsigned int retries;
 	const char *arg; /* the positional argument: NAME or FILE */
+	char **extra;	 /* the command's further positional words */
+	unsigned int nr_extra;
 	/* server */
 	const char *portal;
 	const char *target;
@@ -48,6 +50,13 @@ struct ctl_opts {
 /* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
 int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * A bad command line found by a command ("vdisk mark"): the message and a
+ * pointer to its --help on stderr; returns EXIT_USAGE.
+ */
+int ctl_usage_fail(const char *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* A client for o->master, or NULL with the error printed. */
 struct master_client *ctl_client(const struct ctl_opts *o);
 
@@ -68,6 +77,7 @@ void ctl_json_server(struct td_json *j, const char *key, const ms_server *s);
 void ctl_print_server_header(void);
 void ctl_print_server(const ms_server *s);
 int ctl_show_map(const struct stripe_map *m, const char *path, bool json);
+int ctl_show_vdisk(const ms_vdisk *v, const char *master, bool json);
 
 /* The commands; each returns the exit status. */
 int ctl_cmd_info(struct ctl_opts *o);
@@ -80,5 +90,6 @@ int ctl_cmd_vdisk_create(struct ctl_opts *o);
 int ctl_cmd_vdisk_show(struct ctl_opts *o);
 int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
 int ctl_cmd_vdisk_list(struct ctl_opts *o);
+int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 
 #endif

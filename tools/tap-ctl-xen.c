@@ -12,6 +12,15 @@
  * the backend to reach Closed (the guest has closed the disk and tapdisk
  * has finished its I/O) and removes both directories.  The node layout is
  * in tapdisk/xen-keys.h.
+ *
+ * Handing a device over from one tapdisk to another while the guest stays
+ * connected (to restart or upgrade tapdisk): release sets tapstripe-pid to
+ * 0 and waits until the tapdisk holding the device has answered every
+ * request it took and says so (tapstripe-owner 0); the guest's new
+ * requests wait on the ring meanwhile.  attach of a device so released
+ * names the new tapdisk in tapstripe-pid and waits until it holds the
+ * device (tapstripe-owner is its pid); attach of a device another live
+ * tapdisk holds does both steps.
  */
 #include "config.h"
 
@@ -266,12 +275,132 @@ static int check_free(struct xs_handle *xs, const struct xen_target *t,
 	return status;
 }
 
+/* --- handing over ------------------------------------------------------------ */
+
+/*
+ * Wait until tapstripe-owner is want.  0, or an exit status: the tapdisk
+ * that must write it (pid) died, or the timeout passed.
+ */
+static int wait_owner(struct xs_handle *xs, const struct xen_target *t,
+		      const struct cmd_opts *o, const char *want, int pid)
+{
+	uint64_t deadline =
+		td_now_ns() + (uint64_t)o->timeout_s * 1000 * NS_PER_MS;
+
+	for (;;) {
+		char *v = read_key(xs, t->be, XEN_KEY_TAPDISK_OWNER);
+		bool done = v && !strcmp(v, want);
+
+		free(v);
+		if (done)
+			return 0;
+		if (tapctl_process_gone(pid))
+			return tapctl_fail(
+				"tapdisk %d exited before it %s %s", pid,
+				strcmp(want, "0") ? "took" : "handed over",
+				t->be);
+		if (td_now_ns() >= deadline)
+			return tapctl_fail(
+				"tapdisk %d did not %s %s within "
+				"%d s: see its log",
+				pid, strcmp(want, "0") ? "take" : "hand over",
+				t->be, o->timeout_s);
+		poll(NULL, 0, POLL_MS);
+	}
+}
+
+/* Ask tapdisk old to hand the device over; wait until it has. */
+static int release_from(struct xs_handle *xs, const struct xen_target *t,
+			const struct cmd_opts *o, int old)
+{
+	char v[32];
+	int status;
+
+	if (tapctl_process_gone(old))
+		return tapctl_fail("%s is held by tapdisk %d, which is not "
+				   "running: the requests it took cannot be "
+				   "resumed; detach the disk and attach it "
+				   "again",
+				   t->be, old);
+	if (!write_key(xs, XBT_NULL, t->be, XEN_KEY_TAPDISK_PID, "0"))
+		return tapctl_fail("cannot write %s/%s: %s", t->be,
+				   XEN_KEY_TAPDISK_PID, strerror(errno));
+	status = wait_owner(xs, t, o, "0", old);
+	if (status) {
+		/* Give it back: a half-done hand-over helps nobody. */
+		snprintf(v, sizeof(v), "%d", old);
+		write_key(xs, XBT_NULL, t->be, XEN_KEY_TAPDISK_PID, v);
+	}
+	return status;
+}
+
+/* The device exists: served by tapdisk pid_text, or handed over (0). */
+static int take_over(struct xs_handle *xs, const struct xen_target *t,
+		     struct cmd_opts *o, const char *pid_text)
+{
+	uint32_t old;
+	char v[32];
+	int status;
+
+	if (xen_parse_u32(pid_text, INT32_MAX, &old))
+		return tapctl_fail("%s/%s is '%.32s', not a tapdisk id", t->be,
+				   XEN_KEY_TAPDISK_PID, pid_text);
+	if ((int)old == o->id)
+		return tapctl_fail("tapdisk %d serves %s already", o->id,
+				   t->be);
+	if (old && (status = release_from(xs, t, o, (int)old)))
+		return status;
+	snprintf(v, sizeof(v), "%d", o->id);
+	if (!write_key(xs, XBT_NULL, t->be, XEN_KEY_TAPDISK_PID, v))
+		return tapctl_fail("cannot write %s/%s: %s", t->be,
+				   XEN_KEY_TAPDISK_PID, strerror(errno));
+	if ((status = wait_owner(xs, t, o, v, o->id)))
+		return status;
+	printf("%s\n", t->be);
+	return 0;
+}
+
+int tapctl_cmd_release(struct cmd_opts *o)
+{
+	struct xen_target t;
+	struct xs_handle *xs;
+	char *pid;
+	uint32_t v;
+	int status;
+
+	if (!(xs = open_store()))
+		return EXIT_FAILURE;
+	status = resolve_target(o, xs, false, &t);
+	pid = status ? NULL : read_key(xs, t.be, XEN_KEY_TAPDISK_PID);
+	if (!status && !pid)
+		status = tapctl_fail("domain %s has no disk %s served by a "
+				     "tapdisk (no %s)",
+				     o->domid, o->vdev, t.be);
+	else if (!status &&
+		 (xen_parse_u32(pid, INT32_MAX, &v) || (int)v != o->id))
+		status = tapctl_fail("%s is served by tapdisk %s, not %d", t.be,
+				     pid, o->id);
+	if (!status)
+		status = release_from(xs, &t, o, o->id);
+	free(pid);
+	xs_close(xs);
+	return status;
+}
+
+/* --- attach ------------------------------------------------------------------ */
+
 static int attach(struct xs_handle *xs, const struct xen_target *t,
 		  struct cmd_opts *o)
 {
-	int state, err, status = check_free(xs, t, o);
+	char *pid = read_key(xs, t->be, XEN_KEY_TAPDISK_PID);
+	int state, err, status;
 
-	if (status)
+	if (pid) {
+		status = take_over(xs, t, o, pid);
+		free(pid);
+		return status;
+	}
+	if ((status = check_free(xs, t, o)))
 		return status;
 	err = write_nodes(xs, t, o);
 	if (err)

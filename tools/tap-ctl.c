@@ -34,6 +34,7 @@ enum {
 	OPT_JSON = 1u << 1,
 	OPT_CREATE = 1u << 2,
 	OPT_XEN = 1u << 3,
+	OPT_ARGS = 1u << 4, /* takes words after its options */
 };
 
 struct subcommand {
@@ -202,6 +203,33 @@ static int cmd_resume(struct cmd_opts *o)
 	return simple_command(o, "resume");
 }
 
+/* "driver NAME WORD...": one line, words checked by the protocol's rules. */
+static int cmd_driver(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("driver");
+	char line[TD_CTL_LINE_MAX];
+	size_t len;
+
+	if (o->nr_args < 2)
+		return usage_errorf(sc, "give the driver and its command, e.g. "
+					"stripe status");
+	if (o->nr_args + 1 > TD_CTL_MAX_ARGS)
+		return usage_errorf(sc, "at most %d words after the driver",
+				    TD_CTL_MAX_ARGS - 2);
+	len = (size_t)snprintf(line, sizeof(line), "driver");
+	for (int i = 0; i < o->nr_args && len < sizeof(line); i++) {
+		if (!*o->args[i] || strpbrk(o->args[i], " \t\r\n"))
+			return usage_errorf(sc, "'%s' is not one word",
+					    o->args[i]);
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s",
+					o->args[i]);
+	}
+	if (len >= sizeof(line))
+		return usage_errorf(sc, "the command is longer than %d bytes",
+				    TD_CTL_LINE_MAX - 1);
+	return simple_command(o, line);
+}
+
 /* --- destroy ------------------------------------------------------------------- */
 
 #define NS_PER_MS 1000000ull
@@ -343,13 +371,36 @@ static const struct subcommand subcommands[] = {
 	 "    --domid DOMID       the guest (0 for this domain itself)\n"
 	 "    --vdev xvdX         the guest's disk name, xvda..xvdz, or a\n"
 	 "                        numeric device id\n"
-	 "    --mode r|w          read-only or read-write (default w)\n",
+	 "    --mode r|w          read-only or read-write (default w)\n\n"
+	 "When the disk exists already, held by another tapdisk or released\n"
+	 "by one (tap-ctl release), attach hands it over to tapdisk ID with\n"
+	 "the guest connected: the old one answers every request it took,\n"
+	 "the new one resumes the ring (--mode is then the disk's own).\n",
 	 tapctl_cmd_attach},
+	{"driver", OPT_ID | OPT_ARGS, "driver -i ID NAME WORD...",
+	 "Give a command to the driver NAME of tapdisk ID's chain and print\n"
+	 "its answer.  The stripe driver takes:\n"
+	 "    stripe status         servers, stale replicas, resync progress\n"
+	 "    stripe resync [RATE]  copy every stale replica from a live one,\n"
+	 "                          online, at most RATE bytes/s (K/M/G;\n"
+	 "                          default: the chain's resync_rate);\n"
+	 "                          returns at once: status shows progress\n"
+	 "    stripe resync stop    stop after the chunk in flight\n"
+	 "Options come before NAME.\n",
+	 cmd_driver},
 	{"detach", OPT_ID | OPT_XEN, "detach -i ID --domid DOMID --vdev xvdX",
 	 "Take the disk xvdX away from domain DOMID: set it offline, wait\n"
 	 "(at most --timeout seconds) until the guest has closed it and\n"
 	 "tapdisk has finished its I/O, then remove the xenstore nodes.\n",
 	 tapctl_cmd_detach},
+	{"release", OPT_ID | OPT_XEN, "release -i ID --domid DOMID --vdev xvdX",
+	 "Hand the disk xvdX of domain DOMID over, the guest staying\n"
+	 "connected: tapdisk ID answers every request it took, takes no\n"
+	 "more and lets go of the ring; the guest's next requests wait on\n"
+	 "it until 'tap-ctl attach' names another tapdisk (to restart or\n"
+	 "upgrade tapdisk, or to move the disk to another tapdisk).  Waits\n"
+	 "at most --timeout seconds.\n",
+	 tapctl_cmd_release},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 
@@ -384,6 +435,7 @@ static void global_usage(FILE *out)
 	      "    tap-ctl list\n"
 	      "    tap-ctl stats -i $id --json\n"
 	      "    tap-ctl attach -i $id --domid 5 --vdev xvdb\n"
+	      "    tap-ctl driver -i $id stripe resync 50M\n"
 	      "    tap-ctl destroy -i $id\n\n"
 	      "ENVIRONMENT\n"
 	      "    " TD_CTL_RUN_DIR_ENV
@@ -578,9 +630,13 @@ static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 		if ((status = take_option(sc, o, c, optarg)) >= 0)
 			return status;
 	}
-	if (optind < argc)
+	if (optind < argc && (sc->opts & OPT_ARGS)) {
+		o->args = argv + optind;
+		o->nr_args = argc - optind;
+	} else if (optind < argc) {
 		return usage_errorf(sc, "unexpected argument '%s'",
 				    argv[optind]);
+	}
 	if ((sc->opts & OPT_ID) && !o->id)
 		return usage_errorf(sc, "which tapdisk? give -i ID (see "
 					"tap-ctl list)");
@@ -629,7 +685,7 @@ int main(int argc, char **argv)
 	if (i == argc)
 		return usage_errorf(NULL, "give a command: create, list, info, "
 					  "stats, pause, resume, destroy, "
-					  "attach or detach");
+					  "driver, attach, detach or release");
 	if (!strcmp(argv[i], "help"))
 		return cmd_help(argc - i, argv + i);
 	if (!(sc = find_subcommand(argv[i])))

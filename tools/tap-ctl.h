@@ -29,10 +29,13 @@ struct cmd_opts {
 	const char *max_inflight;
 	const char *log_level;
 	bool read_only;
-	/* attach, detach */
+	/* attach, detach, release */
 	const char *domid;
 	const char *vdev;
 	const char *mode;
+	/* driver: the words after the options */
+	char **args;
+	int nr_args;
 };
 
 /* Print "tap-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
@@ -58,5 +61,6 @@ int tapctl_cmd_create(struct cmd_opts *o);
 int tapctl_cmd_list(struct cmd_opts *o);
 int tapctl_cmd_attach(struct cmd_opts *o);
 int tapctl_cmd_detach(struct cmd_opts *o);
+int tapctl_cmd_release(struct cmd_opts *o);
 
 #endif

@@ -191,6 +191,19 @@ e2e_rootfs_modules() {
 	# busybox's modprobe reads modules.dep; dom0-init.sh runs depmod.
 }
 
+# The hostile frontend of tapdisk-xen-bad-frontend, built against the
+# host's Xen 4.17 libraries (libxen-dev, as tapdisk is).  Without a
+# compiler or the headers the case skips.
+e2e_badfront() {
+	local cc=${CC:-cc}
+	"$cc" -O2 -Wall -Wextra -Werror -I"$here/../.." \
+		-o "$E2E_WORK/xen-badfront" "$here/xen-badfront.c" \
+		-lxengnttab -lxenevtchn -lxenstore >"$E2E_WORK/badfront-cc.log" 2>&1 || {
+		e2e_say "cannot build xen-badfront: $(tail -1 "$E2E_WORK/badfront-cc.log")"
+		return 1
+	}
+}
+
 # This build's programs.  nbdcopy only on request
 # (TAPSTRIPE_E2E_NBDCOPY=1): libnbd brings libxml2 and ICU, 25 MB more to
 # unpack, and its copy takes a minute under TCG.
@@ -203,8 +216,10 @@ e2e_rootfs_project() {
 	if [ -n "${TAPSTRIPE_E2E_NBDCOPY:-}" ] && command -v nbdcopy >/dev/null; then
 		e2e_install_bin "$(command -v nbdcopy)" usr/bin/nbdcopy
 	fi
+	e2e_badfront && e2e_install_bin "$E2E_WORK/xen-badfront" usr/bin/xen-badfront
 	mkdir -p "$R/e2e"
 	cp "$here/dom0-cases.sh" "$R/e2e/cases.sh"
+	cp "$here/dom0-cases-xen.sh" "$R/e2e/cases-xen.sh"
 	cp "$here/dom0-init.sh" "$R/init"
 	chmod +x "$R/init"
 }
@@ -245,6 +260,8 @@ e2e_build_initrd() {
 		e2e_rootfs_domu
 	fi
 	echo "${1:-}" >"$R/e2e/only"
+	[ -n "${TAPSTRIPE_E2E_THESIS_SEGS:-}" ] &&
+		echo "$TAPSTRIPE_E2E_THESIS_SEGS" >"$R/e2e/thesis-segs"
 	(cd "$R" && find . | cpio -H newc -o --quiet | gzip -1) \
 		>"$E2E_WORK/dom0.cpio.gz"
 	e2e_say "initramfs built: $(du -h "$E2E_WORK/dom0.cpio.gz" | cut -f1)"
@@ -306,6 +323,19 @@ e2e_report() {
 			"dom0 did not finish its cases; see the serial log (--keep)"
 		fail=$((fail + 1))
 		tr -d '\r' <"$log" | grep -av '^E2E-RESULT' | tail -25 | sed 's/^/  | /'
+	fi
+	# The thesis's request counts (tapdisk-xen-thesis), as dom0 printed them.
+	if tr -d '\r' <"$log" | grep -aq '^E2E-TABLE '; then
+		echo
+		echo "4096 buffered 4 KiB writes + sync through blkfront, as tapdisk counted them:"
+		tr -d '\r' <"$log" | grep -a '^E2E-TABLE ' | sed 's/^E2E-TABLE //'
+		echo
+	fi
+	# Every run of a tool again after it died of a signal (xtool), so
+	# that no retry goes unseen.
+	if tr -d '\r' <"$log" | grep -aq 'died with status'; then
+		echo "tools run again after dying of a signal at start-up (TCG flake, see README):"
+		tr -d '\r' <"$log" | grep -a 'died with status' | sed 's/^/  | /'
 	fi
 	if [ $fail -gt 0 ] && [ -z "${keep:-}" ]; then
 		echo "serial log tail (run with --keep to keep it all):"

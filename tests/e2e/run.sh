@@ -18,7 +18,9 @@
 #   TAPSTRIPE_E2E_CACHE    where the Debian packages and their extracted
 #                          files are kept between runs
 #                          (default /var/cache/tapstripe-e2e)
-#   TAPSTRIPE_E2E_TIMEOUT  seconds before the boot is given up (default 540)
+#   TAPSTRIPE_E2E_TIMEOUT  seconds before the boot is given up (default 570)
+#   TAPSTRIPE_E2E_THESIS_SEGS  blkfront segment limits of the thesis table
+#                          (default "32"; e.g. "11 32 256", a minute each)
 #   TAPSTRIPE_E2E_KERNEL   the linux-image package to boot (default: what
 #                          linux-image-amd64 depends on)
 #
@@ -56,7 +58,7 @@ done
 
 BUILDDIR=${BUILDDIR:-${abs_top_builddir:-$here/../../build}}
 E2E_CACHE=${TAPSTRIPE_E2E_CACHE:-/var/cache/tapstripe-e2e}
-E2E_TIMEOUT=${TAPSTRIPE_E2E_TIMEOUT:-540}
+E2E_TIMEOUT=${TAPSTRIPE_E2E_TIMEOUT:-570}
 export BUILDDIR E2E_CACHE E2E_TIMEOUT
 
 for prog in tools/tapdisk tools/tap-ctl; do

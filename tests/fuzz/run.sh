@@ -1,21 +1,31 @@
 #!/bin/bash
-# run.sh [SECONDS] - build every libFuzzer harness of tests/fuzz with clang
-# (-fsanitize=fuzzer,address,undefined) and run each one for SECONDS
-# (default 30) over its seed corpus in tests/fuzz/corpus/<name>/.  Exits
-# non-zero when a harness does not build or any run finds a crash, a leak
-# or a sanitizer error (the reproducer is left in the output directory).
+# run.sh [SECONDS [NAME...]] - build every libFuzzer harness of tests/fuzz
+# with clang (-fsanitize=fuzzer,address,undefined) and run each one (or
+# only the NAMEs: blkif, master, ...) for SECONDS (default 30) over its
+# seed corpus in tests/fuzz/corpus/<name>/.  Exits non-zero when a harness
+# does not build or any run finds a crash, a leak, a timeout or a
+# sanitizer error (the reproducer is left in the output directory).
 #
 # Environment: FUZZ_OUT, where binaries, the growing corpus and crash
-# artifacts go (default /tmp/tapstripe-fuzz); FUZZ_CONFIG_H, a configured
-# build's config.h (default: a minimal one).  Needs clang and libFuzzer
-# (Debian: clang, libclang-rt-14-dev).  `make fuzz` runs this.
+# artifacts go (default /tmp/tapstripe-fuzz); FUZZ_RUNS, stop each run
+# after that many executions instead (SECONDS still bounds it: give a
+# large one); FUZZ_CONFIG_H, a configured build's config.h (default: a
+# minimal one).  Needs clang, libFuzzer, rpcgen, libtirpc and SQLite
+# (Debian: clang, libclang-rt-14-dev, rpcsvc-proto, libtirpc-dev,
+# libsqlite3-dev).  `make fuzz` runs this.
 set -eu
 secs=${1:-30}
+shift || true
+only=" $* "
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${FUZZ_OUT:-/tmp/tapstripe-fuzz}
 cc=$(command -v clang-14 || command -v clang) ||
 	{ echo "clang missing (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
-case $secs in '' | *[!0-9]*) echo "usage: $0 [SECONDS]" >&2; exit 2 ;; esac
+case $secs in '' | *[!0-9]*) echo "usage: $0 [SECONDS [NAME...]]" >&2; exit 2 ;; esac
+for name in "$@"; do
+	[ -f "$top/tests/fuzz/fuzz_$name.c" ] ||
+		{ echo "$0: no harness tests/fuzz/fuzz_$name.c" >&2; exit 2; }
+done
 
 mkdir -p "$out"
 if [ -n "${FUZZ_CONFIG_H:-}" ] && [ -f "$FUZZ_CONFIG_H" ]; then
@@ -31,34 +41,57 @@ SAN="address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 LIBFLAGS="-g -O1 -fsanitize=fuzzer-no-link,$SAN $WARN -I$top -I$out"
 EXEFLAGS="-g -O1 -fsanitize=fuzzer,$SAN $WARN -I$top -I$out"
 
-# Every harness links one archive of the core (tapdisk/, the null driver),
-# instrumented; the linker takes the objects it needs.  A file that does
-# not build (work in progress elsewhere) is left out with a warning: the
-# link says whether a harness needed it.
-objs=()
-mkdir -p "$out/obj"
-echo "== build the core"
-for src in "$top"/tapdisk/*.c "$top"/drivers/block-null.c; do
-	obj=$out/obj/$(basename "$(dirname "$src")")-$(basename "$src" .c).o
-	# shellcheck disable=SC2086 # word splitting of the flags is wanted
-	if "$cc" $LIBFLAGS -c -o "$obj" "$src" 2>"$obj.log"; then
-		objs+=("$obj")
-	else
-		echo "warning: ${src#"$top"/} does not build, left out" \
-			"(see $obj.log)" >&2
-	fi
-done
-rm -f "$out/libcore.a"
-ar rcs "$out/libcore.a" "${objs[@]}"
+# Every harness links one archive of the core (tapdisk/, the null driver,
+# the mapping file), instrumented; the linker takes the objects it needs.
+# A file that does not build (work in progress elsewhere) is left out with
+# a warning: the link says whether a harness needed it.
+# archive NAME EXTRA_FLAGS SOURCES...: build SOURCES into $out/NAME.
+archive() {
+	local lib=$1 flags=$2 src obj objs=()
+	shift 2
+	mkdir -p "$out/obj"
+	echo "== build $lib"
+	for src in "$@"; do
+		obj=$out/obj/$(basename "$(dirname "$src")")-$(basename "$src" .c).o
+		# shellcheck disable=SC2086 # word splitting of the flags is wanted
+		if "$cc" $LIBFLAGS $flags -c -o "$obj" "$src" 2>"$obj.log"; then
+			objs+=("$obj")
+		else
+			echo "warning: ${src#"$top"/} does not build, left out" \
+				"(see $obj.log)" >&2
+		fi
+	done
+	rm -f "$out/$lib"
+	ar rcs "$out/$lib" "${objs[@]}"
+}
+archive libcore.a "" "$top"/tapdisk/*.c "$top"/drivers/block-null.c \
+	"$top"/drivers/mapfile*.c "$top"/drivers/stripe-layout.c
+
+# The master (fuzz_master): rpcgen's protocol code as Makefile.am makes it,
+# the store, the dispatcher; libtirpc and SQLite come from the system.
+RPC_CFLAGS=$(pkg-config --cflags libtirpc)
+RPC_LIBS="$(pkg-config --libs libtirpc) -lsqlite3"
+mkdir -p "$out/master"
+rpcgen -h <"$top/master/stripe.x" |
+	sed 's/_STDIN_H_RPCGEN/TAPSTRIPE_STRIPE_H_RPCGEN/' >"$out/master/stripe.h"
+{
+	echo '#include "master/stripe.h"'
+	rpcgen -c <"$top/master/stripe.x"
+} >"$out/master/stripe_xdr.c"
+archive libmaster.a "$RPC_CFLAGS -Wno-unused-variable -Wno-unused-parameter" \
+	"$out/master/stripe_xdr.c" "$top"/master/*.c
 
 fail=0
 for h in "$top"/tests/fuzz/fuzz_*.c; do
 	name=$(basename "$h" .c)
 	name=${name#fuzz_}
 	bin=$out/fuzz_$name
+	[ "$only" = "  " ] || [[ $only == *" $name "* ]] || continue
 	echo "== build $name"
+	extra=
+	[ "$name" = master ] && extra="$RPC_CFLAGS $out/libmaster.a $RPC_LIBS"
 	# shellcheck disable=SC2086
-	if ! "$cc" $EXEFLAGS -o "$bin" "$h" "$out/libcore.a"; then
+	if ! "$cc" $EXEFLAGS -o "$bin" "$h" $extra "$out/libcore.a"; then
 		echo "FAILED to build $name" >&2
 		fail=1
 		continue
@@ -66,8 +99,9 @@ for h in "$top"/tests/fuzz/fuzz_*.c; do
 	mkdir -p "$out/corpus-$name" "$out/artifacts-$name"
 	seeds=$top/tests/fuzz/corpus/$name
 	[ -d "$seeds" ] || seeds=
-	echo "== run $name for ${secs}s"
-	if "$bin" -max_total_time="$secs" -print_final_stats=1 \
+	echo "== run $name for ${secs}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}"
+	if "$bin" -max_total_time="$secs" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} \
+		-print_final_stats=1 \
 		-max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$out/artifacts-$name/" \
 		"$out/corpus-$name" ${seeds:+"$seeds"} >"$out/$name.log" 2>&1; then

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """master-hostile.py - a misbehaving Sun RPC client, for master.sh.
 
-Usage: master-hostile.py PORT SCENARIO [COUNT]
+Usage: master-hostile.py PORT SCENARIO [COUNT | VDISK]
 
 Each scenario misbehaves in one way against stripe-master on 127.0.0.1:PORT
 and checks that the master answers as RFC 5531 says (an error reply) or
 closes that one connection.  Exit status 0 when the master behaved, 1 with
 a message when not.  "storm" sends COUNT undecodable calls, cycling through
-the kinds of bad arguments, over a few connections.
+the kinds of bad arguments, over a few connections.  "replica-state" sends
+well-formed MS_REPLICA_STATE calls with out-of-range values about the
+existing disk VDISK (2 columns x 2 extents x 2 replicas, replica 0 of
+extent 0 of column 0 ok), expects the master's refusals, then marks that
+replica stale and ok again.
 
 Constants are RFC 5531's and master/stripe.x's.
 """
@@ -18,6 +22,8 @@ import time
 
 PROG, VERS = 0x20007700, 1
 NULL, INFO, SERVER_ADD, VDISK_ALLOC, VDISK_LOOKUP, EXTENT_LIST = 0, 1, 2, 6, 7, 10
+REPLICA_STATE = 11
+MS_OK, MS_EINVAL, MS_ENOENT = 0, 1, 2
 CALL, REPLY = 0, 1
 MSG_ACCEPTED, MSG_DENIED = 0, 1
 SUCCESS, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS = 0, 1, 2, 3, 4
@@ -72,8 +78,9 @@ class Conn:
             buf += chunk
         return buf
 
-    def reply(self):
-        """(xid, accepted?, stat) of the next reply record."""
+    def reply(self, results=False):
+        """(xid, accepted?, stat) of the next reply record, and with
+        results the bytes after the accept status (an ms_reply)."""
         body = b""
         while True:
             mark = struct.unpack(">I", self.recv_exact(4))[0]
@@ -87,7 +94,10 @@ class Conn:
             return xid, False, struct.unpack(">I", body[12:16])[0]
         verf_len = struct.unpack(">I", body[16:20])[0]
         pos = 20 + verf_len + (4 - verf_len % 4) % 4
-        return xid, True, struct.unpack(">I", body[pos:pos + 4])[0]
+        stat = struct.unpack(">I", body[pos:pos + 4])[0]
+        if results:
+            return xid, True, stat, body[pos + 4:]
+        return xid, True, stat
 
     def closed(self):
         """True when the master closed this connection."""
@@ -122,9 +132,18 @@ def extent_list_args(nr_ids, claimed=None, vdisk=""):
             xdr_string(vdisk) + u32(0) + u32(0) + u32(0) + u32(0) + u32(10))
 
 
+def replica_args(vdisk, column, extent, replica, stale, claimed=None):
+    return (xdr_string(vdisk, claimed) + u32(column) + u32(extent) +
+            u32(replica) + u32(stale))
+
+
 def bad_args():
     """Undecodable arguments of every kind."""
     return [
+        (REPLICA_STATE, replica_args("z" * (VDISK_ID_MAX + 1), 0, 0, 0, 1)),  # id over its bound
+        (REPLICA_STATE, replica_args("d1", 0, 0, 0, 1, claimed=0x7fffffff)),  # id claims 2 GiB
+        (REPLICA_STATE, replica_args("d1", 0, 0, 0, 1)[:-4]),                # no stale flag
+        (REPLICA_STATE, b""),                                                # no arguments
         (VDISK_ALLOC, alloc_args("x" * (VDISK_ID_MAX + 1))),      # string over its bound
         (VDISK_ALLOC, alloc_args("abcd", claimed=1000)),          # string claims more than sent
         (VDISK_ALLOC, alloc_args("d1")[:6]),                      # arguments cut short
@@ -219,6 +238,50 @@ def scenario_pipelined(port):
     c.close()
 
 
+def ms_reply(results):
+    """(status, message, changed) of an encoded ms_reply."""
+    status, length = struct.unpack(">II", results[:8])
+    message = results[8:8 + length].decode()
+    pos = 8 + length + (4 - length % 4) % 4
+    return status, message, struct.unpack(">I", results[pos:pos + 4])[0]
+
+
+def replica_call(conn, args, what):
+    conn.send(record(call_body(REPLICA_STATE, args)))
+    _, acc, st, results = conn.reply(results=True)
+    if (acc, st) != (True, SUCCESS):
+        raise Misbehaved("%s: accepted=%s stat=%d" % (what, acc, st))
+    return ms_reply(results)
+
+
+def scenario_replica_state(port, vdisk):
+    """Out-of-range values are refused with the master's own errors and
+    change nothing; a real change is made once and then is a no-op."""
+    c = Conn(port)
+    refused = [
+        (("no-such-disk", 0, 0, 0, 1), MS_ENOENT),
+        (("bad/id", 0, 0, 0, 1), MS_EINVAL),
+        (("", 0, 0, 0, 1), MS_EINVAL),
+        ((vdisk, 2, 0, 0, 1), MS_EINVAL),
+        ((vdisk, 0, 2, 0, 1), MS_EINVAL),
+        ((vdisk, 0, 0, 2, 1), MS_EINVAL),
+        ((vdisk, 0xffffffff, 0xffffffff, 0xffffffff, 1), MS_EINVAL),
+        ((vdisk, 0x80000000, 0, 0, 0), MS_EINVAL),
+    ]
+    for args, want in refused:
+        status, message, changed = replica_call(c, replica_args(*args), str(args))
+        if status != want or changed or not message:
+            raise Misbehaved("%s: status %d changed %d message %r" %
+                             (args, status, changed, message))
+    for stale, want_changed in ((1, 1), (1, 0), (0, 1), (0, 0)):
+        status, message, changed = replica_call(
+            c, replica_args(vdisk, 0, 0, 0, stale), "mark %d" % stale)
+        if (status, changed) != (MS_OK, want_changed):
+            raise Misbehaved("mark %d: status %d changed %d: %s" %
+                             (stale, status, changed, message))
+    c.close()
+
+
 def scenario_storm(port, count):
     kinds = bad_args()
     per_conn = 500
@@ -252,6 +315,8 @@ def main():
     try:
         if name == "storm":
             scenario_storm(port, int(sys.argv[3]))
+        elif name == "replica-state":
+            scenario_replica_state(port, sys.argv[3])
         else:
             SCENARIOS[name](port)
         healthy(port)

@@ -4,7 +4,9 @@
 # Starts `stripe-master --foreground` on 127.0.0.1 (a free port, a fresh
 # database in a temporary directory) and checks: registering 4 servers,
 # creating, showing and destroying disks, idempotent repeats and refused
-# changes, a mapping file locked by another opener, an allocation retried
+# changes, replica states (vdisk mark: recorded, repeated, refused, shown in
+# the listings, kept across kill -9), a mapping file locked by another
+# opener, an allocation retried
 # after the client timed out (the master is stopped with SIGSTOP meanwhile),
 # the allow-list, kill -9 in the middle of 1000 allocations (every
 # acknowledged one must survive the restart, no extent may have two
@@ -176,6 +178,53 @@ case_create_repeat() {
 		pass "vdisk create with another shape refused" || fail "other shape" "$out"
 }
 
+# Replica states: db1 is 2 columns x 8 extents x 2 replicas.
+stale_at_master() {
+	ctl vdisk show --name db1 --json | json_get \
+		'[(e["column"], e["extent"], e["replica"]) for e in j["extents"] if e["stale"]]'
+}
+
+case_mark() {
+	local out s1 s2 s3 s4
+	out=$(ctl vdisk mark "$MAP" 1 3 1 stale 2>&1)
+	[ $? -eq 0 ] && echo "$out" | grep -q "is stale at the master" &&
+		echo "$out" | grep -q "says this replica is ok" && [ "$(stale_at_master)" = "[(1, 3, 1)]" ] &&
+		pass "vdisk mark FILE: recorded, with a note that the file disagrees" ||
+		fail "vdisk mark stale" "$out"
+	out=$(ctl vdisk mark --name db1 1 3 1 stale --json 2>&1) &&
+		[ "$(echo "$out" | json_get 'j["changed"], j["stale"], j["server"] > 0')" = "False True True" ] &&
+		pass "vdisk mark repeated: nothing changed" || fail "vdisk mark repeated" "$out"
+	[ "$(ctl vdisk list --json | json_get '[v["stale_replicas"] for v in j if v["vdisk"] == "db1"]')" = "[1]" ] &&
+		[ "$(ctl extents list --vdisk db1 --json | json_get 'sum(e["stale"] for e in j)')" = 1 ] &&
+		ctl extents list --allocated | grep -q " stale$" &&
+		ctl vdisk show --name db1 | grep -q "stale replicas:      1" &&
+		[ "$(ctl vdisk show "$MAP" --json | json_get 'j["stale_replicas"]')" = 0 ] &&
+		pass "the stale replica shows in vdisk show --name, vdisk list, extents list" ||
+		fail "stale replica listings"
+	out=$(ctl vdisk mark --name db1 2 0 0 stale 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q "2 columns x 8 extents x 2 replicas" &&
+		pass "vdisk mark outside the disk: refused by the master" || fail "mark out of range" "$out"
+	out=$(ctl vdisk mark "$MAP" 0 8 0 stale 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q "is not one of them" &&
+		pass "vdisk mark outside the mapping file's disk: refused" || fail "mark out of file" "$out"
+	out=$(ctl vdisk mark --name nosuch 0 0 0 stale 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q "no vdisk nosuch" &&
+		pass "vdisk mark of an unknown disk: refused" || fail "mark unknown disk" "$out"
+	ctl vdisk mark --name db1 0 0 stale >/dev/null 2>&1; s1=$?
+	ctl vdisk mark --name db1 0 0 0 maybe >/dev/null 2>&1; s2=$?
+	ctl vdisk mark "$MAP" --name db1 0 0 0 ok >/dev/null 2>&1; s3=$?
+	ctl vdisk mark --name db1 0 -1 0 ok >/dev/null 2>&1; s4=$?
+	[ "$s1 $s2 $s3 $s4" = "2 2 2 2" ] && "$CTL_BIN" vdisk mark --help | grep -q "COLUMN EXTENT REPLICA" &&
+		pass "vdisk mark: bad command lines exit 2; --help" || fail "mark usage" "$s1 $s2 $s3 $s4"
+	# acknowledged means durable
+	stop_master KILL
+	start_master || { fail "restart after kill -9 (mark)"; return; }
+	[ "$(stale_at_master)" = "[(1, 3, 1)]" ] &&
+		pass "a replica state survives kill -9 of the master" || fail "mark after kill -9" "$(stale_at_master)"
+	out=$(ctl vdisk mark "$MAP" 1 3 1 ok 2>&1) && echo "$out" | grep -q "is ok at the master" &&
+		[ "$(stale_at_master)" = "[]" ] && pass "vdisk mark ok: in step again" || fail "mark ok" "$out"
+}
+
 case_show_corrupted() {
 	local out
 	python3 - "$MAP" "$WORK/bad.map" <<'EOF'
@@ -282,6 +331,12 @@ case_hostile() {
 			fail "hostile client: $s" "$out"
 		fi
 	done
+	# retry1 (2 x 2 x 2) exists since case_retry_after_timeout
+	if out=$(python3 "$HOSTILE" "$PORT" replica-state retry1 2>&1) && kill -0 "$MASTER_PID"; then
+		pass "hostile client: replica-state values out of range"
+	else
+		fail "hostile client: replica-state" "$out"
+	fi
 	python3 "$HOSTILE" "$PORT" storm 2000 >/dev/null 2>&1 # warm up the allocator
 	before=$(rss_kib)
 	if out=$(python3 "$HOSTILE" "$PORT" storm "$STORM" 2>&1); then
@@ -364,6 +419,7 @@ start_master || { echo "FAIL: stripe-master did not start: $(cat "$LOG")"; exit 
 case_servers
 case_create
 case_create_repeat
+case_mark
 case_show_corrupted
 case_locked_map
 case_retry_after_timeout

@@ -1187,6 +1187,66 @@ static void test_stop_drains(void **state)
 	assert_int_equal(f->sring->rsp_prod, 0);
 }
 
+/*
+ * Quiesce with a request in flight and one queued behind it: the first is
+ * answered, the second left on the ring; a new ring resumed on the same
+ * shared ring (another tapdisk) takes the second, and only it.
+ */
+static void test_quiesce_then_resume(void **state)
+{
+	struct blkif_ring_params p = {
+		.ring_order = 0,
+		.protocol = BLKIF_PROTOCOL_NATIVE,
+		.ops = &fake_ops,
+		.resume = true,
+	};
+	struct fake *f;
+
+	mock.hold = true;
+	f = start("mock");
+	req_rw(f, BLKIF_OP_READ, 700, 0, 1, 0);
+	kick(f);
+	run();
+	assert_int_equal(blkif_ring_quiesce(f->ring, drained, f), 0);
+	assert_int_equal(blkif_ring_quiesce(f->ring, drained, f), -EALREADY);
+	/* Produced after the quiesce: must stay on the ring. */
+	req_rw(f, BLKIF_OP_WRITE, 701, 8, 1, 1);
+	kick(f);
+	run();
+	assert_false(f->drained);
+	assert_int_equal(ring_stats(f).reqs[BLKIF_OP_WRITE], 0);
+	mock_complete_held(0, 0);
+	run();
+	assert_true(f->drained); /* destroyed by the callback */
+	expect_rsp(f, 700, BLKIF_OP_READ, BLKIF_RSP_OKAY);
+	assert_int_equal(unread(f), 0);
+	assert_int_equal(f->sring->rsp_prod, 1);
+
+	/* The next backend: resumes at rsp_prod, takes 701 only. */
+	mock.hold = false;
+	p.sring = f->sring;
+	p.opaque = f;
+	assert_int_equal(blkif_ring_create(T.vbd, &T.cfg, &p, &f->ring), 0);
+	blkif_ring_kick(f->ring);
+	run();
+	expect_rsp(f, 701, BLKIF_OP_WRITE, BLKIF_RSP_OKAY);
+	assert_int_equal(unread(f), 0);
+	assert_int_equal(ring_stats(f).reqs[BLKIF_OP_READ], 0);
+	assert_int_equal(ring_stats(f).reqs[BLKIF_OP_WRITE], 1);
+	assert_true(logged("resuming at index 1"));
+}
+
+/* Quiesced with nothing in flight: drained at once, from the loop. */
+static void test_quiesce_idle(void **state)
+{
+	struct fake *f = start("null:size=64M");
+
+	assert_int_equal(blkif_ring_quiesce(f->ring, drained, f), 0);
+	assert_false(f->drained);
+	run();
+	assert_true(f->drained);
+}
+
 static void test_config(void **state)
 {
 	struct blkif_config cfg;
@@ -1299,6 +1359,8 @@ int main(void)
 		TEST(test_ring_order_limits),
 		TEST(test_producer_overflow),
 		TEST(test_stop_drains),
+		TEST(test_quiesce_then_resume),
+		TEST(test_quiesce_idle),
 		TEST(test_config),
 		TEST(test_create_errors),
 	};

@@ -253,10 +253,14 @@ static void test_denied_outside_allow_list(void **state)
 	struct master_client *c = client(f);
 	char t[] = "iqn.x:y";
 	ms_server_add_args a = {t, t, t, 1, 64 * MiB, 512};
+	ms_replica_state_args rs = {"d1", 0, 0, 0, true};
 	ms_reply rep;
 
 	assert_int_equal(master_call_server_add(c, &a, &rep), -EPERM);
 	assert_non_null(strstr(master_client_error(c), "--allow"));
+	master_reply_free(&rep);
+	/* a replica state changes the master too */
+	assert_int_equal(master_call_replica_state(c, &rs, &rep), -EPERM);
 	master_reply_free(&rep);
 	/* reading is for everyone */
 	assert_int_equal(master_call_info(c, &rep), 0);
@@ -264,7 +268,7 @@ static void test_denied_outside_allow_list(void **state)
 	master_reply_free(&rep);
 	master_client_close(c);
 	stop(f);
-	assert_int_equal(f->stats.denied, 1);
+	assert_int_equal(f->stats.denied, 2);
 }
 
 static void test_undecodable_call_freed(void **state)

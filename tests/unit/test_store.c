@@ -2,8 +2,9 @@
  * test_store.c - master/store*.c on a real SQLite file in a temporary
  * directory: registration, placement as stored (hand-written tables of
  * which server and which offset each extent of a disk gets), idempotent
- * repeats, refusals, release and reuse, listings, transactions, the
- * consistency check and the one-master lock.
+ * repeats, refusals, release and reuse, listings, replica states,
+ * transactions, the consistency check, the one-master lock and the
+ * upgrade of a database of schema 1.
  *
  * The pool is 4 servers of 4 MiB cut into 1 MiB extents (E = 1 MiB), so
  * every extent can be named: (server id, offset).
@@ -120,6 +121,11 @@ static int do_extents(struct master_store *st, const void *a, ms_reply *rep)
 static int do_vdisks(struct master_store *st, const void *a, ms_reply *rep)
 {
 	return master_store_vdisk_list(st, a, rep);
+}
+
+static int do_replica(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_replica_state(st, a, rep);
 }
 
 /* Register server n (1-based) as host 10.0.0.n, 4 MiB. */
@@ -491,6 +497,171 @@ static void test_vdisk_list_and_info(void **state)
 	master_reply_free(&rep);
 }
 
+/* --- replica states ------------------------------------------------------------------ */
+
+/* Set a replica's state; the reply's status, *changed. */
+static ms_status mark(struct master_store *st, const char *id, u_int c, u_int x,
+		      u_int r, bool stale, bool *changed)
+{
+	ms_replica_state_args a = {(char *)id, c, x, r, stale};
+	ms_reply rep;
+	ms_status status;
+
+	assert_int_equal(call(st, do_replica, &a, &rep), 0);
+	status = rep.status;
+	if (changed)
+		*changed = rep.changed;
+	if (!status) {
+		/* the body: the replica's extent, in its new state */
+		assert_int_equal(rep.body.kind, MS_BODY_REPLICA);
+		assert_string_equal(rep.body.ms_body_u.replica.vdisk, id);
+		assert_int_equal(rep.body.ms_body_u.replica.column, c);
+		assert_int_equal(rep.body.ms_body_u.replica.extent, x);
+		assert_int_equal(rep.body.ms_body_u.replica.replica, r);
+		assert_int_equal(rep.body.ms_body_u.replica.stale, stale);
+	}
+	master_reply_free(&rep);
+	return status;
+}
+
+/* A disk's replicas, in slot order, that the master says are stale. */
+static unsigned int stale_mask(struct master_store *st, const char *id)
+{
+	unsigned int mask = 0;
+	ms_reply rep;
+
+	call(st, do_lookup, id, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	for (u_int i = 0; i < rep.body.ms_body_u.vdisk.extents.extents_len; i++)
+		if (rep.body.ms_body_u.vdisk.extents.extents_val[i].stale)
+			mask |= 1u << i;
+	master_reply_free(&rep);
+	return mask;
+}
+
+static void test_replica_state(void **state)
+{
+	struct fixture *f = *state;
+	bool changed;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	for (u_int i = 0; i < 8; i++)
+		assert_false(
+			rep.body.ms_body_u.vdisk.extents.extents_val[i].stale);
+	master_reply_free(&rep);
+	/* column 1, extent 0, replica 1 is slot 5 */
+	assert_int_equal(mark(f->st, "d1", 1, 0, 1, true, &changed), MS_OK);
+	assert_true(changed);
+	assert_int_equal(stale_mask(f->st, "d1"), 1u << 5);
+	/* a retry changes nothing */
+	assert_int_equal(mark(f->st, "d1", 1, 0, 1, true, &changed), MS_OK);
+	assert_false(changed);
+	/* ok when ok already: nothing to do either */
+	assert_int_equal(mark(f->st, "d1", 0, 1, 0, false, &changed), MS_OK);
+	assert_false(changed);
+	assert_int_equal(mark(f->st, "d1", 0, 1, 0, true, &changed), MS_OK);
+	assert_int_equal(stale_mask(f->st, "d1"), 1u << 5 | 1u << 2);
+	assert_int_equal(mark(f->st, "d1", 1, 0, 1, false, &changed), MS_OK);
+	assert_true(changed);
+	assert_int_equal(stale_mask(f->st, "d1"), 1u << 2);
+}
+
+static void test_replica_state_refused(void **state)
+{
+	struct fixture *f = *state;
+	static const struct {
+		const char *id;
+		u_int c, x, r;
+		ms_status want;
+		const char *says;
+	} bad[] = {
+		{"nope", 0, 0, 0, MS_ENOENT, "no vdisk nope"},
+		{"bad/id", 0, 0, 0, MS_EINVAL, "a vdisk id is"},
+		{"", 0, 0, 0, MS_EINVAL, "a vdisk id is"},
+		{"d1", 2, 0, 0, MS_EINVAL,
+		 "column 2 extent 0 replica 0 is not"},
+		{"d1", 0, 2, 0, MS_EINVAL,
+		 "2 columns x 2 extents x 2 replicas"},
+		{"d1", 0, 0, 2, MS_EINVAL, "count from 0"},
+		{"d1", 0xffffffffu, 0xffffffffu, 0xffffffffu, MS_EINVAL,
+		 "column 4294967295"},
+	};
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		ms_replica_state_args a = {(char *)bad[i].id, bad[i].c,
+					   bad[i].x, bad[i].r, true};
+
+		call(f->st, do_replica, &a, &rep);
+		assert_int_equal(rep.status, bad[i].want);
+		assert_int_equal(rep.body.kind, MS_BODY_NONE);
+		assert_non_null(strstr(rep.message, bad[i].says));
+		master_reply_free(&rep);
+	}
+	assert_int_equal(stale_mask(f->st, "d1"), 0);
+}
+
+static void test_replica_state_listed(void **state)
+{
+	struct fixture *f = *state;
+	ms_extent_list_args all = {.vdisk = "", .limit = 100};
+	ms_extent_list_args mine = {.vdisk = "d1", .limit = 100};
+	ms_vdisk_list_args disks = {.after = "", .limit = 10};
+	static const struct where d4_extents[] = {{1, 0}, {2, 0}};
+	ms_extent_entry *e;
+	ms_reply rep;
+
+	add_four(f->st);
+	/* d1: extent 0 on (1, 0) and (2, 0), extent 1 on (1, 1), (2, 1) */
+	assert_int_equal(alloc(f->st, "d1", 1, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d2", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(mark(f->st, "d1", 0, 0, 1, true, NULL), MS_OK);
+	assert_int_equal(mark(f->st, "d1", 0, 1, 0, true, NULL), MS_OK);
+	/* every extent: (2, 0) and (1, 1) are stale; free ones are not */
+	call(f->st, do_extents, &all, &rep);
+	e = rep.body.ms_body_u.extents.extents.extents_val;
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 16);
+	for (u_int i = 0; i < 16; i++)
+		assert_int_equal(
+			e[i].stale,
+			(e[i].server_id == 2 && e[i].index == 0) ||
+				(e[i].server_id == 1 && e[i].index == 1));
+	master_reply_free(&rep);
+	/* one disk's, from the allocations alone */
+	call(f->st, do_extents, &mine, &rep);
+	e = rep.body.ms_body_u.extents.extents.extents_val;
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 4);
+	assert_false(e[0].stale); /* (1, 0) */
+	assert_true(e[1].stale);  /* (1, 1): extent 1 replica 0 */
+	assert_true(e[2].stale);  /* (2, 0): extent 0 replica 1 */
+	assert_false(e[3].stale); /* (2, 1) */
+	master_reply_free(&rep);
+	/* the disk list counts them */
+	call(f->st, do_vdisks, &disks, &rep);
+	assert_int_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_len, 2);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisks.vdisks.vdisks_val[0].stale_replicas,
+		2);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisks.vdisks.vdisks_val[1].stale_replicas,
+		0);
+	master_reply_free(&rep);
+	/* released, its extents come back to the next disk as ok ones */
+	call(f->st, do_release, "d1", &rep);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d4", 1, 1, 2, &rep), MS_OK);
+	expect_extents(&rep, d4_extents, ARRAY_SIZE(d4_extents));
+	master_reply_free(&rep);
+	assert_int_equal(stale_mask(f->st, "d4"), 0);
+}
+
 /* --- transactions, the check, the lock ------------------------------------------------ */
 
 static void test_rollback_leaves_nothing(void **state)
@@ -558,7 +729,8 @@ static void test_check_and_constraints(void **state)
 	assert_int_equal(raw_sql(f->path,
 				 "PRAGMA foreign_keys = ON; BEGIN;"
 				 "INSERT INTO vdisks VALUES ('x', 1, 1, 1);"
-				 "INSERT INTO allocations VALUES"
+				 "INSERT INTO allocations (vdisk_id, col, ext,"
+				 " replica, server_id, idx) VALUES"
 				 " ('x', 0, 0, 0, 1, 0); COMMIT;"),
 			 SQLITE_CONSTRAINT);
 	/* a counter edited by hand is found */
@@ -590,6 +762,152 @@ static void test_one_master_per_database(void **state)
 	assert_int_equal(
 		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
 	assert_int_equal(master_store_extent_size(f->st), 1 * MiB);
+}
+
+/* Schema 1 as stripe-master created it before replica states. */
+static const char schema_v1[] =
+	"CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" schema_version INTEGER NOT NULL, extent_size_bytes INTEGER NOT NULL"
+	" CHECK (extent_size_bytes > 0));"
+	"CREATE TABLE servers (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" address TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 63),"
+	" portal TEXT NOT NULL CHECK (length(portal) BETWEEN 1 AND 261),"
+	" target TEXT NOT NULL CHECK (length(target) BETWEEN 1 AND 223),"
+	" lun INTEGER NOT NULL CHECK (lun BETWEEN 0 AND 65535),"
+	" size_bytes INTEGER NOT NULL CHECK (size_bytes > 0),"
+	" block_size INTEGER NOT NULL CHECK (block_size IN (512, 1024, 2048,"
+	"  4096)),"
+	" nr_extents INTEGER NOT NULL CHECK (nr_extents > 0),"
+	" free_extents INTEGER NOT NULL"
+	"  CHECK (free_extents BETWEEN 0 AND nr_extents),"
+	" next_fresh INTEGER NOT NULL DEFAULT 0"
+	"  CHECK (next_fresh BETWEEN 0 AND nr_extents),"
+	" draining INTEGER NOT NULL DEFAULT 0 CHECK (draining IN (0, 1)),"
+	" UNIQUE (target, lun));"
+	"CREATE TABLE vdisks ("
+	" id TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 63),"
+	" columns INTEGER NOT NULL CHECK (columns BETWEEN 1 AND 256),"
+	" extents_per_column INTEGER NOT NULL CHECK (extents_per_column >= 1),"
+	" replicas INTEGER NOT NULL CHECK (replicas BETWEEN 1 AND 4),"
+	" CHECK (columns * extents_per_column * replicas <= 262144)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE allocations ("
+	" vdisk_id TEXT NOT NULL REFERENCES vdisks (id),"
+	" col INTEGER NOT NULL CHECK (col >= 0),"
+	" ext INTEGER NOT NULL CHECK (ext >= 0),"
+	" replica INTEGER NOT NULL CHECK (replica >= 0),"
+	" server_id INTEGER NOT NULL REFERENCES servers (id),"
+	" idx INTEGER NOT NULL CHECK (idx >= 0),"
+	" PRIMARY KEY (vdisk_id, col, ext, replica),"
+	" UNIQUE (server_id, idx)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE released ("
+	" server_id INTEGER NOT NULL REFERENCES servers (id),"
+	" idx INTEGER NOT NULL CHECK (idx >= 0),"
+	" PRIMARY KEY (server_id, idx)"
+	") WITHOUT ROWID;"
+	/* one server of 4 extents; disk "old" of 1 x 2 x 1 on it */
+	"INSERT INTO meta VALUES (1, 1, 1048576);"
+	"INSERT INTO servers VALUES (1, '10.0.0.1', '10.0.0.1', 'iqn.t:s1', 1,"
+	" 4194304, 512, 4, 2, 2, 0);"
+	"INSERT INTO vdisks VALUES ('old', 1, 2, 1);"
+	"INSERT INTO allocations VALUES ('old', 0, 0, 0, 1, 0),"
+	" ('old', 0, 1, 0, 1, 1);";
+
+/* 1 when sql's first row's first column is 1. */
+static int raw_query_is_one(const char *path, const char *sql)
+{
+	sqlite3_stmt *s;
+	sqlite3 *db;
+	int one;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	one = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 1;
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return one;
+}
+
+/* A database of schema 1 is upgraded when opened; its data stay. */
+static void test_schema_upgrade(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where old_extents[] = {{1, 0}, {1, 1}};
+	char path[128], msg[256];
+	struct master_store *st;
+	ms_reply rep;
+
+	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v1), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+	call(st, do_lookup, "old", &rep);
+	expect_extents(&rep, old_extents, ARRAY_SIZE(old_extents));
+	master_reply_free(&rep);
+	assert_int_equal(mark(st, "old", 0, 1, 0, true, NULL), MS_OK);
+	assert_int_equal(stale_mask(st, "old"), 1u << 1);
+	master_store_close(st);
+	/* the new version is stored; opened again, the state is there */
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 2 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
+					   " sqlite_master WHERE name ="
+					   " 'allocations_stale'"));
+	assert_int_equal(
+		master_store_open(path, 1 * MiB, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(stale_mask(st, "old"), 1u << 1);
+	master_store_close(st);
+	/* a newer schema than this master's is refused */
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 3"),
+			 SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
+			 -EINVAL);
+	assert_non_null(strstr(msg, "newer than this stripe-master's 2"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 3 FROM"
+					   " meta"));
+}
+
+/*
+ * Tables, their columns and indexes of database db (main or an attached
+ * one); db is given twice.
+ */
+#define SCHEMA_OF(db)                                                        \
+	"SELECT m.type, m.name, m.tbl_name, p.name, p.type, p.\"notnull\", " \
+	"p.dflt_value, p.pk FROM " db ".sqlite_master m LEFT JOIN "          \
+	"pragma_table_info(m.name, '" db "') p ON m.type = 'table'"
+
+/* A new database and an upgraded one have the same schema. */
+static void test_schema_new_equals_upgraded(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256], attach[1024];
+	struct master_store *st;
+	sqlite3_stmt *s;
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v1), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	master_store_close(st);
+	master_store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	snprintf(attach, sizeof(attach), "ATTACH '%s' AS up", path);
+	assert_int_equal(sqlite3_exec(db, attach, NULL, NULL, NULL), SQLITE_OK);
+	for (int i = 0; i < 2; i++) {
+		snprintf(attach, sizeof(attach),
+			 "SELECT count(*) FROM (" SCHEMA_OF(
+				 "%s") " EXCEPT " SCHEMA_OF("%s") ")",
+			 i ? "up" : "main", i ? "up" : "main",
+			 i ? "main" : "up", i ? "main" : "up");
+		assert_int_equal(sqlite3_prepare_v2(db, attach, -1, &s, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_int(s, 0), 0);
+		sqlite3_finalize(s);
+	}
+	sqlite3_close(db);
 }
 
 static void test_open_rejects(void **state)
@@ -631,9 +949,14 @@ int main(void)
 		T(test_drain_and_remove),
 		T(test_extent_list),
 		T(test_vdisk_list_and_info),
+		T(test_replica_state),
+		T(test_replica_state_refused),
+		T(test_replica_state_listed),
 		T(test_rollback_leaves_nothing),
 		T(test_check_and_constraints),
 		T(test_one_master_per_database),
+		T(test_schema_upgrade),
+		T(test_schema_new_equals_upgraded),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};

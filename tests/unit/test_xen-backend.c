@@ -187,7 +187,8 @@ static unsigned int nr_watches(void)
 
 static struct {
 	int connect_err;
-	unsigned int connects, disconnects;
+	unsigned int connects, disconnects, quiesces;
+	bool resume; /* of the last connect */
 	struct xen_frontend_keys keys;
 	uint32_t domid;
 	bool read_only;
@@ -205,6 +206,7 @@ static int f_connect(const struct xen_ring_params *p, struct xen_ring **out)
 	if (io.connect_err)
 		return io.connect_err;
 	io.keys = *p->keys;
+	io.resume = p->resume;
 	io.domid = p->frontend_domid;
 	io.read_only = p->cfg->read_only;
 	io.fatal = p->fatal;
@@ -222,9 +224,18 @@ static void f_disconnect(struct xen_ring *ring, void (*done)(void *),
 	io.done_opaque = opaque;
 }
 
+static void f_quiesce(struct xen_ring *ring, void (*done)(void *), void *opaque)
+{
+	assert_ptr_equal(ring, FAKE_RING);
+	io.quiesces++;
+	io.done = done;
+	io.done_opaque = opaque;
+}
+
 static const struct xen_io_ops fake_io = {
 	.connect = f_connect,
 	.disconnect = f_disconnect,
+	.quiesce = f_quiesce,
 };
 
 /* The I/O in flight has finished: the ring is gone. */
@@ -448,7 +459,7 @@ static void test_refuse_other_abi(void **state)
 	assert_int_equal(T.srv.stats.connect_errors, 1);
 	/* The frontend gives up; a new try starts from InitWait. */
 	frontend_state("6");
-	assert_string_equal(be_state(), "6");
+	assert_string_equal(be_state(), "2");
 	frontend_state("1");
 	assert_string_equal(be_state(), "2");
 	frontend_init("x86_64-abi");
@@ -476,7 +487,8 @@ static void test_frontend_closes(void **state)
 	assert_string_equal(be_state(), "5");
 	drain();
 	pump();
-	assert_string_equal(be_state(), "6");
+	/* Closed, then InitWait at once: ready for a frontend to return. */
+	assert_string_equal(be_state(), "2");
 	assert_int_equal(io.disconnects, 1);
 	/* It comes back. */
 	frontend_state("1");
@@ -536,15 +548,95 @@ static void test_ring_fatal(void **state)
 	assert_non_null(strstr(get(BE "/error"), "ring protocol"));
 	drain();
 	pump();
-	/* Stays Closing until the frontend closes. */
+	/* Stays Closing until the frontend closes, then waits for it. */
 	assert_string_equal(be_state(), "5");
 	frontend_state("6");
-	assert_string_equal(be_state(), "6");
+	assert_string_equal(be_state(), "2");
 }
 
 static void stopped(void *opaque)
 {
 	T.stopped++;
+}
+
+/* tap-ctl release: tapstripe-pid 0.  The ring is quiesced, not closed. */
+static void test_release(void **state)
+{
+	connect_dev();
+	assert_string_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER),
+			    get(BE "/" XEN_KEY_TAPDISK_PID));
+	put(BE "/" XEN_KEY_TAPDISK_PID, "0");
+	pump();
+	assert_int_equal(io.quiesces, 1);
+	assert_int_equal(io.disconnects, 0);
+	/* Not handed over before every request taken is answered. */
+	assert_string_not_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER), "0");
+	drain();
+	pump();
+	assert_string_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER), "0");
+	/* The guest sees nothing: still Connected, no error. */
+	assert_string_equal(be_state(), "4");
+	assert_null(get(BE "/error"));
+	assert_true(LIST_EMPTY(&T.srv.devs));
+	assert_int_equal(nr_watches(), 1); /* the root's only */
+	/* Frontend moves after the hand-over are not ours to follow. */
+	frontend_state("5");
+	assert_string_equal(be_state(), "4");
+}
+
+/* A released device named ours again: resumed, no InitWait. */
+static void test_take_over(void **state)
+{
+	char pid[16];
+
+	connect_dev();
+	put(BE "/" XEN_KEY_TAPDISK_PID, "0");
+	pump();
+	drain();
+	pump();
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	put(BE "/" XEN_KEY_TAPDISK_PID, pid);
+	pump();
+	assert_int_equal(io.connects, 2);
+	assert_true(io.resume);
+	assert_string_equal(be_state(), "4");
+	assert_string_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER), pid);
+	/* Served as any connected device: the frontend closes, we close. */
+	frontend_state("5");
+	assert_int_equal(io.disconnects, 1);
+	drain();
+	frontend_state("6");
+	assert_string_equal(be_state(), "2"); /* ready for it to return */
+}
+
+/* Connected, but its tapdisk died without handing it over: closed. */
+static void test_take_over_not_handed_over(void **state)
+{
+	char pid[16];
+
+	connect_dev();
+	put(BE "/" XEN_KEY_TAPDISK_PID, "0");
+	pump();
+	drain();
+	pump();
+	put(BE "/" XEN_KEY_TAPDISK_OWNER, "4242"); /* as if it never quiesced */
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	put(BE "/" XEN_KEY_TAPDISK_PID, pid);
+	pump();
+	assert_int_equal(io.connects, 1);
+	assert_string_equal(be_state(), "5");
+	assert_non_null(strstr(get(BE "/error"), "did not hand it over"));
+}
+
+/* Released before the frontend connected: nothing to quiesce. */
+static void test_release_unconnected(void **state)
+{
+	toolstack_attach((int)getpid());
+	put(BE "/" XEN_KEY_TAPDISK_PID, "0");
+	pump();
+	assert_int_equal(io.quiesces, 0);
+	assert_string_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER), "0");
+	assert_true(LIST_EMPTY(&T.srv.devs));
 }
 
 static void test_shutdown(void **state)
@@ -593,6 +685,10 @@ int main(void)
 		TEST(test_ring_fatal),
 		TEST(test_shutdown),
 		TEST(test_shutdown_idle),
+		TEST(test_release),
+		TEST(test_take_over),
+		TEST(test_take_over_not_handed_over),
+		TEST(test_release_unconnected),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

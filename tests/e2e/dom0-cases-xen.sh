@@ -1,0 +1,253 @@
+# dom0-cases-xen.sh - the Xen transport's life-cycle, hostile-frontend and
+# request-count cases; sourced by dom0-cases.sh (as /e2e/cases-xen.sh),
+# whose helpers they use: log, detail, fail, skip, wait_for, xtool,
+# pattern, same_prefix, loop_disk, write_read, td_requests, xen_attach,
+# xen_detach.
+
+# The frontend directory of dom0's VDEV and tapdisk's backend directory.
+fe_dir() { echo "/local/domain/0/device/vbd/$1"; }
+be_dir() { echo "/local/domain/0/backend/vbd3/0/$1"; }
+
+# devid of xvdX for the first 16 disks: 202 << 8 | index << 4.
+vdev_id() {
+	local i
+	i=$(printf '%d' "'${1#xvd}")
+	echo $(((202 << 8) | ((i - 97) << 4)))
+}
+
+# td_json_op ID OP FIELD: a number from tap-ctl stats --json ("ops" object).
+td_json_op() {
+	tap-ctl stats -i "$1" --json | awk -v op="\"$2\":" -v f="\"$3\":" '
+		$1 == op { inop = 1; next }
+		inop && $1 == f { gsub(/,/, "", $2); print $2; exit }
+		inop && /}/ { inop = 0 }'
+}
+
+# The segments-per-request bucket holding most requests: "min-max count".
+td_json_seg_mode() {
+	tap-ctl stats -i "$1" --json | awk '
+		/"segments_per_request"/ { in_h = 1; next }
+		in_h && /"min":/ { gsub(/,/, "", $2); lo = $2 }
+		in_h && /"max":/ { gsub(/,/, "", $2); hi = $2 }
+		in_h && /"count":/ { gsub(/,/, "", $2); if ($2 + 0 > best) { best = $2 + 0; m = lo "-" hi } }
+		in_h && /\]/ { in_h = 0 }
+		END { print m, best + 0 }'
+}
+
+# blkfront again, with these parameters (read-only once loaded).
+reload_blkfront() {
+	rmmod xen_blkfront 2>/dev/null
+	modprobe xen-blkfront "$@" || fail "modprobe xen-blkfront $*"
+}
+
+# sectors written to the loop device $1 since boot (/sys/block/*/stat).
+loop_written() {
+	awk '{print $7}' "/sys/block/$(basename "$1")/stat"
+}
+
+# --- the thesis's tables 3.5 and 4.1 ----------------------------------------------
+
+# 4096 buffered 4 KiB writes, then sync, through blkfront to tapdisk, with
+# blkfront's ring order 0 and 3 (stock segments: 32 per request): how many
+# requests and how many segments each reach the backend (tapdisk's own
+# counters).  One "E2E-TABLE" line per setting; run.sh prints them as a
+# table.  A setting takes about a minute under TCG; THESIS_SEGS in
+# /e2e/thesis-segs (e.g. "11 32 256") adds segment limits.
+case_tapdisk-xen-thesis() {
+	local order segs w bytes mode got_order rows=0 kib
+	rmmod xen_blkfront || skip "xen-blkfront is built in or busy"
+	trap 'rmmod xen_blkfront 2>/dev/null; modprobe xen-blkfront' EXIT
+	pattern
+	echo "E2E-TABLE | ring order | max segments (blkfront) | write requests | segments per request | KiB per request | most requests in bucket |"
+	echo "E2E-TABLE |---|---|---|---|---|---|"
+	for order in 0 3; do
+		for segs in $(cat /e2e/thesis-segs 2>/dev/null || echo 32); do
+			reload_blkfront max_ring_page_order=$order max_indirect_segments=$segs
+			xen_attach /tmp/thesis.img 32 xvdh
+			trap "$XEN_UNDO; rmmod xen_blkfront; modprobe xen-blkfront" EXIT
+			dd if=/tmp/pattern of=/dev/xvdh bs=4096 count=4096 2>/tmp/dd.log ||
+				fail "buffered write: $(tail -1 /tmp/dd.log)"
+			sync
+			w=$(td_json_op "$id" write requests)
+			bytes=$(td_json_op "$id" write bytes)
+			mode=$(td_json_seg_mode "$id")
+			got_order=$(xtool xenstore-read "$(fe_dir "$(vdev_id xvdh)")/ring-page-order" 2>/dev/null || echo 0)
+			xen_detach xvdh
+			same_prefix /tmp/thesis.img || fail "order $order, $segs segments: backing file differs"
+			[ "$bytes" = $((16 * MiB)) ] ||
+				fail "order $order, $segs segments: $bytes bytes written, not 16 MiB"
+			[ "$got_order" = "$order" ] ||
+				fail "blkfront asked for ring order $order, the ring has order $got_order"
+			[ "${w:-0}" -gt 0 ] || fail "no write request counted"
+			# A request never carries more than blkfront's limit.
+			[ $((bytes / 4096)) -le $((w * segs)) ] ||
+				fail "order $order: $w requests for 4096 pages, more than $segs segments each"
+			kib=$(awk -v b="$bytes" -v w="$w" 'BEGIN {printf "%.1f", b / w / 1024}')
+			echo "E2E-TABLE | $order | $segs | $w | $(awk -v b="$bytes" -v w="$w" 'BEGIN {printf "%.2f", b / 4096 / w}') | $kib | ${mode% *} segments: ${mode#* } |"
+			rows=$((rows + 1))
+			losetup -d "$dev"
+			trap 'rmmod xen_blkfront 2>/dev/null; modprobe xen-blkfront' EXIT
+		done
+	done
+	reload_blkfront
+	trap - EXIT
+	detail "$rows settings, 16 MiB each in 4096 buffered 4 KiB writes + sync, checked in the backing file (table above)"
+}
+
+# --- life cycle ------------------------------------------------------------------
+
+# tap-ctl pause while the guest writes: pause returns with nothing in
+# flight, nothing reaches the disk while paused, the guest's writes go on
+# after resume, and the data are whole.
+case_tapdisk-xen-pause() {
+	local writer s0 s1 s2 n=0
+	xen_attach /tmp/pause.img 32 xvdf
+	pattern
+	# The guest writes the pattern again and again until told to stop.
+	rm -f /tmp/stop-writer
+	(while [ ! -e /tmp/stop-writer ]; do
+		dd if=/tmp/pattern of=/dev/xvdf bs=64k count=128 oflag=direct 2>/dev/null ||
+			{ echo "write failed" >/tmp/writer-failed; break; }
+		n=$((n + 1))
+	done) &
+	writer=$!
+	trap "touch /tmp/stop-writer; kill $writer 2>/dev/null; $XEN_UNDO" EXIT
+	wait_for 30 test "$(loop_written "$dev")" -gt 0 || fail "the guest's writes do not arrive"
+	timeout 60 tap-ctl pause -i "$id" 2>/tmp/tap-ctl.log || fail "tap-ctl pause: $(tail -1 /tmp/tap-ctl.log)"
+	s0=$(loop_written "$dev")
+	sleep 3
+	s1=$(loop_written "$dev")
+	[ "$s0" = "$s1" ] || fail "$((s1 - s0)) sectors reached the disk while paused"
+	kill -0 "$writer" 2>/dev/null || fail "the writer ended while paused"
+	tap-ctl resume -i "$id" 2>/tmp/tap-ctl.log || fail "tap-ctl resume: $(tail -1 /tmp/tap-ctl.log)"
+	wait_for 30 test "$(loop_written "$dev")" -gt "$s1" || fail "no write reached the disk after resume"
+	s2=$(loop_written "$dev")
+	touch /tmp/stop-writer
+	wait "$writer"
+	[ -e /tmp/writer-failed ] && fail "a guest write failed"
+	sync
+	head -c $((8 * MiB)) /tmp/pause.img | cmp -s - <(head -c $((8 * MiB)) /tmp/pattern) ||
+		fail "backing file differs after pause and resume"
+	xen_detach xvdf
+	detail "guest writing: pause drained, 0 sectors written in 3 s paused, $((s2 - s1)) sectors within a poll after resume; data checked"
+}
+
+# A new tapdisk takes over a connected guest's disk: the old one hands
+# the ring over (tap-ctl release), exits, and the guest's write waits with
+# no tapdisk at all until the new one resumes the ring.
+case_tapdisk-xen-restart() {
+	local writer w be
+	# old and new are globals: the EXIT trap runs after this returns.
+	xen_attach /tmp/restart.img 32 xvdi
+	old=$id
+	be=$(be_dir "$(vdev_id xvdi)")
+	pattern
+	dd if=/tmp/pattern of=/dev/xvdi bs=$MiB count=4 oflag=direct 2>/dev/null ||
+		fail "first write"
+	tap-ctl release -i "$old" --domid 0 --vdev xvdi 2>/tmp/tap-ctl.log ||
+		fail "tap-ctl release: $(tail -1 /tmp/tap-ctl.log)"
+	[ "$(xtool xenstore-read "$be/state")" = 4 ] || fail "the backend left Connected on release"
+	grep -q "handed over" "$TD_LOG" || fail "the old tapdisk did not log the hand-over"
+	tap-ctl destroy -i "$old" >/dev/null || fail "tap-ctl destroy of the old tapdisk"
+	# No tapdisk now: the guest's write must wait, not fail.
+	dd if=/tmp/pattern of=/dev/xvdi bs=$MiB skip=4 seek=4 count=4 oflag=direct \
+		2>/tmp/dd-wait.log &
+	writer=$!
+	trap "kill $writer 2>/dev/null; tap-ctl detach -i \${new:-0} --domid 0 --vdev xvdi >/dev/null 2>&1; tap-ctl destroy -i \${new:-0} >/dev/null 2>&1; losetup -d $dev" EXIT
+	sleep 3
+	kill -0 "$writer" 2>/dev/null || fail "the guest's write ended with no tapdisk: $(tail -1 /tmp/dd-wait.log)"
+	new=$(tap-ctl create -a "aio:$dev" --name e2e-xvdi-new 2>/tmp/tap-ctl.log) ||
+		fail "tap-ctl create (new): $(tail -1 /tmp/tap-ctl.log)"
+	id=$new
+	TD_LOG=/run/tapstripe/tapdisk-$new.log
+	tap-ctl attach -i "$new" --domid 0 --vdev xvdi 2>/tmp/tap-ctl.log ||
+		fail "tap-ctl attach (take over): $(tail -1 /tmp/tap-ctl.log)"
+	wait_for 60 sh -c "! kill -0 $writer 2>/dev/null" || fail "the guest's write still waits after the take-over"
+	wait "$writer" || fail "the guest's write failed: $(tail -1 /tmp/dd-wait.log)"
+	grep -q "resuming at index" "$TD_LOG" || fail "the new tapdisk did not resume the ring"
+	w=$(td_requests "$new" write)
+	dd if=/dev/xvdi of=/tmp/readback bs=$MiB count=8 iflag=direct 2>/dev/null || fail "read back"
+	head -c $((8 * MiB)) /tmp/pattern | cmp -s - /tmp/readback || fail "read back through the new tapdisk differs"
+	head -c $((8 * MiB)) /tmp/restart.img | cmp -s - /tmp/readback || fail "backing file differs"
+	xen_detach xvdi
+	detail "old tapdisk handed the connected ring over and exited; the guest's 4 MiB write waited, then completed through the new tapdisk ($w write requests); 8 MiB checked"
+}
+
+# The frontend goes away and comes back, as a guest's kernel does when it
+# reboots in place (kexec) or reloads blkfront: dom0's blkfront is
+# unbound from the device (frontend Closed) and bound again
+# (Initialising, a new ring): the backend follows and serves the new ring.
+case_tapdisk-xen-reconnect() {
+	local be c xdev drv=/sys/bus/xen/drivers/vbd
+	xen_attach /tmp/reconnect.img 32 xvdg
+	be=$(be_dir "$(vdev_id xvdg)")
+	xdev=vbd-$(vdev_id xvdg)
+	[ -e "$drv/unbind" ] || skip "no $drv/unbind"
+	pattern
+	dd if=/tmp/pattern of=/dev/xvdg bs=$MiB count=4 oflag=direct 2>/dev/null || fail "first write"
+	echo "$xdev" >"$drv/unbind" || fail "cannot unbind $xdev from blkfront"
+	wait_for 30 test "$(xtool xenstore-read "$be/state")" = 6 ||
+		fail "backend state $(xtool xenstore-read "$be/state") after the frontend closed, not Closed (6)"
+	wait_for 10 test ! -b /dev/xvdg || fail "/dev/xvdg still there after unbind"
+	echo "$xdev" >"$drv/bind" || fail "cannot bind $xdev to blkfront again"
+	wait_for 60 test -b /dev/xvdg || {
+		log "frontend state $(xtool xenstore-read "$(fe_dir "$(vdev_id xvdg)")/state"), backend $(xtool xenstore-read "$be/state")"
+		fail "no /dev/xvdg after the frontend came back"
+	}
+	[ "$(xtool xenstore-read "$be/state")" = 4 ] || fail "backend not Connected again"
+	dd if=/dev/xvdg of=/tmp/readback bs=$MiB count=4 iflag=direct 2>/dev/null || fail "read after reconnect"
+	head -c $((4 * MiB)) /tmp/pattern | cmp -s - /tmp/readback || fail "data differ after reconnect"
+	dd if=/tmp/pattern of=/dev/xvdg bs=$MiB skip=4 seek=4 count=4 oflag=direct 2>/dev/null ||
+		fail "write after reconnect"
+	head -c $((8 * MiB)) /tmp/pattern | cmp -s - <(head -c $((8 * MiB)) /tmp/reconnect.img) ||
+		fail "backing file differs after reconnect"
+	c=$(grep -c ': connected, ring order' "$TD_LOG")
+	xen_detach xvdg
+	[ "$c" = 2 ] || fail "$c ring connections logged, not 2"
+	detail "frontend closed (backend Closed) and came back: a second ring connected, 4 MiB read back, 4 MiB more written; checked"
+}
+
+# --- a hostile frontend --------------------------------------------------------------
+
+# One tapdisk serves dom0's blkfront (xvdc) and a hostile frontend
+# (xen-badfront: a real ring shared by gntshr, an event channel, the
+# xenstore keys).  Malformed requests are answered with errors; a
+# corrupted producer index gets that ring given up (Closing, "error"
+# node); the blkfront disk goes on working throughout.
+case_tapdisk-xen-bad-frontend() {
+	local devid fe be out rc
+	command -v xen-badfront >/dev/null || skip "xen-badfront is not in this initramfs"
+	devid=$(vdev_id xvdn)
+	xen_attach /tmp/good.img 32 xvdc
+	fe=$(fe_dir $devid)
+	be=$(be_dir $devid)
+	trap "xenstore-rm $fe 2>/dev/null; xenstore-rm $be 2>/dev/null; $XEN_UNDO" EXIT
+	pattern
+	dd if=/tmp/pattern of=/dev/xvdc bs=$MiB count=2 oflag=direct 2>/dev/null || fail "write before"
+	# tap-ctl attach's nodes, without virtual-device: dom0's blkfront
+	# fails its probe and leaves the device to xen-badfront.
+	xtool xenstore-write "$fe/backend" "$be" "$fe/backend-id" 0 \
+		"$fe/device-type" disk "$fe/state" 1 \
+		"$be/frontend" "$fe" "$be/frontend-id" 0 "$be/dev" "$devid" \
+		"$be/mode" w "$be/type" tapstripe "$be/device-type" disk \
+		"$be/online" 1 "$be/tapstripe-pid" "$id" "$be/state" 1 ||
+		fail "xenstore-write of the hostile frontend's nodes"
+	out=$(timeout 90 xen-badfront "$fe" "$be" 2>&1)
+	rc=$?
+	echo "$out" | sed 's/^/E2E-LOG   /'
+	[ $rc -eq 0 ] || fail "xen-badfront: $(echo "$out" | tail -1)"
+	grep -q 'protocol error, ring given up' "$TD_LOG" || fail "tapdisk did not log the protocol error"
+	dd if=/tmp/pattern of=/dev/xvdc bs=$MiB skip=2 seek=2 count=2 oflag=direct 2>/dev/null ||
+		fail "write to the good disk after the bad ring died"
+	dd if=/dev/xvdc of=/tmp/readback bs=$MiB count=4 iflag=direct 2>/dev/null || fail "read back"
+	head -c $((4 * MiB)) /tmp/pattern | cmp -s - /tmp/readback || fail "good disk: data differ"
+	xtool xenstore-write "$be/online" 0
+	wait_for 30 test "$(xtool xenstore-read "$be/state")" = 6 || fail "the bad device did not close"
+	xtool xenstore-rm "$fe"
+	xtool xenstore-rm "$be"
+	trap "$XEN_UNDO" EXIT
+	# The errors this case provoked; xen_detach accepts no other.
+	ERR_EXPECTED='protocol error, ring given up|broke the ring protocol'
+	xen_detach xvdc
+	detail "bad requests answered BLKIF_RSP_ERROR; corrupted req_prod: that ring given up (Closing, error node); the blkfront disk on the same tapdisk kept working (4 MiB checked)"
+}

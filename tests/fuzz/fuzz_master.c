@@ -1,0 +1,361 @@
+/*
+ * fuzz_master.c - libFuzzer harness for the master's RPC decoding: whole
+ * calls go through the real dispatcher (master/dispatch.c), the real store
+ * (SQLite, in /dev/shm) and the group commit, over a fake libtirpc
+ * transport whose getargs decodes the fuzzer's bytes with the procedure's
+ * own XDR routine and whose reply encodes what the master answers.
+ *
+ * Every procedure of stripe.x is covered without naming any: at start the
+ * harness asks the dispatcher about every number 0..255 and keeps those it
+ * does not answer PROC_UNAVAIL, plus one number it does (the unknown-
+ * procedure path).  A procedure added to stripe.x and to the dispatcher's
+ * table is fuzzed from the next run on.
+ *
+ * Input: a mode byte, then
+ *   mode bit 7 clear (the server side): up to MAX_CALLS records of
+ *     u8  proc    an index into the procedures found (modulo their count
+ *                 plus one; the extra one is the unknown number).  While
+ *                 stripe.x numbers them 0..N without gaps, the index is
+ *                 the procedure's number.
+ *     u8  flags   FLAG_FOREIGN: the caller is outside the allow-list;
+ *                 FLAG_END_ROUND: end the round (commit, reply) after it
+ *     u16 len     big-endian, then len bytes: the XDR of the arguments
+ *     The round is always ended after the last record.
+ *   mode bit 7 set (the client side): the rest is the XDR of an ms_reply
+ *     as a master would send it; decoded and freed as master_client_call
+ *     does (a hostile master must not make a client crash or leak).
+ *
+ * Checked (a failure aborts, which libFuzzer reports):
+ *   - every call is answered exactly once, after its round ends when it
+ *     ran in one, and the answer encodes as XDR (a reply that cannot be
+ *     encoded never reaches the client) and decodes back;
+ *   - a reply carries a body only with status MS_OK;
+ *   - after each input the store passes master_store_check (no extent
+ *     with two owners, counts consistent), and no round is left open;
+ *   - the sanitizers and libFuzzer's leak check see nothing: whatever the
+ *     decoding allocated, also when it failed part-way, is freed.
+ * The store is emptied after every input that changed it, so that each
+ * input runs against the same empty master.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "master/server-int.h"
+#include "master/store-int.h"
+#include "tapdisk/log.h"
+
+#define MAX_CALLS      32
+#define NR_NUMBERS     256 /* procedure numbers probed at start */
+#define FLAG_FOREIGN   0x01
+#define FLAG_END_ROUND 0x02
+#define MODE_CLIENT    0x80
+#define EXTENT_BYTES   (1ull << 20)
+
+#define check(cond)                                                   \
+	do {                                                          \
+		if (!(cond)) {                                        \
+			fprintf(stderr, "check failed: %s\n", #cond); \
+			abort();                                      \
+		}                                                     \
+	} while (0)
+
+/* One fake connection: the arguments it carries, what it was answered. */
+struct fake_conn {
+	SVCXPRT xprt; /* first: the callbacks cast back */
+	const uint8_t *args;
+	size_t args_len;
+	unsigned int replies;
+	enum accept_stat last_stat;
+};
+
+static struct master_store *store;
+static struct master_server server;
+static struct fake_conn conns[MAX_CALLS];
+static unsigned int procs[NR_NUMBERS + 1];
+static unsigned int nr_procs; /* found, plus one unknown at the end */
+static char dir[] = "/dev/shm/fuzz-master.XXXXXX";
+static char db_path[sizeof(dir) + 16];
+
+static struct sockaddr_in loopback = {.sin_family = AF_INET};
+static struct sockaddr_in foreign = {.sin_family = AF_INET};
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool_t fake_getargs(SVCXPRT *x, xdrproc_t proc, void *where)
+{
+	struct fake_conn *c = (struct fake_conn *)x;
+	XDR xdrs;
+	bool_t ok;
+
+	xdrmem_create(&xdrs, (char *)c->args, (u_int)c->args_len, XDR_DECODE);
+	ok = proc(&xdrs, where, 0);
+	xdr_destroy(&xdrs);
+	return ok;
+}
+
+static bool_t fake_freeargs(SVCXPRT *x, xdrproc_t proc, void *where)
+{
+	XDR xdrs = {.x_op = XDR_FREE};
+
+	return proc(&xdrs, where, 0);
+}
+
+/*
+ * Decode an encoded ms_reply as a client would and free it; from our own
+ * master (whole_msg), also check it.
+ */
+static bool decode_reply(char *buf, u_int len, bool whole_msg)
+{
+	struct rpc_msg msg = {0};
+	ms_reply rep;
+	XDR xdrs;
+	bool_t ok;
+
+	memset(&rep, 0, sizeof(rep));
+	xdrmem_create(&xdrs, buf, len, XDR_DECODE);
+	if (whole_msg) {
+		msg.acpted_rply.ar_results.where = (caddr_t)&rep;
+		msg.acpted_rply.ar_results.proc = (xdrproc_t)xdr_ms_reply;
+		ok = xdr_replymsg(&xdrs, &msg);
+	} else {
+		ok = xdr_ms_reply(&xdrs, &rep);
+	}
+	xdr_destroy(&xdrs);
+	if (ok && whole_msg && rep.status != MS_OK)
+		check(rep.body.kind == MS_BODY_NONE);
+	xdr_free((xdrproc_t)xdr_ms_reply, (char *)&rep);
+	return ok;
+}
+
+static bool_t fake_reply(SVCXPRT *x, struct rpc_msg *msg)
+{
+	struct fake_conn *c = (struct fake_conn *)x;
+	bool ms_body =
+		msg->rm_reply.rp_stat == MSG_ACCEPTED &&
+		msg->acpted_rply.ar_stat == SUCCESS &&
+		msg->acpted_rply.ar_results.proc == (xdrproc_t)xdr_ms_reply;
+	XDR xdrs;
+	u_int len;
+	char *buf;
+
+	c->replies++;
+	c->last_stat = msg->acpted_rply.ar_stat;
+	if (ms_body) {
+		const ms_reply *rep =
+			(const ms_reply *)msg->acpted_rply.ar_results.where;
+
+		check(rep->status == MS_OK || rep->body.kind == MS_BODY_NONE);
+	}
+	/* Exactly the size needed: ASan sees any write beyond it. */
+	len = xdr_sizeof((xdrproc_t)xdr_replymsg, msg);
+	check(len > 0 && (buf = malloc(len)));
+	xdrmem_create(&xdrs, buf, len, XDR_ENCODE);
+	check(xdr_replymsg(&xdrs, msg));
+	check(xdr_getpos(&xdrs) == len);
+	xdr_destroy(&xdrs);
+	if (ms_body)
+		check(decode_reply(buf, len, true));
+	free(buf);
+	return TRUE;
+}
+
+static const struct xp_ops fake_ops = {
+	.xp_getargs = fake_getargs,
+	.xp_reply = fake_reply,
+	.xp_freeargs = fake_freeargs,
+};
+
+static void conn_init(struct fake_conn *c, const uint8_t *args, size_t len,
+		      bool is_foreign)
+{
+	memset(c, 0, sizeof(*c));
+	c->xprt.xp_fd = -1;
+	c->xprt.xp_ops = &fake_ops;
+	c->xprt.xp_rtaddr.buf = is_foreign ? &foreign : &loopback;
+	c->xprt.xp_rtaddr.len = c->xprt.xp_rtaddr.maxlen = sizeof(loopback);
+	c->xprt.xp_verf.oa_flavor = AUTH_NONE;
+	c->args = args;
+	c->args_len = len;
+}
+
+static void call(struct fake_conn *c, unsigned int proc)
+{
+	struct svc_req rq = {
+		.rq_prog = STRIPE_MASTER_PROG,
+		.rq_vers = STRIPE_MASTER_V1,
+		.rq_proc = proc,
+		.rq_xprt = &c->xprt,
+	};
+
+	rq.rq_cred.oa_flavor = AUTH_NONE;
+	master_dispatch(&rq, &c->xprt);
+}
+
+static void exec_sql(const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(store->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		fprintf(stderr, "fuzz_master: %s: %s\n", sql, msg);
+		abort();
+	}
+}
+
+static int add_table(void *arg, int n, char **val, char **col)
+{
+	char *sql = arg;
+
+	snprintf(sql + strlen(sql), 1024 - strlen(sql), "DELETE FROM \"%s\";",
+		 val[0]);
+	return 0;
+}
+
+/* Empty every table but meta (E and the schema version stay). */
+static void reset_store(void)
+{
+	char sql[1024] = "";
+	char *msg = NULL;
+
+	if (sqlite3_exec(store->db,
+			 "SELECT name FROM sqlite_master WHERE type = 'table' "
+			 "AND name <> 'meta'",
+			 add_table, sql, &msg) != SQLITE_OK) {
+		fprintf(stderr, "fuzz_master: listing tables: %s\n", msg);
+		abort();
+	}
+	exec_sql("PRAGMA foreign_keys = OFF");
+	exec_sql("BEGIN IMMEDIATE");
+	exec_sql(sql);
+	exec_sql("COMMIT");
+	exec_sql("PRAGMA foreign_keys = ON");
+}
+
+static void cleanup(void)
+{
+	static const char *const suffix[] = {"", "-wal", "-shm"};
+	char path[sizeof(db_path) + 8];
+
+	if (store)
+		master_store_close(store);
+	store = NULL;
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", db_path, suffix[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* Which numbers does the dispatcher know?  Empty arguments for each. */
+static void find_procs(void)
+{
+	unsigned int unknown = NR_NUMBERS;
+
+	for (unsigned int p = 0; p < NR_NUMBERS; p++) {
+		struct fake_conn *c = &conns[0];
+
+		conn_init(c, NULL, 0, false);
+		call(c, p);
+		master_round_finish(&server);
+		check(c->replies == 1);
+		if (c->last_stat != PROC_UNAVAIL)
+			procs[nr_procs++] = p;
+		else if (unknown == NR_NUMBERS)
+			unknown = p;
+	}
+	check(nr_procs > 0 && unknown < NR_NUMBERS);
+	procs[nr_procs++] = unknown;
+	fprintf(stderr, "fuzz_master: %u procedures (0..%u), unknown %u\n",
+		nr_procs - 1, procs[nr_procs - 2], unknown);
+	reset_store();
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	char msg[256];
+
+	td_log_set_level(TD_LOG_ERR);
+	td_log_set_stream(fopen("/dev/null", "w"));
+	loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	foreign.sin_addr.s_addr = htonl(0xc0000201); /* 192.0.2.1 */
+	check(mkdtemp(dir));
+	snprintf(db_path, sizeof(db_path), "%s/master.db", dir);
+	atexit(cleanup);
+	if (master_store_open(db_path, EXTENT_BYTES, &store, msg,
+			      sizeof(msg))) {
+		fprintf(stderr, "fuzz_master: %s\n", msg);
+		abort();
+	}
+	server.store = store;
+	master_netacl_loopback(&server.cfg.acl);
+	master_current = &server;
+	find_procs();
+	return 0;
+}
+
+static void end_round(unsigned int first, unsigned int n)
+{
+	master_round_finish(&server);
+	check(!server.round_open && server.nr_pending == 0);
+	for (unsigned int i = first; i < n; i++)
+		check(conns[i].replies == 1);
+}
+
+static void client_side(const uint8_t *data, size_t size)
+{
+	char *copy = malloc(size ? size : 1);
+
+	check(copy);
+	memcpy(copy, data, size);
+	decode_reply(copy, (u_int)size, false);
+	free(copy);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	unsigned int n = 0, round_start = 0;
+	int changes;
+	size_t pos = 1;
+	char msg[256];
+
+	if (!size)
+		return 0;
+	if (data[0] & MODE_CLIENT) {
+		client_side(data + 1, size - 1);
+		return 0;
+	}
+	changes = sqlite3_total_changes(store->db);
+	while (n < MAX_CALLS && pos + 4 <= size) {
+		unsigned int proc = procs[data[pos] % nr_procs];
+		uint8_t flags = data[pos + 1];
+		size_t len = (size_t)data[pos + 2] << 8 | data[pos + 3];
+
+		pos += 4;
+		if (len > size - pos)
+			len = size - pos;
+		conn_init(&conns[n], data + pos, len, flags & FLAG_FOREIGN);
+		call(&conns[n], proc);
+		n++;
+		pos += len;
+		if (flags & FLAG_END_ROUND) {
+			end_round(round_start, n);
+			round_start = n;
+		}
+	}
+	end_round(round_start, n);
+	if (sqlite3_total_changes(store->db) != changes) {
+		if (master_store_check(store, msg, sizeof(msg))) {
+			fprintf(stderr, "fuzz_master: %s\n", msg);
+			abort();
+		}
+		reset_store();
+	}
+	return 0;
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""gen-master-corpus.py [DIR] - write the seed corpus of fuzz_master.
+
+Each seed is an input in the layout fuzz_master.c documents: a mode byte,
+then records (procedure, flags, length, XDR arguments), or with mode 0x80
+an ms_reply as a master sends it.  The XDR follows master/stripe.x.
+"""
+import os
+import struct
+import sys
+
+MiB = 1 << 20
+FOREIGN, END_ROUND = 0x01, 0x02
+(NULL, INFO, SERVER_ADD, SERVER_DRAIN, SERVER_REMOVE, SERVER_LIST,
+ VDISK_ALLOC, VDISK_LOOKUP, VDISK_RELEASE, VDISK_LIST, EXTENT_LIST,
+ REPLICA_STATE) = range(12)
+UNKNOWN = 255  # taken modulo the procedures found: the unknown number
+
+
+def u32(v):
+    return struct.pack(">I", v)
+
+
+def u64(v):
+    return struct.pack(">Q", v)
+
+
+def string(s):
+    b = s.encode()
+    return u32(len(b)) + b + b"\0" * (-len(b) % 4)
+
+
+def server_add(n, size=16 * MiB, block=512):
+    return (string(f"10.0.0.{n}") + string(f"10.0.0.{n}:3260") +
+            string(f"iqn.2024-01.t:s{n}") + u32(1) + u64(size) + u32(block))
+
+
+def server_key(n):
+    return string(f"iqn.2024-01.t:s{n}") + u32(1)
+
+
+def alloc(vid, columns=2, per_column=2, replicas=2, extent=MiB):
+    return (string(vid) + u32(columns) + u32(per_column) + u32(replicas) +
+            u64(extent))
+
+
+def vdisk_list(after="", limit=10):
+    return string(after) + u32(limit)
+
+
+def extent_list(ids=(), vdisk="", allocated=0, cursor=None, limit=100):
+    after = cursor or (0, 0)
+    return (u32(len(ids)) + b"".join(u32(i) for i in ids) + string(vdisk) +
+            u32(allocated) + u32(cursor is not None) + u32(after[0]) +
+            u32(after[1]) + u32(limit))
+
+
+def replica_state(vid, c, x, r, stale):
+    return string(vid) + u32(c) + u32(x) + u32(r) + u32(stale)
+
+
+def rec(proc, args=b"", flags=0):
+    return bytes([proc, flags]) + struct.pack(">H", len(args)) + args
+
+
+def calls(*recs):
+    return b"\0" + b"".join(recs)
+
+
+def lifecycle(flags):
+    return calls(
+        rec(SERVER_ADD, server_add(1), flags),
+        rec(SERVER_ADD, server_add(2), flags),
+        rec(SERVER_ADD, server_add(3, 8 * MiB, 4096), flags),
+        rec(VDISK_ALLOC, alloc("d1"), flags),
+        rec(VDISK_ALLOC, alloc("d1"), flags),  # a retry: same extents
+        rec(VDISK_LOOKUP, string("d1"), flags),
+        rec(VDISK_LIST, vdisk_list(), flags),
+        rec(EXTENT_LIST, extent_list((1, 3), "d1", 1), flags),
+        rec(REPLICA_STATE, replica_state("d1", 1, 1, 1, 1), flags),
+        rec(REPLICA_STATE, replica_state("d1", 1, 1, 1, 0), flags),
+        rec(SERVER_DRAIN, server_key(2), flags),
+        rec(SERVER_REMOVE, server_key(2), flags),  # busy
+        rec(VDISK_RELEASE, string("d1"), flags),
+        rec(SERVER_REMOVE, server_key(2), flags),
+        rec(SERVER_LIST, b"", flags),
+        rec(INFO, b"", flags))
+
+
+def reply_vdisk():
+    server = (u32(1) + string("10.0.0.1") + string("10.0.0.1:3260") +
+              string("iqn.2024-01.t:s1") + u32(1) + u64(16 * MiB) +
+              u32(512) + u32(16) + u32(15) + u32(0))
+    extent = u32(1) + u64(0) + u32(0)
+    vdisk = (string("d1") + u32(1) + u32(1) + u32(1) + u64(MiB) + u32(1) +
+             server + u32(1) + extent)
+    return (b"\x80" + u32(0) + string("") + u32(1) + u32(4) + vdisk)
+
+
+def seeds():
+    yield "null-info", calls(rec(NULL), rec(INFO), rec(SERVER_LIST))
+    yield "lifecycle-one-round", lifecycle(0)
+    yield "lifecycle-rounds", lifecycle(END_ROUND)
+    yield "foreign", calls(rec(SERVER_ADD, server_add(1), FOREIGN),
+                           rec(VDISK_LIST, vdisk_list(), FOREIGN))
+    yield "garbage-args", calls(rec(SERVER_ADD, server_add(1)[:9]),
+                                rec(VDISK_ALLOC, u32(0xFFFFFFFF)),
+                                rec(EXTENT_LIST, u32(65)))
+    yield "unknown-proc", calls(rec(UNKNOWN, b"\0" * 8))
+    yield "alloc-no-space", calls(
+        rec(SERVER_ADD, server_add(1, 2 * MiB)),
+        rec(VDISK_ALLOC, alloc("big", 4, 4, 1)),
+        rec(VDISK_ALLOC, alloc("x", 1, 1, 1, 2 * MiB)))
+    yield "pages", calls(
+        rec(SERVER_ADD, server_add(1, 4 * MiB)),
+        rec(SERVER_ADD, server_add(2, 4 * MiB)),
+        rec(VDISK_ALLOC, alloc("a", 1, 1, 2)),
+        rec(VDISK_ALLOC, alloc("b", 2, 1, 1)),
+        rec(VDISK_LIST, vdisk_list("", 1)),
+        rec(VDISK_LIST, vdisk_list("a", 1)),
+        rec(EXTENT_LIST, extent_list((), "", 0, (1, 1), 2)))
+    yield "client-reply-vdisk", reply_vdisk()
+    yield "client-reply-error", (b"\x80" + u32(3) + string("exists") +
+                                 u32(0) + u32(0))
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "corpus", "master")
+    os.makedirs(out, exist_ok=True)
+    for name, data in seeds():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+
+
+if __name__ == "__main__":
+    main()

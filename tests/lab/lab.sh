@@ -1,0 +1,609 @@
+#!/bin/bash
+# lab.sh - a lab of N iSCSI storage servers and a stripe master on one host.
+#
+# Each server is a tgtd in its own network namespace, reached through a
+# veth pair at its own address, exporting one LUN backed by a sparse file,
+# with tgtd's iSCSI limits raised.  Each may be capped in bandwidth (tc tbf
+# on both ends of its veth: the host end limits writes, the namespace end
+# reads) and in disk bytes/s and IOPS (the LUN is then a loop device opened
+# O_DIRECT by a tgtd placed in a cgroup v1 blkio group with throttle rules).
+# A stripe-master runs on a port and database of its own (or MASTER is
+# used) and every server is registered with it.
+#
+# COMMANDS
+#   up N        start N servers (1-16) and the master; prints the servers'
+#               iSCSI URLs
+#   down        stop and remove everything "up" made; safe to repeat
+#   kill I      server I dies: its tgtd gets SIGKILL, connections are reset
+#   revive I    restart server I's tgtd with the same LUN file and target
+#   rate R      every server's bandwidth cap to R MiB/s (0 = no cap)
+#   slow I R    server I's bandwidth cap to R MiB/s (0 = no cap)
+#   status      per server: alive or dead, caps, qdisc counters; the master
+#   urls        the servers' iSCSI URLs, one a line
+#   env         shell assignments describing the lab, for eval in scripts
+#   master      the master's HOST:PORT
+#   -h, --help  this text
+#
+# KNOBS (environment; those marked * are read by "up" only and remembered)
+#   LAB_STATE=/run/tapstripe-lab  state directory: PIDs, logs, the master's
+#                database; one per lab, so that labs do not clash
+#   LAB_NET=10.78 *   server I is NET.I.2, the host side NET.I.1; "auto"
+#                picks a free 10.X (X = 100..199) and names the lab after it
+#   LAB_NAME=tlX *    prefix of namespaces (NAME-sI), veths (NAMEhI, NAMEnI),
+#                cgroups and targets; default tl + NET's second number
+#   LAB_SIZE=4G *     LUN size (sparse file, truncate -s syntax)
+#   LAB_DIR=/dev/shm/tapstripe-lab-NAME *   where the LUN files go
+#   LAB_RATE=100 *    bandwidth cap per server and direction, MiB/s (0 = none)
+#   LAB_DISK_BPS= *   disk cap in MiB/s (reads and writes each), and/or
+#   LAB_DISK_IOPS= *  disk cap in IOPS: the LUN becomes a loop device in a
+#                blkio cgroup (cgroup v1 must be mounted on /sys/fs/cgroup/blkio)
+#   LAB_BSTYPE=rdwr * tgtd backing store: rdwr or aio
+#   LAB_BSOFLAGS= *   "", direct or sync (forced to direct with LAB_DISK_*)
+#   LAB_THREADS= *    tgtd I/O threads (tgtd -t; its default is 16)
+#   LAB_MTU=9000 *    veth MTU
+#   LAB_TUNE=1 *      raise tgtd's iSCSI limits (256 KiB data segments,
+#                1 MiB bursts); 0 keeps tgtd's defaults (8 KiB segments)
+#   LAB_CPORT= *      tgtd control port base: server I uses -C CPORT+I
+#                (default 4000 + 32 * NET's second number)
+#   LAB_IQN=iqn.2026-11.org.tapstripe.lab *  target I is IQN:NAME-srvI, LUN 1
+#   MASTER= *         HOST:PORT of a running stripe-master to register the
+#                servers with, instead of starting one (they are removed
+#                from it again on "down" when they hold no extent)
+#   LAB_MASTER_PORT= *  the lab's own master's port on 127.0.0.1 (default
+#                7700 + NET's second number, or the next free port)
+#   LAB_EXTENT=64M *  extent size of the lab's own master
+#   LAB_KEEP=0        1: "down" keeps the LUN files
+#   BUILDDIR          where stripe-master and stripe-ctl were built
+#                (BUILDDIR/tools); default ../../build/tools, else PATH
+#
+# Every process the lab starts is recorded with its PID and start time and
+# is the only thing it ever signals.  Needs root, iproute2 and tgt.
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+STATE=${LAB_STATE:-/run/tapstripe-lab}
+CLAIMS=/run/tapstripe-lab.claims
+CGROOT=/sys/fs/cgroup/blkio
+MAX_SERVERS=16
+
+die() {
+	echo "lab.sh: $*" >&2
+	exit 1
+}
+
+usage() {
+	sed -n '2,/^set -u/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
+}
+
+# --- helpers -----------------------------------------------------------------
+
+is_rate() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+
+server_index() { # I: a server number of the running lab
+	[[ $1 =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le "$N" ] ||
+		die "no server '$1': this lab has servers 1..$N"
+}
+
+find_tool() { # NAME: the path of a tapstripe program
+	local d
+	for d in ${BUILDDIR:+"$BUILDDIR/tools"} "$TOP/build/tools"; do
+		[ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
+	done
+	command -v "$1" 2>/dev/null && return 0
+	die "$1 not found: build tapstripe (./setup.sh build) or set BUILDDIR"
+}
+
+# The start time of a process (field 22 of /proc/PID/stat), or nothing.
+starttime() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	# after "comm) ": state is field 3, starttime field 22
+	set -- $stat
+	[ "$1" != Z ] || return 1
+	echo "${20}"
+}
+
+record_pid() { # FILE PID
+	local st
+	st=$(starttime "$2") || return 1
+	echo "$2 $st" >"$1"
+}
+
+# alive FILE: the process recorded in FILE runs (same PID, same start time).
+alive() {
+	local pid st
+	[ -s "$1" ] || return 1
+	read -r pid st <"$1"
+	[ -n "$pid" ] && [ "$(starttime "$pid")" = "$st" ]
+}
+
+recorded_pid() { local pid _; read -r pid _ <"$1"; echo "$pid"; }
+
+# stop FILE [GRACE_TENTHS]: SIGTERM (unless 0 tenths), then SIGKILL, to the
+# recorded process only; removes FILE.
+stop_recorded() {
+	local file=$1 grace=${2:-30} pid t
+	[ -e "$file" ] || return 0
+	if alive "$file"; then
+		pid=$(recorded_pid "$file")
+		[ "$grace" -gt 0 ] && kill -TERM "$pid" 2>/dev/null
+		for ((t = 0; t < grace; t++)); do
+			alive "$file" || break
+			sleep 0.1
+		done
+		if alive "$file"; then
+			kill -KILL "$pid" 2>/dev/null
+			for ((t = 0; t < 50; t++)); do
+				alive "$file" || break
+				sleep 0.1
+			done
+		fi
+	fi
+	alive "$file" && { echo "lab.sh: process $(recorded_pid "$file") would not die" >&2; return 1; }
+	rm -f "$file"
+}
+
+mib_to_bytes() { awk -v r="$1" 'BEGIN { printf "%d", r * 1048576 }'; }
+
+ctl() { "$CTL" --master "$MASTER_ADDR" --timeout 5 --retries 1 "$@"; }
+
+# --- names, derived from the remembered settings ------------------------------
+
+ns() { echo "$NAME-s$1"; }
+hveth() { echo "${NAME}h$1"; }
+nveth() { echo "${NAME}n$1"; }
+addr() { echo "$NET.$1.2"; }
+target() { echo "$IQN:$NAME-srv$1"; }
+cport() { echo $((CPORT + $1)); }
+lunfile() { echo "$DIR/srv$1.img"; }
+cgroup() { echo "$CGROOT/${NAME}_srv$1"; }
+url() { echo "iscsi://$(addr "$1"):3260/$(target "$1")/1"; }
+
+load_env() {
+	[ -e "$STATE/env" ] || die "no lab is up in $STATE (start one: lab.sh up N)"
+	# shellcheck source=/dev/null
+	. "$STATE/env"
+}
+
+# --- network ---------------------------------------------------------------------
+
+# shape I DIRECTION: apply server I's cap to one end of its veth.
+shape() {
+	local i=$1 dir=$2 rate bytes burst dev nsx=()
+	rate=$(cat "$STATE/srv$i.rate")
+	if [ "$dir" = write ]; then
+		dev=$(hveth "$i")
+	else
+		dev=$(nveth "$i")
+		nsx=(ip netns exec "$(ns "$i")")
+	fi
+	if [ "$rate" = 0 ] || [ "$(mib_to_bytes "$rate")" = 0 ]; then
+		"${nsx[@]}" tc qdisc del dev "$dev" root 2>/dev/null
+		return 0
+	fi
+	bytes=$(mib_to_bytes "$rate")
+	# a bucket of at least 256 KiB and 4 ms of traffic; 100 ms of queue so
+	# that a slow server mostly delays packets instead of dropping them
+	burst=$((bytes / 250))
+	[ $burst -lt 262144 ] && burst=262144
+	"${nsx[@]}" tc qdisc replace dev "$dev" root tbf rate "${bytes}bps" \
+		burst "$burst" latency 100ms
+}
+
+set_rate() { # I R
+	echo "$2" >"$STATE/srv$1.rate"
+	shape "$1" write && shape "$1" read ||
+		die "tc failed on server $1's veth (is the sch_tbf qdisc available?)"
+}
+
+net_up() { # I
+	local i=$1 n h
+	n=$(nveth "$i") h=$(hveth "$i")
+	ip netns add "$(ns "$i")" ||
+		die "ip netns add $(ns "$i") failed (is another lab named $NAME up? set LAB_NAME, or take it down)"
+	: >"$STATE/srv$i.netns"
+	ip link add "$h" mtu "$MTU" type veth peer name "$n" mtu "$MTU" ||
+		die "cannot create veth $h (an old lab not taken down? lab.sh down, or ip link del $h)"
+	: >"$STATE/srv$i.veth"
+	ip link set "$n" netns "$(ns "$i")" &&
+		ip addr add "$NET.$i.1/24" dev "$h" &&
+		ip link set "$h" up &&
+		ip -n "$(ns "$i")" addr add "$(addr "$i")/24" dev "$n" &&
+		ip -n "$(ns "$i")" link set "$n" up &&
+		ip -n "$(ns "$i")" link set lo up ||
+		die "cannot configure server $i's network"
+}
+
+# Only what this lab made (the markers say so): a clashing "up" that
+# failed must not take another lab's namespace down with it.
+net_down() { # I
+	if [ -e "$STATE/srv$1.netns" ]; then
+		ip netns del "$(ns "$1")" 2>/dev/null # its end of the veth goes too
+		rm -f "$STATE/srv$1.netns"
+	fi
+	if [ -e "$STATE/srv$1.veth" ]; then
+		ip link show "$(hveth "$1")" >/dev/null 2>&1 && ip link del "$(hveth "$1")" 2>/dev/null
+		rm -f "$STATE/srv$1.veth"
+	fi
+	return 0
+}
+
+# --- the disk cap: a loop device in a blkio cgroup --------------------------------
+
+disk_up() { # I: sets LUN_PATH
+	local i=$1 dev mm cg
+	LUN_PATH=$(lunfile "$i")
+	if [ ! -e "$LUN_PATH" ]; then
+		truncate -s "$SIZE" "$LUN_PATH" || die "cannot create $LUN_PATH"
+		: >"$STATE/srv$i.lunfile"
+	fi
+	[ -n "$DISK_BPS$DISK_IOPS" ] || return 0
+	if [ ! -e "$STATE/srv$i.loop" ]; then
+		dev=$(losetup -f --show "$LUN_PATH") || die "losetup failed (no loop devices?)"
+		echo "$dev" >"$STATE/srv$i.loop"
+	fi
+	dev=$(cat "$STATE/srv$i.loop")
+	mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+	cg=$(cgroup "$i")
+	if [ ! -e "$STATE/srv$i.cgroup" ]; then
+		mkdir "$cg" || die "cannot create $cg (another lab named $NAME?)"
+		: >"$STATE/srv$i.cgroup"
+	fi
+	if [ -n "$DISK_BPS" ]; then
+		echo "$mm $(mib_to_bytes "$DISK_BPS")" >"$cg/blkio.throttle.read_bps_device" &&
+			echo "$mm $(mib_to_bytes "$DISK_BPS")" >"$cg/blkio.throttle.write_bps_device" ||
+			die "cannot set the bytes/s throttle in $cg"
+	fi
+	if [ -n "$DISK_IOPS" ]; then
+		echo "$mm $DISK_IOPS" >"$cg/blkio.throttle.read_iops_device" &&
+			echo "$mm $DISK_IOPS" >"$cg/blkio.throttle.write_iops_device" ||
+			die "cannot set the IOPS throttle in $cg"
+	fi
+	LUN_PATH=$dev
+}
+
+disk_down() { # I
+	local cg
+	cg=$(cgroup "$1")
+	if [ -e "$STATE/srv$1.loop" ]; then
+		losetup -d "$(cat "$STATE/srv$1.loop")" 2>/dev/null
+		rm -f "$STATE/srv$1.loop"
+	fi
+	if [ -e "$STATE/srv$1.cgroup" ]; then
+		rmdir "$cg" 2>/dev/null
+		rm -f "$STATE/srv$1.cgroup"
+	fi
+	if [ -e "$STATE/srv$1.lunfile" ]; then
+		[ "${LAB_KEEP:-0}" = 1 ] || rm -f "$(lunfile "$1")"
+		rm -f "$STATE/srv$1.lunfile"
+	fi
+}
+
+# --- tgtd ----------------------------------------------------------------------
+
+tgtadm_i() { # I ARGS...
+	local i=$1
+	shift
+	tgtadm -C "$(cport "$i")" --lld iscsi "$@"
+}
+
+# Start server I's tgtd (in its namespace, in its cgroup when capped) and
+# give it its target and LUN.  tgtd keeps nothing on disk: revive does the same.
+tgtd_up() {
+	local i=$1 pid cg= log kv t oflags=$BSOFLAGS
+	log=$STATE/srv$i.log
+	disk_up "$i"
+	[ -n "$DISK_BPS$DISK_IOPS" ] && cg=$(cgroup "$i") oflags=direct
+	tgtadm -C "$(cport "$i")" --op show --mode system >/dev/null 2>&1 &&
+		die "a tgtd already answers on control port $(cport "$i") (set LAB_CPORT)"
+	rm -f "/var/run/tgtd/socket.$(cport "$i")" "/var/run/tgtd/socket.$(cport "$i").lock"
+	# setsid and ip netns exec both exec in place, and sh execs too after
+	# joining the cgroup: $! is tgtd's own PID.  Its own session keeps a
+	# terminal's ^C away from it.
+	setsid sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs" || exit 1; shift; exec "$@"' \
+		sh "$cg" ip netns exec "$(ns "$i")" \
+		tgtd -f -C "$(cport "$i")" ${THREADS:+-t "$THREADS"} \
+		--iscsi "portal=$(addr "$i"):3260" >>"$log" 2>&1 </dev/null &
+	pid=$!
+	record_pid "$STATE/srv$i.pid" "$pid" || die "tgtd of server $i did not start: $(tail -3 "$log")"
+	for ((t = 0; t < 100; t++)); do
+		tgtadm -C "$(cport "$i")" --op show --mode system >/dev/null 2>&1 && break
+		alive "$STATE/srv$i.pid" || die "tgtd of server $i died: $(tail -3 "$log")"
+		sleep 0.1
+	done
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = tgtd ] ||
+		die "server $i: process $pid is not tgtd"
+	tgtadm_i "$i" --op new --mode target --tid 1 -T "$(target "$i")" ||
+		die "server $i: cannot create target $(target "$i")"
+	tgtadm_i "$i" --op new --mode logicalunit --tid 1 --lun 1 --bstype "$BSTYPE" \
+		${oflags:+--bsoflags "$oflags"} -b "$LUN_PATH" ||
+		die "server $i: cannot create LUN 1 on $LUN_PATH (bstype $BSTYPE)"
+	if [ "$TUNE" = 1 ]; then
+		for kv in MaxRecvDataSegmentLength=262144 MaxXmitDataSegmentLength=262144 \
+			MaxBurstLength=1048576 FirstBurstLength=262144; do
+			tgtadm_i "$i" --op update --mode target --tid 1 -n "${kv%=*}" -v "${kv#*=}" ||
+				die "server $i: cannot set $kv"
+		done
+	fi
+	tgtadm_i "$i" --op bind --mode target --tid 1 -I ALL || die "server $i: cannot bind target"
+}
+
+# Stop server I's tgtd: the clean way (tgtd ignores SIGTERM: delete the
+# target, then the system), then SIGKILL.
+tgtd_down() {
+	local i=$1 t
+	if alive "$STATE/srv$i.pid"; then
+		tgtadm_i "$i" --op delete --mode target --tid 1 --force >/dev/null 2>&1
+		tgtadm -C "$(cport "$i")" --op delete --mode system >/dev/null 2>&1
+		for ((t = 0; t < 30; t++)); do
+			alive "$STATE/srv$i.pid" || break
+			sleep 0.1
+		done
+	fi
+	stop_recorded "$STATE/srv$i.pid" 0
+	rm -f "/var/run/tgtd/socket.$(cport "$i")" "/var/run/tgtd/socket.$(cport "$i").lock"
+}
+
+# --- the master -------------------------------------------------------------------
+
+free_port() { # FIRST: the first port from FIRST on that nothing listens on
+	local p=$1
+	while [ -n "$(ss -Hltn "sport = :$p" 2>/dev/null)" ]; do
+		p=$((p + 1))
+		[ $p -gt $(($1 + 100)) ] && die "no free port from $1 on for the master"
+	done
+	echo "$p"
+}
+
+master_up() {
+	local t pid master_bin
+	if [ -n "${MASTER:-}" ]; then
+		MASTER_ADDR=$MASTER
+	else
+		master_bin=$(find_tool stripe-master)
+		MASTER_ADDR=127.0.0.1:$(free_port "${LAB_MASTER_PORT:-$((7700 + ${NET#*.}))}")
+		echo "MASTER_ADDR=$MASTER_ADDR" >>"$STATE/env"
+		setsid "$master_bin" --foreground --db "$STATE/master.db" --listen "$MASTER_ADDR" \
+			--extent-size "$EXTENT" >>"$STATE/master.log" 2>&1 </dev/null &
+		pid=$!
+		record_pid "$STATE/master.pid" "$pid" ||
+			die "stripe-master did not start: $(tail -3 "$STATE/master.log")"
+	fi
+	grep -q '^MASTER_ADDR=' "$STATE/env" || echo "MASTER_ADDR=$MASTER_ADDR" >>"$STATE/env"
+	for ((t = 0; t < 300; t++)); do
+		ctl --timeout 1 --retries 0 info >/dev/null 2>&1 && return 0
+		[ -e "$STATE/master.pid" ] && ! alive "$STATE/master.pid" &&
+			die "stripe-master died: $(tail -3 "$STATE/master.log")"
+		sleep 0.1
+	done
+	die "the master at $MASTER_ADDR does not answer (see $STATE/master.log)"
+}
+
+register() { # I
+	local out
+	out=$(ctl server add --portal "$(addr "$1"):3260" --target "$(target "$1")" --lun 1 \
+		--size "$SIZE" --address "$(addr "$1")" 2>&1) ||
+		die "cannot register server $1 with the master at $MASTER_ADDR: $out"
+}
+
+# --- claims of 10.X networks for LAB_NET=auto ---------------------------------------
+
+# A claim is the directory CLAIMS/X holding the state path of its lab and
+# the claiming "up" (PID and start time).  It is stale when that lab's
+# state is gone and the "up" that made it has ended.  Claims are made
+# under a lock, so that concurrent "up"s cannot take the same one.
+claim_net() {
+	local x owner
+	mkdir -p "$CLAIMS" || die "cannot create $CLAIMS"
+	exec 8>"$CLAIMS/.lock"
+	flock 8 || die "cannot lock $CLAIMS/.lock"
+	for ((x = 100; x <= 199; x++)); do
+		if [ -d "$CLAIMS/$x" ]; then
+			owner=$(cat "$CLAIMS/$x/state" 2>/dev/null)
+			[ -n "$owner" ] && [ -e "$owner/env" ] && continue
+			alive "$CLAIMS/$x/pid" && continue
+			[ -e "/run/netns/tl$x-s1" ] && continue
+			rm -rf "$CLAIMS/$x"
+		fi
+		ip -4 -o addr show | grep -q " 10\.$x\." && continue
+		mkdir "$CLAIMS/$x" && echo "$STATE" >"$CLAIMS/$x/state" &&
+			record_pid "$CLAIMS/$x/pid" $$ || die "cannot write the claim $CLAIMS/$x"
+		echo "10.$x"
+		return 0
+	done
+	die "no free 10.X network (X = 100..199) for LAB_NET=auto"
+}
+
+# --- commands -------------------------------------------------------------------------
+
+cmd_up() {
+	local n=${1:-} i net
+	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le $MAX_SERVERS ] ||
+		die "usage: lab.sh up N (N = 1..$MAX_SERVERS)"
+	[ -e "$STATE/env" ] && die "a lab is already up in $STATE (lab.sh down first, or set LAB_STATE)"
+	[ "$(id -u)" = 0 ] || die "the lab needs root (network namespaces, tc, loop devices)"
+	command -v tgtd >/dev/null && command -v tgtadm >/dev/null ||
+		die "tgtd missing: apt-get install tgt"
+	command -v ip >/dev/null && command -v tc >/dev/null && command -v ss >/dev/null ||
+		die "ip/tc/ss missing: apt-get install iproute2"
+	is_rate "${LAB_RATE:-100}" || die "LAB_RATE must be MiB/s, e.g. 100 (0 = no cap)"
+	if [ -n "${LAB_DISK_BPS:-}${LAB_DISK_IOPS:-}" ]; then
+		[ -w "$CGROOT/cgroup.procs" ] ||
+			die "LAB_DISK_BPS/LAB_DISK_IOPS need cgroup v1 blkio mounted on $CGROOT"
+		[ "${LAB_BSTYPE:-rdwr}" != null ] || die "LAB_DISK_* needs a file-backed LUN"
+	fi
+	CTL=$(find_tool stripe-ctl)
+	[ -n "${MASTER:-}" ] || find_tool stripe-master >/dev/null
+	net=${LAB_NET:-10.78}
+	[ "$net" = auto ] && net=$(claim_net)
+	[[ $net =~ ^[0-9]+\.[0-9]+$ ]] || die "LAB_NET must be A.B (e.g. 10.78) or auto"
+	if [ "${LAB_NET:-}" != auto ] && ip -4 -o addr show | grep -q " ${net//./\\.}\."; then
+		die "addresses in $net.0.0/16 are already in use (another lab? lab.sh down, or set LAB_NET)"
+	fi
+	NAME=${LAB_NAME:-tl${net#*.}}
+	[[ $NAME =~ ^[a-z][a-z0-9]{0,7}$ ]] || die "LAB_NAME must be 1-8 of [a-z0-9], a letter first"
+	N=$n NET=$net
+	SIZE=${LAB_SIZE:-4G} DIR=${LAB_DIR:-/dev/shm/tapstripe-lab-$NAME}
+	BSTYPE=${LAB_BSTYPE:-rdwr} BSOFLAGS=${LAB_BSOFLAGS:-} THREADS=${LAB_THREADS:-}
+	MTU=${LAB_MTU:-9000} TUNE=${LAB_TUNE:-1}
+	CPORT=${LAB_CPORT:-$((4000 + 32 * ${NET#*.}))}
+	IQN=${LAB_IQN:-iqn.2026-11.org.tapstripe.lab}
+	DISK_BPS=${LAB_DISK_BPS:-} DISK_IOPS=${LAB_DISK_IOPS:-}
+	EXTENT=${LAB_EXTENT:-64M}
+	mkdir -p "$STATE" || die "cannot create $STATE"
+	{
+		for k in N NET NAME SIZE DIR BSTYPE BSOFLAGS THREADS MTU TUNE CPORT IQN \
+			DISK_BPS DISK_IOPS EXTENT CTL; do
+			printf '%s=%q\n' "$k" "${!k}"
+		done
+		printf 'EXTERNAL_MASTER=%q\n' "${MASTER:-}"
+	} >"$STATE/env"
+	[ "${LAB_NET:-}" = auto ] && echo "CLAIM=${NET#*.}" >>"$STATE/env"
+	# from here on, a failure takes down whatever was made
+	trap 'echo "lab.sh: up failed, taking the lab down" >&2; cmd_down >&2' EXIT
+	mkdir -p "$DIR" || die "cannot create $DIR"
+	master_up
+	for ((i = 1; i <= N; i++)); do
+		net_up "$i"
+		set_rate "$i" "${LAB_RATE:-100}"
+		tgtd_up "$i"
+		register "$i"
+		echo "srv$i $(addr "$i") tgtd $(recorded_pid "$STATE/srv$i.pid") net ${LAB_RATE:-100} MiB/s" \
+			"disk ${DISK_BPS:-no cap}${DISK_BPS:+ MiB/s} ${DISK_IOPS:-no cap}${DISK_IOPS:+ IOPS}" \
+			"$(url "$i")" >&2
+	done
+	trap - EXIT
+	echo "master $MASTER_ADDR ($N servers registered)" >&2
+	cmd_urls
+}
+
+cmd_down() {
+	local i n
+	[ -e "$STATE/env" ] || { echo "lab is down"; return 0; }
+	. "$STATE/env"
+	n=$N
+	if [ -n "$EXTERNAL_MASTER" ]; then
+		MASTER_ADDR=$EXTERNAL_MASTER
+		for ((i = 1; i <= n; i++)); do
+			ctl server remove --target "$(target "$i")" --lun 1 >/dev/null 2>&1 ||
+				echo "lab.sh: server $i stays registered with $MASTER_ADDR (it holds extents)" >&2
+		done
+	fi
+	for ((i = 1; i <= n; i++)); do
+		tgtd_down "$i"
+		disk_down "$i"
+		net_down "$i"
+		rm -f "$STATE/srv$i.rate" "$STATE/srv$i.log" "$STATE/srv$i.pid"
+	done
+	stop_recorded "$STATE/master.pid" 50
+	rmdir "$DIR" 2>/dev/null
+	[ -n "${CLAIM:-}" ] && rm -rf "$CLAIMS/$CLAIM"
+	rm -f "$STATE/env" "$STATE/master.db" "$STATE/master.db-wal" "$STATE/master.db-shm" \
+		"$STATE/master.log"
+	rmdir "$STATE" 2>/dev/null || echo "lab.sh: left $STATE (files not made by the lab)" >&2
+	echo "lab down ($n servers)"
+}
+
+cmd_kill() {
+	load_env
+	server_index "${1:-}"
+	alive "$STATE/srv$1.pid" || die "server $1 is already dead (lab.sh revive $1)"
+	kill -KILL "$(recorded_pid "$STATE/srv$1.pid")"
+	stop_recorded "$STATE/srv$1.pid" 0 || die "server $1's tgtd survived SIGKILL"
+	rm -f "/var/run/tgtd/socket.$(cport "$1")" "/var/run/tgtd/socket.$(cport "$1").lock"
+	echo "srv$1 killed" >&2
+}
+
+cmd_revive() {
+	load_env
+	server_index "${1:-}"
+	alive "$STATE/srv$1.pid" && die "server $1 is alive (lab.sh kill $1 first)"
+	tgtd_up "$1"
+	echo "srv$1 revived: tgtd $(recorded_pid "$STATE/srv$1.pid") $(url "$1")" >&2
+}
+
+cmd_rate() {
+	local i
+	load_env
+	is_rate "${1:-}" || die "usage: lab.sh rate MiB_PER_S (0 = no cap)"
+	for ((i = 1; i <= N; i++)); do set_rate "$i" "$1"; done
+}
+
+cmd_slow() {
+	load_env
+	server_index "${1:-}"
+	is_rate "${2:-}" || die "usage: lab.sh slow I MiB_PER_S (0 = no cap)"
+	set_rate "$1" "$2"
+}
+
+qdisc_line() { # [ns] DEV: "sent B bytes P pkt, dropped D, overlimits O" or "no cap"
+	local out
+	out=$("$@" 2>/dev/null | awk '/^qdisc tbf/ { t = 1 } t && /Sent/ {
+		gsub(/[(),]/, ""); printf "sent %s bytes %s pkt, dropped %s, overlimits %s", $2, $4, $7, $9; exit }')
+	echo "${out:-no cap}"
+}
+
+cmd_status() {
+	local i state rate disk
+	[ -e "$STATE/env" ] || { echo "lab is down ($STATE)"; return 0; }
+	load_env
+	echo "lab $NAME: $N servers on $NET.I.2, LUNs of $SIZE in $DIR, state $STATE"
+	if [ -n "$EXTERNAL_MASTER" ]; then
+		echo "master $MASTER_ADDR (external)"
+	elif alive "$STATE/master.pid"; then
+		echo "master $MASTER_ADDR pid $(recorded_pid "$STATE/master.pid") alive, extent size $EXTENT"
+	else
+		echo "master $MASTER_ADDR DEAD (log: $STATE/master.log)"
+	fi
+	disk="disk ${DISK_BPS:-no cap}${DISK_BPS:+ MiB/s}, ${DISK_IOPS:-no cap}${DISK_IOPS:+ IOPS}"
+	for ((i = 1; i <= N; i++)); do
+		if alive "$STATE/srv$i.pid"; then
+			state="alive (tgtd $(recorded_pid "$STATE/srv$i.pid"))"
+		else
+			state=DEAD
+		fi
+		rate=$(cat "$STATE/srv$i.rate" 2>/dev/null)
+		[ "$rate" = 0 ] && rate="no cap" || rate="$rate MiB/s"
+		echo "srv$i $(addr "$i") $state; net $rate each way; $disk"
+		[ -e "$STATE/srv$i.cgroup" ] &&
+			echo "    disk I/O (blkio): $(awk '$2 == "Read" || $2 == "Write" { printf "%s %s ", $2, $3 }' \
+				"$(cgroup "$i")/blkio.throttle.io_serviced" 2>/dev/null)"
+		echo "    writes (host->srv): $(qdisc_line tc -s qdisc show dev "$(hveth "$i")")"
+		echo "    reads  (srv->host): $(qdisc_line ip netns exec "$(ns "$i")" tc -s qdisc show dev "$(nveth "$i")")"
+	done
+}
+
+cmd_urls() {
+	local i
+	load_env
+	for ((i = 1; i <= N; i++)); do url "$i"; done
+}
+
+cmd_env() {
+	local i
+	load_env
+	printf 'LAB_N=%q\nLAB_NET=%q\nLAB_NAME=%q\nLAB_MASTER=%q\nLAB_DIR=%q\n' \
+		"$N" "$NET" "$NAME" "$MASTER_ADDR" "$DIR"
+	for ((i = 1; i <= N; i++)); do
+		printf 'LAB_SRV%d_ADDR=%q\nLAB_SRV%d_TARGET=%q\nLAB_SRV%d_LUN=%q\n' \
+			"$i" "$(addr "$i")" "$i" "$(target "$i")" "$i" "$(lunfile "$i")"
+	done
+}
+
+case ${1:-} in
+up) cmd_up "${2:-}" ;;
+down) cmd_down ;;
+kill) cmd_kill "${2:-}" ;;
+revive) cmd_revive "${2:-}" ;;
+rate) cmd_rate "${2:-}" ;;
+slow) cmd_slow "${2:-}" "${3:-}" ;;
+status) cmd_status ;;
+urls) cmd_urls ;;
+env) cmd_env ;;
+master) load_env; echo "$MASTER_ADDR" ;;
+-h | --help | help) usage ;;
+"") usage >&2; exit 2 ;;
+*) echo "lab.sh: unknown command '$1' (lab.sh --help)" >&2; exit 2 ;;
+esac
