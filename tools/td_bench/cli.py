@@ -301,6 +301,8 @@ def check_args(a):
         for v in getattr(a, name, None) or []:
             if v % 512:
                 raise BenchError("--%s: %d is not a multiple of 512" % (name.replace("_", "-"), v))
+    if any(v > a.size for v in getattr(a, "data_sizes", None) or []):
+        raise BenchError("--data-sizes: each must be at most --size (%d bytes)" % a.size)
     if getattr(a, "dir", None) and not os.path.isdir(a.dir):
         raise BenchError("--dir %s is not a directory" % a.dir)
 
@@ -385,6 +387,7 @@ def finish(a, results, base, out=sys.stdout):
 
 
 def cmd_suite(a, argv):
+    check_args(a)
     env, results, base = start(a, a.suite, argv)
     failed = run_suite(a.suite, a, env, results, base)
     finish(a, results, base)

@@ -46,6 +46,7 @@ class Lab:
         self.work = tempfile.mkdtemp(prefix="td-bench.", dir=work_parent)
         self.tapdisk_opts = list(tapdisk_opts)
         self.procs = []
+        self.dirs = []  # backing files' directories, removed even with keep
         self.keep = keep
 
     def path(self, name):
@@ -71,6 +72,8 @@ class Lab:
     def close(self):
         for p in list(self.procs):
             self.stop(p)
+        for d in self.dirs:
+            subprocess.run(["rm", "-rf", d])
         if not self.keep:
             subprocess.run(["rm", "-rf", self.work])
 
@@ -100,9 +103,12 @@ class Backing:
 
     def __init__(self, lab, directory=None, size=None, path=None, fill=True):
         self.created = path is None
+        self.lab = lab
         if path is None:
-            self.path = os.path.join(tempfile.mkdtemp(prefix="td-bench-disk.", dir=directory),
-                                     "disk.img")
+            # Registered at once: Lab.close removes it whatever fails later.
+            d = tempfile.mkdtemp(prefix="td-bench-disk.", dir=directory)
+            lab.dirs.append(d)
+            self.path = os.path.join(d, "disk.img")
             self.size = size
             with open(self.path, "wb") as f:
                 f.truncate(size)
@@ -121,7 +127,10 @@ class Backing:
 
     def remove(self):
         if self.created:
-            subprocess.run(["rm", "-rf", os.path.dirname(self.path)])
+            d = os.path.dirname(self.path)
+            subprocess.run(["rm", "-rf", d])
+            if d in self.lab.dirs:
+                self.lab.dirs.remove(d)
 
 
 class Tapdisk:
