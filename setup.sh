@@ -202,6 +202,8 @@ run_tests() {
 	say "throughput regression, quick (td-bench regress --quick, ~1 minute)"
 	BUILDDIR=$b "$top/tools/td-bench" regress --quick \
 		--results-dir "$b/td-bench-results" || failed=1
+	say "Linux patches: apply, build, modinfo, checkpatch (patches/verify)"
+	"$top/patches/verify" || failed=1
 	say "make distcheck"
 	(cd "$b" && make -j"$jobs" distcheck >"$b/distcheck.out" 2>&1) || { tail -60 "$b/distcheck.out"; failed=1; }
 	[ $failed -eq 0 ] && say "all tests passed" || say "SOME TESTS FAILED"

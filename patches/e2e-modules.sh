@@ -14,6 +14,8 @@
 #                        xen-blkfront.ko (chosen by blkfront= on its
 #                        command line)
 #   DIR/verify.log       what ./verify said
+#   DIR/mode             $TAPSTRIPE_E2E_PATCHED: full (default) or quick,
+#                        how much case.sh measures (see its header)
 #
 # Run it after tests/e2e/run.sh's extract step (it reads the kernel version,
 # busybox and the kernel from $TAPSTRIPE_E2E_CACHE/root, default
@@ -40,6 +42,7 @@ strip --strip-debug "$dir/xen-blkfront.ko" "$dir/xen-blkback.ko"
 cp "$here/e2e/dom0-patched.sh" "$dir/case.sh"
 chmod +x "$dir/case.sh"
 cp "$root/boot/vmlinuz-$kver" "$dir/vmlinuz"
+echo "${TAPSTRIPE_E2E_PATCHED:-full}" >"$dir/mode"
 
 g=$(mktemp -d "${TMPDIR:-/tmp}/tapstripe-domu.XXXXXX")
 trap 'rm -rf "$g"' EXIT

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "drivers/stripe-layout.h"
+#include "tapdisk/control.h"
 #include "tapdisk/driver.h"
 #include "tools/stripe-ctl.h"
 
@@ -44,6 +45,8 @@ enum {
 	O_SERVER = 1u << 11,
 	O_VDISK = 1u << 12,
 	O_ALLOCATED = 1u << 13,
+	O_RATE = 1u << 14,
+	O_RUN_DIR = 1u << 15,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -151,6 +154,28 @@ static const struct command commands[] = {
 	 "the state it has already changes nothing.\n\n"
 	 "    --name NAME          the disk, without its mapping file\n",
 	 ctl_cmd_vdisk_mark, "COLUMN EXTENT REPLICA stale|ok", 4},
+	{"vdisk", "resync", O_RATE | O_RUN_DIR, 0, "FILE",
+	 "vdisk resync FILE [--rate RATE] [--run-dir DIR]",
+	 "Copy every stale replica of the disk from a live replica of its\n"
+	 "extent, then clear its mark in the mapping file (and tell the\n"
+	 "master).  When a tapdisk serves FILE (it holds the file's lock),\n"
+	 "that tapdisk does it online, while the disk stays in use: the one\n"
+	 "in the run directory whose chain names FILE is sent 'driver stripe\n"
+	 "resync' (as tap-ctl driver does) and followed to the end.  Else\n"
+	 "stripe-ctl opens the disk itself, with the same stripe driver, for\n"
+	 "the time of the copy.  A progress line goes to stderr.  Succeeds\n"
+	 "when no replica is stale any more (nothing stale: says so); fails\n"
+	 "when one could not be copied (its extent has no live replica, its\n"
+	 "server is down).  Ctrl-C stops after the chunk in flight: what is\n"
+	 "not copied yet stays stale.  --timeout bounds each request to the\n"
+	 "tapdisk.\n\n"
+	 "    --rate RATE          at most RATE bytes per second, at least\n"
+	 "                         64K (K/M/G; default: the chain's\n"
+	 "                         resync_rate, 64M)\n"
+	 "    --run-dir DIR        where the tapdisks' control sockets are\n"
+	 "                         (default $" TD_CTL_RUN_DIR_ENV ", else\n"
+	 "                         " TD_CTL_RUN_DIR_DEFAULT ")\n",
+	 ctl_cmd_vdisk_resync, NULL, 0},
 	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
 	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
 	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
@@ -265,9 +290,12 @@ static void global_usage(FILE *out)
 	      "    tap-ctl create -a stripe:" CTL_MAP_DIR
 	      "/db1.map --nbd unix\n"
 	      "    stripe-ctl vdisk mark " CTL_MAP_DIR "/db1.map 0 3 1 stale\n"
+	      "    stripe-ctl vdisk resync " CTL_MAP_DIR "/db1.map --rate 50M\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
 	      "ENVIRONMENT\n"
-	      "    " CTL_MASTER_ENV "   the master, as --master\n\n"
+	      "    " CTL_MASTER_ENV "   the master, as --master\n"
+	      "    " TD_CTL_RUN_DIR_ENV
+	      " the tapdisks' run directory, as --run-dir\n\n"
 	      "EXIT STATUS\n"
 	      "    0 success, 1 failure (the message says what to do), 2 bad "
 	      "command line\n",
@@ -289,6 +317,8 @@ enum {
 	L_SERVER,
 	L_VDISK,
 	L_ALLOCATED,
+	L_RATE,
+	L_RUN_DIR,
 };
 
 static const struct option long_options[] = {
@@ -310,6 +340,8 @@ static const struct option long_options[] = {
 	{"server", required_argument, NULL, L_SERVER},
 	{"vdisk", required_argument, NULL, L_VDISK},
 	{"allocated", no_argument, NULL, L_ALLOCATED},
+	{"rate", required_argument, NULL, L_RATE},
+	{"run-dir", required_argument, NULL, L_RUN_DIR},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -346,6 +378,10 @@ static unsigned int option_bit(int c)
 		return O_VDISK;
 	case L_ALLOCATED:
 		return O_ALLOCATED;
+	case L_RATE:
+		return O_RATE;
+	case L_RUN_DIR:
+		return O_RUN_DIR;
 	default:
 		return O_GLOBAL;
 	}
@@ -407,6 +443,17 @@ static int take_unit(struct ctl_opts *o, const char *arg)
 	return 0;
 }
 
+static int take_rate(struct ctl_opts *o, const char *arg)
+{
+	if (td_parse_size(arg, &o->rate_bytes_per_s) ||
+	    o->rate_bytes_per_s < CTL_MIN_RESYNC_RATE)
+		return usage_error(NULL,
+				   "--rate wants bytes per second, at least "
+				   "64K, like 50M, not '%s'",
+				   arg);
+	return 0;
+}
+
 static int take_server(struct ctl_opts *o, const char *arg)
 {
 	long v;
@@ -449,6 +496,8 @@ static int take_number_option(struct ctl_opts *o, int c, const char *arg)
 		return st;
 	case 's':
 		return size_option("--size", arg, &o->size_bytes);
+	case L_RATE:
+		return take_rate(o, arg);
 	case 'u':
 		return take_unit(o, arg);
 	case L_BLOCK:
@@ -487,6 +536,9 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_ALLOCATED:
 		o->allocated = true;
+		return 0;
+	case L_RUN_DIR:
+		o->run_dir = arg;
 		return 0;
 	default:
 		return take_number_option(o, c, arg);

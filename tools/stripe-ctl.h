@@ -12,11 +12,12 @@
 #include "master/client.h"
 #include "tapdisk/json.h"
 
-#define EXIT_USAGE	   2
-#define CTL_MASTER_ENV	   "STRIPE_MASTER"
-#define CTL_MASTER_DEFAULT "127.0.0.1:7700"
-#define CTL_MAP_DIR	   "/var/lib/tapstripe"
-#define CTL_MAX_SERVER_IDS 64 /* MS_MAX_FILTER */
+#define EXIT_USAGE	    2
+#define CTL_MASTER_ENV	    "STRIPE_MASTER"
+#define CTL_MASTER_DEFAULT  "127.0.0.1:7700"
+#define CTL_MAP_DIR	    "/var/lib/tapstripe"
+#define CTL_MAX_SERVER_IDS  64		/* MS_MAX_FILTER */
+#define CTL_MIN_RESYNC_RATE (64u << 10) /* the stripe driver's minimum */
 
 /* The command line of one command. */
 struct ctl_opts {
@@ -41,6 +42,9 @@ struct ctl_opts {
 	uint32_t replicas;
 	const char *output;
 	const char *name;
+	/* vdisk resync */
+	uint64_t rate_bytes_per_s; /* 0: the driver's default */
+	const char *run_dir;	   /* NULL: td_ctl_run_dir's default */
 	/* extents */
 	uint32_t server_ids[CTL_MAX_SERVER_IDS];
 	unsigned int nr_server_ids;
@@ -91,5 +95,6 @@ int ctl_cmd_vdisk_show(struct ctl_opts *o);
 int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
 int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
+int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
 
 #endif

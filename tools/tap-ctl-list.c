@@ -5,7 +5,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,24 +14,6 @@
 
 #include "tapdisk/control.h"
 #include "tools/tap-ctl.h"
-
-/* The pid in "tapdisk-PID.sock", or 0. */
-static int socket_pid(const char *name)
-{
-	size_t pre = strlen(TD_CTL_SOCK_PREFIX),
-	       suf = strlen(TD_CTL_SOCK_SUFFIX);
-	size_t len = strlen(name), digits;
-	long pid;
-
-	if (len <= pre + suf || strncmp(name, TD_CTL_SOCK_PREFIX, pre) ||
-	    strcmp(name + len - suf, TD_CTL_SOCK_SUFFIX))
-		return 0;
-	digits = len - pre - suf;
-	if (strspn(name + pre, "0123456789") != digits || digits > 9)
-		return 0;
-	pid = strtol(name + pre, NULL, 10);
-	return pid > 0 ? (int)pid : 0;
-}
 
 /* The start of the line after line in text, or NULL. */
 static const char *next_line(const char *line)
@@ -84,44 +65,6 @@ static void print_list_line(int id, const char *info)
 	fputs("\n", stdout);
 }
 
-static int compare_int(const void *a, const void *b)
-{
-	return *(const int *)a - *(const int *)b;
-}
-
-/* The pids of the control sockets in the run dir, sorted. */
-static int scan_run_dir(const char *dir, int **pids, size_t *count)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t cap = 0;
-
-	*pids = NULL;
-	*count = 0;
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	while ((de = readdir(d))) {
-		int pid = socket_pid(de->d_name);
-
-		if (!pid)
-			continue;
-		if (*count == cap) {
-			int *p = realloc(*pids,
-					 (cap = cap * 2 + 16) * sizeof(int));
-			if (!p) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*pids = p;
-		}
-		(*pids)[(*count)++] = pid;
-	}
-	closedir(d);
-	if (*count)
-		qsort(*pids, *count, sizeof(int), compare_int);
-	return 0;
-}
-
 static int list_one(const struct cmd_opts *o, int pid)
 {
 	struct td_ctl_reply r;
@@ -132,7 +75,7 @@ static int list_one(const struct cmd_opts *o, int pid)
 	td_ctl_reply_init(&r);
 	err = td_ctl_call(path, "info", o->timeout_s * 1000, &r);
 	if ((err == -ECONNREFUSED || err == -ENOENT) &&
-	    tapctl_process_gone(pid)) {
+	    tdctl_process_gone(pid)) {
 		unlink(path);
 		fprintf(stderr,
 			"tap-ctl: removed %s: tapdisk %d is not "
@@ -154,7 +97,7 @@ int tapctl_cmd_list(struct cmd_opts *o)
 {
 	int *pids, status = EXIT_SUCCESS;
 	size_t count;
-	int err = scan_run_dir(o->run_dir, &pids, &count);
+	int err = tdctl_scan_run_dir(o->run_dir, &pids, &count);
 
 	if (err)
 		return tapctl_fail("cannot read the run directory %s: %s",

@@ -294,7 +294,7 @@ static int wait_owner(struct xs_handle *xs, const struct xen_target *t,
 		free(v);
 		if (done)
 			return 0;
-		if (tapctl_process_gone(pid))
+		if (tdctl_process_gone(pid))
 			return tapctl_fail(
 				"tapdisk %d exited before it %s %s", pid,
 				strcmp(want, "0") ? "took" : "handed over",
@@ -316,7 +316,7 @@ static int release_from(struct xs_handle *xs, const struct xen_target *t,
 	char v[32];
 	int status;
 
-	if (tapctl_process_gone(old))
+	if (tdctl_process_gone(old))
 		return tapctl_fail("%s is held by tapdisk %d, which is not "
 				   "running: the requests it took cannot be "
 				   "resumed; detach the disk and attach it "
@@ -463,7 +463,7 @@ static int detach(struct xs_handle *xs, const struct xen_target *t,
 		return tapctl_fail("cannot write %s/online: %s", t->be,
 				   strerror(errno));
 	/* Nobody would close it: the guest sees its directory go. */
-	if (tapctl_process_gone(o->id))
+	if (tdctl_process_gone(o->id))
 		fprintf(stderr,
 			"tap-ctl: tapdisk %d is not running: removing %s "
 			"without waiting\n",

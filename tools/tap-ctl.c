@@ -10,7 +10,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
@@ -77,28 +76,6 @@ static int usage_errorf(const struct subcommand *sc, const char *fmt, ...)
 
 /* --- shared helpers ----------------------------------------------------------- */
 
-/* See tap-ctl.h. */
-bool tapctl_process_gone(int pid)
-{
-	char path[64], buf[512], *paren;
-	ssize_t n;
-	int fd;
-
-	if (kill(pid, 0) && errno == ESRCH)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	paren = strrchr(buf, ')'); /* "pid (comm) S ..." */
-	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
-
 void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf, size_t len)
 {
 	if (td_ctl_socket_path(buf, len, o->run_dir, id))
@@ -119,7 +96,7 @@ static int connect_id(const struct cmd_opts *o, int id, int *fd)
 		return tapctl_fail("no tapdisk with id %d in %s (no %s); see "
 				   "'tap-ctl list'",
 				   id, o->run_dir, path);
-	if (err == -ECONNREFUSED && tapctl_process_gone(id)) {
+	if (err == -ECONNREFUSED && tdctl_process_gone(id)) {
 		unlink(path);
 		return tapctl_fail(
 			"tapdisk %d is not running; removed its stale "
@@ -244,7 +221,7 @@ static int ms_left(uint64_t deadline_ns)
 
 static int wait_exit(int id, uint64_t deadline_ns)
 {
-	while (!tapctl_process_gone(id)) {
+	while (!tdctl_process_gone(id)) {
 		if (!ms_left(deadline_ns))
 			return -ETIMEDOUT;
 		poll(NULL, 0, EXIT_POLL_MS);
@@ -292,7 +269,7 @@ static int cmd_destroy(struct cmd_opts *o)
 		printf("tapdisk %d destroyed: %s", o->id,
 		       td_strbuf_str(&r.payload));
 	tapctl_socket_path(o, o->id, path, sizeof(path));
-	if (!err && tapctl_process_gone(o->id))
+	if (!err && tdctl_process_gone(o->id))
 		unlink(path); /* normally gone already */
 	td_ctl_reply_free(&r);
 	return status;

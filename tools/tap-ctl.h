@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tools/ctl-client.h" /* tdctl_process_gone & co. */
+
 #define EXIT_USAGE	     2
 #define TAPCTL_MAX_NBD_ADDRS 4
 #define TAPCTL_MAX_SHM_PATHS 4
@@ -40,9 +42,6 @@ struct cmd_opts {
 
 /* Print "tap-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
 int tapctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Exited, or a zombie its parent has not reaped yet. */
-bool tapctl_process_gone(int pid);
 
 /* The control socket of tapdisk id, in o->run_dir. */
 void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf,

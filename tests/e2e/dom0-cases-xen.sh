@@ -173,38 +173,32 @@ case_tapdisk-xen-restart() {
 	detail "old tapdisk handed the connected ring over and exited; the guest's 4 MiB write waited, then completed through the new tapdisk ($w write requests); 8 MiB checked"
 }
 
-# The frontend goes away and comes back, as a guest's kernel does when it
-# reboots in place (kexec) or reloads blkfront: dom0's blkfront is
-# unbound from the device (frontend Closed) and bound again
-# (Initialising, a new ring): the backend follows and serves the new ring.
-case_tapdisk-xen-reconnect() {
-	local be c xdev drv=/sys/bus/xen/drivers/vbd
+# The frontend goes away, as a guest's kernel does when it reboots in
+# place: dom0's blkfront is unbound from the device (frontend Closed).
+# tapdisk must close that ring (its I/O drained), go back to InitWait for
+# a frontend that comes back with a new ring (a rebooted kernel's fresh
+# blkfront connects from there; Linux 6.1 keeps an unbound device's
+# in-memory state Closed, so binding it again cannot show the reconnect:
+# test_xen-backend's test_frontend_closes does, with a hand-made
+# frontend), keep the data, and detach cleanly.
+case_tapdisk-xen-frontend-close() {
+	local be xdev drv=/sys/bus/xen/drivers/vbd
 	xen_attach /tmp/reconnect.img 32 xvdg
 	be=$(be_dir "$(vdev_id xvdg)")
 	xdev=vbd-$(vdev_id xvdg)
 	[ -e "$drv/unbind" ] || skip "no $drv/unbind"
 	pattern
-	dd if=/tmp/pattern of=/dev/xvdg bs=$MiB count=4 oflag=direct 2>/dev/null || fail "first write"
+	dd if=/tmp/pattern of=/dev/xvdg bs=$MiB count=4 oflag=direct 2>/dev/null || fail "write"
 	echo "$xdev" >"$drv/unbind" || fail "cannot unbind $xdev from blkfront"
-	wait_for 30 test "$(xtool xenstore-read "$be/state")" = 6 ||
-		fail "backend state $(xtool xenstore-read "$be/state") after the frontend closed, not Closed (6)"
+	wait_for 30 grep -q ': disconnected' "$TD_LOG" ||
+		fail "tapdisk did not close the ring when the frontend closed"
+	wait_for 30 test "$(xtool xenstore-read "$be/state")" = 2 ||
+		fail "backend state $(xtool xenstore-read "$be/state") after the frontend closed, not InitWait (2)"
 	wait_for 10 test ! -b /dev/xvdg || fail "/dev/xvdg still there after unbind"
-	echo "$xdev" >"$drv/bind" || fail "cannot bind $xdev to blkfront again"
-	wait_for 60 test -b /dev/xvdg || {
-		log "frontend state $(xtool xenstore-read "$(fe_dir "$(vdev_id xvdg)")/state"), backend $(xtool xenstore-read "$be/state")"
-		fail "no /dev/xvdg after the frontend came back"
-	}
-	[ "$(xtool xenstore-read "$be/state")" = 4 ] || fail "backend not Connected again"
-	dd if=/dev/xvdg of=/tmp/readback bs=$MiB count=4 iflag=direct 2>/dev/null || fail "read after reconnect"
-	head -c $((4 * MiB)) /tmp/pattern | cmp -s - /tmp/readback || fail "data differ after reconnect"
-	dd if=/tmp/pattern of=/dev/xvdg bs=$MiB skip=4 seek=4 count=4 oflag=direct 2>/dev/null ||
-		fail "write after reconnect"
-	head -c $((8 * MiB)) /tmp/pattern | cmp -s - <(head -c $((8 * MiB)) /tmp/reconnect.img) ||
-		fail "backing file differs after reconnect"
-	c=$(grep -c ': connected, ring order' "$TD_LOG")
+	head -c $((4 * MiB)) /tmp/pattern | cmp -s - <(head -c $((4 * MiB)) /tmp/reconnect.img) ||
+		fail "backing file differs"
 	xen_detach xvdg
-	[ "$c" = 2 ] || fail "$c ring connections logged, not 2"
-	detail "frontend closed (backend Closed) and came back: a second ring connected, 4 MiB read back, 4 MiB more written; checked"
+	detail "frontend closed: ring drained and closed, backend back in InitWait for a returning frontend, data kept, clean detach"
 }
 
 # --- a hostile frontend --------------------------------------------------------------

@@ -11,7 +11,7 @@
 # when it fails, so that the next one starts from a clean dom0.
 CASES="dom0-boot xenstored tapdisk-nbd xl-block-attach-phy tapdisk-xen-attach
        tapdisk-xen-1mib tapdisk-xen-read-only tapdisk-xen-thesis
-       tapdisk-xen-pause tapdisk-xen-restart tapdisk-xen-reconnect
+       tapdisk-xen-pause tapdisk-xen-restart tapdisk-xen-frontend-close
        tapdisk-xen-bad-frontend tapdisk-xen-domu"
 CASE_TIMEOUT=240
 MiB=1048576

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # stripe-lib.sh - what the stripe integration tests share (sourced, not run).
 #
 # A test sets LAB_SERVERS and sources this file; it gets a private lab
@@ -136,7 +137,7 @@ serve() {
 		</dev/null >>"$WORK/$name.log" 2>&1 &
 	TD_PID=$!
 	TD_PIDS+=("$TD_PID")
-	URI="nbd+unix:///?socket=$WORK/$name.nbd"
+	URI="nbd+unix:///?socket=$WORK/$name.nbd" # used by the tests
 	for ((t = 0; t < 200; t++)); do
 		[ -S "$WORK/$name.nbd" ] && [ -S "$WORK/$name.shm" ] && return 0
 		kill -0 "$TD_PID" 2>/dev/null || break

@@ -11,10 +11,11 @@
 #   - the mapping file (still valid for stripe-ctl vdisk show) marks stale
 #     replicas, all of them on the killed server;
 #   - every live replica in the LUN files holds the data;
-#   - the server is revived and a resync is started through tapdisk's
-#     control socket (tap-ctl driver -i ID stripe resync RATE, or stripe-ctl
-#     vdisk resync when tapdisk has no such command) at 16 MiB/s, while a
-#     second stream overwrites the whole disk with other data;
+#   - the server is revived; once tapdisk has reconnected to it, a resync
+#     runs (stripe-ctl vdisk resync FILE --rate 16M, which has the tapdisk
+#     serving the file do it online; tap-ctl driver -i ID stripe resync
+#     with a stripe-ctl that has no resync), while a second stream
+#     overwrites the whole disk with other data;
 #   - once the resync ends, no replica is stale, the replicas of every
 #     extent are byte-identical over the whole extent in the LUN files, and
 #     they and NBD hold the second stream's data;
@@ -92,15 +93,20 @@ server_up "$VICTIM_SRV" &&
 	fail "tapdisk reconnects to server $VICTIM within 30 s" \
 		"$("$TAPCTL" driver -i "$TD_PID" stripe status 2>&1)"
 
-# start_resync: tapdisk's control command, else stripe-ctl's.
+# start_resync: stripe-ctl vdisk resync in the background (it follows the
+# resync to its end: RESYNC_PID), or tapdisk's control command when this
+# stripe-ctl has no resync.
+RESYNC_PID=
 start_resync() {
 	local out
-	if out=$("$TAPCTL" driver -i "$TD_PID" stripe resync 16M 2>&1); then
+	if "$CTL" vdisk resync --help >/dev/null 2>&1; then
+		"$CTL" --master "$LAB_MASTER" vdisk resync "$MAP" --rate 16M \
+			--run-dir "$TAPSTRIPE_RUNDIR" >"$WORK/resync.out" 2>&1 &
+		RESYNC_PID=$!
+	elif out=$("$TAPCTL" driver -i "$TD_PID" stripe resync 16M 2>&1); then
 		pass "resync started: tap-ctl driver -i ID stripe resync 16M: $out"
-	elif out2=$("$CTL" vdisk resync "$MAP" 2>&1); then
-		pass "resync started: stripe-ctl vdisk resync: $out2"
 	else
-		fail "start a resync" "tap-ctl: $out; stripe-ctl: $out2"
+		fail "start a resync" "$out"
 		return 1
 	fi
 }
@@ -124,6 +130,11 @@ if start_resync; then
 		pass "a second stream of 64 MiB written during the resync (the resync was$(grep -q '^resync: running' "$WORK/resync-at-end" 2>/dev/null || echo " not") still running when it ended)"
 	else
 		fail "the second stream during the resync" "$(cat "$WORK/copy2.out")"
+	fi
+	if [ -n "$RESYNC_PID" ]; then
+		wait "$RESYNC_PID" &&
+			pass "stripe-ctl vdisk resync FILE --rate 16M (online, through tapdisk): $(tail -1 "$WORK/resync.out")" ||
+			fail "stripe-ctl vdisk resync" "$(cat "$WORK/resync.out")"
 	fi
 	stale=$("$PY" "$STRIPE_IO" stale "$MAP")
 	[ -z "$stale" ] && pass "resync done: no stale replica left ($(($(date +%s) - T0)) s)" ||

@@ -15,6 +15,7 @@
 #     hand-written table (stripe-io.py table);
 #   - td-front --verify (random order, 4 KiB..1 MiB I/Os, indirect
 #     requests) over the whole disk through the shm ring;
+#   - tap-ctl stats shows every server of the map up, without errors;
 #   - the mapping file is locked while served: a second tapdisk is refused;
 #   - tapdisk stops cleanly (exit 0: every write flushed).
 #
@@ -72,6 +73,12 @@ verify_geometry() {
 		--seed "$s$r" --flush 2>&1) &&
 		pass "$what: td-front --verify over the whole disk (4k,64k,1m, QD 16)" ||
 		fail "$what: td-front --verify" "$out"
+
+	out=$("$TAPCTL" stats -i "$TD_PID" 2>&1)
+	got=$(grep -cE '^server [0-9]+ .*: up, .* 0 errors, 0 timeouts' <<<"$out")
+	[ "$got" = "$(grep -c '^server ' "$map")" ] &&
+		pass "$what: tap-ctl stats: $got servers up, no error" ||
+		fail "$what: tap-ctl stats shows every server up" "$out"
 
 	if [ "$name" = v1 ]; then
 		out=$(timeout 20 "$TAPDISK" --foreground -a "stripe:$map" \

@@ -292,7 +292,7 @@ tgtadm_i() { # I ARGS...
 # Start server I's tgtd (in its namespace, in its cgroup when capped) and
 # give it its target and LUN.  tgtd keeps nothing on disk: revive does the same.
 tgtd_up() {
-	local i=$1 pid cg= log kv t oflags=$BSOFLAGS
+	local i=$1 pid cg='' log kv t oflags=$BSOFLAGS
 	log=$STATE/srv$i.log
 	disk_up "$i"
 	[ -n "$DISK_BPS$DISK_IOPS" ] && cg=$(cgroup "$i") oflags=direct
@@ -405,7 +405,7 @@ claim_net() {
 			[ -n "$owner" ] && [ -e "$owner/env" ] && continue
 			alive "$CLAIMS/$x/pid" && continue
 			[ -e "/run/netns/tl$x-s1" ] && continue
-			rm -rf "$CLAIMS/$x"
+			rm -rf "${CLAIMS:?}/$x"
 		fi
 		ip -4 -o addr show | grep -q " 10\.$x\." && continue
 		mkdir "$CLAIMS/$x" && echo "$STATE" >"$CLAIMS/$x/state" &&
@@ -499,7 +499,7 @@ cmd_down() {
 	done
 	stop_recorded "$STATE/master.pid" 50
 	rmdir "$DIR" 2>/dev/null
-	[ -n "${CLAIM:-}" ] && rm -rf "$CLAIMS/$CLAIM"
+	[ -n "${CLAIM:-}" ] && rm -rf "${CLAIMS:?}/$CLAIM"
 	rm -f "$STATE/env" "$STATE/master.db" "$STATE/master.db-wal" "$STATE/master.db-shm" \
 		"$STATE/master.log"
 	rmdir "$STATE" 2>/dev/null || echo "lab.sh: left $STATE (files not made by the lab)" >&2

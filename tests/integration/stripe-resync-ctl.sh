@@ -1,0 +1,144 @@
+#!/bin/bash
+# stripe-resync-ctl.sh - stripe-ctl vdisk resync FILE, offline and online.
+#
+# A disk of S=1 column, U=64 KiB, R=2 (16 MiB, 4 extents of 4 MiB) on a
+# lab of 2 tgtd servers, so that every extent has a replica on each.
+#   - nothing stale: resync says so and succeeds;
+#   - served by tapdisk over NBD, written with server 2 dead (its replicas
+#     become stale in the mapping file), server 2 revived, tapdisk
+#     stopped; then stripe-ctl vdisk resync FILE with no tapdisk serving
+#     (offline: stripe-ctl serves the disk itself): no stale replica left,
+#     the replicas of every extent byte-identical in the LUN files and
+#     holding the data, the master told;
+#   - served again, written with server 1 dead, server 1 revived; then
+#     stripe-ctl vdisk resync FILE --rate 8M --json while tapdisk serves
+#     the disk (online: the tapdisk is found in the run directory and
+#     does the copy): the same checks, and NBD reads the data back;
+#   - what users get wrong: a missing file, a bad --rate, a disk locked by
+#     a tapdisk of another run directory, a stale replica whose server is
+#     down (resync fails, the replica stays stale), a bad command line.
+#
+# Prints one line per check and "N passed, N failed"; exits 0 when all
+# pass, 1 when one fails, 77 (automake's skip) when root, tgt, libnbd or
+# the stripe driver is missing.  About 30 s.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/stripe-lib.sh"
+
+lab_up 2
+mapfile -t LUNS < <(luns)
+MAP=$WORK/rs.map
+make_disk rs 16M 1 64K 2 || { summary; exit 1; }
+
+# master_stale N: wait (10 s at most) until the master lists N stale
+# replicas of rs; prints the count it last saw.
+master_stale() {
+	local n t
+	for ((t = 0; t < 50; t++)); do
+		n=$("$CTL" --master "$LAB_MASTER" extents list --vdisk rs --json 2>/dev/null |
+			"$PY" -c 'import json, sys; print(sum(bool(e.get("stale")) for e in json.load(sys.stdin)))')
+		[ "$n" = "$1" ] && break
+		sleep 0.2
+	done
+	echo "$n"
+	[ "$n" = "$1" ]
+}
+
+# degrade VICTIM DATA: serve the disk, write DATA with server VICTIM dead,
+# revive it; tapdisk keeps serving (TD_PID, URI).  Every extent is written,
+# so each has its replica on VICTIM stale.
+degrade() {
+	local victim=$1 data=$2 out stale
+	serve rs "stripe:$MAP" || return 1
+	"$LAB" kill "$victim" >/dev/null 2>&1 || { fail "lab.sh kill $victim"; return 1; }
+	out=$(nbdcopy --flush "$data" "$URI" 2>&1) &&
+		pass "16 MiB written through NBD with server $victim dead" ||
+		{ fail "write with server $victim dead" "$out"; return 1; }
+	stale=$("$PY" "$STRIPE_IO" stale "$MAP")
+	[ "$(grep -c "srv$victim " <<<"$stale")" = 4 ] && [ "$(grep -c . <<<"$stale")" = 4 ] &&
+		pass "the mapping file marks the 4 replicas on server $victim stale" ||
+		{ fail "4 stale replicas on server $victim" "${stale:-none}"; return 1; }
+	"$LAB" revive "$victim" >/dev/null 2>&1 && pass "server $victim revived" ||
+		{ fail "lab.sh revive $victim"; return 1; }
+}
+
+# in_step WHAT DATA: no stale replica in the file, identical replicas that
+# hold DATA, and the master told.
+in_step() {
+	local stale out
+	stale=$("$PY" "$STRIPE_IO" stale "$MAP")
+	[ -z "$stale" ] && pass "$1: no stale replica left in the mapping file" ||
+		fail "$1: no stale replica left" "$stale"
+	check_py "$1: the replicas of every extent are byte-identical" replicas "$MAP" "${LUNS[@]}"
+	check_py "$1: every replica holds the data" backing "$MAP" "$2" "${LUNS[@]}"
+	out=$(master_stale 0) && pass "$1: the master was told: no stale replica of rs" ||
+		fail "$1: the master lists no stale replica of rs" "it lists ${out:-none}"
+}
+
+# --- nothing to do, and a bad command line ---------------------------------
+out=$("$CTL" vdisk resync "$MAP" 2>&1) && grep -q "nothing to resync" <<<"$out" &&
+	pass "nothing stale: '$out'" || fail "resync of a disk with nothing stale" "$out"
+out=$("$CTL" vdisk resync "$MAP" --json 2>&1) &&
+	[ "$("$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["state"], d["stale_left"])' <<<"$out")" = "nothing 0" ] &&
+	pass "nothing stale, --json: state nothing" || fail "resync --json of a disk with nothing stale" "$out"
+out=$("$CTL" vdisk resync --help 2>&1) && grep -q "online" <<<"$out" &&
+	pass "vdisk resync --help" || fail "vdisk resync --help" "$out"
+"$CTL" vdisk resync >/dev/null 2>&1
+[ $? = 2 ] && pass "no FILE: exit 2" || fail "vdisk resync without FILE exits 2"
+"$CTL" vdisk resync "$MAP" --name rs >/dev/null 2>&1
+[ $? = 2 ] && pass "--name is refused: exit 2" || fail "vdisk resync --name exits 2"
+out=$("$CTL" vdisk resync "$MAP" --rate 1K 2>&1)
+[ $? = 2 ] && grep -q "at least 64K" <<<"$out" && pass "--rate 1K refused: exit 2" ||
+	fail "--rate below 64K is refused" "$out"
+out=$("$CTL" vdisk resync "$WORK/none.map" 2>&1)
+[ $? = 1 ] && grep -q "none.map: No such file" <<<"$out" &&
+	pass "a missing file: '$out'" || fail "resync of a missing file" "$out"
+
+# --- offline -----------------------------------------------------------------
+head -c 16M /dev/urandom >"$WORK/d1"
+head -c 16M /dev/urandom >"$WORK/d2"
+if degrade 2 "$WORK/d1"; then
+	unserve "$TD_PID" rs && pass "tapdisk stopped"
+	T0=$(date +%s.%N)
+	out=$("$CTL" vdisk resync "$MAP" 2>&1)
+	rc=$?
+	[ $rc = 0 ] && grep -q "resynchronising offline" <<<"$out" &&
+		grep -q "4 stale replicas resynchronised offline" <<<"$out" &&
+		pass "offline resync: $(tail -1 <<<"$out")" || fail "offline resync (exit $rc)" "$out"
+	in_step "offline" "$WORK/d1"
+	out=$("$CTL" vdisk resync "$MAP" 2>&1) && grep -q "nothing to resync" <<<"$out" &&
+		pass "a second resync has nothing to do" || fail "a second resync" "$out"
+fi
+
+# --- online ------------------------------------------------------------------
+if degrade 1 "$WORK/d2"; then
+	mkdir -p "$WORK/other"
+	out=$("$CTL" vdisk resync "$MAP" --run-dir "$WORK/other" 2>&1)
+	[ $? = 1 ] && grep -q "locked by process $TD_PID, but no tapdisk in $WORK/other serves it" <<<"$out" &&
+		pass "a tapdisk of another run directory: '$out'" ||
+		fail "resync of a disk locked by a tapdisk the run directory lacks" "$out"
+	out=$("$CTL" vdisk resync "$MAP" --rate 8M --json 2>"$WORK/online.err")
+	rc=$?
+	[ $rc = 0 ] && grep -q "served by tapdisk $TD_PID: resynchronising online" "$WORK/online.err" &&
+		[ "$("$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["mode"], d["tapdisk"], d["state"], d["replicas_done"], d["bytes_copied"], d["stale_left"])' <<<"$out")" = "online $TD_PID done 4 16777216 0" ] &&
+		pass "online resync by tapdisk $TD_PID: $out" ||
+		fail "online resync (exit $rc)" "$out$(cat "$WORK/online.err")"
+	grep -q "^resync: " "$WORK/online.err" && pass "progress lines on stderr: $(grep -c '^resync: ' "$WORK/online.err")" ||
+		fail "progress lines on stderr" "$(cat "$WORK/online.err")"
+	in_step "online" "$WORK/d2"
+	out=$(nbdcopy "$URI" "$WORK/back" 2>&1) && cmp -s "$WORK/d2" "$WORK/back" &&
+		pass "online: the disk reads back the data through NBD" ||
+		fail "online: read back through NBD" "$out$(cmp "$WORK/d2" "$WORK/back" 2>&1)"
+
+	# --- a replica that cannot be resynchronised: its server is down ----------
+	"$LAB" kill 2 >/dev/null 2>&1
+	out=$(nbdcopy --flush "$WORK/d1" "$URI" 2>&1) || fail "write with server 2 dead" "$out"
+	out=$("$CTL" vdisk resync "$MAP" 2>&1)
+	rc=$?
+	stale=$("$PY" "$STRIPE_IO" stale "$MAP" | grep -c .)
+	[ $rc = 1 ] && [ "$stale" = 4 ] && grep -q "4 replicas of $MAP are still stale" <<<"$out" &&
+		pass "a server down: resync fails, 4 replicas stay stale: $(tail -1 <<<"$out")" ||
+		fail "resync with the target's server down (exit $rc, $stale stale)" "$out"
+	"$LAB" revive 2 >/dev/null 2>&1
+	unserve "$TD_PID" rs && pass "tapdisk stopped cleanly"
+fi
+summary
