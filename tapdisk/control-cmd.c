@@ -57,6 +57,10 @@ static void ctl_report(const struct td_ctl_server *ctl, struct td_report *r)
 		r->has_shm = true;
 		td_shm_server_get_stats(ctl->shm, &r->shm);
 	}
+	if (ctl->xen) {
+		r->has_xen = true;
+		td_xen_server_get_stats(ctl->xen, &r->xen);
+	}
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		r->cpu_user_us = timeval_us(&ru.ru_utime);
 		r->cpu_sys_us = timeval_us(&ru.ru_stime);
@@ -276,8 +280,8 @@ static const struct ctl_command {
 } ctl_commands[] = {
 	{"help", "help", "this list", 0, true, cmd_help},
 	{"info", "info [json]", "what this tapdisk serves", 1, true, cmd_info},
-	{"stats", "stats [json]", "I/O, NBD, shm and CPU counters", 1, true,
-	 cmd_stats},
+	{"stats", "stats [json]", "I/O, NBD, shm, Xen and CPU counters", 1,
+	 true, cmd_stats},
 	{"pause", "pause", "hold new I/O; reply once drained", 0, false,
 	 cmd_pause},
 	{"resume", "resume", "release the held I/O", 0, false, cmd_resume},

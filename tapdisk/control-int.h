@@ -39,6 +39,7 @@ struct td_ctl_server {
 	struct td_vbd *vbd;	   /* NULL once finished */
 	struct td_nbd_server *nbd; /* NULL when none, or once finished */
 	struct td_shm_server *shm; /* NULL when none, or once finished */
+	struct td_xen_server *xen; /* NULL when none, or once finished */
 	void (*destroy_cb)(void *opaque);
 	void *opaque;
 	unsigned int max_clients;

@@ -416,6 +416,7 @@ int td_ctl_server_create(struct td_loop *loop,
 	ctl->vbd = params->vbd;
 	ctl->nbd = params->nbd;
 	ctl->shm = params->shm;
+	ctl->xen = params->xen;
 	ctl->destroy_cb = params->destroy;
 	ctl->opaque = params->opaque;
 	ctl->max_clients = params->max_clients ?: TD_CTL_MAX_CLIENTS;
@@ -467,6 +468,7 @@ void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 	ctl->vbd = NULL;
 	ctl->nbd = NULL;
 	ctl->shm = NULL;
+	ctl->xen = NULL;
 	td_loop_defer_cancel(ctl->loop, &ctl->destroy_defer);
 	td_strbuf_init(&payload);
 	td_strbuf_printf(&payload, "%s\n", message);

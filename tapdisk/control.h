@@ -64,6 +64,7 @@
 #include "tapdisk/nbd.h"
 #include "tapdisk/shm.h"
 #include "tapdisk/vbd.h"
+#include "tapdisk/xen.h"
 
 #define TD_CTL_PROTOCOL_VERSION 1
 #define TD_CTL_LINE_MAX		512
@@ -90,6 +91,7 @@ struct td_ctl_params {
 				    * be detached by td_ctl_server_finish */
 	struct td_nbd_server *nbd; /* NULL when the process has none */
 	struct td_shm_server *shm; /* NULL when the process has none */
+	struct td_xen_server *xen; /* NULL when the process has none */
 	/*
 	 * Called once, from the event loop (never inside a request's
 	 * handling), when a client sends "destroy".  The owner starts its

@@ -236,6 +236,25 @@ static void text_latency(const struct td_report *r, struct td_strbuf *sb)
 	td_strbuf_puts(sb, "\n");
 }
 
+/* The blkif rings' counters, shared by the shm and Xen transports. */
+static void text_ring(const struct blkif_ring_stats *ring, struct td_strbuf *sb)
+{
+	td_strbuf_puts(sb, "ring requests:");
+	for (unsigned int i = 0; i < NR_RING_OPS; i++)
+		td_strbuf_printf(sb, "%s %s %" PRIu64, i ? "," : "",
+				 ring_ops[i].name, ring->reqs[ring_ops[i].op]);
+	td_strbuf_printf(sb,
+			 "; %" PRIu64 " indirect, %" PRIu64
+			 " segments\nring answers: %" PRIu64
+			 " refused as bad, %" PRIu64 " unsupported, %" PRIu64
+			 " I/O errors, %" PRIu64 " notifications, %" PRIu64
+			 " indirect-buffer waits, %" PRIu64 " rings given up\n",
+			 ring->indirect_reqs, ring->segments, ring->bad_reqs,
+			 ring->unsupported, ring->io_errors,
+			 ring->notifications, ring->indirect_waits,
+			 ring->protocol_errors);
+}
+
 static void text_shm(const struct td_report *r, struct td_strbuf *sb)
 {
 	const struct td_shm_stats *s = &r->shm;
@@ -244,23 +263,24 @@ static void text_shm(const struct td_report *r, struct td_strbuf *sb)
 			 "\nshm: %" PRIu64 " frontends connected (%" PRIu64
 			 " rings), %" PRIu64 " accepted, %" PRIu64
 			 " refused, %" PRIu64 " protocol errors, %" PRIu64
-			 " kicks\nring requests:",
+			 " kicks\n",
 			 s->clients, s->rings, s->clients_total, s->refused,
 			 s->protocol_errors, s->kicks);
-	for (unsigned int i = 0; i < NR_RING_OPS; i++)
-		td_strbuf_printf(sb, "%s %s %" PRIu64, i ? "," : "",
-				 ring_ops[i].name,
-				 s->ring.reqs[ring_ops[i].op]);
+	text_ring(&s->ring, sb);
+}
+
+static void text_xen(const struct td_report *r, struct td_strbuf *sb)
+{
+	const struct td_xen_stats *s = &r->xen;
+
 	td_strbuf_printf(sb,
-			 "; %" PRIu64 " indirect, %" PRIu64
-			 " segments\nring answers: %" PRIu64
-			 " refused as bad, %" PRIu64 " unsupported, %" PRIu64
-			 " I/O errors, %" PRIu64 " notifications, %" PRIu64
-			 " indirect-buffer waits, %" PRIu64 " rings given up\n",
-			 s->ring.indirect_reqs, s->ring.segments,
-			 s->ring.bad_reqs, s->ring.unsupported,
-			 s->ring.io_errors, s->ring.notifications,
-			 s->ring.indirect_waits, s->ring.protocol_errors);
+			 "\nxen: %" PRIu64 " devices taken, %" PRIu64
+			 " rings connected, %" PRIu64
+			 " frontends refused; grant copy: %" PRIu64
+			 " segments in, %" PRIu64 " out, %" PRIu64 " refused\n",
+			 s->devices, s->connects, s->connect_errors,
+			 s->copy_in_segs, s->copy_out_segs, s->copy_errors);
+	text_ring(&s->ring, sb);
 }
 
 static void text_process(const struct td_report *r, struct td_strbuf *sb)
@@ -280,6 +300,8 @@ static void text_process(const struct td_report *r, struct td_strbuf *sb)
 				 r->nbd.commands, r->nbd.error_replies);
 	if (r->has_shm)
 		text_shm(r, sb);
+	if (r->has_xen)
+		text_xen(r, sb);
 	td_strbuf_printf(sb,
 			 "\ncpu: user %" PRIu64 " us, sys %" PRIu64
 			 " us, uptime %" PRIu64 ".%03" PRIu64 " s",
@@ -351,10 +373,32 @@ static void json_histograms(const struct td_report *r, struct td_json *j)
 	td_json_end_object(j);
 }
 
+static void json_ring(const struct blkif_ring_stats *ring, struct td_json *j)
+{
+	uint64_t total = 0;
+
+	td_json_begin_object(j, "ring");
+	td_json_begin_object(j, "requests");
+	for (unsigned int i = 0; i < NR_RING_OPS; i++) {
+		td_json_u64(j, ring_ops[i].name, ring->reqs[ring_ops[i].op]);
+		total += ring->reqs[ring_ops[i].op];
+	}
+	td_json_end_object(j);
+	td_json_u64(j, "requests_total", total);
+	td_json_u64(j, "indirect_requests", ring->indirect_reqs);
+	td_json_u64(j, "segments", ring->segments);
+	td_json_u64(j, "bad_requests", ring->bad_reqs);
+	td_json_u64(j, "unsupported", ring->unsupported);
+	td_json_u64(j, "io_errors", ring->io_errors);
+	td_json_u64(j, "protocol_errors", ring->protocol_errors);
+	td_json_u64(j, "notifications", ring->notifications);
+	td_json_u64(j, "indirect_waits", ring->indirect_waits);
+	td_json_end_object(j);
+}
+
 static void json_shm(const struct td_report *r, struct td_json *j)
 {
 	const struct td_shm_stats *s = &r->shm;
-	uint64_t total = 0;
 
 	td_json_begin_object(j, "shm");
 	td_json_u64(j, "clients", s->clients);
@@ -363,23 +407,22 @@ static void json_shm(const struct td_report *r, struct td_json *j)
 	td_json_u64(j, "refused", s->refused);
 	td_json_u64(j, "protocol_errors", s->protocol_errors);
 	td_json_u64(j, "kicks", s->kicks);
-	td_json_begin_object(j, "ring");
-	td_json_begin_object(j, "requests");
-	for (unsigned int i = 0; i < NR_RING_OPS; i++) {
-		td_json_u64(j, ring_ops[i].name, s->ring.reqs[ring_ops[i].op]);
-		total += s->ring.reqs[ring_ops[i].op];
-	}
+	json_ring(&s->ring, j);
 	td_json_end_object(j);
-	td_json_u64(j, "requests_total", total);
-	td_json_u64(j, "indirect_requests", s->ring.indirect_reqs);
-	td_json_u64(j, "segments", s->ring.segments);
-	td_json_u64(j, "bad_requests", s->ring.bad_reqs);
-	td_json_u64(j, "unsupported", s->ring.unsupported);
-	td_json_u64(j, "io_errors", s->ring.io_errors);
-	td_json_u64(j, "protocol_errors", s->ring.protocol_errors);
-	td_json_u64(j, "notifications", s->ring.notifications);
-	td_json_u64(j, "indirect_waits", s->ring.indirect_waits);
-	td_json_end_object(j);
+}
+
+static void json_xen(const struct td_report *r, struct td_json *j)
+{
+	const struct td_xen_stats *s = &r->xen;
+
+	td_json_begin_object(j, "xen");
+	td_json_u64(j, "devices", s->devices);
+	td_json_u64(j, "connects", s->connects);
+	td_json_u64(j, "connect_errors", s->connect_errors);
+	td_json_u64(j, "copy_in_segments", s->copy_in_segs);
+	td_json_u64(j, "copy_out_segments", s->copy_out_segs);
+	td_json_u64(j, "copy_errors", s->copy_errors);
+	json_ring(&s->ring, j);
 	td_json_end_object(j);
 }
 
@@ -401,6 +444,10 @@ static void json_process(const struct td_report *r, struct td_json *j)
 		json_shm(r, j);
 	else
 		td_json_null(j, "shm");
+	if (r->has_xen)
+		json_xen(r, j);
+	else
+		td_json_null(j, "xen");
 	td_json_begin_object(j, "cpu_us");
 	td_json_u64(j, "user", r->cpu_user_us);
 	td_json_u64(j, "sys", r->cpu_sys_us);

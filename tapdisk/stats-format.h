@@ -21,6 +21,7 @@
 #include "tapdisk/nbd.h"
 #include "tapdisk/shm.h"
 #include "tapdisk/vbd.h"
+#include "tapdisk/xen.h"
 
 /* A frontend serving the vbd, e.g. kind "nbd", addr "unix:/run/x.sock". */
 #define TD_FRONTEND_KIND_MAX 16
@@ -43,6 +44,9 @@ struct td_report {
 	bool has_shm;
 	/* The shm server's counters, its rings' included. */
 	struct td_shm_stats shm;
+	bool has_xen;
+	/* The Xen server's counters, its rings' included. */
+	struct td_xen_stats xen;
 	uint64_t cpu_user_us; /* getrusage(RUSAGE_SELF) */
 	uint64_t cpu_sys_us;
 	uint64_t uptime_us;

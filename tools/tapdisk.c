@@ -311,6 +311,7 @@ static int start_control(struct tapdisk *td)
 		.vbd = td->vbd,
 		.nbd = td->nbd,
 		.shm = td->shm,
+		.xen = td->xen,
 		.destroy = on_destroy,
 		.opaque = td,
 	};

@@ -1031,6 +1031,45 @@ static void test_format_bytes_and_stats_text(void **state)
 	td_strbuf_free(&sb);
 }
 
+/* The Xen section of stats, text and JSON, with the rings' counters. */
+static void test_stats_xen(void **state)
+{
+	struct td_report r = {
+		.pid = 7, .name = "v", .chain = "null:", .state = "running"};
+	struct td_strbuf sb;
+
+	(void)state;
+	td_strbuf_init(&sb);
+	assert_int_equal(td_format_stats_text(&r, &sb), 0);
+	assert_null(strstr(sb.data, "\nxen:"));
+	td_strbuf_reset(&sb);
+	assert_int_equal(td_format_stats_json(&r, &sb), 0);
+	assert_non_null(strstr(sb.data, "\"xen\": null"));
+
+	r.has_xen = true;
+	r.xen.devices = 2;
+	r.xen.connects = 3;
+	r.xen.copy_in_segs = 4096;
+	r.xen.copy_out_segs = 11;
+	r.xen.ring.reqs[BLKIF_OP_WRITE] = 16;
+	r.xen.ring.indirect_reqs = 5;
+	r.xen.ring.protocol_errors = 1;
+	td_strbuf_reset(&sb);
+	assert_int_equal(td_format_stats_text(&r, &sb), 0);
+	assert_non_null(strstr(sb.data, "xen: 2 devices taken, 3 rings "
+					"connected"));
+	assert_non_null(strstr(sb.data, "4096 segments in, 11 out"));
+	assert_non_null(strstr(sb.data, "write 16"));
+	assert_non_null(strstr(sb.data, "5 indirect"));
+	assert_non_null(strstr(sb.data, "1 rings given up"));
+	td_strbuf_reset(&sb);
+	assert_int_equal(td_format_stats_json(&r, &sb), 0);
+	assert_non_null(strstr(sb.data, "\"copy_in_segments\": 4096"));
+	assert_non_null(strstr(sb.data, "\"requests_total\": 16"));
+	assert_non_null(strstr(sb.data, "\"protocol_errors\": 1"));
+	td_strbuf_free(&sb);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1058,6 +1097,7 @@ int main(void)
 		T(test_listen_and_call),
 		T(test_listen_errors),
 		T(test_frontend_limits),
+		T(test_stats_xen),
 		cmocka_unit_test(test_parse_status),
 		cmocka_unit_test(test_errno_names_and_paths),
 		cmocka_unit_test(test_make_run_dir),
