@@ -20,7 +20,19 @@
  *   Unknown (gone)      disconnect; Closed once drained
  *   online=0            connected: Closing (the frontend closes, above);
  *                       not connected: Closed
+ *   state written Closed by the toolstack (libxl does it to a qdisk
+ *                       device of a guest being destroyed, which will
+ *                       never close its ring): disconnect, Closed
  *   directory removed   disconnect, forget the device
+ *
+ * Devices come from tap-ctl attach (tapstripe-pid names us) or from xl
+ * in a driver domain (backend/qdisk nodes whose params names us by
+ * --name: claimed, and tapstripe-pid written then).  tap-ctl detach
+ * removes its devices itself; a claimed device that reached Closed
+ * because of the toolstack (online 0 or a Closed state) is removed by
+ * tapdisk, as xl devd removes the devices of its driver domain, and
+ * libxl in dom0 waits for that; so is one whose frontend directory is
+ * gone (its guest was destroyed).
  *
  * Handing a device over to another tapdisk (tap-ctl release, or attach of
  * a device another tapdisk serves), with the guest connected throughout:
@@ -51,7 +63,12 @@
 
 #define VALUE_MAX  32
 #define ERROR_MAX  160
-#define ROOT_TOKEN "tapstripe-root"
+#define ROOT_TOKEN "tapstripe-root-"
+
+const char *const xen_backend_types[XEN_NR_BACKEND_TYPES] = {
+	XEN_BACKEND_TYPE,
+	XEN_BACKEND_TYPE_QDISK,
+};
 
 static void dev_update(struct xen_dev *dev);
 
@@ -221,6 +238,7 @@ static void dev_connect(struct xen_dev *dev, bool resume)
 
 static void dev_free(struct xen_dev *dev)
 {
+	td_loop_timer_cancel(&dev->rm_timer);
 	LIST_REMOVE(dev, link);
 	free(dev);
 }
@@ -384,8 +402,35 @@ static void dev_forget(struct xen_dev *dev)
 		dev_free(dev);
 }
 
+/* The toolstack wrote our state Closed: we did not. */
+static bool dev_closed_by_toolstack(struct xen_dev *dev)
+{
+	char *v = dev_read(dev, dev->be, "state");
+	bool closed = v && xen_parse_state(v) == XenbusStateClosed &&
+		      dev->state != XenbusStateClosed;
+
+	free(v);
+	return closed;
+}
+
+/* The claimed device is closed and its toolstack is done with it. */
+static void dev_remove(struct td_timer *t, void *opaque)
+{
+	struct xen_dev *dev = opaque;
+	struct td_xen_server *srv = dev->srv;
+	int err;
+
+	td_vbd_info(srv->vbd, "%s: closed; removing it", dev->be);
+	err = srv->xs->rm(srv->xsh, dev->be);
+	if (err)
+		td_vbd_warn(srv->vbd, "cannot remove %s: %s", dev->be,
+			    strerror(-err));
+	dev_forget(dev);
+}
+
 static void dev_update(struct xen_dev *dev)
 {
+	struct td_xen_server *srv = dev->srv;
 	char *online;
 	bool on;
 	int fe_state;
@@ -397,42 +442,83 @@ static void dev_update(struct xen_dev *dev)
 		dev_forget(dev);
 		return;
 	}
-	if (!dev->srv->stopping && !dev_still_ours(dev)) {
+	if (!srv->stopping && !dev_still_ours(dev)) {
 		free(online);
 		dev_release(dev);
 		return;
 	}
 	on = online && !strcmp(online, "1");
 	free(online);
+	if (!dev->forced && dev_closed_by_toolstack(dev)) {
+		td_vbd_info(srv->vbd,
+			    "%s: closed by the toolstack: disconnecting",
+			    dev->be);
+		dev->forced = true;
+	}
 	fe_state = dev_frontend_state(dev);
-	if (!on || dev->srv->stopping)
+	if (dev->forced)
+		dev_leave(dev, XenbusStateClosed); /* no frontend to wait for */
+	else if (!on || srv->stopping)
 		dev_leave(dev, fe_state);
 	else
 		dev_follow(dev, fe_state);
+	/* The frontend's directory gone: its guest is gone. */
+	if (dev->claimed &&
+	    (dev->forced || !on || fe_state == XenbusStateUnknown) &&
+	    !srv->stopping && !dev->ring && dev->state == XenbusStateClosed &&
+	    !td_timer_armed(&dev->rm_timer))
+		td_loop_timer_arm(srv->loop, &dev->rm_timer,
+				  srv->remove_delay_us, dev_remove, dev);
 }
 
 /* --- finding devices ---------------------------------------------------------- */
 
-static struct xen_dev *server_find(struct td_xen_server *srv, uint32_t domid,
-				   uint32_t devid)
+static struct xen_dev *server_find(struct td_xen_server *srv, unsigned int type,
+				   uint32_t domid, uint32_t devid)
 {
 	struct xen_dev *dev;
 
 	LIST_FOREACH(dev, &srv->devs, link)
-	if (dev->domid == domid && dev->devid == devid)
+	if (dev->type == type && dev->domid == domid && dev->devid == devid)
 		return dev;
 	return NULL;
 }
 
-/* True when be names this process and is online (tap-ctl attach). */
+/* No tapstripe-pid, and params names this tapdisk (xl's target=). */
+static bool dev_params_name_us(struct xen_dev *dev)
+{
+	char *params;
+	const char *name;
+	bool us;
+
+	if (!dev->srv->name[0])
+		return false;
+	params = dev_read(dev, dev->be, "params");
+	name = xen_params_tapdisk_name(params);
+	us = name && !strcmp(name, dev->srv->name);
+	free(params);
+	return us;
+}
+
+/*
+ * True when be is online and names this process (tap-ctl attach), or
+ * names no tapdisk and its params names us (xl: claimed).
+ */
 static bool dev_is_ours(struct xen_dev *dev)
 {
 	char *pid = dev_read(dev, dev->be, XEN_KEY_TAPDISK_PID);
+	bool no_pid = !pid && errno == ENOENT;
 	char *online = dev_read(dev, dev->be, "online");
 	char *fe = dev_read(dev, dev->be, "frontend");
 	uint32_t v;
-	bool ours = pid && !xen_parse_u32(pid, INT32_MAX, &v) &&
-		    (int)v == dev->srv->pid && online && !strcmp(online, "1");
+	bool ours;
+
+	if (no_pid)
+		dev->claimed = dev_params_name_us(dev);
+	ours = ((pid && !xen_parse_u32(pid, INT32_MAX, &v) &&
+		 (int)v == dev->srv->pid) ||
+		dev->claimed) &&
+	       online && !strcmp(online, "1");
 
 	/* The frontend directory must be the one of (domid, devid): a key
 	 * pointing elsewhere would make us read another device's ring. */
@@ -449,20 +535,23 @@ static bool dev_is_ours(struct xen_dev *dev)
 }
 
 static int dev_init(struct xen_dev *dev, struct td_xen_server *srv,
-		    uint32_t domid, uint32_t devid)
+		    unsigned int type, uint32_t domid, uint32_t devid)
 {
 	dev->srv = srv;
+	dev->type = type;
 	dev->domid = domid;
 	dev->devid = devid;
 	dev->state = XenbusStateInitialising;
-	if (xen_backend_path(dev->be, sizeof(dev->be), srv->self_domid, domid,
-			     devid) ||
+	if (xen_backend_path_type(dev->be, sizeof(dev->be),
+				  xen_backend_types[type], srv->self_domid,
+				  domid, devid) ||
 	    xen_frontend_path(dev->fe, sizeof(dev->fe), domid, devid) ||
 	    snprintf(dev->fe_state_path, sizeof(dev->fe_state_path), "%s/state",
 		     dev->fe) >= (int)sizeof(dev->fe_state_path))
 		return -ENAMETOOLONG;
 	snprintf(dev->token, sizeof(dev->token),
-		 "tapstripe-%" PRIu32 "-%" PRIu32, domid, devid);
+		 "tapstripe-%s-%" PRIu32 "-%" PRIu32, xen_backend_types[type],
+		 domid, devid);
 	return 0;
 }
 
@@ -488,22 +577,28 @@ static bool dev_connected_before(struct xen_dev *dev, bool *handed_over)
 	return connected;
 }
 
-static void server_take(struct td_xen_server *srv, uint32_t domid,
-			uint32_t devid)
+static void server_take(struct td_xen_server *srv, unsigned int type,
+			uint32_t domid, uint32_t devid)
 {
 	struct xen_dev *dev = calloc(1, sizeof(*dev));
 	bool connected, handed_over;
 	int err;
 
-	if (!dev || dev_init(dev, srv, domid, devid) || !dev_is_ours(dev)) {
+	if (!dev || dev_init(dev, srv, type, domid, devid) ||
+	    !dev_is_ours(dev)) {
 		free(dev);
 		return;
 	}
 	LIST_INSERT_HEAD(&srv->devs, dev, link);
 	srv->stats.devices++;
+	/* Named ours from now on: release and take-over work as for
+	 * tap-ctl's devices, and no other tapdisk claims it. */
+	if (dev->claimed)
+		dev_write(dev, XEN_KEY_TAPDISK_PID, "%d", srv->pid);
 	connected = dev_connected_before(dev, &handed_over);
-	td_vbd_info(srv->vbd, "%s %s (frontend %s)",
-		    handed_over ? "taking over" : "serving", dev->be, dev->fe);
+	td_vbd_info(srv->vbd, "%s %s (frontend %s%s)",
+		    handed_over ? "taking over" : "serving", dev->be, dev->fe,
+		    dev->claimed ? "; params names this tapdisk" : "");
 	dev_write(dev, XEN_KEY_TAPDISK_OWNER, "%d", srv->pid);
 	if (handed_over) {
 		dev->state = XenbusStateConnected;
@@ -529,32 +624,73 @@ static void server_take(struct td_xen_server *srv, uint32_t domid,
 	}
 }
 
-/* A change under the root: "<root>/<domid>/<devid>[/...]". */
-static void server_root_event(struct td_xen_server *srv, const char *path)
+static void server_maybe_take(struct td_xen_server *srv, unsigned int type,
+			      const char *domid, const char *devid)
 {
-	size_t n = strlen(srv->root);
-	char domid[VALUE_MAX], devid[VALUE_MAX];
 	uint32_t d, v;
 
-	if (strncmp(path, srv->root, n) || path[n] != '/')
-		return;
-	if (sscanf(path + n, "/%31[0-9]/%31[0-9]", domid, devid) != 2 ||
-	    xen_parse_u32(domid, INT32_MAX, &d) ||
+	if (xen_parse_u32(domid, INT32_MAX, &d) ||
 	    xen_parse_u32(devid, INT32_MAX, &v))
 		return;
-	if (!server_find(srv, d, v))
-		server_take(srv, d, v);
+	if (!server_find(srv, type, d, v))
+		server_take(srv, type, d, v);
+}
+
+/* The devices under a root already (the watch fires on the root itself
+ * when set): made before this tapdisk started. */
+static void server_scan(struct td_xen_server *srv, unsigned int type)
+{
+	const char *root = srv->roots[type];
+	char path[XEN_PATH_MAX];
+	char **domids, **devids;
+	unsigned int nd, nv;
+
+	if (!srv->xs->directory ||
+	    !(domids = srv->xs->directory(srv->xsh, root, &nd)))
+		return;
+	for (unsigned int i = 0; i < nd; i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", root, domids[i]) >=
+			    (int)sizeof(path) ||
+		    !(devids = srv->xs->directory(srv->xsh, path, &nv)))
+			continue;
+		for (unsigned int j = 0; j < nv; j++)
+			server_maybe_take(srv, type, domids[i], devids[j]);
+		free(devids);
+	}
+	free(domids);
+}
+
+/* A change under a root: "<root>/<domid>/<devid>[/...]", or the root. */
+static void server_root_event(struct td_xen_server *srv, unsigned int type,
+			      const char *path)
+{
+	const char *root = srv->roots[type];
+	size_t n = strlen(root);
+	char domid[VALUE_MAX], devid[VALUE_MAX];
+
+	if (strncmp(path, root, n) || (path[n] != '/' && path[n]))
+		return;
+	if (!path[n]) {
+		server_scan(srv, type);
+		return;
+	}
+	if (sscanf(path + n, "/%31[0-9]/%31[0-9]", domid, devid) != 2)
+		return;
+	server_maybe_take(srv, type, domid, devid);
 }
 
 void xen_server_watch_event(struct td_xen_server *srv, const char *path,
 			    const char *token)
 {
+	size_t n = strlen(ROOT_TOKEN);
 	struct xen_dev *dev;
 
 	if (srv->stopping)
 		return;
-	if (!strcmp(token, ROOT_TOKEN)) {
-		server_root_event(srv, path);
+	if (!strncmp(token, ROOT_TOKEN, n)) {
+		for (unsigned int t = 0; t < XEN_NR_BACKEND_TYPES; t++)
+			if (!strcmp(token + n, xen_backend_types[t]))
+				server_root_event(srv, t, path);
 		return;
 	}
 	LIST_FOREACH(dev, &srv->devs, link)
@@ -588,15 +724,48 @@ int xen_server_init(struct td_xen_server *srv, struct td_loop *loop,
 		blkif_config_init(&srv->cfg);
 	if ((err = blkif_config_check(&srv->cfg)))
 		return err;
+	if (params && params->name) {
+		if (strlen(params->name) >= sizeof(srv->name))
+			return -ENAMETOOLONG;
+		strcpy(srv->name, params->name);
+	}
+	srv->remove_delay_us = XEN_REMOVE_DELAY_US;
 	srv->self_domid = xen_store_self_domid(xs, xsh);
-	if (snprintf(srv->root, sizeof(srv->root),
-		     "/local/domain/%" PRIu32 "/backend/" XEN_BACKEND_TYPE,
-		     srv->self_domid) >= (int)sizeof(srv->root))
-		return -ENAMETOOLONG;
-	err = xs->watch(xsh, srv->root, ROOT_TOKEN);
-	if (err)
-		td_err("xen: cannot watch %s: %s", srv->root, strerror(-err));
-	return err;
+	for (unsigned int t = 0; t < XEN_NR_BACKEND_TYPES; t++) {
+		char token[VALUE_MAX];
+
+		if (snprintf(srv->roots[t], sizeof(srv->roots[t]),
+			     "/local/domain/%" PRIu32 "/backend/%s",
+			     srv->self_domid, xen_backend_types[t]) >=
+		    (int)sizeof(srv->roots[t]))
+			return -ENAMETOOLONG;
+		snprintf(token, sizeof(token), ROOT_TOKEN "%s",
+			 xen_backend_types[t]);
+		err = xs->watch(xsh, srv->roots[t], token);
+		if (err) {
+			td_err("xen: cannot watch %s: %s", srv->roots[t],
+			       strerror(-err));
+			while (t--) {
+				snprintf(token, sizeof(token), ROOT_TOKEN "%s",
+					 xen_backend_types[t]);
+				xs->unwatch(xsh, srv->roots[t], token);
+			}
+			return err;
+		}
+	}
+	strcpy(srv->root, srv->roots[0]);
+	return 0;
+}
+
+static void server_unwatch_roots(struct td_xen_server *srv)
+{
+	char token[VALUE_MAX];
+
+	for (unsigned int t = 0; t < XEN_NR_BACKEND_TYPES; t++) {
+		snprintf(token, sizeof(token), ROOT_TOKEN "%s",
+			 xen_backend_types[t]);
+		srv->xs->unwatch(srv->xsh, srv->roots[t], token);
+	}
 }
 
 const char *td_xen_server_root(const struct td_xen_server *srv)
@@ -636,7 +805,7 @@ int td_xen_server_shutdown(struct td_xen_server *srv, void (*cb)(void *),
 	srv->stopping = true;
 	srv->stopped_cb = cb;
 	srv->stopped_opaque = opaque;
-	srv->xs->unwatch(srv->xsh, srv->root, ROOT_TOKEN);
+	server_unwatch_roots(srv);
 	for (dev = LIST_FIRST(&srv->devs); dev; dev = next) {
 		next = LIST_NEXT(dev, link);
 		dev_leave(dev, XenbusStateClosed);

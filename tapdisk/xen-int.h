@@ -28,6 +28,13 @@ struct xen_store_ops {
 	int (*write)(void *h, const char *path, const char *value);
 	int (*watch)(void *h, const char *path, const char *token);
 	int (*unwatch)(void *h, const char *path, const char *token);
+	/*
+	 * The names below path as one malloc'd block (free it once), *n of
+	 * them; NULL with errno (ENOENT: absent).  Remove path and all
+	 * below it: 0 or -errno.
+	 */
+	char **(*directory)(void *h, const char *path, unsigned int *n);
+	int (*rm)(void *h, const char *path);
 	void (*close)(void *h);
 };
 
@@ -80,10 +87,21 @@ extern const struct xen_io_ops xen_io_real;
 
 /* --- the server and its devices --------------------------------------------- */
 
+/* The backend types served: XEN_BACKEND_TYPE, XEN_BACKEND_TYPE_QDISK. */
+#define XEN_NR_BACKEND_TYPES 2
+extern const char *const xen_backend_types[XEN_NR_BACKEND_TYPES];
+
+/*
+ * A claimed device that closed is removed this long after (libxl waits
+ * to see it Closed before it waits for the directory to go).
+ */
+#define XEN_REMOVE_DELAY_US 500000
+
 struct xen_dev {
 	LIST_ENTRY(xen_dev) link;
 	struct td_xen_server *srv;
-	uint32_t domid; /* the frontend's */
+	unsigned int type; /* index in xen_backend_types */
+	uint32_t domid;	   /* the frontend's */
 	uint32_t devid;
 	char be[XEN_PATH_MAX]; /* our directory */
 	char fe[XEN_PATH_MAX]; /* the frontend's, from our "frontend" key */
@@ -96,6 +114,9 @@ struct xen_dev {
 	bool failed;	       /* connect failed: wait for the frontend */
 	bool gone;	       /* freed once drained */
 	bool read_only;	       /* mode r, or a read-only vbd */
+	bool claimed;	       /* taken by its params (xl): we remove it */
+	bool forced;	       /* the toolstack wrote our state Closed */
+	struct td_timer rm_timer;
 };
 
 LIST_HEAD(xen_dev_list, xen_dev);
@@ -109,7 +130,11 @@ struct td_xen_server {
 	const struct xen_io_ops *io;
 	uint32_t self_domid;
 	int pid;
-	char root[XEN_PATH_MAX];
+	char root[XEN_PATH_MAX]; /* vbd3's, for "info" and tap-ctl */
+	char roots[XEN_NR_BACKEND_TYPES][XEN_PATH_MAX];
+	char name[XEN_NAME_MAX]; /* claim params naming it; "": none */
+	/* How long a closed claimed device stays before we remove it. */
+	uint64_t remove_delay_us;
 	struct xen_dev_list devs;
 	struct td_xen_stats stats;
 

@@ -200,15 +200,44 @@ static int path_ok(int n, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+int xen_backend_path_type(char *buf, size_t len, const char *type,
+			  uint32_t backend_domid, uint32_t frontend_domid,
+			  uint32_t devid)
+{
+	return path_ok(snprintf(buf, len,
+				"/local/domain/%" PRIu32 "/backend/%s/%" PRIu32
+				"/%" PRIu32,
+				backend_domid, type, frontend_domid, devid),
+		       len);
+}
+
 int xen_backend_path(char *buf, size_t len, uint32_t backend_domid,
 		     uint32_t frontend_domid, uint32_t devid)
 {
-	return path_ok(snprintf(buf, len,
-				"/local/domain/%" PRIu32
-				"/backend/" XEN_BACKEND_TYPE "/%" PRIu32
-				"/%" PRIu32,
-				backend_domid, frontend_domid, devid),
-		       len);
+	return xen_backend_path_type(buf, len, XEN_BACKEND_TYPE, backend_domid,
+				     frontend_domid, devid);
+}
+
+const char *xen_params_tapdisk_name(const char *params)
+{
+	static const char name_chars[] = "abcdefghijklmnopqrstuvwxyz"
+					 "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					 "0123456789-_.";
+	const char *name;
+	size_t n;
+
+	if (!params)
+		return NULL;
+	/* libxl writes a raw qdisk as "aio:<target>" (QEMU's old name). */
+	if (!strncmp(params, "aio:", 4) || !strncmp(params, "raw:", 4))
+		params += 4;
+	if (strncmp(params, XEN_PARAMS_PREFIX, strlen(XEN_PARAMS_PREFIX)))
+		return NULL;
+	name = params + strlen(XEN_PARAMS_PREFIX);
+	n = strspn(name, name_chars);
+	if (!n || name[n] || n >= XEN_NAME_MAX)
+		return NULL;
+	return name;
 }
 
 int xen_frontend_path(char *buf, size_t len, uint32_t frontend_domid,

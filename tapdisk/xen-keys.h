@@ -32,6 +32,16 @@
 #include <xen/io/xenbus.h>
 
 #define XEN_BACKEND_TYPE "vbd3"
+/*
+ * The other backend type tapdisk serves: the nodes xl makes for a disk
+ * with backendtype=qdisk in a driver domain (backend=DOMAIN), under
+ * /local/domain/<backend>/backend/qdisk/<domid>/<devid>, whose "params"
+ * is "aio:<target>" for format=raw.  xl writes no tapstripe-pid there: tapdisk
+ * takes such a device when params names it (xen_params_tapdisk_name).
+ */
+#define XEN_BACKEND_TYPE_QDISK "qdisk"
+/* A target naming the tapdisk started with --name NAME: "tapstripe:NAME". */
+#define XEN_PARAMS_PREFIX "tapstripe:"
 /* xenstore paths are short; this bounds every one we build. */
 #define XEN_PATH_MAX 256
 /*
@@ -100,9 +110,24 @@ int xen_parse_state(const char *text);
  */
 int xen_vdev_to_devid(const char *vdev, uint32_t *devid);
 
+/*
+ * The tapdisk name a backend's "params" names: params is
+ * "tapstripe:NAME", or "aio:tapstripe:NAME" as libxl 4.17 writes a
+ * format=raw qdisk ("<format>:<target>", raw named "aio"; "raw:" is
+ * taken too, another format is not ours), NAME 1 to
+ * XEN_NAME_MAX - 1 letters, digits, '-', '_' or '.'.  Returns a pointer
+ * into params, or NULL when params names no tapdisk.
+ */
+#define XEN_NAME_MAX 64
+const char *xen_params_tapdisk_name(const char *params);
+
 /* The two directories of a device.  0 or -ENAMETOOLONG. */
 int xen_backend_path(char *buf, size_t len, uint32_t backend_domid,
 		     uint32_t frontend_domid, uint32_t devid);
+/* The backend directory of another backend type (vbd3, qdisk). */
+int xen_backend_path_type(char *buf, size_t len, const char *type,
+			  uint32_t backend_domid, uint32_t frontend_domid,
+			  uint32_t devid);
 int xen_frontend_path(char *buf, size_t len, uint32_t frontend_domid,
 		      uint32_t devid);
 

@@ -52,6 +52,20 @@ static int store_unwatch(void *h, const char *path, const char *token)
 	return xs_unwatch(st->xs, path, token) ? 0 : -errno;
 }
 
+static char **store_directory(void *h, const char *path, unsigned int *n)
+{
+	struct xen_store *st = h;
+
+	return xs_directory(st->xs, XBT_NULL, path, n);
+}
+
+static int store_rm(void *h, const char *path)
+{
+	struct xen_store *st = h;
+
+	return xs_rm(st->xs, XBT_NULL, path) ? 0 : -errno;
+}
+
 static void store_close(void *h)
 {
 	struct xen_store *st = h;
@@ -66,6 +80,8 @@ static const struct xen_store_ops store_ops = {
 	.write = store_write,
 	.watch = store_watch,
 	.unwatch = store_unwatch,
+	.directory = store_directory,
+	.rm = store_rm,
 	.close = store_close,
 };
 

@@ -3,10 +3,18 @@
  * devices (the role of Linux's blkback, QEMU's xen-block, XenServer's
  * tapback + tapdisk3).
  *
- * The server watches XEN_BACKEND_ROOT of its own domain
- * (/local/domain/<self>/backend/vbd3) and takes every device whose
- * tapstripe-pid node names this process (tap-ctl attach writes them; see
- * xen-keys.h for the nodes).  For each it runs the backend side of the
+ * The server watches the backend roots of its own domain,
+ * /local/domain/<self>/backend/vbd3 and .../backend/qdisk, and takes every
+ * device whose tapstripe-pid node names this process (tap-ctl attach
+ * writes them; see xen-keys.h for the nodes), and, when it has a name,
+ * every device with no tapstripe-pid whose "params" names it
+ * ("[aio:]tapstripe:NAME": a disk that xl made in this driver domain, with
+ * backend=<this domain>, backendtype=qdisk, target=tapstripe:NAME).  A
+ * device so claimed is removed by tapdisk once closed, as xl devd would:
+ * when the toolstack set online to 0 or wrote its state Closed (libxl
+ * does that for a qdisk of a guest being destroyed).  Devices there
+ * already when the server starts are taken too.  For each it runs the
+ * backend side of the
  * xenbus state machine: advertises the features (InitWait), reads the
  * frontend's ring keys when it is Initialised, maps the ring
  * (libxengnttab), binds the event channel (libxenevtchn), serves the ring
@@ -33,6 +41,11 @@ struct td_xen_server;
 struct td_xen_params {
 	/* Limits advertised to frontends; NULL: blkif_config_init's. */
 	const struct blkif_config *blkif;
+	/*
+	 * Claim the devices whose params is "[aio:]tapstripe:<name>" (xl's
+	 * target=tapstripe:<name>); NULL: only tap-ctl attach's.
+	 */
+	const char *name;
 };
 
 /* Counters of the server and of all its rings, live and gone. */

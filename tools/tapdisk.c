@@ -265,11 +265,12 @@ static int start_shm(struct tapdisk *td)
 	return 0;
 }
 
-/* The Xen transport: devices come from tap-ctl attach, through xenstore. */
+/* The Xen transport: devices come from tap-ctl attach, or from xl when
+ * their params name this tapdisk (--name), through xenstore. */
 static int start_xen(struct tapdisk *td)
 {
 	struct blkif_config cfg;
-	struct td_xen_params xp = {.blkif = &cfg};
+	struct td_xen_params xp = {.blkif = &cfg, .name = td->opt.name};
 	int err;
 
 	if (td->opt.xen == TAPDISK_XEN_OFF)

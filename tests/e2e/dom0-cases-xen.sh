@@ -245,3 +245,82 @@ case_tapdisk-xen-bad-frontend() {
 	xen_detach xvdc
 	detail "bad requests answered BLKIF_RSP_ERROR; corrupted req_prod: that ring given up (Closing, error node); the blkfront disk on the same tapdisk kept working (4 MiB checked)"
 }
+
+# --- a storage driver domain ---------------------------------------------------------
+
+# The driver-domain deployment: a PV storage driver domain (e2e-dd,
+# driver_domain=1, not dom0) runs tapdisk over its own disk (xvda, a loop
+# device dom0's blkback gives it) with --name dd-disk; a PV guest whose xl
+# config names the disk
+#   disk = ['backend=e2e-dd, backendtype=qdisk, vdev=xvda, target=tapstripe:dd-disk']
+# boots, writes 4 MiB through its blkfront with O_DIRECT, reads it back
+# and powers off.  xl in dom0 writes the backend/qdisk nodes in e2e-dd's
+# xenstore tree (no QEMU: the backend is not dom0); the tapdisk in e2e-dd
+# takes them because params names it, serves the ring across two domUs
+# (grant copy, interdomain event channel), and removes the nodes once
+# libxl closes them as the guest is destroyed.  Checked: the guest's
+# pattern read back in the guest, the same bytes in dom0's backing file,
+# tapdisk's log in e2e-dd, the backend nodes gone, no timeout in xl's log.
+case_tapdisk-xen-driver-domain() {
+	local ddcon=/var/log/xen/console/guest-e2e-dd.log
+	local con=/var/log/xen/console/guest-e2e-domu.log
+	local xllog=/var/log/xen/xl-e2e-domu.log ddid gid be p b
+	[ -f /boot/dd.cpio.gz ] && [ -f /etc/domu.cfg ] ||
+		skip "no driver domain or guest in this initramfs"
+	dev=$(loop_disk /tmp/dd.img 16) || fail "losetup"
+	trap 'xl destroy e2e-domu >/dev/null 2>&1; xl destroy e2e-dd >/dev/null 2>&1; losetup -d $dev' EXIT
+	printf '%s\n' 'name="e2e-dd"' 'type="pv"' 'kernel="/boot/vmlinuz"' \
+		'ramdisk="/boot/dd.cpio.gz"' 'extra="console=hvc0"' \
+		'memory=256' 'vcpus=1' 'driver_domain=1' \
+		"disk=['format=raw, vdev=xvda, access=rw, target=$dev']" \
+		'on_poweroff="destroy"' 'on_crash="destroy"' >/tmp/dd.cfg
+	sed '/^disk=/d' /etc/domu.cfg >/tmp/guest.cfg
+	echo "disk=['backend=e2e-dd, backendtype=qdisk, vdev=xvda, target=tapstripe:dd-disk']" \
+		>>/tmp/guest.cfg
+	xtool xl create /tmp/dd.cfg >/tmp/xl-create-dd.log 2>&1 ||
+		fail "xl create of the driver domain: $(tail -1 /tmp/xl-create-dd.log)"
+	ddid=$(xtool xl domid e2e-dd) || fail "no domid for the driver domain"
+	log "driver domain $ddid created"
+	wait_for 150 grep -aq 'DD .*ready: tapdisk' "$ddcon" || {
+		grep -a 'DD ' "$ddcon" 2>/dev/null | tail -8 | sed 's/^/E2E-LOG   dd: /'
+		fail "the driver domain has no tapdisk after 150 s"
+	}
+	grep -a 'DD \[' "$ddcon" | sed 's/^/E2E-LOG   dd: /'
+	xtool xl create /tmp/guest.cfg >/tmp/xl-create.log 2>&1 || {
+		sed 's/^/E2E-LOG   xl: /' /tmp/xl-create.log | tail -8
+		fail "xl create of the guest: $(tail -1 /tmp/xl-create.log)"
+	}
+	gid=$(xtool xl domid e2e-domu) || fail "no domid for the guest"
+	be=/local/domain/$ddid/backend/qdisk/$gid/51712
+	log "guest $gid created; its disk: $be"
+	wait_for 120 domu_gone "$gid" || {
+		tail -5 "$con" | sed 's/^/E2E-LOG   guest: /'
+		grep -a 'DD tapdisk:' "$ddcon" | tail -8 | sed 's/^/E2E-LOG   dd: /'
+		fail "the guest still runs after 120 s"
+	}
+	log "guest $gid gone"
+	grep -a DOMU "$con" | tail -4 | sed 's/^/E2E-LOG   guest: /'
+	grep -a 'DD tapdisk:' "$ddcon" | grep -E 'serving|connected|closed|removing|err' |
+		sed 's/^/E2E-LOG   dd: /'
+	p=$(grep -a -o 'md5 pattern=[0-9a-f]*' "$con" | tail -1 | cut -d= -f2)
+	[ -n "$p" ] || fail "the guest wrote nothing (its console is above)"
+	grep -aq "md5 pattern=$p readback=$p" "$con" ||
+		fail "the guest did not read back its pattern"
+	grep -aq "DD tapdisk:.*$be.*params names this tapdisk" "$ddcon" ||
+		fail "the tapdisk in the driver domain did not take $be"
+	grep -aq "DD tapdisk:.*connected, ring order" "$ddcon" ||
+		fail "no ring connected in the driver domain"
+	wait_for 15 sh -c "xenstore-exists $be 2>/dev/null; [ \$? -eq 1 ]" ||
+		fail "$be is still there after the guest died"
+	grep -aq "DD tapdisk:.*$be: closed; removing it" "$ddcon" ||
+		fail "the tapdisk in the driver domain did not remove $be"
+	! grep -aq 'timed out' "$xllog" 2>/dev/null ||
+		fail "xl: $(grep -a 'timed out' "$xllog" | tail -1)"
+	! grep -aq 'DD tapdisk:.* err ' "$ddcon" ||
+		fail "tapdisk logged errors: $(grep -a 'DD tapdisk:.* err ' "$ddcon" | tail -1)"
+	xtool xl destroy e2e-dd || fail "xl destroy of the driver domain"
+	b=$(head -c 4194304 /tmp/dd.img | md5sum | cut -c1-32)
+	[ "$p" = "$b" ] || fail "dom0's backing file lacks the guest's pattern"
+	trap 'losetup -d $dev' EXIT
+	detail "driver domain $ddid's tapdisk served guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and read back in the guest, found in dom0's backing file; backend nodes removed on the guest's death"
+}

@@ -247,6 +247,35 @@ e2e_rootfs_domu() {
 		'on_crash="destroy"' >"$R/etc/domu.cfg"
 }
 
+# The storage driver domain of tapdisk-xen-driver-domain: the same
+# kernel, a busybox initramfs with this build's tapdisk and tap-ctl and
+# their libraries, the modules of a backend (evtchn, gntdev) and of its
+# own disk (blkfront), and dd-init.sh.  Kept in dom0 as /boot/dd.cpio.gz.
+e2e_rootfs_dd() {
+	local dom0_root=$R kver md a m
+	kver=$(ls "$E2E_ROOT/lib/modules" | head -1)
+	md=$E2E_ROOT/lib/modules/$kver/kernel
+	R=$E2E_WORK/dd-root
+	rm -rf "$R"
+	mkdir -p "$R"/{bin,dev,proc,sys,tmp,run,modules,lib64} \
+		"$R"/usr/{bin,sbin} "$R"/lib/x86_64-linux-gnu
+	cp "$E2E_ROOT/bin/busybox" "$R/bin/busybox"
+	for a in $("$E2E_ROOT/bin/busybox" --list); do
+		[ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"
+	done
+	cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
+	e2e_install_bin "$BUILDDIR/tools/tapdisk" usr/sbin/tapdisk
+	e2e_install_bin "$BUILDDIR/tools/tap-ctl" usr/sbin/tap-ctl
+	for m in xen/xen-evtchn xen/xen-gntdev block/xen-blkfront; do
+		cp "$md/drivers/$m.ko" "$R/modules/"
+	done
+	cp "$here/dd-init.sh" "$R/init"
+	chmod +x "$R/init"
+	(cd "$R" && find . | cpio -H newc -o --quiet | gzip -1) \
+		>"$dom0_root/boot/dd.cpio.gz"
+	R=$dom0_root
+}
+
 # $1: the cases to run (space-separated; empty for all).
 e2e_build_initrd() {
 	R=$E2E_WORK/rootfs
@@ -256,8 +285,12 @@ e2e_build_initrd() {
 	e2e_rootfs_modules
 	e2e_rootfs_project
 	if [ -z "${1:-}" ] || [[ " $1 " == *" tapdisk-xen-domu "* ]] ||
+		[[ " $1 " == *" tapdisk-xen-driver-domain "* ]] ||
 		[[ " $1 " == *" tools-stress "* ]]; then
 		e2e_rootfs_domu
+	fi
+	if [ -z "${1:-}" ] || [[ " $1 " == *" tapdisk-xen-driver-domain "* ]]; then
+		e2e_rootfs_dd
 	fi
 	echo "${1:-}" >"$R/e2e/only"
 	[ -n "${TAPSTRIPE_E2E_THESIS_SEGS:-}" ] &&

@@ -29,6 +29,10 @@
 #define BE	    "/local/domain/0/backend/vbd3/3/51744"
 #define FE	    "/local/domain/3/device/vbd/51744"
 #define ROOT	    "/local/domain/0/backend/vbd3"
+/* What xl writes in a driver domain (here 0) for backendtype=qdisk. */
+#define QBE "/local/domain/0/backend/qdisk/3/51744"
+/* Both roots' watches. */
+#define ROOT_WATCHES 2
 
 /* --- the fake xenstore ---------------------------------------------------- */
 
@@ -90,7 +94,10 @@ static void put(const char *path, const char *value)
 	xs_fire(path);
 }
 
-/* Remove dir and everything below it. */
+/*
+ * Remove dir and everything below it.  As xenstored does, the watches
+ * on dir, above it and below it (on the removed nodes) fire.
+ */
 static void rm_tree(const char *dir)
 {
 	for (int i = 0; i < MAX_KEYS; i++) {
@@ -101,6 +108,16 @@ static void rm_tree(const char *dir)
 		}
 	}
 	xs_fire(dir);
+	for (int i = 0; i < MAX_WATCHES; i++) {
+		struct watch *w = &xs.watches[i];
+
+		if (w->path && strcmp(w->path, dir) && below(w->path, dir)) {
+			assert_true(xs.nr_events < MAX_EVENTS);
+			xs.events[xs.nr_events][0] = strdup(w->path);
+			xs.events[xs.nr_events][1] = strdup(w->token);
+			xs.nr_events++;
+		}
+	}
 }
 
 static const char *get(const char *path)
@@ -162,6 +179,54 @@ static int f_unwatch(void *h, const char *path, const char *token)
 	return -ENOENT;
 }
 
+/* The distinct names right below path, in one block, as xs_directory. */
+static char **f_directory(void *h, const char *path, unsigned int *n)
+{
+	const char *names[MAX_KEYS];
+	size_t plen = strlen(path), bytes = 0;
+	unsigned int nr = 0;
+	char **out, *p;
+
+	for (int i = 0; i < MAX_KEYS; i++) {
+		const char *k = xs.keys[i].path, *name;
+		size_t len;
+		bool seen = false;
+
+		if (!k || !below(k, path) || !k[plen])
+			continue;
+		name = k + plen + 1;
+		len = strcspn(name, "/");
+		for (unsigned int j = 0; j < nr; j++)
+			seen |= !strncmp(names[j], name, len) && !names[j][len];
+		if (seen)
+			continue;
+		names[nr++] = strndup(name, len);
+		bytes += len + 1;
+	}
+	if (!nr) {
+		errno = ENOENT;
+		return NULL;
+	}
+	out = malloc(nr * sizeof(char *) + bytes);
+	assert_non_null(out);
+	p = (char *)(out + nr);
+	for (unsigned int j = 0; j < nr; j++) {
+		out[j] = strcpy(p, names[j]);
+		p += strlen(names[j]) + 1;
+		free((char *)names[j]);
+	}
+	*n = nr;
+	return out;
+}
+
+static void rm_tree(const char *dir);
+
+static int f_rm(void *h, const char *path)
+{
+	rm_tree(path);
+	return 0;
+}
+
 static void f_close(void *h)
 {
 }
@@ -171,6 +236,8 @@ static const struct xen_store_ops fake_store = {
 	.write = f_write,
 	.watch = f_watch,
 	.unwatch = f_unwatch,
+	.directory = f_directory,
+	.rm = f_rm,
 	.close = f_close,
 };
 
@@ -276,6 +343,18 @@ static void pump(void)
 		pump();
 }
 
+/* The server, named "xen" (claims params "[aio:]tapstripe:xen"). */
+static void server_start(void)
+{
+	struct td_xen_params xp = {.name = "xen"};
+
+	assert_int_equal(xen_server_init(&T.srv, T.loop, T.vbd, &xp,
+					 &fake_store, NULL, &fake_io),
+			 0);
+	T.srv.remove_delay_us = 0;
+	pump();
+}
+
 static int setup(void **state)
 {
 	struct td_vbd_params vp = {.name = "xen", .chain = "mock"};
@@ -289,10 +368,7 @@ static int setup(void **state)
 	assert_int_equal(td_loop_create(&T.loop), 0);
 	assert_int_equal(td_vbd_open(T.loop, mock_table, &vp, &T.vbd), 0);
 	put("/local/domain/0/domid", "0");
-	assert_int_equal(xen_server_init(&T.srv, T.loop, T.vbd, NULL,
-					 &fake_store, NULL, &fake_io),
-			 0);
-	pump();
+	server_start();
 	return 0;
 }
 
@@ -514,7 +590,7 @@ static void test_detach(void **state)
 	rm_tree(FE);
 	rm_tree(BE);
 	pump();
-	assert_int_equal(nr_watches(), 1); /* the root's */
+	assert_int_equal(nr_watches(), ROOT_WATCHES);
 	assert_true(LIST_EMPTY(&T.srv.devs));
 }
 
@@ -534,7 +610,7 @@ static void test_removed_while_connected(void **state)
 	rm_tree(BE);
 	pump();
 	assert_int_equal(io.disconnects, 1);
-	assert_int_equal(nr_watches(), 1);
+	assert_int_equal(nr_watches(), ROOT_WATCHES);
 	drain();
 	assert_true(LIST_EMPTY(&T.srv.devs));
 }
@@ -578,7 +654,7 @@ static void test_release(void **state)
 	assert_string_equal(be_state(), "4");
 	assert_null(get(BE "/error"));
 	assert_true(LIST_EMPTY(&T.srv.devs));
-	assert_int_equal(nr_watches(), 1); /* the root's only */
+	assert_int_equal(nr_watches(), ROOT_WATCHES);
 	/* Frontend moves after the hand-over are not ours to follow. */
 	frontend_state("5");
 	assert_string_equal(be_state(), "4");
@@ -665,6 +741,211 @@ static void test_shutdown_idle(void **state)
 	assert_int_equal(T.stopped, 1);
 }
 
+/* --- devices xl made in a driver domain (backendtype=qdisk) ----------------------- */
+
+/*
+ * libxl's nodes for 'backend=<this domain>, backendtype=qdisk,
+ * vdev=xvdb, target=<target>' of guest 3, in one transaction: no
+ * tapstripe-pid.
+ */
+static void xl_qdisk_nodes(const char *params)
+{
+	put(FE "/backend", QBE);
+	put(FE "/backend-id", "0");
+	put(FE "/virtual-device", "51744");
+	put(FE "/device-type", "disk");
+	put(FE "/state", "1");
+	put(QBE "/frontend", FE);
+	put(QBE "/frontend-id", "3");
+	put(QBE "/params", params);
+	put(QBE "/mode", "w");
+	put(QBE "/type", "qdisk");
+	put(QBE "/dev", "xvdb");
+	put(QBE "/device-type", "disk");
+	put(QBE "/removable", "0");
+	put(QBE "/bootable", "1");
+	put(QBE "/discard-enable", "1");
+	put(QBE "/online", "1");
+	put(QBE "/state", "1");
+}
+
+static const char *qbe_state(void)
+{
+	return get(QBE "/state");
+}
+
+static void qdisk_connect(void)
+{
+	xl_qdisk_nodes("aio:tapstripe:xen");
+	pump();
+	assert_string_equal(qbe_state(), "2");
+	frontend_init("x86_64-abi");
+	assert_string_equal(qbe_state(), "4");
+}
+
+/* params naming us: claimed, named ours, served as any device. */
+static void test_qdisk_claim(void **state)
+{
+	char pid[16];
+
+	qdisk_connect();
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	assert_string_equal(get(QBE "/" XEN_KEY_TAPDISK_PID), pid);
+	assert_string_equal(get(QBE "/" XEN_KEY_TAPDISK_OWNER), pid);
+	assert_string_equal(get(QBE "/max-ring-page-order"), "4");
+	assert_non_null(get(QBE "/sectors"));
+	assert_int_equal(io.connects, 1);
+	assert_int_equal(io.domid, 3);
+	assert_int_equal(io.keys.ring_refs[0], 77);
+	assert_int_equal(T.srv.stats.devices, 1);
+	/* The vbd3 tree is untouched. */
+	assert_null(get(BE "/state"));
+}
+
+/* Another name, another format, a plain path, nothing: not ours. */
+static void test_qdisk_not_ours(void **state)
+{
+	static const char *const params[] = {
+		"aio:tapstripe:other", "qcow2:tapstripe:xen",
+		"raw:/srv/disk.img",   "tapstripe:xen2",
+		"aio:tapstripe:",      "aio:tapstripe:xen/..",
+	};
+
+	for (size_t i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+		rm_tree(QBE);
+		xl_qdisk_nodes(params[i]);
+		pump();
+		assert_string_equal(qbe_state(), "1");
+		assert_null(get(QBE "/" XEN_KEY_TAPDISK_PID));
+	}
+	/* Named by tapstripe-pid another tapdisk: not claimed either. */
+	rm_tree(QBE);
+	xl_qdisk_nodes("aio:tapstripe:xen");
+	put(QBE "/" XEN_KEY_TAPDISK_PID, "1");
+	pump();
+	assert_string_equal(qbe_state(), "1");
+	assert_int_equal(T.srv.stats.devices, 0);
+}
+
+/* The plain form (a vbd3 node made by hand, or params without format). */
+static void test_claim_plain_params(void **state)
+{
+	put(FE "/state", "1");
+	put(BE "/frontend", FE);
+	put(BE "/frontend-id", "3");
+	put(BE "/params", "tapstripe:xen");
+	put(BE "/online", "1");
+	put(BE "/state", "1");
+	pump();
+	assert_string_equal(be_state(), "2");
+}
+
+/* Made before the tapdisk started: found when it starts. */
+static void test_qdisk_there_before(void **state)
+{
+	td_xen_server_shutdown(&T.srv, stopped, NULL);
+	pump();
+	xen_server_fini(&T.srv);
+	for (int i = 0; i < MAX_WATCHES; i++) {
+		free(xs.watches[i].path);
+		free(xs.watches[i].token);
+		xs.watches[i].path = xs.watches[i].token = NULL;
+	}
+	memset(&T.srv, 0, sizeof(T.srv));
+	xl_qdisk_nodes("aio:tapstripe:xen");
+	pump(); /* nobody watches */
+	assert_string_equal(qbe_state(), "1");
+	server_start();
+	assert_string_equal(qbe_state(), "2");
+	frontend_init("x86_64-abi");
+	assert_string_equal(qbe_state(), "4");
+}
+
+/*
+ * The guest is destroyed: libxl writes our state Closed (online stays
+ * 1: its "qemu bodge" for a dead qdisk frontend) and waits for the
+ * driver domain to remove the directory.
+ */
+static void test_qdisk_guest_destroyed(void **state)
+{
+	qdisk_connect();
+	put(QBE "/state", "6");
+	pump();
+	assert_int_equal(io.disconnects, 1);
+	assert_non_null(get(QBE "/state")); /* not before it drained */
+	drain();
+	pump();
+	assert_null(get(QBE "/state"));
+	assert_null(get(QBE "/frontend"));
+	assert_true(LIST_EMPTY(&T.srv.devs));
+	assert_int_equal(nr_watches(), ROOT_WATCHES);
+	/* The frontend's directory is the toolstack's to remove. */
+	assert_non_null(get(FE "/backend"));
+}
+
+/* xl block-detach: online 0 and Closing; the frontend closes; removed. */
+static void test_qdisk_block_detach(void **state)
+{
+	qdisk_connect();
+	put(QBE "/online", "0");
+	put(QBE "/state", "5");
+	pump();
+	assert_int_equal(io.disconnects, 0);
+	frontend_state("5");
+	frontend_state("6");
+	assert_int_equal(io.disconnects, 1);
+	assert_non_null(qbe_state());
+	drain();
+	pump();
+	assert_null(qbe_state());
+	assert_true(LIST_EMPTY(&T.srv.devs));
+}
+
+/* Never connected, then destroyed: removed at once. */
+static void test_qdisk_destroyed_unconnected(void **state)
+{
+	xl_qdisk_nodes("aio:tapstripe:xen");
+	pump();
+	assert_string_equal(qbe_state(), "2");
+	put(QBE "/state", "6");
+	pump();
+	assert_int_equal(io.disconnects, 0);
+	assert_null(qbe_state());
+	assert_true(LIST_EMPTY(&T.srv.devs));
+}
+
+/*
+ * The guest's kernel closed its blkfront at power-off (we wait in
+ * InitWait for it to return), then its domain is removed without libxl
+ * writing our state (it read Closed in passing): removed all the same.
+ */
+static void test_qdisk_frontend_gone(void **state)
+{
+	qdisk_connect();
+	frontend_state("5");
+	frontend_state("6");
+	drain();
+	pump();
+	assert_string_equal(qbe_state(), "2");
+	rm_tree("/local/domain/3");
+	pump();
+	assert_null(qbe_state());
+	assert_true(LIST_EMPTY(&T.srv.devs));
+}
+
+/* tap-ctl's devices are tap-ctl's to remove, even closed by force. */
+static void test_vbd3_closed_kept(void **state)
+{
+	connect_dev();
+	put(BE "/state", "6");
+	pump();
+	assert_int_equal(io.disconnects, 1);
+	drain();
+	pump();
+	assert_string_equal(be_state(), "6");
+	assert_false(LIST_EMPTY(&T.srv.devs));
+}
+
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -689,6 +970,15 @@ int main(void)
 		TEST(test_take_over),
 		TEST(test_take_over_not_handed_over),
 		TEST(test_release_unconnected),
+		TEST(test_qdisk_claim),
+		TEST(test_qdisk_not_ours),
+		TEST(test_claim_plain_params),
+		TEST(test_qdisk_there_before),
+		TEST(test_qdisk_guest_destroyed),
+		TEST(test_qdisk_block_detach),
+		TEST(test_qdisk_destroyed_unconnected),
+		TEST(test_qdisk_frontend_gone),
+		TEST(test_vbd3_closed_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

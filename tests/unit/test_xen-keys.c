@@ -249,6 +249,41 @@ static void test_paths(void **state)
 	assert_string_equal(buf, "/local/domain/7/device/vbd/51744");
 	assert_int_equal(xen_frontend_path(tiny, sizeof(tiny), 7, 51744),
 			 -ENAMETOOLONG);
+	assert_int_equal(xen_backend_path_type(buf, sizeof(buf),
+					       XEN_BACKEND_TYPE_QDISK, 2, 7,
+					       51744),
+			 0);
+	assert_string_equal(buf, "/local/domain/2/backend/qdisk/7/51744");
+}
+
+/* xl's target=tapstripe:NAME, as libxl writes it in params. */
+static void test_params_name(void **state)
+{
+	char long_name[XEN_NAME_MAX + 16];
+
+	assert_string_equal(xen_params_tapdisk_name("aio:tapstripe:vm1"),
+			    "vm1");
+	assert_string_equal(xen_params_tapdisk_name("raw:tapstripe:vm1"),
+			    "vm1");
+	assert_string_equal(xen_params_tapdisk_name("tapstripe:a-b_c.1"),
+			    "a-b_c.1");
+	assert_null(xen_params_tapdisk_name(NULL));
+	assert_null(xen_params_tapdisk_name(""));
+	assert_null(xen_params_tapdisk_name("raw:"));
+	assert_null(xen_params_tapdisk_name("raw:tapstripe:"));
+	assert_null(xen_params_tapdisk_name("qcow2:tapstripe:vm1"));
+	assert_null(xen_params_tapdisk_name("raw:/srv/vm1.img"));
+	assert_null(xen_params_tapdisk_name("raw:tapstripe:vm1 "));
+	assert_null(xen_params_tapdisk_name("raw:tapstripe:../vm1/x"));
+	assert_null(xen_params_tapdisk_name("raw:raw:tapstripe:vm1"));
+	assert_null(xen_params_tapdisk_name("qdisk:tapstripe:vm1"));
+	memset(long_name, 'a', sizeof(long_name));
+	memcpy(long_name, "tapstripe:", 10);
+	long_name[10 + XEN_NAME_MAX - 1] = '\0';
+	assert_non_null(xen_params_tapdisk_name(long_name));
+	long_name[10 + XEN_NAME_MAX - 1] = 'a';
+	long_name[10 + XEN_NAME_MAX] = '\0';
+	assert_null(xen_params_tapdisk_name(long_name));
 }
 
 int main(void)
@@ -263,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_keys_order2),
 		cmocka_unit_test(test_keys_refused),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_params_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
