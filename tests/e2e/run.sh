@@ -18,7 +18,7 @@
 #   TAPSTRIPE_E2E_CACHE    where the Debian packages and their extracted
 #                          files are kept between runs
 #                          (default /var/cache/tapstripe-e2e)
-#   TAPSTRIPE_E2E_TIMEOUT  seconds before the boot is given up (default 570)
+#   TAPSTRIPE_E2E_TIMEOUT  seconds before the boot is given up (default 1500)
 #   TAPSTRIPE_E2E_THESIS_SEGS  blkfront segment limits of the thesis table
 #                          (default "32"; e.g. "11 32 256", a minute each)
 #   TAPSTRIPE_E2E_KERNEL   the linux-image package to boot (default: what
@@ -58,7 +58,7 @@ done
 
 BUILDDIR=${BUILDDIR:-${abs_top_builddir:-$here/../../build}}
 E2E_CACHE=${TAPSTRIPE_E2E_CACHE:-/var/cache/tapstripe-e2e}
-E2E_TIMEOUT=${TAPSTRIPE_E2E_TIMEOUT:-570}
+E2E_TIMEOUT=${TAPSTRIPE_E2E_TIMEOUT:-1500}
 export BUILDDIR E2E_CACHE E2E_TIMEOUT
 
 for prog in tools/tapdisk tools/tap-ctl; do
@@ -89,6 +89,7 @@ trap 'exit 1' INT TERM
 e2e_host_tools || exit 77
 e2e_fetch_debs
 e2e_extract
+e2e_patched_modules "${only[*]:-}"
 e2e_build_initrd "${only[*]:-}"
 e2e_boot
 e2e_report

@@ -34,8 +34,19 @@
  *     with two owners, counts consistent), and no round is left open;
  *   - the sanitizers and libFuzzer's leak check see nothing: whatever the
  *     decoding allocated, also when it failed part-way, is freed.
+ * The store's work per input is bounded (STORE_BUDGET_OPS SQLite virtual-
+ * machine instructions, counted by a progress handler): past it SQLite
+ * interrupts the statement and rolls the round's transaction back, as an
+ * I/O error would, so an input asking for the largest allocation exercises
+ * the store-failure path (every call of the round answered MS_EIO, nothing
+ * kept) instead of spending a minute in SQLite under ASan.  A real master
+ * takes ~4 s for the largest allocation (262,144 extents): see README,
+ * "Limits".
+ *
  * The store is emptied after every input that changed it, so that each
- * input runs against the same empty master.
+ * input runs against the same empty master.  It lives in a directory
+ * /dev/shm/fuzz-master.* removed at exit (a crash or an interrupted run
+ * leaves it behind).
  */
 #include "config.h"
 
@@ -51,12 +62,14 @@
 #include "master/store-int.h"
 #include "tapdisk/log.h"
 
-#define MAX_CALLS      32
-#define NR_NUMBERS     256 /* procedure numbers probed at start */
-#define FLAG_FOREIGN   0x01
-#define FLAG_END_ROUND 0x02
-#define MODE_CLIENT    0x80
-#define EXTENT_BYTES   (1ull << 20)
+#define MAX_CALLS	 32
+#define NR_NUMBERS	 256 /* procedure numbers probed at start */
+#define FLAG_FOREIGN	 0x01
+#define FLAG_END_ROUND	 0x02
+#define MODE_CLIENT	 0x80
+#define EXTENT_BYTES	 (1ull << 20)
+#define PROGRESS_OPS	 16 /* instructions between progress callbacks */
+#define STORE_BUDGET_OPS (1u << 20)
 
 #define check(cond)                                                   \
 	do {                                                          \
@@ -78,10 +91,15 @@ struct fake_conn {
 static struct master_store *store;
 static struct master_server server;
 static struct fake_conn conns[MAX_CALLS];
+static unsigned long budget_left; /* progress callbacks left for this input */
+static unsigned long budget_hits; /* inputs that ran out of it */
 static unsigned int procs[NR_NUMBERS + 1];
 static unsigned int nr_procs; /* found, plus one unknown at the end */
+/* In /dev/shm when there is one (fsync is free there), else in /tmp. */
 static char dir[] = "/dev/shm/fuzz-master.XXXXXX";
-static char db_path[sizeof(dir) + 16];
+static char dir_tmp[] = "/tmp/fuzz-master.XXXXXX";
+static char *dir_path;
+static char db_path[sizeof(dir_tmp) + 16];
 
 static struct sockaddr_in loopback = {.sin_family = AF_INET};
 static struct sockaddr_in foreign = {.sin_family = AF_INET};
@@ -199,6 +217,48 @@ static void call(struct fake_conn *c, unsigned int proc)
 	master_dispatch(&rq, &c->xprt);
 }
 
+/* Is one of the store's transaction-control statements running? */
+static bool in_transaction_control(void)
+{
+	static const enum store_stmt control[] = {
+		ST_BEGIN,     ST_COMMIT,  ST_ROLLBACK,
+		ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO,
+	};
+
+	for (size_t i = 0; i < sizeof(control) / sizeof(control[0]); i++)
+		if (sqlite3_stmt_busy(store->stmt[control[i]]))
+			return true;
+	return false;
+}
+
+/*
+ * SQLite's progress handler: non-zero interrupts the statement.  Never
+ * BEGIN, COMMIT, ROLLBACK or a savepoint: an interrupted BEGIN can leave
+ * its transaction open, a state no real error produces.
+ */
+static int spend_budget(void *arg)
+{
+	if (in_transaction_control())
+		return 0;
+	if (budget_left) {
+		budget_left--;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Count the store's work (on) or not (off).  The round's COMMIT and
+ * ROLLBACK run uncounted: an interrupted ROLLBACK would leave the
+ * transaction open, which only this budget can do (SQLite rolls back on
+ * its own after the I/O errors it stands for).
+ */
+static void count_work(bool on)
+{
+	sqlite3_progress_handler(store->db, on ? PROGRESS_OPS : 0,
+				 on ? spend_budget : NULL, NULL);
+}
+
 static void exec_sql(const char *sql)
 {
 	char *msg = NULL;
@@ -243,6 +303,11 @@ static void cleanup(void)
 	static const char *const suffix[] = {"", "-wal", "-shm"};
 	char path[sizeof(db_path) + 8];
 
+	if (budget_hits)
+		fprintf(stderr,
+			"fuzz_master: %lu inputs ran out of the store's "
+			"budget\n",
+			budget_hits);
 	if (store)
 		master_store_close(store);
 	store = NULL;
@@ -250,7 +315,7 @@ static void cleanup(void)
 		snprintf(path, sizeof(path), "%s%s", db_path, suffix[i]);
 		unlink(path);
 	}
-	rmdir(dir);
+	rmdir(dir_path);
 }
 
 /* Which numbers does the dispatcher know?  Empty arguments for each. */
@@ -285,8 +350,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	td_log_set_stream(fopen("/dev/null", "w"));
 	loopback.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	foreign.sin_addr.s_addr = htonl(0xc0000201); /* 192.0.2.1 */
-	check(mkdtemp(dir));
-	snprintf(db_path, sizeof(db_path), "%s/master.db", dir);
+	check((dir_path = mkdtemp(dir)) || (dir_path = mkdtemp(dir_tmp)));
+	snprintf(db_path, sizeof(db_path), "%s/master.db", dir_path);
 	atexit(cleanup);
 	if (master_store_open(db_path, EXTENT_BYTES, &store, msg,
 			      sizeof(msg))) {
@@ -300,10 +365,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/*
+ * SQLite keeps an interrupt pending while any statement is active, and the
+ * store leaves its prepared statements to be reset when next used: the
+ * budget's interrupt would then fail every later statement, BEGIN included
+ * (which can leave the transaction open), something no real error does.
+ * Resetting them between rounds ends it, as the store's own next use would.
+ */
+static void settle_statements(void)
+{
+	sqlite3_stmt *s = NULL;
+
+	while ((s = sqlite3_next_stmt(store->db, s)))
+		sqlite3_reset(s);
+}
+
 static void end_round(unsigned int first, unsigned int n)
 {
+	count_work(false);
 	master_round_finish(&server);
+	settle_statements();
+	count_work(true);
 	check(!server.round_open && server.nr_pending == 0);
+	check(!master_store_in_transaction(store));
 	for (unsigned int i = first; i < n; i++)
 		check(conns[i].replies == 1);
 }
@@ -332,6 +416,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	changes = sqlite3_total_changes(store->db);
+	budget_left = STORE_BUDGET_OPS / PROGRESS_OPS;
+	count_work(true);
 	while (n < MAX_CALLS && pos + 4 <= size) {
 		unsigned int proc = procs[data[pos] % nr_procs];
 		uint8_t flags = data[pos + 1];
@@ -347,9 +433,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (flags & FLAG_END_ROUND) {
 			end_round(round_start, n);
 			round_start = n;
+			/*
+			 * Out of budget: SQLite's interrupt stays pending and
+			 * would fail the next round's BEGIN, leaving its
+			 * transaction open, which no real error does.
+			 */
+			if (!budget_left)
+				break;
 		}
 	}
 	end_round(round_start, n);
+	budget_hits += !budget_left;
+	count_work(false);
 	if (sqlite3_total_changes(store->db) != changes) {
 		if (master_store_check(store, msg, sizeof(msg))) {
 			fprintf(stderr, "fuzz_master: %s\n", msg);
