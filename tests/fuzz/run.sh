@@ -81,6 +81,10 @@ rpcgen -h <"$top/master/stripe.x" |
 archive libmaster.a "$RPC_CFLAGS -Wno-unused-variable -Wno-unused-parameter" \
 	"$out/master/stripe_xdr.c" "$top"/master/*.c
 
+# libcore.a's control server reports the Xen transport's counters, so a
+# harness that pulls in the control code needs Xen's libraries too.
+XEN_LIBS=$(pkg-config --libs xenstore xengnttab xenevtchn)
+
 fail=0
 for h in "$top"/tests/fuzz/fuzz_*.c; do
 	name=$(basename "$h" .c)
@@ -91,7 +95,7 @@ for h in "$top"/tests/fuzz/fuzz_*.c; do
 	extra=
 	[ "$name" = master ] && extra="$RPC_CFLAGS $out/libmaster.a $RPC_LIBS"
 	# shellcheck disable=SC2086
-	if ! "$cc" $EXEFLAGS -o "$bin" "$h" $extra "$out/libcore.a"; then
+	if ! "$cc" $EXEFLAGS -o "$bin" "$h" $extra "$out/libcore.a" $XEN_LIBS; then
 		echo "FAILED to build $name" >&2
 		fail=1
 		continue
