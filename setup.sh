@@ -31,7 +31,7 @@ PACKAGES="build-essential autoconf automake pkg-config libaio-dev
 libcmocka-dev libnbd-bin qemu-utils fio valgrind clang clang-format
 libclang-rt-14-dev python3 procps libxen-dev libtirpc-dev rpcsvc-proto
 libsqlite3-dev tgt iproute2 python3-libnbd qemu-system-x86 cpio bc
-gnuplot-nox"
+gnuplot-nox libiscsi-dev libiscsi-bin open-iscsi"
 
 say() { printf '\n== %s\n' "$*"; }
 
