@@ -250,6 +250,14 @@ static int check_server(const struct stripe_map_server *s, uint32_t i,
 				       "server %u: CHAP credentials must be "
 				       "printable, without spaces",
 				       i);
+	if (s->device[0] &&
+	    (s->device[0] != '/' ||
+	     !stripe_map_token_ok(s->device, sizeof(s->device))))
+		return stripe_map_fail(err, line,
+				       "server %u: device must be an absolute "
+				       "path without spaces (e.g. "
+				       "/dev/disk/by-path/...)",
+				       i);
 	return 0;
 }
 
@@ -266,7 +274,37 @@ static int cmp_server_key(const void *a, const void *b, void *ctx)
 	return (x->lun > y->lun) - (x->lun < y->lun);
 }
 
-/* Each server on its own, then (target, lun) unique among them. */
+/* qsort_r order of server indices by device ("" first); ctx is the map. */
+static int cmp_server_device(const void *a, const void *b, void *ctx)
+{
+	const struct stripe_map *m = ctx;
+
+	return strcmp(m->servers[*(const uint32_t *)a].device,
+		      m->servers[*(const uint32_t *)b].device);
+}
+
+/* Two servers naming one device would put replicas on one disk. */
+static int check_devices(const struct stripe_map *m, uint32_t *order,
+			 const struct stripe_map_lines *w,
+			 struct stripe_map_error *err)
+{
+	qsort_r(order, m->nr_servers, sizeof(*order), cmp_server_device,
+		(void *)m);
+	for (uint32_t i = 1; i < m->nr_servers; i++) {
+		uint32_t a = order[i - 1] < order[i] ? order[i - 1] : order[i];
+		uint32_t b = order[i - 1] ^ order[i] ^ a;
+
+		if (m->servers[a].device[0] &&
+		    !cmp_server_device(&order[i - 1], &order[i], (void *)m))
+			return stripe_map_fail(err, server_line(w, b),
+					       "server %u has the device of "
+					       "server %u",
+					       b, a);
+	}
+	return 0;
+}
+
+/* Each server on its own, then (target, lun) and device unique. */
 static int check_servers(const struct stripe_map *m,
 			 const struct stripe_map_lines *w,
 			 struct stripe_map_error *err)
@@ -298,6 +336,8 @@ static int check_servers(const struct stripe_map *m,
 					      "lun of server %u",
 					      b, a);
 		}
+	if (!ret)
+		ret = check_devices(m, order, w, err);
 	free(order);
 	return ret;
 }

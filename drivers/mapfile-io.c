@@ -175,6 +175,8 @@ static void format_server(const struct stripe_map_server *s, uint32_t i,
 	if (s->chap_user[0])
 		td_strbuf_printf(out, " chap-user %s chap-secret %s",
 				 s->chap_user, s->chap_secret);
+	if (s->device[0])
+		td_strbuf_printf(out, " device %s", s->device);
 	td_strbuf_puts(out, "\n");
 }
 

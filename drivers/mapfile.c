@@ -221,11 +221,12 @@ enum server_key {
 	SK_BLOCK,
 	SK_CHAP_USER,
 	SK_CHAP_SECRET,
+	SK_DEVICE,
 	SK_COUNT
 };
 static const char *const server_keys[SK_COUNT] = {
 	"address",    "portal",	   "target",	  "lun",
-	"block-size", "chap-user", "chap-secret",
+	"block-size", "chap-user", "chap-secret", "device",
 };
 #define SK_REQUIRED                                                   \
 	((1u << SK_ADDRESS) | (1u << SK_PORTAL) | (1u << SK_TARGET) | \
@@ -249,6 +250,8 @@ static int server_value(struct parser *p, struct stripe_map_server *s, int k,
 		return number32(p, name, v, &s->block_size);
 	case SK_CHAP_USER:
 		return copy_str(p, name, v, s->chap_user, sizeof(s->chap_user));
+	case SK_DEVICE:
+		return copy_str(p, name, v, s->device, sizeof(s->device));
 	default:
 		return copy_str(p, name, v, s->chap_secret,
 				sizeof(s->chap_secret));

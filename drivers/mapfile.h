@@ -28,7 +28,7 @@
  *
  *   then the servers, numbered 0, 1, 2 ... in order:
  *   server N address A portal P target T lun L block-size B
- *          [chap-user USER chap-secret SECRET]
+ *          [chap-user USER chap-secret SECRET] [device PATH]
  *       (one line; the keys after "server N" in any order, each once)
  *       A  the storage host (replicas of one extent need distinct hosts)
  *       P  the iSCSI portal, host:port
@@ -37,6 +37,16 @@
  *       B  the LUN's logical block size: 512, 1024, 2048 or 4096
  *       USER, SECRET  CHAP credentials for this server, both or neither,
  *           printable ASCII without spaces (the file is written mode 0600)
+ *       PATH  optional: the same LUN as a local block device of a kernel
+ *           (open-iscsi) session, e.g. /dev/disk/by-path/ip-A:3260-iscsi-
+ *           T-lun-L; an absolute path, printable ASCII without spaces, at
+ *           most STRIPE_MAP_DEVICE_SIZE - 1 bytes.  The stripe driver then
+ *           reads and writes the device (O_DIRECT, libaio) instead of
+ *           logging in itself; the other keys still name the LUN (its
+ *           identity for the master and `stripe-ctl session`).  Written
+ *           by `stripe-ctl session login`, removed by `... logout`.
+ *           Files without it are unchanged, so the version stays 1; a
+ *           reader older than the key rejects it as an unknown key.
  *   every server must be used by at least one extent.
  *
  *   then exactly S*J*R extent lines, column-major, replica fastest:
@@ -93,6 +103,7 @@
 #define STRIPE_MAP_TARGET_SIZE	224
 #define STRIPE_MAP_CHAP_SIZE	256
 #define STRIPE_MAP_MASTER_SIZE	262
+#define STRIPE_MAP_DEVICE_SIZE	256
 
 struct stripe_map_server {
 	char address[STRIPE_MAP_ADDRESS_SIZE];
@@ -102,6 +113,7 @@ struct stripe_map_server {
 	uint32_t block_size;
 	char chap_user[STRIPE_MAP_CHAP_SIZE];	/* "" when none */
 	char chap_secret[STRIPE_MAP_CHAP_SIZE]; /* "" when none */
+	char device[STRIPE_MAP_DEVICE_SIZE];	/* "" when none */
 };
 
 struct stripe_map_replica {

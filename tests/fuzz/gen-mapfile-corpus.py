@@ -30,11 +30,13 @@ def header(size, unit, columns, j, replicas, extent, name="db1"):
             "master 127.0.0.1:7700\n")
 
 
-def server(n, addr, target, block=512, chap=None):
+def server(n, addr, target, block=512, chap=None, device=None):
     line = (f"server {n} address {addr} portal {addr}:3260 target {target} "
             f"lun 1 block-size {block}")
     if chap:
         line += f" chap-user {chap[0]} chap-secret {chap[1]}"
+    if device:
+        line += f" device {device}"
     return line + "\n"
 
 
@@ -95,6 +97,10 @@ def seeds():
                                      "extents-per-column 3")
     yield "big-numbers", 1, base().replace(
         "size-bytes 4194304", "size-bytes 18446744073709551615")
+    yield "device", 1, base().replace(
+        server(1, "10.0.0.2", "iqn.2024-01.t:b"),
+        server(1, "10.0.0.2", "iqn.2024-01.t:b", device="/dev/disk/by-path/"
+               "ip-10.0.0.2:3260-iscsi-iqn.2024-01.t:b-lun-1"))
 
 
 def main():

@@ -323,6 +323,58 @@ static void test_reject_chap_half(void **state)
 		    "give both chap-user and chap-secret");
 }
 
+/* The optional device key (a kernel iSCSI session's block device). */
+static void test_device_round_trip(void **state)
+{
+	const char *dev = "/dev/disk/by-path/"
+			  "ip-10.0.0.2:3260-iscsi-iqn.2024-01.t:b-lun-1";
+	struct stripe_map a, b;
+	struct stripe_map_error err;
+	struct td_strbuf sb;
+
+	base_map(&a);
+	snprintf(a.servers[1].device, STRIPE_MAP_DEVICE_SIZE, "%s", dev);
+	td_strbuf_init(&sb);
+	assert_int_equal(stripe_map_format(&a, &sb, &err), 0);
+	/* the key follows the others, on server 1's line only */
+	assert_non_null(strstr(td_strbuf_str(&sb),
+			       "target iqn.2024-01.t:b lun 1 block-size 512 "
+			       "device /dev/disk/by-path/ip-10.0.0.2:3260-"
+			       "iscsi-iqn.2024-01.t:b-lun-1\n"));
+	assert_int_equal(stripe_map_parse(td_strbuf_str(&sb), sb.len, &b, &err),
+			 0);
+	assert_string_equal(b.servers[1].device, dev);
+	assert_string_equal(b.servers[0].device, "");
+	assert_memory_equal(b.servers, a.servers, 4 * sizeof(*a.servers));
+	td_strbuf_free(&sb);
+	stripe_map_free(&a);
+	stripe_map_free(&b);
+}
+
+static void test_reject_device(void **state)
+{
+	reject_edit("block-size 4096", "block-size 4096 device dev/sdb", 14,
+		    "server 3: device must be an absolute path");
+	reject_edit("block-size 4096",
+		    "block-size 4096 device /dev/sdb device /dev/sdc", 14,
+		    "duplicate server key 'device'");
+	reject_edit("block-size 4096", "block-size 4096 device", 14,
+		    "KEY VALUE pairs");
+}
+
+static void test_reject_device_shared(void **state)
+{
+	char *text = base_text();
+
+	text = edit(text, "t:a lun 1 block-size 512",
+		    "t:a lun 1 block-size 512 device /dev/sdb");
+	text = edit(text, "t:d lun 1 block-size 4096",
+		    "t:d lun 1 block-size 4096 device /dev/sdb");
+	text = reseal(text);
+	expect_reject(text, 14, "server 3 has the device of server 0");
+	free(text);
+}
+
 static void test_reject_duplicate_target(void **state)
 {
 	reject_edit("iqn.2024-01.t:d", "iqn.2024-01.t:a", 14,
@@ -645,6 +697,9 @@ int main(void)
 		cmocka_unit_test(test_reject_server_keys),
 		cmocka_unit_test(test_reject_lun_range),
 		cmocka_unit_test(test_reject_chap_half),
+		cmocka_unit_test(test_device_round_trip),
+		cmocka_unit_test(test_reject_device),
+		cmocka_unit_test(test_reject_device_shared),
 		cmocka_unit_test(test_reject_duplicate_target),
 		cmocka_unit_test(test_reject_unused_server),
 		cmocka_unit_test(test_reject_missing_extent),
