@@ -19,6 +19,10 @@
 
 #include "drivers/iscsi-int.h"
 
+/* DATA PROTECT: SPACE ALLOCATION FAILED WRITE PROTECT (ASC 27h ASCQ 07h),
+ * which libiscsi does not name. */
+#define SCSI_SENSE_ASCQ_SPACE_ALLOCATION_FAILED 0x2707
+
 int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry)
 {
 	*retry = false;
@@ -46,11 +50,19 @@ int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry)
 		case SCSI_SENSE_ASCQ_INVALID_FIELD_IN_CDB:
 		case SCSI_SENSE_ASCQ_INVALID_FIELD_IN_PARAMETER_LIST:
 			return -EOPNOTSUPP;
+		case SCSI_SENSE_ASCQ_LBA_OUT_OF_RANGE:
+			/* The range was checked against READ CAPACITY before
+			 * it was sent: the LUN shrank under us. */
+			return -ENXIO;
+		case SCSI_SENSE_ASCQ_LOGICAL_UNIT_NOT_SUPPORTED:
+			return -ENODEV; /* the LUN is gone */
 		default:
 			return -EINVAL;
 		}
 	case SCSI_SENSE_DATA_PROTECTION:
-		return -EROFS;
+		/* A thin pool out of space (SBC-3 4.7.3.6). */
+		return ascq == SCSI_SENSE_ASCQ_SPACE_ALLOCATION_FAILED ? -ENOSPC
+								       : -EROFS;
 	case SCSI_SENSE_NOT_READY:
 	case SCSI_SENSE_UNIT_ATTENTION:
 	case SCSI_SENSE_COMMAND_ABORTED:

@@ -58,11 +58,15 @@
  *     GOOD, CONDITION MET -> 0; CHECK CONDITION with
  *       RECOVERED ERROR                       -> 0 (the command completed)
  *       MEDIUM ERROR, HARDWARE ERROR          -> -EIO
- *       ILLEGAL REQUEST (LBA out of range)    -> -EINVAL  (not retried)
+ *       ILLEGAL REQUEST (LBA out of range)    -> -ENXIO (the range passed
+ *                                                the check against READ
+ *                                                CAPACITY: the LUN shrank)
+ *       ILLEGAL REQUEST (LU not supported)    -> -ENODEV (the LUN is gone)
  *       ILLEGAL REQUEST (invalid opcode, field in CDB or parameter list)
  *                                             -> -EOPNOTSUPP
  *       ILLEGAL REQUEST (anything else)       -> -EINVAL
- *       DATA PROTECT (write protected)        -> -EROFS
+ *       DATA PROTECT (space allocation failed)  -> -ENOSPC (thin pool full)
+ *       DATA PROTECT (anything else)          -> -EROFS
  *       NOT READY, UNIT ATTENTION             -> retried once, then -EIO
  *       ABORTED COMMAND                       -> retried once, then -EIO
  *     RESERVATION CONFLICT -> -EBUSY; BUSY / TASK SET FULL -> retried after

@@ -543,12 +543,15 @@ static void test_status_table(void **state)
 		{SCSI_STATUS_CHECK_CONDITION, 0x01, 0x1700, 0, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x03, 0x1100, -EIO, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x04, 0x4400, -EIO, false},
-		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2100, -EINVAL, false},
+		{SCSI_STATUS_CHECK_CONDITION, 0x03, 0x0c00, -EIO, false},
+		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2100, -ENXIO, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2000, -EOPNOTSUPP, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2400, -EOPNOTSUPP, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2600, -EOPNOTSUPP, false},
-		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2500, -EINVAL, false},
+		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2500, -ENODEV, false},
+		{SCSI_STATUS_CHECK_CONDITION, 0x05, 0x2700, -EINVAL, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x07, 0x2700, -EROFS, false},
+		{SCSI_STATUS_CHECK_CONDITION, 0x07, 0x2707, -ENOSPC, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x02, 0x0401, -EIO, true},
 		{SCSI_STATUS_CHECK_CONDITION, 0x06, 0x2900, -EIO, true},
 		{SCSI_STATUS_CHECK_CONDITION, 0x0b, 0x0000, -EIO, true},
@@ -712,7 +715,7 @@ static void test_sense_retries(void **state)
 	}
 	assert_int_equal(tc[0].err, -EIO);
 
-	/* LBA out of range: not retried. */
+	/* LBA out of range (a LUN that shrank): not retried, -ENXIO. */
 	prep(1, ISCSI_CMD_WRITE, 0, 1);
 	sub(c, 1);
 	t = task_of(1);
@@ -720,7 +723,7 @@ static void test_sense_retries(void **state)
 	t->task.sense.ascq = SCSI_SENSE_ASCQ_LBA_OUT_OF_RANGE;
 	fake_due(t, SCSI_STATUS_CHECK_CONDITION);
 	run(50, 1);
-	assert_int_equal(tc[1].err, -EINVAL);
+	assert_int_equal(tc[1].err, -ENXIO);
 
 	/* BUSY: paused, then issued again, then done. */
 	prep(2, ISCSI_CMD_READ, 0, 1);
