@@ -233,35 +233,119 @@ static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
 	return 0;
 }
 
+/* --- backends ----------------------------------------------------------------- */
+
+static void be_iscsi_submit(void *be, struct iscsi_cmd *cmd)
+{
+	iscsi_submit(be, cmd);
+}
+
+static enum iscsi_conn_state be_iscsi_state(const void *be)
+{
+	return iscsi_conn_state(be);
+}
+
+static uint32_t be_iscsi_block_size(const void *be)
+{
+	return iscsi_conn_block_size(be);
+}
+
+static uint64_t be_iscsi_nr_blocks(const void *be)
+{
+	return iscsi_conn_nr_blocks(be);
+}
+
+static bool be_iscsi_can_unmap(const void *be)
+{
+	return iscsi_conn_can_unmap(be);
+}
+
+static void be_iscsi_get_stats(const void *be, struct iscsi_conn_stats *st)
+{
+	iscsi_conn_get_stats(be, st);
+}
+
+static void be_iscsi_report(const void *be, struct td_json *j)
+{
+	iscsi_conn_report(be, j, "iscsi");
+}
+
+static void be_iscsi_destroy(void *be)
+{
+	iscsi_conn_destroy(be);
+}
+
+const struct stripe_backend_ops stripe_backend_iscsi = {
+	.kind = "iscsi",
+	.submit = be_iscsi_submit,
+	.state = be_iscsi_state,
+	.block_size = be_iscsi_block_size,
+	.nr_blocks = be_iscsi_nr_blocks,
+	.can_unmap = be_iscsi_can_unmap,
+	.get_stats = be_iscsi_get_stats,
+	.report = be_iscsi_report,
+	.destroy = be_iscsi_destroy,
+};
+
+static int conn_create(struct stripe_dev *dev, uint32_t i, const char *name)
+{
+	const struct stripe_map_server *ms = &dev->map.servers[i];
+	struct iscsi_conn_cfg cfg = {
+		.portal = ms->portal,
+		.target = ms->target,
+		.lun = ms->lun,
+		.initiator = dev->opts.initiator,
+		.chap_user = ms->chap_user[0] ? ms->chap_user : NULL,
+		.chap_secret = ms->chap_user[0] ? ms->chap_secret : NULL,
+		.queue_depth = dev->opts.queue_depth,
+		.cmd_timeout_ms = dev->opts.cmd_timeout_ms,
+		.login_retries = dev->opts.login_retries_set
+					 ? dev->opts.login_retries
+					 : ISCSI_CONN_DEFAULT_LOGIN_RETRIES,
+		.name = name,
+	};
+	struct iscsi_conn *c;
+	int ret = iscsi_conn_create(dev->drv->loop, &cfg, &c);
+
+	if (!ret) {
+		dev->servers[i].ops = &stripe_backend_iscsi;
+		dev->servers[i].be = c;
+	}
+	return ret;
+}
+
+static int bdev_create(struct stripe_dev *dev, uint32_t i, const char *name)
+{
+	const struct stripe_map_server *ms = &dev->map.servers[i];
+	struct stripe_bdev_cfg cfg = {
+		.path = ms->device,
+		.block_size = ms->block_size,
+		.queue_depth = dev->opts.queue_depth,
+		.read_only = dev->drv->read_only,
+		.name = name,
+	};
+	int ret = stripe_bdev_create(dev->drv->loop, &cfg, &dev->servers[i].be);
+
+	if (!ret)
+		dev->servers[i].ops = &stripe_backend_device;
+	return ret;
+}
+
+/* One backend per server: its device when the map names one, else iSCSI. */
 static int conns_create(struct stripe_dev *dev)
 {
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_map_server *ms = &dev->map.servers[i];
 		char name[SERVER_NAME_BYTES];
-		struct iscsi_conn_cfg cfg = {
-			.portal = ms->portal,
-			.target = ms->target,
-			.lun = ms->lun,
-			.initiator = dev->opts.initiator,
-			.chap_user = ms->chap_user[0] ? ms->chap_user : NULL,
-			.chap_secret =
-				ms->chap_user[0] ? ms->chap_secret : NULL,
-			.queue_depth = dev->opts.queue_depth,
-			.cmd_timeout_ms = dev->opts.cmd_timeout_ms,
-			.login_retries =
-				dev->opts.login_retries_set
-					? dev->opts.login_retries
-					: ISCSI_CONN_DEFAULT_LOGIN_RETRIES,
-			.name = name,
-		};
 		int ret;
 
 		snprintf(name, sizeof(name), "server %u", i);
-		ret = iscsi_conn_create(dev->drv->loop, &cfg,
-					&dev->servers[i].conn);
+		ret = ms->device[0] ? bdev_create(dev, i, name)
+				    : conn_create(dev, i, name);
 		if (ret) {
-			td_err("stripe: %s: server %u (%s %s lun %u): %s",
+			td_err("stripe: %s: server %u (%s %s lun %u%s%s): %s",
 			       dev->path, i, ms->portal, ms->target, ms->lun,
+			       ms->device[0] ? " device " : "", ms->device,
 			       strerror(-ret));
 			return ret;
 		}
@@ -276,8 +360,8 @@ static void stripe_close(struct td_driver *drv)
 	dev->closing = true;
 	/* Cancels what is left (resync copies): their callbacks see closing. */
 	for (uint32_t i = 0; dev->servers && i < dev->nr_servers; i++)
-		if (dev->servers[i].conn)
-			iscsi_conn_destroy(dev->servers[i].conn);
+		if (dev->servers[i].be)
+			dev->servers[i].ops->destroy(dev->servers[i].be);
 	stripe_io_close(dev);
 	stripe_resync_close(dev);
 	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
@@ -407,7 +491,7 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 		td_json_u64(j, "block_size", srv->block_size);
 		td_json_str(j, "geometry", stripe_gate_name(srv->gate));
 		td_json_u64(j, "live_replicas", srv->live_slots);
-		iscsi_conn_report(srv->conn, j, "iscsi");
+		srv->ops->report(srv->be, j);
 		td_json_end_object(j);
 	}
 	td_json_end_array(j);
@@ -462,16 +546,19 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 		const struct stripe_server *srv = &dev->servers[i];
 		struct iscsi_conn_stats st;
 
-		iscsi_conn_get_stats(srv->conn, &st);
+		srv->ops->get_stats(srv->be, &st);
 		td_strbuf_printf(
 			sb,
-			"server %u %s %s lun %u: %s, geometry %s, %u live "
+			"server %u %s %s lun %u (%s%s%s): %s, geometry %s, "
+			"%u live "
 			"replicas, %" PRIu64 " reads %" PRIu64
 			" writes %" PRIu64 " syncs, %" PRIu64
 			" errors, %" PRIu64 " timeouts, %" PRIu64
 			" reconnects, %u in flight\n",
 			i, m->servers[i].portal, m->servers[i].target,
-			m->servers[i].lun, iscsi_conn_state_name(st.state),
+			m->servers[i].lun, srv->ops->kind,
+			m->servers[i].device[0] ? " " : "",
+			m->servers[i].device, iscsi_conn_state_name(st.state),
 			stripe_gate_name(srv->gate), srv->live_slots, st.reads,
 			st.writes, st.syncs, st.errors, st.timeouts,
 			st.reconnects, st.in_flight);

@@ -47,6 +47,49 @@ struct stripe_dev;
 struct stripe_server;
 
 /*
+ * How a server's LUN is reached: "iscsi", a libiscsi session of tapdisk's
+ * own (iscsi-conn.h, wrapped in block-stripe.c), or "device", the block
+ * device of a kernel (open-iscsi) session, the map's "device" key
+ * (stripe-bdev.c).  Both run struct iscsi_cmd with iscsi_submit's
+ * contract.  Every op is required and runs in the event-loop thread; be is
+ * what the backend's create returned.
+ */
+struct stripe_backend_ops {
+	const char *kind;
+	/* Queue cmd; cmd->done runs later, exactly once, from the loop. */
+	void (*submit)(void *be, struct iscsi_cmd *cmd);
+	enum iscsi_conn_state (*state)(const void *be);
+	/* The LUN's geometry and UNMAP support once UP: 0/false before. */
+	uint32_t (*block_size)(const void *be);
+	uint64_t (*nr_blocks)(const void *be);
+	bool (*can_unmap)(const void *be);
+	void (*get_stats)(const void *be, struct iscsi_conn_stats *st);
+	/* Its stats as a JSON object named kind. */
+	void (*report)(const void *be, struct td_json *j);
+	/* Complete what is left with -ECANCELED and free. */
+	void (*destroy)(void *be);
+};
+
+extern const struct stripe_backend_ops stripe_backend_iscsi;
+extern const struct stripe_backend_ops stripe_backend_device;
+
+struct stripe_bdev_cfg {
+	const char *path;     /* the map's device */
+	uint32_t block_size;  /* the map's: used for a regular file */
+	uint32_t queue_depth; /* 0: ISCSI_CONN_DEFAULT_QUEUE_DEPTH */
+	bool read_only;
+	const char *name; /* for log messages */
+};
+
+/*
+ * Open the device (stripe-bdev.c).  0 and *out, or -ENOMEM, -EINVAL, or
+ * io_setup's error; a device that cannot be opened is not an error here:
+ * the backend is DOWN (logged) and its commands fail with -EIO.
+ */
+int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
+		       void **out);
+
+/*
  * One iSCSI command of the driver: a request's child, a flush round's
  * SYNCHRONIZE CACHE, a resync copy.  done runs exactly once, from the
  * event loop.
@@ -63,7 +106,8 @@ TAILQ_HEAD(stripe_cmd_list, stripe_cmd);
 struct stripe_server {
 	struct stripe_dev *dev;
 	uint32_t index;
-	struct iscsi_conn *conn;
+	const struct stripe_backend_ops *ops;
+	void *be;	      /* the backend's own state */
 	uint32_t block_size;  /* from the map */
 	uint64_t need_blocks; /* the end of its last extent, in blocks */
 	enum stripe_gate gate;

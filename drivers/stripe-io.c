@@ -73,24 +73,26 @@ enum gate_action { GATE_ISSUE, GATE_HOLD, GATE_FAIL };
 static void gate_check(struct stripe_dev *dev, struct stripe_server *srv)
 {
 	const struct stripe_map_server *ms = &dev->map.servers[srv->index];
-	uint32_t bs = iscsi_conn_block_size(srv->conn);
-	uint64_t nr = iscsi_conn_nr_blocks(srv->conn);
+	uint32_t bs = srv->ops->block_size(srv->be);
+	uint64_t nr = srv->ops->nr_blocks(srv->be);
 
 	srv->gate = STRIPE_GATE_OK;
 	if (bs != srv->block_size) {
 		td_vbd_err(dev->drv->vbd,
-			   "stripe: server %u (%s %s lun %u): the LUN's "
+			   "stripe: server %u (%s %s lun %u%s%s): the LUN's "
 			   "block size is %u bytes, %s says %u; I/O to "
 			   "this server fails with EIO",
-			   srv->index, ms->portal, ms->target, ms->lun, bs,
+			   srv->index, ms->portal, ms->target, ms->lun,
+			   ms->device[0] ? " device " : "", ms->device, bs,
 			   dev->path, srv->block_size);
 		srv->gate = STRIPE_GATE_BAD;
 	} else if (nr < srv->need_blocks) {
 		td_vbd_err(dev->drv->vbd,
-			   "stripe: server %u (%s %s lun %u): the LUN has "
-			   "%llu blocks of %u bytes, the extents of %s need "
-			   "%llu; I/O to this server fails with EIO",
+			   "stripe: server %u (%s %s lun %u%s%s): the LUN "
+			   "has %llu blocks of %u bytes, the extents of %s "
+			   "need %llu; I/O to this server fails with EIO",
 			   srv->index, ms->portal, ms->target, ms->lun,
+			   ms->device[0] ? " device " : "", ms->device,
 			   (unsigned long long)nr, bs, dev->path,
 			   (unsigned long long)srv->need_blocks);
 		srv->gate = STRIPE_GATE_BAD;
@@ -103,7 +105,7 @@ static enum gate_action gate_action(struct stripe_dev *dev,
 				    struct stripe_server *srv)
 {
 	if (srv->gate == STRIPE_GATE_UNCHECKED) {
-		switch (iscsi_conn_state(srv->conn)) {
+		switch (srv->ops->state(srv->be)) {
 		case ISCSI_CONN_CONNECTING:
 			return GATE_HOLD;
 		case ISCSI_CONN_DOWN:
@@ -140,7 +142,7 @@ static void gate_dispatch(struct stripe_dev *dev, struct stripe_cmd *sc,
 	switch (a) {
 	case GATE_ISSUE:
 		srv->in_flight++;
-		iscsi_submit(srv->conn, &sc->io);
+		srv->ops->submit(srv->be, &sc->io);
 		break;
 	case GATE_HOLD:
 		TAILQ_INSERT_TAIL(&srv->held, sc, link);
@@ -253,7 +255,7 @@ static struct stripe_child *child_of(struct stripe_cmd *sc)
 
 static unsigned int state_rank(const struct stripe_server *srv)
 {
-	switch (iscsi_conn_state(srv->conn)) {
+	switch (srv->ops->state(srv->be)) {
 	case ISCSI_CONN_UP:
 		return 0;
 	case ISCSI_CONN_CONNECTING:
@@ -364,7 +366,7 @@ static bool discard_useful(struct stripe_dev *dev, const struct stripe_req *sr)
 			&dev->servers[req_slot(dev, sr, r)->server];
 
 		if (srv->gate == STRIPE_GATE_OK &&
-		    !iscsi_conn_can_unmap(srv->conn))
+		    !srv->ops->can_unmap(srv->be))
 			return false;
 	}
 	return true;

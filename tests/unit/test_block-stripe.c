@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -244,6 +245,7 @@ static struct {
 	const struct geom *g;
 	unsigned char buf[NR_IOS][IO_BYTES] __attribute__((aligned(4096)));
 	struct iovec iov[NR_IOS];
+	char device[4][128]; /* a server's "device" key, "" when none */
 } ts;
 
 static const struct td_driver_ops *const table[] = {&td_stripe_ops, NULL};
@@ -267,6 +269,10 @@ static int stripe_teardown(void **state)
 
 	rename_hold(false);
 	teardown(state);
+	for (unsigned int s = 0; s < 4; s++)
+		if (!strncmp(ts.device[s], ts.dir, strlen(ts.dir)))
+			unlink(ts.device[s]);
+	memset(ts.device, 0, sizeof(ts.device));
 	unlink(ts.path);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", ts.path, (long)getpid());
 	unlink(tmp);
@@ -304,6 +310,7 @@ static void make_map(const struct geom *g, const bool *stale)
 		ms->lun = 1;
 		ms->block_size = g->block[s];
 		mock_iscsi.setup[s].block_size = g->block[s];
+		snprintf(ms->device, sizeof(ms->device), "%s", ts.device[s]);
 	}
 	for (unsigned int i = 0; i < g->nr_slots; i++) {
 		const struct slot_row *row = &g->slots[i];
@@ -1019,6 +1026,130 @@ static void test_open_errors(void **state)
 	assert_int_equal(td_vbd_open(fx->loop, table, &p, &second), -EINVAL);
 }
 
+/* --- servers on a local device (a kernel iSCSI session's) ----------------------- */
+
+/*
+ * Server 2 of G2 (512-byte blocks, extents at LBA 0 and 256: 256 KiB
+ * needed) is a file of size bytes behind the device backend (libaio,
+ * O_DIRECT); servers 0 and 1 stay on the in-memory iSCSI mock.
+ */
+static void device_file(off_t size)
+{
+	int fd;
+
+	snprintf(ts.device[2], sizeof(ts.device[2]), "%s/dev2", ts.dir);
+	fd = open(ts.device[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+static void device_read(uint64_t off, void *buf, size_t len)
+{
+	int fd = open(ts.device[2], O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void device_stats(struct iscsi_conn_stats *st)
+{
+	const struct stripe_server *srv = &dev()->servers[2];
+
+	srv->ops->get_stats(srv->be, st);
+}
+
+static void test_device_replica(void **state)
+{
+	static unsigned char got[IO_BYTES], zero[IO_BYTES];
+	struct iscsi_conn_stats st;
+	struct td_strbuf sb;
+	unsigned int from;
+
+	device_file(256 * KiB);
+	start(&g2, NULL, NULL);
+	assert_ptr_equal(dev()->servers[2].ops, &stripe_backend_device);
+	assert_ptr_equal(dev()->servers[0].ops, &stripe_backend_iscsi);
+	assert_int_equal(mock_iscsi.nr_created, 2); /* no session for it */
+
+	/* k=4: server 1 LBA 35 (4K blocks), server 2 LBA 24 */
+	fill(0, 5, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_memory_equal(mock_iscsi_data(1) + 35 * 4096, ts.buf[0], 4096);
+	device_read(24 * 512, got, 4096);
+	assert_memory_equal(got, ts.buf[0], 4096);
+	/* k=1 with FUA: server 2 LBA 264, server 0 LBA 264 */
+	fill(1, 6, 8192);
+	submit(1, TD_OP_WRITE, 68 * KiB, 8192, TD_REQ_FUA);
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], 0);
+	device_read(264 * 512, got, 8192);
+	assert_memory_equal(got, ts.buf[1], 8192);
+	assert_memory_equal(mock_iscsi_data(0) + 264 * 512, ts.buf[1], 8192);
+
+	/* Server 1 fails reads: they come from the device. */
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_READ), 0);
+	for (int i = 0; i < 4; i++) {
+		memset(ts.buf[2], 0xee, 4096);
+		assert_int_equal(do_io(2, TD_OP_READ, 268 * KiB, 4096), 0);
+		assert_memory_equal(ts.buf[2], ts.buf[0], 4096);
+	}
+	device_stats(&st);
+	assert_true(st.reads >= 4);
+	assert_int_equal(st.writes, 2);
+	assert_int_equal(st.write_bytes, 12 * KiB);
+	assert_int_equal(st.errors, 0);
+
+	/* A flush reaches the device (fdsync), zeroes are written. */
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(do_io(0, TD_OP_WRITE_ZEROES, 268 * KiB, 4096), 0);
+	device_read(24 * 512, got, 4096);
+	assert_memory_equal(got, zero, 4096);
+	/* A discard would leave the device's copy: it is not sent at all. */
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_DISCARD, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_UNMAP, from), 0);
+	device_stats(&st);
+	assert_int_equal(st.syncs, 1);
+	assert_int_equal(st.write_zeroes, 1);
+	assert_int_equal(nr_file_stale(), 0);
+
+	td_strbuf_init(&sb);
+	td_stripe_ops.report_text(&fx->vbd->drivers[0], &sb);
+	assert_non_null(strstr(td_strbuf_str(&sb), "(device "));
+	assert_non_null(strstr(td_strbuf_str(&sb), ts.device[2]));
+	td_strbuf_free(&sb);
+}
+
+/* The session is not logged in: the device is DOWN, its replicas stale. */
+static void test_device_missing(void **state)
+{
+	snprintf(ts.device[2], sizeof(ts.device[2]),
+		 "/dev/disk/by-path/ip-10.0.0.3:3260-iscsi-none-lun-1");
+	start(&g2, NULL, NULL);
+	assert_int_equal(dev()->servers[2].ops->state(dev()->servers[2].be),
+			 ISCSI_CONN_DOWN);
+	fill(0, 7, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_true(file_stale(0, 1, 1));
+	assert_false(file_stale(0, 1, 0));
+	assert_int_equal(do_io(1, TD_OP_READ, 268 * KiB, 4096), 0);
+	assert_memory_equal(ts.buf[1], ts.buf[0], 4096);
+}
+
+/* A device smaller than its extents: the gate refuses it. */
+static void test_device_too_small(void **state)
+{
+	device_file(64 * KiB);
+	start(&g2, NULL, NULL);
+	fill(0, 8, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(dev()->servers[2].gate, STRIPE_GATE_BAD);
+	assert_int_equal(dev()->gate_failures, 1);
+	assert_true(file_stale(0, 1, 1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1051,6 +1182,9 @@ int main(void)
 		T(test_resync_stop),
 		T(test_control_and_reports),
 		T(test_open_errors),
+		T(test_device_replica),
+		T(test_device_missing),
+		T(test_device_too_small),
 #undef T
 	};
 
