@@ -20,8 +20,10 @@
  * Open: the mapping file is opened under its exclusive lock
  * (stripe_map_open), held until close and carried over every rewrite
  * (stripe-stale.c).  The driver keeps the extent tuples in memory, one
- * iscsi_conn per server of the map (connections come up in the
- * background; I/O waits for them), and declares:
+ * backend per server of the map: an iscsi_conn (connections come up in
+ * the background; I/O waits for them), or, when the server names a
+ * "device" (a kernel open-iscsi session's block device), that device
+ * through libaio with O_DIRECT (stripe-bdev.c); and declares:
  *   size          the map's size-bytes;
  *   sector size   the largest block size among the servers;
  *   boundary      the stripe unit, so the core splits every request there
