@@ -18,6 +18,12 @@
 #   revive I    restart server I's tgtd with the same LUN file and target
 #   rate R      every server's bandwidth cap to R MiB/s (0 = no cap)
 #   slow I R    server I's bandwidth cap to R MiB/s (0 = no cap)
+#   cut I       server I's network cut: its link goes down inside its
+#               namespace (packets dropped, no reset: connections hang)
+#   restore I   server I's link up again after a cut
+#   lun I FILE  server I's LUN 1 deleted and made again on FILE (the LUN's
+#               size is FILE's): a LUN that shrinks, or moves to a full or
+#               failing filesystem; tgtd and its sessions stay up
 #   status      per server: alive or dead, caps, qdisc counters; the master
 #   urls        the servers' iSCSI URLs, one a line
 #   env         shell assignments describing the lab, for eval in scripts
@@ -495,7 +501,7 @@ cmd_down() {
 		tgtd_down "$i"
 		disk_down "$i"
 		net_down "$i"
-		rm -f "$STATE/srv$i.rate" "$STATE/srv$i.log" "$STATE/srv$i.pid"
+		rm -f "$STATE/srv$i.rate" "$STATE/srv$i.log" "$STATE/srv$i.pid" "$STATE/srv$i.cut"
 	done
 	stop_recorded "$STATE/master.pid" 50
 	rmdir "$DIR" 2>/dev/null
@@ -538,6 +544,38 @@ cmd_slow() {
 	set_rate "$1" "$2"
 }
 
+cmd_cut() {
+	load_env
+	server_index "${1:-}"
+	ip -n "$(ns "$1")" link set "$(nveth "$1")" down ||
+		die "cannot put server $1's link down"
+	: >"$STATE/srv$1.cut"
+	echo "srv$1 cut off" >&2
+}
+
+cmd_restore() {
+	load_env
+	server_index "${1:-}"
+	ip -n "$(ns "$1")" link set "$(nveth "$1")" up ||
+		die "cannot put server $1's link up"
+	rm -f "$STATE/srv$1.cut"
+	echo "srv$1 restored" >&2
+}
+
+cmd_lun() {
+	local out
+	load_env
+	server_index "${1:-}"
+	[ -f "${2:-}" ] || [ -b "${2:-}" ] || die "usage: lab.sh lun I FILE (a file or block device)"
+	alive "$STATE/srv$1.pid" || die "server $1 is dead (lab.sh revive $1)"
+	out=$(tgtadm_i "$1" --op delete --mode logicalunit --tid 1 --lun 1 2>&1) ||
+		die "server $1: cannot delete LUN 1: $out"
+	out=$(tgtadm_i "$1" --op new --mode logicalunit --tid 1 --lun 1 --bstype "$BSTYPE" \
+		${BSOFLAGS:+--bsoflags "$BSOFLAGS"} -b "$2" 2>&1) ||
+		die "server $1: cannot make LUN 1 on $2: $out"
+	echo "srv$1 LUN 1 now on $2 ($(stat -Lc %s "$2" 2>/dev/null) bytes)" >&2
+}
+
 qdisc_line() { # [ns] DEV: "sent B bytes P pkt, dropped D, overlimits O" or "no cap"
 	local out
 	out=$("$@" 2>/dev/null | awk '/^qdisc tbf/ { t = 1 } t && /Sent/ {
@@ -566,6 +604,7 @@ cmd_status() {
 		fi
 		rate=$(cat "$STATE/srv$i.rate" 2>/dev/null)
 		[ "$rate" = 0 ] && rate="no cap" || rate="$rate MiB/s"
+		[ -e "$STATE/srv$i.cut" ] && state="$state, network CUT"
 		echo "srv$i $(addr "$i") $state; net $rate each way; $disk"
 		[ -e "$STATE/srv$i.cgroup" ] &&
 			echo "    disk I/O (blkio): $(awk '$2 == "Read" || $2 == "Write" { printf "%s %s ", $2, $3 }' \
@@ -599,6 +638,9 @@ kill) cmd_kill "${2:-}" ;;
 revive) cmd_revive "${2:-}" ;;
 rate) cmd_rate "${2:-}" ;;
 slow) cmd_slow "${2:-}" "${3:-}" ;;
+cut) cmd_cut "${2:-}" ;;
+restore) cmd_restore "${2:-}" ;;
+lun) cmd_lun "${2:-}" "${3:-}" ;;
 status) cmd_status ;;
 urls) cmd_urls ;;
 env) cmd_env ;;
