@@ -369,6 +369,44 @@ static bool cmd_moves_data(const struct iscsi_cmd *cmd)
 	       cmd->step == ISCSI_STEP_ZERO_WRITE;
 }
 
+/*
+ * Names for the log: libiscsi's, and ours for what it leaves unnamed (it
+ * returns NULL for MEDIUM ERROR, the error of a failing disk).
+ */
+static const char *sense_key_name(int key)
+{
+	const char *s = scsi_sense_key_str(key);
+
+	if (s)
+		return s;
+	switch (key) {
+	case SCSI_SENSE_MEDIUM_ERROR:
+		return "MEDIUM_ERROR";
+	case SCSI_SENSE_HARDWARE_ERROR:
+		return "HARDWARE_ERROR";
+	default:
+		return "sense key";
+	}
+}
+
+static const char *sense_ascq_name(int ascq)
+{
+	const char *s = scsi_sense_ascq_str(ascq);
+
+	if (s)
+		return s;
+	switch (ascq) {
+	case 0x0c00:
+		return "WRITE_ERROR";
+	case 0x1100:
+		return "UNRECOVERED_READ_ERROR";
+	case SCSI_SENSE_ASCQ_SPACE_ALLOCATION_FAILED:
+		return "SPACE_ALLOCATION_FAILED";
+	default:
+		return "ASC/ASCQ";
+	}
+}
+
 /* 0, or the errno of a finished task; *retry as iscsi_conn_status_errno. */
 static int cmd_task_result(struct iscsi_conn *c, struct iscsi_cmd *cmd,
 			   int status, struct scsi_task *task, bool *retry)
@@ -387,9 +425,9 @@ static int cmd_task_result(struct iscsi_conn *c, struct iscsi_cmd *cmd,
 	    err != -EOPNOTSUPP)
 		conn_err(c, "op %d lba %llu: %s, %s (0x%04x): %s", cmd->op,
 			 (unsigned long long)cmd->lba,
-			 scsi_sense_key_str(task->sense.key),
-			 scsi_sense_ascq_str(task->sense.ascq),
-			 task->sense.ascq, strerror(-err));
+			 sense_key_name(task->sense.key),
+			 sense_ascq_name(task->sense.ascq), task->sense.ascq,
+			 strerror(-err));
 	/* Only user data counts: tgt reports the whole UNMAP parameter list
 	 * as residual after doing the unmap. */
 	if (!err && task->residual_status != SCSI_RESIDUAL_NO_RESIDUAL &&
