@@ -148,6 +148,8 @@ static void json_map(struct td_json *j, const struct stripe_map *m,
 		td_json_u64(j, "lun", m->servers[s].lun);
 		td_json_u64(j, "block_size", m->servers[s].block_size);
 		td_json_bool(j, "chap", m->servers[s].chap_user[0] != '\0');
+		if (m->servers[s].device[0])
+			td_json_str(j, "device", m->servers[s].device);
 		td_json_end_object(j);
 	}
 	td_json_end_array(j);
@@ -185,11 +187,13 @@ static void print_map(const struct stripe_map *m, const char *path)
 	       m->extents_per_column, m->replicas, extent, m->master,
 	       map_stale(m));
 	for (uint32_t s = 0; s < m->nr_servers; s++)
-		printf("  %u  %s  %s  %s  lun %u  block %u%s\n", s,
+		printf("  %u  %s  %s  %s  lun %u  block %u%s%s%s\n", s,
 		       m->servers[s].address, m->servers[s].portal,
 		       m->servers[s].target, m->servers[s].lun,
 		       m->servers[s].block_size,
-		       m->servers[s].chap_user[0] ? "  chap" : "");
+		       m->servers[s].chap_user[0] ? "  chap" : "",
+		       m->servers[s].device[0] ? "  device " : "",
+		       m->servers[s].device);
 	printf("\n%6s %6s %7s %6s %14s %s\n", "COLUMN", "EXTENT", "REPLICA",
 	       "SERVER", "LBA", "STATE");
 	for (uint32_t c = 0; c < m->columns; c++)

@@ -3,7 +3,8 @@
  *
  * stripe-ctl talks to stripe-master (master/client.h) and writes and reads
  * mapping files (drivers/mapfile.h).  The commands live in
- * stripe-ctl-server.c and stripe-ctl-vdisk.c.
+ * stripe-ctl-server.c, stripe-ctl-vdisk.c, stripe-ctl-resync.c and
+ * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm).
  */
 #include "config.h"
 
@@ -28,6 +29,7 @@
 #define MAX_POSITIONAL	    3 /* GROUP COMMAND ARG */
 #define DEFAULT_UNIT_BYTES  (1ull << 20)
 #define DEFAULT_BLOCK_BYTES 512
+#define EXTRA_ANY	    UINT_MAX /* struct command.nr_extra */
 
 /* Options, by the commands that take them. */
 enum {
@@ -60,7 +62,7 @@ struct command {
 	const char *help;
 	int (*run)(struct ctl_opts *o);
 	const char *extra;     /* the words after arg, as help names them */
-	unsigned int nr_extra; /* how many */
+	unsigned int nr_extra; /* how many; EXTRA_ANY: any number */
 };
 
 static const struct command commands[] = {
@@ -185,6 +187,29 @@ static const struct command commands[] = {
 	 "    --vdisk NAME         only this disk's extents\n"
 	 "    --allocated          only allocated extents\n",
 	 ctl_cmd_extents_list, NULL, 0},
+	{"session", "login", 0, 0, "FILE", "session login FILE [SERVER]...",
+	 "Log kernel iSCSI sessions (open-iscsi's iscsiadm) in for the\n"
+	 "servers of a mapping file (all, or the SERVER numbers of 'vdisk\n"
+	 "show'), wait up to --timeout seconds for each LUN's block device,\n"
+	 "check its block size and size against the file, and write the\n"
+	 "device into the file (its 'device' key): tapdisk then reads and\n"
+	 "writes that device (O_DIRECT, libaio) instead of logging in\n"
+	 "itself.  A session already logged in is reused.  Needs iscsid\n"
+	 "running and the kernel's iscsi_tcp driver; refused while a\n"
+	 "tapdisk serves FILE.  CHAP credentials come from the file.\n",
+	 ctl_cmd_session_login, "SERVER", EXTRA_ANY},
+	{"session", "logout", 0, 0, "FILE", "session logout FILE [SERVER]...",
+	 "Remove the device of the servers (all that have one, or the\n"
+	 "SERVER numbers) from the mapping file, then log their kernel\n"
+	 "sessions out, except one that another mapping file of the same\n"
+	 "directory still names.  tapdisk goes back to its own iSCSI\n"
+	 "sessions for them.  Refused while a tapdisk serves FILE.\n",
+	 ctl_cmd_session_logout, "SERVER", EXTRA_ANY},
+	{"session", "list", 0, 0, "FILE", "session list FILE [SERVER]...",
+	 "Print each server of the mapping file: its device in the file and\n"
+	 "the kernel session and block device found for its target, portal\n"
+	 "and LUN.\n",
+	 ctl_cmd_session_list, "SERVER", EXTRA_ANY},
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -291,6 +316,7 @@ static void global_usage(FILE *out)
 	      "/db1.map --nbd unix\n"
 	      "    stripe-ctl vdisk mark " CTL_MAP_DIR "/db1.map 0 3 1 stale\n"
 	      "    stripe-ctl vdisk resync " CTL_MAP_DIR "/db1.map --rate 50M\n"
+	      "    stripe-ctl session login " CTL_MAP_DIR "/db1.map\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
 	      "ENVIRONMENT\n"
 	      "    " CTL_MASTER_ENV "   the master, as --master\n"
@@ -588,7 +614,10 @@ static int check_options(const struct command *c, unsigned int seen,
 {
 	unsigned int extra = seen & ~(c->opts | O_GLOBAL);
 	unsigned int missing = c->required & ~seen;
-	int lead = leading_args(c, seen), want = lead + (int)c->nr_extra;
+	int lead = leading_args(c, seen);
+	/* EXTRA_ANY: whatever follows the leading argument */
+	int any = nr_args > lead ? nr_args - lead : 0;
+	int want = lead + (c->nr_extra == EXTRA_ANY ? any : (int)c->nr_extra);
 
 	for (unsigned int bit = 1; extra; bit <<= 1)
 		if (extra & bit)
@@ -656,8 +685,8 @@ int main(int argc, char **argv)
 			global_usage(stdout);
 			return EXIT_SUCCESS;
 		}
-		return usage_error(NULL, "give a command: info, server, vdisk "
-					 "or extents");
+		return usage_error(NULL, "give a command: info, server, vdisk, "
+					 "extents or session");
 	}
 	if (!(cmd = find_command(argv + optind, argc - optind, &used)))
 		return usage_error(NULL, "unknown command '%s%s%s'",

@@ -96,5 +96,9 @@ int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
 int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
+/* Kernel iSCSI sessions (stripe-ctl-session.c). */
+int ctl_cmd_session_login(struct ctl_opts *o);
+int ctl_cmd_session_logout(struct ctl_opts *o);
+int ctl_cmd_session_list(struct ctl_opts *o);
 
 #endif
