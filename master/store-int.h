@@ -57,6 +57,7 @@ struct master_store {
 	char *path;
 	int lock_fd; /* flock: one master per database */
 	uint64_t extent_bytes;
+	uint32_t max_alloc_extents; /* master_store_set_max_alloc */
 	sqlite3_stmt *stmt[ST_COUNT];
 };
 

@@ -397,6 +397,20 @@ int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 		return (ret = build_vdisk(st, a->id, &have, rep))
 			       ? ret
 			       : master_reply_ok(rep, false);
+	if ((uint64_t)a->columns * a->extents_per_column * a->replicas >
+	    st->max_alloc_extents)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"vdisk %s needs %u x %u x %u = %" PRIu64
+			" extents; this master allocates at most %u in one "
+			"call (stripe-master --max-alloc-extents, up to %d: "
+			"the single-threaded master answers nobody else "
+			"meanwhile, ~4 us per extent): use fewer, larger "
+			"extents (a master with a larger --extent-size)",
+			a->id, a->columns, a->extents_per_column, a->replicas,
+			(uint64_t)a->columns * a->extents_per_column *
+				a->replicas,
+			st->max_alloc_extents, MS_MAX_SLOTS);
 	if ((ret = allocate(st, a, &want, rep, &placed)) || !placed)
 		return ret;
 	if ((ret = build_vdisk(st, a->id, &want, rep)))

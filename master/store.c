@@ -255,6 +255,14 @@ uint64_t master_store_extent_size(const struct master_store *st)
 	return st->extent_bytes;
 }
 
+int master_store_set_max_alloc(struct master_store *st, uint32_t extents)
+{
+	if (!extents || extents > MS_MAX_SLOTS)
+		return -EINVAL;
+	st->max_alloc_extents = extents;
+	return 0;
+}
+
 /* --- transactions ------------------------------------------------------------- */
 
 int master_store_begin(struct master_store *st)
@@ -511,6 +519,7 @@ int master_store_open(const char *path, uint64_t extent_bytes,
 		return -ENOMEM;
 	}
 	st->lock_fd = -1;
+	st->max_alloc_extents = MASTER_DEFAULT_MAX_ALLOC_EXTENTS;
 	if ((ret = lock_database(st, msg, msg_len))) {
 		master_store_close(st);
 		return ret;

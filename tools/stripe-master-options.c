@@ -63,6 +63,10 @@ static void usage(FILE *out)
 "                              %d; 0 never)\n"
 "    --max-connections N       connections served at once (default %d);\n"
 "                              more wait in the listen queue\n"
+"    --max-alloc-extents N     extents one new disk may take (columns x\n"
+"                              extents per column x replicas; default %u,\n"
+"                              at most %d); the master answers nobody\n"
+"                              else while it allocates, ~4 us per extent\n"
 "    -f, --foreground          run in this terminal, log to stderr\n"
 "    --pid-file PATH           write the pid there (removed at exit)\n"
 "    --log-file PATH           append the log there (default in the\n"
@@ -86,7 +90,8 @@ static void usage(FILE *out)
 "        --pid-file /run/stripe-master.pid\n"
 "    stripe-ctl --master 127.0.0.1 server list\n",
 		DEFAULT_LISTEN_TEXT, DEFAULT_DB_PATH, MASTER_DEFAULT_IDLE_S,
-		MASTER_DEFAULT_MAX_CONNECTIONS, LOG_SUFFIX);
+		MASTER_DEFAULT_MAX_CONNECTIONS, MASTER_DEFAULT_MAX_ALLOC_EXTENTS,
+		MS_MAX_SLOTS, LOG_SUFFIX);
 	/* clang-format on */
 }
 
@@ -107,6 +112,7 @@ static int usage_error(const char *fmt, ...)
 enum {
 	OPT_IDLE = 256,
 	OPT_MAX_CONNECTIONS,
+	OPT_MAX_ALLOC,
 	OPT_PID_FILE,
 	OPT_LOG_FILE,
 	OPT_LOG_LEVEL,
@@ -120,6 +126,7 @@ static const struct option long_options[] = {
 	{"allow", required_argument, NULL, 'a'},
 	{"idle-timeout", required_argument, NULL, OPT_IDLE},
 	{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+	{"max-alloc-extents", required_argument, NULL, OPT_MAX_ALLOC},
 	{"foreground", no_argument, NULL, 'f'},
 	{"pid-file", required_argument, NULL, OPT_PID_FILE},
 	{"log-file", required_argument, NULL, OPT_LOG_FILE},
@@ -205,6 +212,15 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 	case OPT_MAX_CONNECTIONS:
 		return take_number("--max-connections", arg, MAX_CONNECTIONS,
 				   &o->server.max_connections);
+	case OPT_MAX_ALLOC:
+		if (take_number("--max-alloc-extents", arg, MS_MAX_SLOTS,
+				&o->max_alloc_extents) != GO_ON)
+			return EXIT_USAGE;
+		if (!o->max_alloc_extents)
+			return usage_error("--max-alloc-extents wants a number "
+					   "from 1 to %d, not '%s'",
+					   MS_MAX_SLOTS, arg);
+		return GO_ON;
 	case 'f':
 		o->foreground = true;
 		return GO_ON;
@@ -247,6 +263,7 @@ int stripe_master_parse_options(struct master_options *o, int argc, char **argv)
 	o->server.listen = MASTER_DEFAULT_LISTEN;
 	o->server.idle_timeout_s = MASTER_DEFAULT_IDLE_S;
 	o->server.max_connections = MASTER_DEFAULT_MAX_CONNECTIONS;
+	o->max_alloc_extents = MASTER_DEFAULT_MAX_ALLOC_EXTENTS;
 	master_netacl_loopback(&o->server.acl);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "l:d:E:a:fhV", long_options,

@@ -152,6 +152,8 @@ static int serve(struct master_options *o, int ready_fd)
 		ret = -errno;
 	} else if (!(ret = master_store_open(o->db_path, o->extent_bytes, &st,
 					     msg, sizeof(msg))) &&
+		   !(ret = master_store_set_max_alloc(st,
+						      o->max_alloc_extents)) &&
 		   !(ret = master_server_create(&o->server, st, stop_fd, &ms,
 						msg, sizeof(msg))))
 		ret = write_pid_file(o->pid_file, msg, sizeof(msg));

@@ -18,6 +18,7 @@ struct master_options {
 	const char *db_path;
 	uint64_t extent_bytes; /* 0: the database's, or the default */
 	struct master_server_config server;
+	unsigned int max_alloc_extents; /* master_store_set_max_alloc */
 	bool foreground;
 	bool check; /* check the store and exit */
 	const char *pid_file;

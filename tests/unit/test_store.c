@@ -328,6 +328,40 @@ static void test_alloc_invalid(void **state)
 	master_reply_free(&rep);
 }
 
+/* The cap on one allocation's extents (MASTER_DEFAULT_MAX_ALLOC_EXTENTS). */
+static void test_alloc_cap(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	add_four(f->st); /* 16 extents */
+	/* the default: 256 x 257 x 1 = 65,792 > 65,536, refused before
+	 * placement (not MS_ENOSPC), saying what to do */
+	assert_int_equal(alloc(f->st, "huge", 256, 257, 1, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "= 65792 extents"));
+	assert_non_null(strstr(rep.message, "at most 65536 in one call"));
+	assert_non_null(strstr(rep.message, "--max-alloc-extents"));
+	master_reply_free(&rep);
+
+	assert_int_equal(master_store_set_max_alloc(f->st, 0), -EINVAL);
+	assert_int_equal(master_store_set_max_alloc(f->st, MS_MAX_SLOTS + 1),
+			 -EINVAL);
+	assert_int_equal(master_store_set_max_alloc(f->st, MS_MAX_SLOTS), 0);
+	assert_int_equal(master_store_set_max_alloc(f->st, 6), 0);
+	assert_int_equal(alloc(f->st, "d8", 2, 2, 2, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "at most 6 in one call"));
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d6", 2, 3, 1, &rep), MS_OK);
+	assert_true(rep.changed);
+	master_reply_free(&rep);
+	/* one made under a higher cap is answered again */
+	assert_int_equal(master_store_set_max_alloc(f->st, 2), 0);
+	assert_int_equal(alloc(f->st, "d6", 2, 3, 1, &rep), MS_OK);
+	assert_false(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents.extents_len, 6);
+	master_reply_free(&rep);
+}
+
 static void test_release_and_reuse(void **state)
 {
 	struct fixture *f = *state;
@@ -945,6 +979,7 @@ int main(void)
 		T(test_alloc_table),
 		T(test_alloc_repeat_same_extents),
 		T(test_alloc_invalid),
+		T(test_alloc_cap),
 		T(test_release_and_reuse),
 		T(test_drain_and_remove),
 		T(test_extent_list),
