@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "tapdisk/listener.h"
 #include "tapdisk/nbd-proto.h"
 #include "tapdisk/nbd.h"
 
@@ -112,19 +113,6 @@ struct nbd_conn {
 
 TAILQ_HEAD(nbd_conn_list, nbd_conn);
 
-struct nbd_listener {
-	TAILQ_ENTRY(nbd_listener) link;
-	struct td_nbd_server *srv;
-	int fd;
-	struct td_fd fde;
-	struct td_timer backoff;
-	char *unix_path; /* unlinked on close if still our socket */
-	dev_t unix_dev;
-	ino_t unix_ino;
-};
-
-TAILQ_HEAD(nbd_listener_list, nbd_listener);
-
 struct td_nbd_server {
 	struct td_loop *loop;
 	struct td_vbd *vbd;
@@ -135,7 +123,7 @@ struct td_nbd_server {
 	uint32_t handshake_timeout_ms;
 	struct nbd_export exp;
 
-	struct nbd_listener_list listeners;
+	struct td_listener_list listeners;
 	struct nbd_conn_list conns; /* socket open */
 	struct nbd_conn_list dead;  /* closed, vbd I/O still in flight */
 	uint32_t nr_dead;

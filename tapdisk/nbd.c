@@ -6,7 +6,6 @@
  */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,40 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "tapdisk/nbd-int.h"
 #include "tapdisk/sock.h"
 
-#define NBD_LISTEN_BACKLOG    128
-#define NBD_ACCEPTS_PER_EVENT 16
-#define NBD_ACCEPT_BACKOFF_MS 100 /* after EMFILE and friends */
-#define NBD_UNIX_PREFIX	      "unix:"
-#define NBD_TCP_PREFIX	      "tcp:"
+#define NBD_LISTEN_BACKLOG 128
+#define NBD_UNIX_PREFIX	   "unix:"
+#define NBD_TCP_PREFIX	   "tcp:"
 
 /* --- listeners -------------------------------------------------------------- */
-
-static void nbd_listener_close(struct nbd_listener *l)
-{
-	td_loop_del_fd(&l->fde);
-	td_loop_timer_cancel(&l->backoff);
-	close(l->fd);
-	td_sock_unlink_own(l->unix_path, l->unix_dev, l->unix_ino);
-	free(l->unix_path);
-	free(l);
-}
-
-static void nbd_close_listeners(struct td_nbd_server *srv)
-{
-	struct nbd_listener *l;
-
-	while ((l = TAILQ_FIRST(&srv->listeners))) {
-		TAILQ_REMOVE(&srv->listeners, l, link);
-		nbd_listener_close(l);
-	}
-}
 
 /* Admit a connected socket, or refuse it.  Takes fd. */
 static int nbd_serve(struct td_nbd_server *srv, int fd, const char *peer)
@@ -71,107 +46,33 @@ static int nbd_serve(struct td_nbd_server *srv, int fd, const char *peer)
 	return err;
 }
 
-static void nbd_peer_name(const struct sockaddr_storage *ss, uint64_t id,
-			  char *out, size_t size)
+/* The listeners' callback (listener.h): peer is NULL for Unix clients. */
+static void nbd_on_accept(int fd, const char *peer, void *opaque)
 {
-	char host[INET6_ADDRSTRLEN] = "?";
+	struct td_nbd_server *srv = opaque;
+	char name[NBD_PEER_MAX];
+	int one = 1;
 
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const void *)ss;
-
-		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-		snprintf(out, size, "%s:%u", host, ntohs(sin->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *sin6 = (const void *)ss;
-
-		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
-		snprintf(out, size, "[%s]:%u", host, ntohs(sin6->sin6_port));
+	if (fd < 0) {
+		td_vbd_warn(srv->vbd, "nbd: accept: %s: pausing %u ms",
+			    strerror(-fd), TD_LISTENER_BACKOFF_MS);
+		return;
+	}
+	if (peer) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	} else {
-		snprintf(out, size, "unix#%llu", (unsigned long long)id);
+		snprintf(name, sizeof(name), "unix#%llu",
+			 (unsigned long long)srv->stats.clients_total + 1);
+		peer = name;
 	}
-}
-
-static void nbd_listener_resume(struct td_timer *t, void *opaque)
-{
-	struct nbd_listener *l = opaque;
-
-	td_loop_mod_fd(&l->fde, EPOLLIN);
-}
-
-static void nbd_on_accept(struct td_fd *fde, uint32_t events, void *opaque)
-{
-	struct nbd_listener *l = opaque;
-	struct td_nbd_server *srv = l->srv;
-
-	for (int i = 0; i < NBD_ACCEPTS_PER_EVENT; i++) {
-		struct sockaddr_storage ss = {0};
-		socklen_t len = sizeof(ss);
-		char peer[NBD_PEER_MAX];
-		int one = 1;
-		int fd = accept4(l->fd, (struct sockaddr *)&ss, &len,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
-			continue;
-		if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (fd < 0) {
-			/* Out of fds: level-triggered epoll would spin. */
-			td_vbd_warn(srv->vbd, "nbd: accept: %s: pausing %u ms",
-				    strerror(errno), NBD_ACCEPT_BACKOFF_MS);
-			td_loop_mod_fd(&l->fde, 0);
-			td_loop_timer_arm(srv->loop, &l->backoff,
-					  NBD_ACCEPT_BACKOFF_MS * 1000ull,
-					  nbd_listener_resume, l);
-			return;
-		}
-		if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
-			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
-				   sizeof(one));
-		nbd_peer_name(&ss, srv->stats.clients_total + 1, peer,
-			      sizeof(peer));
-		nbd_serve(srv, fd, peer);
-	}
+	nbd_serve(srv, fd, peer);
 }
 
 static int nbd_listener_add(struct td_nbd_server *srv, int fd,
 			    const char *unix_path)
 {
-	struct nbd_listener *l = calloc(1, sizeof(*l));
-	struct stat st;
-	int err;
-
-	if (!l) {
-		close(fd);
-		return -ENOMEM;
-	}
-	l->srv = srv;
-	l->fd = fd;
-	if (unix_path) {
-		l->unix_path = strdup(unix_path);
-		if (!l->unix_path || lstat(unix_path, &st)) {
-			err = l->unix_path ? -errno : -ENOMEM;
-			goto fail;
-		}
-		l->unix_dev = st.st_dev;
-		l->unix_ino = st.st_ino;
-	}
-	if (listen(fd, NBD_LISTEN_BACKLOG) < 0) {
-		err = -errno;
-		goto fail;
-	}
-	err = td_loop_add_fd(srv->loop, &l->fde, fd, EPOLLIN, nbd_on_accept, l);
-	if (err)
-		goto fail;
-	TAILQ_INSERT_TAIL(&srv->listeners, l, link);
-	return 0;
-fail:
-	if (l->unix_path)
-		unlink(l->unix_path);
-	free(l->unix_path);
-	free(l);
-	close(fd);
-	return err;
+	return td_listener_add(&srv->listeners, srv->loop, fd, unix_path,
+			       NBD_LISTEN_BACKLOG, nbd_on_accept, srv);
 }
 
 static int nbd_listen_unix(struct td_nbd_server *srv, const char *path)
@@ -361,7 +262,7 @@ void td_nbd_server_shutdown(struct td_nbd_server *srv,
 	if (srv->shutting_down)
 		return;
 	srv->shutting_down = true;
-	nbd_close_listeners(srv);
+	td_listener_close_all(&srv->listeners);
 	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
 		next = TAILQ_NEXT(conn, link);
 		nbd_conn_shutdown(conn);
@@ -452,7 +353,7 @@ void td_nbd_server_destroy(struct td_nbd_server *srv)
 
 	if (!srv)
 		return;
-	nbd_close_listeners(srv);
+	td_listener_close_all(&srv->listeners);
 	while ((conn = TAILQ_FIRST(&srv->conns)))
 		nbd_conn_close(conn);
 	while ((conn = TAILQ_FIRST(&srv->dead))) {

@@ -25,6 +25,7 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+#include "tapdisk/listener.h"
 #include "tapdisk/shm-proto.h"
 #include "tapdisk/shm.h"
 
@@ -69,19 +70,6 @@ struct shm_conn {
 
 TAILQ_HEAD(shm_conn_list, shm_conn);
 
-struct shm_listener {
-	TAILQ_ENTRY(shm_listener) link;
-	struct td_shm_server *srv;
-	int fd;
-	struct td_fd fde;
-	struct td_timer backoff;
-	char *path; /* unlinked on close if still our socket */
-	dev_t dev;
-	ino_t ino;
-};
-
-TAILQ_HEAD(shm_listener_list, shm_listener);
-
 struct td_shm_server {
 	struct td_loop *loop;
 	struct td_vbd *vbd;
@@ -90,7 +78,7 @@ struct td_shm_server {
 	uint32_t max_data_pages;
 	uint32_t handshake_timeout_ms;
 
-	struct shm_listener_list listeners;
+	struct td_listener_list listeners;
 	struct shm_conn_list conns; /* every state, CLOSING included */
 	uint32_t nr_conns;
 

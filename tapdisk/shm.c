@@ -10,16 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "tapdisk/shm-int.h"
 #include "tapdisk/sock.h"
 
 #define SHM_LISTEN_BACKLOG	 64
-#define SHM_ACCEPTS_PER_EVENT	 16
-#define SHM_ACCEPT_BACKOFF_US	 100000 /* after EMFILE and friends */
 #define SHM_SOCKET_MODE		 0600
 #define SHM_SHUTDOWN_POLL_US	 1000
 #define SHM_NS_PER_MS		 1000000ull
@@ -42,26 +38,6 @@ void shm_ring_stats_add(struct blkif_ring_stats *a,
 }
 
 /* --- listeners -------------------------------------------------------------- */
-
-static void shm_listener_close(struct shm_listener *l)
-{
-	td_loop_del_fd(&l->fde);
-	td_loop_timer_cancel(&l->backoff);
-	close(l->fd);
-	td_sock_unlink_own(l->path, l->dev, l->ino);
-	free(l->path);
-	free(l);
-}
-
-static void shm_close_listeners(struct td_shm_server *srv)
-{
-	struct shm_listener *l;
-
-	while ((l = TAILQ_FIRST(&srv->listeners))) {
-		TAILQ_REMOVE(&srv->listeners, l, link);
-		shm_listener_close(l);
-	}
-}
 
 /* Refuse fd with one error line (best effort), counted. */
 static int shm_refuse(struct td_shm_server *srv, int fd, const char *why)
@@ -103,75 +79,31 @@ static int shm_serve(struct td_shm_server *srv, int fd, const char *what)
 	return err;
 }
 
-static void shm_listener_resume(struct td_timer *t, void *opaque)
+/* The listeners' callback (listener.h): every client is a Unix one. */
+static void shm_on_accept(int fd, const char *peer, void *opaque)
 {
-	struct shm_listener *l = opaque;
+	struct td_shm_server *srv = opaque;
 
-	td_loop_mod_fd(&l->fde, EPOLLIN);
-}
-
-static void shm_on_accept(struct td_fd *fde, uint32_t events, void *opaque)
-{
-	struct shm_listener *l = opaque;
-	struct td_shm_server *srv = l->srv;
-
-	for (int i = 0; i < SHM_ACCEPTS_PER_EVENT; i++) {
-		int fd = accept4(l->fd, NULL, NULL,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
-			continue;
-		if (fd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (fd < 0) {
-			/* Out of fds: level-triggered epoll would spin. */
-			td_vbd_warn(srv->vbd, "shm: accept: %s: pausing",
-				    strerror(errno));
-			td_loop_mod_fd(&l->fde, 0);
-			td_loop_timer_arm(srv->loop, &l->backoff,
-					  SHM_ACCEPT_BACKOFF_US,
-					  shm_listener_resume, l);
-			return;
-		}
-		shm_serve(srv, fd, "unix");
+	if (fd < 0) {
+		td_vbd_warn(srv->vbd, "shm: accept: %s: pausing",
+			    strerror(-fd));
+		return;
 	}
+	shm_serve(srv, fd, "unix");
 }
 
 int td_shm_server_listen(struct td_shm_server *srv, const char *path)
 {
-	struct shm_listener *l;
-	struct stat st;
 	int fd, err;
 
 	if (srv->shutting_down)
 		return -ESHUTDOWN;
 	if ((fd = td_sock_bind_unix("shm", path, SHM_SOCKET_MODE)) < 0)
 		return fd;
-	l = calloc(1, sizeof(*l));
-	if (!l || !(l->path = strdup(path))) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	l->srv = srv;
-	l->fd = fd;
-	if (lstat(path, &st) || listen(fd, SHM_LISTEN_BACKLOG) < 0) {
-		err = -errno;
-		goto fail;
-	}
-	l->dev = st.st_dev;
-	l->ino = st.st_ino;
-	err = td_loop_add_fd(srv->loop, &l->fde, fd, EPOLLIN, shm_on_accept, l);
+	err = td_listener_add(&srv->listeners, srv->loop, fd, path,
+			      SHM_LISTEN_BACKLOG, shm_on_accept, srv);
 	if (err)
-		goto fail;
-	TAILQ_INSERT_TAIL(&srv->listeners, l, link);
-	return 0;
-fail:
-	td_err("shm: listen on %s: %s", path, strerror(-err));
-	unlink(path);
-	if (l)
-		free(l->path);
-	free(l);
-	close(fd);
+		td_err("shm: listen on %s: %s", path, strerror(-err));
 	return err;
 }
 
@@ -254,7 +186,7 @@ void td_shm_server_shutdown(struct td_shm_server *srv,
 	if (srv->shutting_down)
 		return;
 	srv->shutting_down = true;
-	shm_close_listeners(srv);
+	td_listener_close_all(&srv->listeners);
 	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
 		next = TAILQ_NEXT(conn, link);
 		if (conn->state == SHM_CONN_HANDSHAKE)
@@ -328,7 +260,7 @@ void td_shm_server_destroy(struct td_shm_server *srv)
 
 	if (!srv)
 		return;
-	shm_close_listeners(srv);
+	td_listener_close_all(&srv->listeners);
 	shm_close_all(srv);
 	/*
 	 * Closed connections wait for deferred calls that may never run

@@ -1363,8 +1363,8 @@ static void test_listen_addresses(void **state)
 	/* TCP on loopback, port chosen by the kernel; a real client. */
 	assert_int_equal(td_nbd_server_listen(e.srv, "tcp:127.0.0.1:0"), 0);
 	{
-		struct nbd_listener *l =
-			TAILQ_LAST(&e.srv->listeners, nbd_listener_list);
+		struct td_listener *l =
+			TAILQ_LAST(&e.srv->listeners, td_listener_list);
 		struct sockaddr_in sin;
 		socklen_t len = sizeof(sin);
 		int one = 0;
@@ -1467,7 +1467,7 @@ static void test_shutdown_stuck_client(void **state)
 static void test_accept_emfile(void **state)
 {
 	char path[128], addr[160];
-	struct nbd_listener *l;
+	struct td_listener *l;
 	struct rlimit old, low;
 	struct env e;
 	uint8_t g[18];
