@@ -396,58 +396,65 @@ static void json_ring(const struct blkif_ring_stats *ring, struct td_json *j)
 	td_json_end_object(j);
 }
 
-static void json_shm(const struct td_report *r, struct td_json *j)
+/* One counter of a frontend's JSON object. */
+struct json_counter {
+	const char *key;
+	uint64_t value;
+};
+#define NR_COUNTERS(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * A frontend's object: its counters in order, then its rings' (shm, Xen;
+ * ring NULL for NBD); null when the process does not serve it.
+ */
+static void json_frontend(struct td_json *j, const char *name, bool present,
+			  const struct json_counter *c, size_t n,
+			  const struct blkif_ring_stats *ring)
 {
-	const struct td_shm_stats *s = &r->shm;
-
-	td_json_begin_object(j, "shm");
-	td_json_u64(j, "clients", s->clients);
-	td_json_u64(j, "rings", s->rings);
-	td_json_u64(j, "clients_total", s->clients_total);
-	td_json_u64(j, "refused", s->refused);
-	td_json_u64(j, "protocol_errors", s->protocol_errors);
-	td_json_u64(j, "kicks", s->kicks);
-	json_ring(&s->ring, j);
-	td_json_end_object(j);
-}
-
-static void json_xen(const struct td_report *r, struct td_json *j)
-{
-	const struct td_xen_stats *s = &r->xen;
-
-	td_json_begin_object(j, "xen");
-	td_json_u64(j, "devices", s->devices);
-	td_json_u64(j, "connects", s->connects);
-	td_json_u64(j, "connect_errors", s->connect_errors);
-	td_json_u64(j, "copy_in_segments", s->copy_in_segs);
-	td_json_u64(j, "copy_out_segments", s->copy_out_segs);
-	td_json_u64(j, "copy_errors", s->copy_errors);
-	json_ring(&s->ring, j);
+	if (!present) {
+		td_json_null(j, name);
+		return;
+	}
+	td_json_begin_object(j, name);
+	for (size_t i = 0; i < n; i++)
+		td_json_u64(j, c[i].key, c[i].value);
+	if (ring)
+		json_ring(ring, j);
 	td_json_end_object(j);
 }
 
 static void json_process(const struct td_report *r, struct td_json *j)
 {
-	if (r->has_nbd) {
-		td_json_begin_object(j, "nbd");
-		td_json_u64(j, "clients", r->nbd.clients);
-		td_json_u64(j, "clients_total", r->nbd.clients_total);
-		td_json_u64(j, "refused", r->nbd.refused);
-		td_json_u64(j, "protocol_errors", r->nbd.protocol_errors);
-		td_json_u64(j, "commands", r->nbd.commands);
-		td_json_u64(j, "error_replies", r->nbd.error_replies);
-		td_json_end_object(j);
-	} else {
-		td_json_null(j, "nbd");
-	}
-	if (r->has_shm)
-		json_shm(r, j);
-	else
-		td_json_null(j, "shm");
-	if (r->has_xen)
-		json_xen(r, j);
-	else
-		td_json_null(j, "xen");
+	const struct json_counter nbd[] = {
+		{"clients", r->nbd.clients},
+		{"clients_total", r->nbd.clients_total},
+		{"refused", r->nbd.refused},
+		{"protocol_errors", r->nbd.protocol_errors},
+		{"commands", r->nbd.commands},
+		{"error_replies", r->nbd.error_replies},
+	};
+	const struct json_counter shm[] = {
+		{"clients", r->shm.clients},
+		{"rings", r->shm.rings},
+		{"clients_total", r->shm.clients_total},
+		{"refused", r->shm.refused},
+		{"protocol_errors", r->shm.protocol_errors},
+		{"kicks", r->shm.kicks},
+	};
+	const struct json_counter xen[] = {
+		{"devices", r->xen.devices},
+		{"connects", r->xen.connects},
+		{"connect_errors", r->xen.connect_errors},
+		{"copy_in_segments", r->xen.copy_in_segs},
+		{"copy_out_segments", r->xen.copy_out_segs},
+		{"copy_errors", r->xen.copy_errors},
+	};
+
+	json_frontend(j, "nbd", r->has_nbd, nbd, NR_COUNTERS(nbd), NULL);
+	json_frontend(j, "shm", r->has_shm, shm, NR_COUNTERS(shm),
+		      &r->shm.ring);
+	json_frontend(j, "xen", r->has_xen, xen, NR_COUNTERS(xen),
+		      &r->xen.ring);
 	td_json_begin_object(j, "cpu_us");
 	td_json_u64(j, "user", r->cpu_user_us);
 	td_json_u64(j, "sys", r->cpu_sys_us);
