@@ -248,25 +248,53 @@ case_tapdisk-xen-bad-frontend() {
 
 # --- a storage driver domain ---------------------------------------------------------
 
-# The driver-domain deployment: a PV storage driver domain (e2e-dd,
-# driver_domain=1, not dom0) runs tapdisk over its own disk (xvda, a loop
-# device dom0's blkback gives it) with --name dd-disk; a PV guest whose xl
-# config names the disk
+
+# Absent from xenstore (status 1 of xenstore-exists, not a crash).
+xs_gone() {
+	xtool xenstore-exists "$1" 2>/dev/null
+	[ $? -eq 1 ]
+}
+
+# What the driver-domain case saw, for a failure: the domains, Xen's free
+# memory, xl's logs, the consoles of the guest and of e2e-dd.
+dd_diagnose() {
+	xtool xl list 2>&1 | sed 's/^/E2E-LOG   xl list: /'
+	xtool xl info 2>/dev/null | grep -E '^(total|free)_memory' | sed 's/^/E2E-LOG   /'
+	tail -6 /var/log/xen/xl-e2e-dd.log 2>/dev/null | sed 's/^/E2E-LOG   xl-e2e-dd: /'
+	tail -10 /var/log/xen/xl-e2e-domu.log 2>/dev/null | sed 's/^/E2E-LOG   xl-e2e-domu: /'
+	grep -a DOMU "$con" 2>/dev/null | tail -6 | sed 's/^/E2E-LOG   guest: /'
+	grep -a 'DD ' "$ddcon" 2>/dev/null | tail -12 | sed 's/^/E2E-LOG   dd: /'
+}
+
+# The driver-domain deployment, and a guest's reboot and destruction on it:
+# a PV storage driver domain (e2e-dd, driver_domain=1, not dom0) runs
+# tapdisk over its own disk (xvda, a loop device dom0's blkback gives it)
+# with --name dd-disk; a PV guest whose xl config names the disk
 #   disk = ['backend=e2e-dd, backendtype=qdisk, vdev=xvda, target=tapstripe:dd-disk']
-# boots, writes 4 MiB through its blkfront with O_DIRECT, reads it back
-# and powers off.  xl in dom0 writes the backend/qdisk nodes in e2e-dd's
-# xenstore tree (no QEMU: the backend is not dom0); the tapdisk in e2e-dd
-# takes them because params names it, serves the ring across two domUs
-# (grant copy, interdomain event channel), and removes the nodes once
-# libxl closes them as the guest is destroyed.  Checked: the guest's
-# pattern read back in the guest, the same bytes in dom0's backing file,
-# tapdisk's log in e2e-dd, the backend nodes gone, no timeout in xl's log.
+# is made with plain xl create.  xl in dom0 writes the backend/qdisk nodes
+# in e2e-dd's xenstore tree (no QEMU: the backend is not dom0); the tapdisk
+# in e2e-dd claims them because params names it and serves the ring across
+# two domUs (grant copy, interdomain event channel).
+#   boot 1   writes 4 MiB with O_DIRECT, reads it back, writes a mark and
+#            reboots (domu-init.sh, e2e_reboot): its blkfront closes the
+#            ring at shutdown, xl destroys the domain and makes it again
+#            with a new domid, so libxl removes the old disk's nodes and
+#            writes new ones; tapdisk removes the old device and claims
+#            the new one
+#   boot 2   finds the mark, reads the 4 MiB back and checks them, waits
+#   xl destroy  of that running guest, whose frontend never closes its
+#            ring: tapdisk drains it and removes the nodes
+# Checked: the guest's checksums on both boots, the same bytes in dom0's
+# backing file, tapdisk's log in e2e-dd (claimed, connected and removed,
+# for each domid), no backend node left, no timeout in xl's log.
 case_tapdisk-xen-driver-domain() {
 	local ddcon=/var/log/xen/console/guest-e2e-dd.log
 	local con=/var/log/xen/console/guest-e2e-domu.log
-	local xllog=/var/log/xen/xl-e2e-domu.log ddid gid be p b
+	local xllog=/var/log/xen/xl-e2e-domu.log ddid gid gid2 root be be2 p e r b
 	[ -f /boot/dd.cpio.gz ] && [ -f /etc/domu.cfg ] ||
 		skip "no driver domain or guest in this initramfs"
+	log "domains before: $(xtool xl list 2>/dev/null | awk 'NR > 1 {printf "%s(%s) ", $1, $3}')" \
+		"Xen free MiB: $(xtool xl info 2>/dev/null | awk '/^free_memory/ {print $3}')"
 	dev=$(loop_disk /tmp/dd.img 16) || fail "losetup"
 	trap 'xl destroy e2e-domu >/dev/null 2>&1; xl destroy e2e-dd >/dev/null 2>&1; losetup -d $dev' EXIT
 	printf '%s\n' 'name="e2e-dd"' 'type="pv"' 'kernel="/boot/vmlinuz"' \
@@ -274,46 +302,88 @@ case_tapdisk-xen-driver-domain() {
 		'memory=256' 'vcpus=1' 'driver_domain=1' \
 		"disk=['format=raw, vdev=xvda, access=rw, target=$dev']" \
 		'on_poweroff="destroy"' 'on_crash="destroy"' >/tmp/dd.cfg
-	sed '/^disk=/d' /etc/domu.cfg >/tmp/guest.cfg
-	echo "disk=['backend=e2e-dd, backendtype=qdisk, vdev=xvda, target=tapstripe:dd-disk']" \
+	sed -e '/^disk=/d' -e '/^extra=/d' /etc/domu.cfg >/tmp/guest.cfg
+	printf '%s\n' 'extra="console=hvc0 e2e_reboot"' 'on_reboot="restart"' \
+		"disk=['backend=e2e-dd, backendtype=qdisk, vdev=xvda, target=tapstripe:dd-disk']" \
 		>>/tmp/guest.cfg
-	xtool xl create /tmp/dd.cfg >/tmp/xl-create-dd.log 2>&1 ||
+	xtool xl create /tmp/dd.cfg >/tmp/xl-create-dd.log 2>&1 || {
+		sed 's/^/E2E-LOG   xl: /' /tmp/xl-create-dd.log | tail -8
+		dd_diagnose
 		fail "xl create of the driver domain: $(tail -1 /tmp/xl-create-dd.log)"
+	}
 	ddid=$(xtool xl domid e2e-dd) || fail "no domid for the driver domain"
+	root=/local/domain/$ddid/backend/qdisk
 	log "driver domain $ddid created"
 	wait_for 150 grep -aq 'DD .*ready: tapdisk' "$ddcon" || {
-		grep -a 'DD ' "$ddcon" 2>/dev/null | tail -8 | sed 's/^/E2E-LOG   dd: /'
+		dd_diagnose
 		fail "the driver domain has no tapdisk after 150 s"
 	}
 	grep -a 'DD \[' "$ddcon" | sed 's/^/E2E-LOG   dd: /'
 	xtool xl create /tmp/guest.cfg >/tmp/xl-create.log 2>&1 || {
 		sed 's/^/E2E-LOG   xl: /' /tmp/xl-create.log | tail -8
+		dd_diagnose
 		fail "xl create of the guest: $(tail -1 /tmp/xl-create.log)"
 	}
 	gid=$(xtool xl domid e2e-domu) || fail "no domid for the guest"
-	be=/local/domain/$ddid/backend/qdisk/$gid/51712
+	be=$root/$gid/51712
 	log "guest $gid created; its disk: $be"
-	wait_for 120 domu_gone "$gid" || {
-		tail -5 "$con" | sed 's/^/E2E-LOG   guest: /'
-		grep -a 'DD tapdisk:' "$ddcon" | tail -8 | sed 's/^/E2E-LOG   dd: /'
-		fail "the guest still runs after 120 s"
+	# Boot 1: the pattern, the mark, the reboot.
+	wait_for 150 grep -aq 'DOMU .*\(rebooting\|done\)' "$con" || {
+		dd_diagnose
+		fail "the guest's first boot did not reboot within 150 s"
 	}
-	log "guest $gid gone"
-	grep -a DOMU "$con" | tail -4 | sed 's/^/E2E-LOG   guest: /'
+	p=$(grep -a -o 'md5 pattern=[0-9a-f]*' "$con" | tail -1 | cut -d= -f2)
+	[ -n "$p" ] || {
+		dd_diagnose
+		fail "the guest wrote nothing on its first boot"
+	}
+	grep -aq "md5 pattern=$p readback=$p" "$con" ||
+		fail "the guest did not read back its pattern on its first boot"
+	grep -aq 'DOMU .*rebooting' "$con" ||
+		fail "the guest did not reboot: $(grep -a DOMU "$con" | tail -1)"
+	log "guest $gid wrote its pattern and rebooted"
+	# Boot 2: a new domain of the same name, the same disk.
+	wait_for 180 grep -aq 'DOMU .*after reboot: md5' "$con" || {
+		dd_diagnose
+		fail "the rebooted guest did not check its disk within 180 s"
+	}
+	gid2=$(xtool xl domid e2e-domu) || fail "no domid for the rebooted guest"
+	[ "$gid2" != "$gid" ] || fail "the guest kept domid $gid: not restarted by xl?"
+	be2=$root/$gid2/51712
+	log "guest restarted as $gid2; its disk: $be2"
+	e=$(grep -a -o 'after reboot: md5 expected=[0-9a-f]*' "$con" | tail -1 | cut -d= -f2)
+	r=$(grep -a -o 'after reboot: md5 expected=[0-9a-f]* readback=[0-9a-f]*' "$con" |
+		tail -1 | sed 's/.*readback=//')
+	[ "$e" = "$p" ] || fail "the rebooted guest's mark names $e, not the pattern $p"
+	[ "$r" = "$p" ] || fail "after the reboot the guest read $r, not its pattern $p"
+	wait_for 15 xs_gone "$be" || {
+		dd_diagnose
+		fail "$be (the first boot's disk) is still there after the reboot"
+	}
+	# Destroyed while its ring is connected: no frontend to close it.
+	xtool xl destroy e2e-domu >/tmp/xl-destroy.log 2>&1 ||
+		fail "xl destroy of the guest: $(tail -1 /tmp/xl-destroy.log)"
+	wait_for 60 domu_gone "$gid2" || fail "guest $gid2 still there 60 s after xl destroy"
+	log "guest $gid2 destroyed"
+	wait_for 15 xs_gone "$be2" || {
+		dd_diagnose
+		fail "$be2 is still there after the guest was destroyed"
+	}
 	grep -a 'DD tapdisk:' "$ddcon" | grep -E 'serving|connected|closed|removing|err' |
 		sed 's/^/E2E-LOG   dd: /'
-	p=$(grep -a -o 'md5 pattern=[0-9a-f]*' "$con" | tail -1 | cut -d= -f2)
-	[ -n "$p" ] || fail "the guest wrote nothing (its console is above)"
-	grep -aq "md5 pattern=$p readback=$p" "$con" ||
-		fail "the guest did not read back its pattern"
-	grep -aq "DD tapdisk:.*$be.*params names this tapdisk" "$ddcon" ||
-		fail "the tapdisk in the driver domain did not take $be"
-	grep -aq "DD tapdisk:.*connected, ring order" "$ddcon" ||
-		fail "no ring connected in the driver domain"
-	wait_for 15 sh -c "xenstore-exists $be 2>/dev/null; [ \$? -eq 1 ]" ||
-		fail "$be is still there after the guest died"
-	grep -aq "DD tapdisk:.*$be: closed; removing it" "$ddcon" ||
-		fail "the tapdisk in the driver domain did not remove $be"
+	for b in "$be" "$be2"; do
+		grep -aq "DD tapdisk:.*$b.*params names this tapdisk" "$ddcon" ||
+			fail "the tapdisk in the driver domain did not take $b"
+		grep -aq "DD tapdisk:.*$b: closed; removing it" "$ddcon" ||
+			fail "the tapdisk in the driver domain did not remove $b"
+	done
+	for b in "$gid" "$gid2"; do
+		grep -aq "DD tapdisk:.*/local/domain/$b/device/vbd/51712: connected, ring order" "$ddcon" ||
+			fail "no ring of guest $b connected in the driver domain"
+	done
+	# No device left behind in the driver domain's tree.
+	b=$(xtool xenstore-ls -f "$root" 2>/dev/null | grep -c '/51712/state ')
+	[ "$b" = 0 ] || fail "$b qdisk devices left under $root"
 	! grep -aq 'timed out' "$xllog" 2>/dev/null ||
 		fail "xl: $(grep -a 'timed out' "$xllog" | tail -1)"
 	! grep -aq 'DD tapdisk:.* err ' "$ddcon" ||
@@ -322,5 +392,5 @@ case_tapdisk-xen-driver-domain() {
 	b=$(head -c 4194304 /tmp/dd.img | md5sum | cut -c1-32)
 	[ "$p" = "$b" ] || fail "dom0's backing file lacks the guest's pattern"
 	trap 'losetup -d $dev' EXIT
-	detail "driver domain $ddid's tapdisk served guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and read back in the guest, found in dom0's backing file; backend nodes removed on the guest's death"
+	detail "driver domain $ddid's tapdisk served guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and checked, found in dom0's backing file; guest rebooted as $gid2 (old device removed, new one claimed, pattern read back), then destroyed: no backend node left"
 }

@@ -3,6 +3,14 @@
 # of random data to xvda with O_DIRECT, read it back, print the checksums
 # on the console ("DOMU ..." lines, in dom0's console log: dom0 checks
 # the backing file against them), power off.
+#
+# With e2e_reboot on the kernel command line (tapdisk-xen-driver-domain),
+# the guest reboots instead, and its next boot checks the disk: the first
+# boot writes the pattern and then, in the 4 KiB block at 4 MiB, a mark
+# holding the pattern's md5, and reboots (xl restarts the domain: a new
+# domid, new backend nodes); a boot that finds the mark reads the 4 MiB
+# back, prints "after reboot: md5 expected=X readback=Y" and waits for
+# dom0 to destroy it.
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -15,14 +23,40 @@ while [ ! -b /dev/xvda ] && [ $i -lt 60 ]; do
 	sleep 0.5
 	i=$((i + 1))
 done
-if [ -b /dev/xvda ]; then
+reboot_test=
+grep -q e2e_reboot /proc/cmdline && reboot_test=1
+MARK_BLOCK=1024 # 4 KiB blocks: the mark lives at 4 MiB
+if [ ! -b /dev/xvda ]; then
+	say "no /dev/xvda"
+elif [ -n "$reboot_test" ] &&
+	dd if=/dev/xvda of=/mark bs=4096 skip=$MARK_BLOCK count=1 iflag=direct 2>/dev/null &&
+	expect=$(head -c 64 /mark | grep -o '^E2E-REBOOT-MARK [0-9a-f]*' | cut -d' ' -f2) &&
+	[ -n "$expect" ]; then
+	say "xvda: $(cat /sys/block/xvda/size) sectors; the mark of the boot before is there"
+	dd if=/dev/xvda of=/readback bs=1M count=4 iflag=direct 2>/dev/null || say "read failed"
+	say "after reboot: md5 expected=$expect readback=$(md5sum </readback | cut -c1-32)"
+	say "waiting to be destroyed"
+	while :; do
+		sleep 3600
+	done
+else
 	say "xvda: $(cat /sys/block/xvda/size) sectors"
 	dd if=/dev/urandom of=/pattern bs=1M count=4 2>/dev/null
 	dd if=/pattern of=/dev/xvda bs=1M oflag=direct 2>/dev/null || say "write failed"
 	dd if=/dev/xvda of=/readback bs=1M count=4 iflag=direct 2>/dev/null || say "read failed"
-	say "md5 pattern=$(md5sum </pattern | cut -c1-32) readback=$(md5sum </readback | cut -c1-32)"
-else
-	say "no /dev/xvda"
+	p=$(md5sum </pattern | cut -c1-32)
+	say "md5 pattern=$p readback=$(md5sum </readback | cut -c1-32)"
+	if [ -n "$reboot_test" ]; then
+		{
+			echo "E2E-REBOOT-MARK $p"
+			dd if=/dev/zero bs=4096 count=1 2>/dev/null
+		} | head -c 4096 >/mark
+		dd if=/mark of=/dev/xvda bs=4096 seek=$MARK_BLOCK count=1 oflag=direct \
+			2>/dev/null || say "writing the mark failed"
+		say "rebooting"
+		sync
+		reboot -f
+	fi
 fi
 say "done"
 sync

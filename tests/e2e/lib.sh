@@ -258,7 +258,7 @@ e2e_rootfs_domu() {
 	mkdir -p "$d"/{bin,dev,proc,sys} "$R/boot"
 	cp "$E2E_ROOT/bin/busybox" "$d/bin/"
 	for a in sh mount cat cut ls sleep dd md5sum insmod echo sync poweroff \
-		uname; do
+		uname head grep reboot; do
 		ln -s busybox "$d/bin/$a"
 	done
 	cp "$E2E_ROOT/lib/modules/$kver/kernel/drivers/block/xen-blkfront.ko" "$d/"
