@@ -149,7 +149,8 @@ static int status_text(char *buf, size_t size)
 	int n;
 
 	pthread_mutex_lock(&fs.lock);
-	n = snprintf(buf, size, "read_errors %" PRIu64 "\nwrite_errors %" PRIu64 "\n",
+	n = snprintf(buf, size,
+		     "read_errors %" PRIu64 "\nwrite_errors %" PRIu64 "\n",
 		     fs.read_errors, fs.write_errors);
 	for (unsigned i = 0; i < fs.nr_rules && n < (int)size; i++)
 		n += snprintf(buf + n, size - n, "%s %" PRIu64 " %" PRIu64 "\n",
@@ -206,7 +207,9 @@ static int command(const char *cmd)
 	}
 	pthread_mutex_unlock(&fs.lock);
 	if (ret)
-		fprintf(stderr, "failfs: bad command '%s' (read|write START LENGTH, clear; at most %d rules)\n",
+		fprintf(stderr,
+			"failfs: bad command '%s' (read|write START LENGTH, "
+			"clear; at most %d rules)\n",
 			cmd, MAX_RULES);
 	return ret;
 }
@@ -254,7 +257,8 @@ static const struct fuse_operations ops = {
 int main(int argc, char **argv)
 {
 	if (argc < 3 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: failfs IMAGE MOUNTPOINT [-f] [-o OPTIONS]\n");
+		fprintf(stderr,
+			"usage: failfs IMAGE MOUNTPOINT [-f] [-o OPTIONS]\n");
 		return 2;
 	}
 	fs.fd = open(argv[1], O_RDWR);
