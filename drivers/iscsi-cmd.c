@@ -296,23 +296,121 @@ static struct scsi_task *cmd_zeroes_task(struct iscsi_conn *c,
 	}
 }
 
-static struct scsi_task *cmd_new_task(struct iscsi_conn *c,
-				      struct iscsi_cmd *cmd)
+/* Blocks per piece of a READ/WRITE above the maximum (see the header). */
+static uint32_t cmd_piece_limit(const struct iscsi_conn *c)
+{
+	uint32_t max = c->max_xfer_blocks, opt = c->opt_xfer_blocks;
+
+	if (max && opt && opt <= max)
+		max -= max % opt; /* whole optimal lengths */
+	return max;
+}
+
+/* Drop the last cut bytes of the piece's entries. */
+static void cmd_piece_trim(struct iscsi_cmd *cmd, uint64_t cut)
+{
+	while (cut && cmd->piece_iovcnt) {
+		struct iovec *last = &cmd->piece_iov[cmd->piece_iovcnt - 1];
+
+		if (last->iov_len > cut) {
+			last->iov_len -= cut;
+			return;
+		}
+		cut -= last->iov_len;
+		cmd->piece_iovcnt--;
+	}
+}
+
+/*
+ * Build the next piece of a READ/WRITE: from block cmd->piece_done, at
+ * most limit blocks and ISCSI_CONN_PIECE_IOV entries of cmd->iov, ending on
+ * a block boundary.  Returns its blocks (0: the entries are too small for
+ * one block in ISCSI_CONN_PIECE_IOV of them).
+ */
+static uint32_t cmd_piece(const struct iscsi_conn *c, struct iscsi_cmd *cmd,
+			  uint32_t limit)
+{
+	uint32_t left = cmd->nr_blocks - cmd->piece_done;
+	uint64_t skip = (uint64_t)cmd->piece_done * c->block_size;
+	uint64_t want = (uint64_t)(left < limit ? left : limit) * c->block_size;
+	uint64_t got = 0;
+	int i = 0;
+
+	while (i < cmd->iovcnt && skip >= cmd->iov[i].iov_len)
+		skip -= cmd->iov[i++].iov_len;
+	cmd->piece_iovcnt = 0;
+	for (; i < cmd->iovcnt && got < want &&
+	       cmd->piece_iovcnt < ISCSI_CONN_PIECE_IOV;
+	     i++, skip = 0) {
+		uint64_t len = cmd->iov[i].iov_len - skip;
+
+		len = len < want - got ? len : want - got;
+		cmd->piece_iov[cmd->piece_iovcnt].iov_base =
+			(char *)cmd->iov[i].iov_base + skip;
+		cmd->piece_iov[cmd->piece_iovcnt++].iov_len = (size_t)len;
+		got += len;
+	}
+	cmd_piece_trim(cmd, got % c->block_size);
+	cmd->piece_blocks = (uint32_t)(got / c->block_size);
+	return cmd->piece_blocks;
+}
+
+static struct scsi_task *cmd_rw_task(struct iscsi_conn *c,
+				     struct iscsi_cmd *cmd)
 {
 	/* struct scsi_iovec is struct iovec by libiscsi's promise. */
 	struct scsi_iovec *iov = (struct scsi_iovec *)cmd->iov;
-	uint32_t bytes = cmd->nr_blocks * c->block_size;
+	uint32_t limit = cmd_piece_limit(c), blocks = cmd->nr_blocks;
+	uint64_t lba = cmd->lba;
+	int iovcnt = cmd->iovcnt;
+
+	cmd->piece_blocks = 0;
+	if (c->max_xfer_blocks && cmd->nr_blocks > c->max_xfer_blocks) {
+		if (!(blocks = cmd_piece(c, cmd, limit))) {
+			conn_set_error(c,
+				       "cannot cut a command into pieces of "
+				       "%u blocks: its iovec entries are too "
+				       "small",
+				       limit);
+			return NULL;
+		}
+		iov = (struct scsi_iovec *)cmd->piece_iov;
+		iovcnt = cmd->piece_iovcnt;
+		lba += cmd->piece_done;
+	}
+	if (cmd->op == ISCSI_CMD_READ)
+		return iscsi_read16_iov_task(c->ctx, c->lun, lba,
+					     blocks * c->block_size,
+					     c->block_size, 0, 0, 0, 0, 0,
+					     cmd_task_cb, cmd, iov, iovcnt);
+	return iscsi_write16_iov_task(c->ctx, c->lun, lba, NULL,
+				      blocks * c->block_size, c->block_size, 0,
+				      0, cmd->fua, 0, 0, cmd_task_cb, cmd, iov,
+				      iovcnt);
+}
+
+/* After a piece succeeded: true when the command has more. */
+static bool cmd_piece_next(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+{
+	if (!cmd->piece_blocks)
+		return false;
+	cmd->piece_done += cmd->piece_blocks;
+	cmd->piece_blocks = 0;
+	if (cmd->piece_done < cmd->nr_blocks)
+		return true;
+	c->stats.splits++;
+	return false;
+}
+
+static struct scsi_task *cmd_new_task(struct iscsi_conn *c,
+				      struct iscsi_cmd *cmd)
+{
 	struct unmap_list range = {.lba = cmd->lba, .num = cmd->nr_blocks};
 
 	switch (cmd->op) {
 	case ISCSI_CMD_READ:
-		return iscsi_read16_iov_task(
-			c->ctx, c->lun, cmd->lba, bytes, c->block_size, 0, 0, 0,
-			0, 0, cmd_task_cb, cmd, iov, cmd->iovcnt);
 	case ISCSI_CMD_WRITE:
-		return iscsi_write16_iov_task(
-			c->ctx, c->lun, cmd->lba, NULL, bytes, c->block_size, 0,
-			0, cmd->fua, 0, 0, cmd_task_cb, cmd, iov, cmd->iovcnt);
+		return cmd_rw_task(c, cmd);
 	case ISCSI_CMD_SYNC:
 		return iscsi_synchronizecache16_task(c->ctx, c->lun, 0, 0, 0, 0,
 						     cmd_task_cb, cmd);
@@ -509,6 +607,8 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 	} else if (!err && cmd->op == ISCSI_CMD_WRITE_ZEROES &&
 		   cmd_zeroes_next(c, cmd)) {
 		cmd_requeue(c, cmd);
+	} else if (!err && cmd_piece_next(c, cmd)) {
+		cmd_requeue(c, cmd); /* the next piece, before anything else */
 	} else {
 		cmd_finish(c, cmd, err);
 	}
@@ -526,6 +626,7 @@ void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	cmd->deadline_ns = now + c->cmd_timeout_ms * 1000000ull;
 	cmd->retries = 0;
 	cmd->zeroed = 0;
+	cmd->piece_done = cmd->piece_blocks = 0;
 	cmd->step = ISCSI_STEP_MAIN;
 	cmd->result = 0;
 	cmd->expired = false;

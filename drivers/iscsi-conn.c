@@ -255,10 +255,11 @@ static void conn_become_up(struct iscsi_conn *c)
 	c->ever_up = true;
 	conn_info(c,
 		  "%s %s lun %u up: %llu blocks of %u bytes, unmap %s, "
-		  "write same unmap %s",
+		  "write same unmap %s, transfer length max %u opt %u blocks",
 		  c->portal, c->target, c->lun,
 		  (unsigned long long)c->nr_blocks, c->block_size,
-		  c->lbpu ? "yes" : "no", c->lbpws && c->lbprz ? "yes" : "no");
+		  c->lbpu ? "yes" : "no", c->lbpws && c->lbprz ? "yes" : "no",
+		  c->max_xfer_blocks, c->opt_xfer_blocks);
 }
 
 /* Drop a session that was UP and start again at once (see the header). */
@@ -501,6 +502,16 @@ uint64_t iscsi_conn_nr_blocks(const struct iscsi_conn *c)
 	return c->ever_up ? c->nr_blocks : 0;
 }
 
+uint32_t iscsi_conn_max_transfer_blocks(const struct iscsi_conn *c)
+{
+	return c->ever_up ? c->max_xfer_blocks : 0;
+}
+
+uint32_t iscsi_conn_opt_transfer_blocks(const struct iscsi_conn *c)
+{
+	return c->ever_up ? c->opt_xfer_blocks : 0;
+}
+
 bool iscsi_conn_can_unmap(const struct iscsi_conn *c)
 {
 	return c->ever_up && c->lbpu;
@@ -535,6 +546,10 @@ void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
 	td_json_u64(j, "block_size_bytes", iscsi_conn_block_size(c));
 	td_json_u64(j, "size_blocks", iscsi_conn_nr_blocks(c));
 	td_json_bool(j, "unmap", iscsi_conn_can_unmap(c));
+	td_json_u64(j, "max_transfer_blocks",
+		    iscsi_conn_max_transfer_blocks(c));
+	td_json_u64(j, "opt_transfer_blocks",
+		    iscsi_conn_opt_transfer_blocks(c));
 	td_json_u64(j, "queue_depth", c->queue_depth);
 	td_json_u64(j, "reads", st.reads);
 	td_json_u64(j, "writes", st.writes);
@@ -548,6 +563,7 @@ void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
 	td_json_u64(j, "reissued", st.reissued);
 	td_json_u64(j, "reconnects", st.reconnects);
 	td_json_u64(j, "login_failures", st.login_failures);
+	td_json_u64(j, "splits", st.splits);
 	td_json_u64(j, "in_flight", st.in_flight);
 	td_json_u64(j, "queued", st.queued);
 	td_json_u64(j, "max_in_flight", st.max_in_flight);

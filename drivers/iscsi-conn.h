@@ -14,8 +14,11 @@
  *   CONNECTING  iscsi_conn_create starts the TCP connect and login
  *               (iscsi_connect_async, iscsi_login_async), then READ
  *               CAPACITY(16) (retried over UNIT ATTENTIONs) for the
- *               block size and size, and asks the Logical Block
- *               Provisioning VPD page whether UNMAP is supported.  Commands
+ *               block size and size, asks the Logical Block
+ *               Provisioning VPD page whether UNMAP is supported, and
+ *               reads the Block Limits VPD page (0xB0) for the LUN's
+ *               MAXIMUM and OPTIMAL TRANSFER LENGTH (a LUN without the
+ *               page has no limit).  Commands
  *               submitted meanwhile are queued.  A failed attempt is
  *               retried after a back-off (cfg.login_backoff_ms, doubling,
  *               at most cfg.login_retries extra attempts).  An attempt
@@ -77,6 +80,16 @@
  *   parameter data are ignored (tgt reports the whole UNMAP list as
  *   residual after doing the unmap).
  *
+ *   A READ or WRITE longer than the LUN's MAXIMUM TRANSFER LENGTH is
+ *   carried out as several READ(16)/WRITE(16), one after the other, each
+ *   at most that long and, when the LUN states an OPTIMAL TRANSFER LENGTH
+ *   not above the maximum, a whole number of optimal lengths; each piece
+ *   also takes at most ISCSI_CONN_PIECE_IOV iovec entries (a piece ends
+ *   early, on a block boundary, where the caller's entries are small).
+ *   The command keeps one deadline for all its pieces; a failed piece
+ *   fails the command (pieces already written stay written, as with any
+ *   failed WRITE).  Commands within the limit are sent whole.
+ *
  *   Commands are checked when they are issued (the block size is known
  *   only then): a READ/WRITE whose iovecs do not add up to nr_blocks
  *   blocks, more than ISCSI_CONN_MAX_IOV entries, more than 4 GiB - 1
@@ -116,6 +129,7 @@
 #define ISCSI_CONN_MAX_IOV		    1024 /* entries per READ/WRITE */
 #define ISCSI_CONN_BUSY_PAUSE_MS	    10
 #define ISCSI_CONN_ZERO_CHUNK_BYTES	    (256u << 10)
+#define ISCSI_CONN_PIECE_IOV		    64 /* iovec entries per piece */
 
 struct iscsi_conn_cfg {
 	const char *portal; /* "host:port" (":3260" when no port) */
@@ -179,7 +193,11 @@ struct iscsi_cmd {
 	uint64_t deadline_ns;
 	uint64_t start_ns;
 	uint32_t retries;
-	uint32_t zeroed; /* WRITE_ZEROES by WRITE(16): blocks done */
+	uint32_t zeroed;       /* WRITE_ZEROES by WRITE(16): blocks done */
+	uint32_t piece_done;   /* split READ/WRITE: blocks done */
+	uint32_t piece_blocks; /* split READ/WRITE: the piece issued */
+	int piece_iovcnt;
+	struct iovec piece_iov[ISCSI_CONN_PIECE_IOV];
 	int state;
 	int step; /* WRITE_ZEROES: how it is being carried out */
 	int result;
@@ -197,6 +215,7 @@ struct iscsi_conn_stats {
 	uint64_t reissued;   /* commands issued again after a reconnect */
 	uint64_t reconnects; /* sessions re-established */
 	uint64_t login_failures;
+	uint64_t splits; /* READ/WRITE done in pieces (the LUN's limit) */
 	uint32_t in_flight, queued, max_in_flight; /* max: since create */
 	uint64_t latency_sum_us; /* over completed READ/WRITE commands */
 	uint64_t latency_max_us;
@@ -230,6 +249,9 @@ enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c);
 uint32_t iscsi_conn_block_size(const struct iscsi_conn *c);
 uint64_t iscsi_conn_nr_blocks(const struct iscsi_conn *c);
 bool iscsi_conn_can_unmap(const struct iscsi_conn *c);
+/* The Block Limits page's transfer lengths once UP, in blocks: 0 = none. */
+uint32_t iscsi_conn_max_transfer_blocks(const struct iscsi_conn *c);
+uint32_t iscsi_conn_opt_transfer_blocks(const struct iscsi_conn *c);
 
 /* The last error as text ("" if none), for messages. */
 const char *iscsi_conn_error(const struct iscsi_conn *c);

@@ -73,8 +73,10 @@ struct iscsi_conn {
 	uint32_t block_size;
 	uint64_t nr_blocks;
 	bool lbpme, lbpu, lbpws, lbprz;
-	bool no_write_same; /* the server refused WRITE SAME once */
-	void *zero_buf;	    /* ISCSI_CONN_ZERO_CHUNK_BYTES of zeroes */
+	bool no_write_same;	  /* the server refused WRITE SAME once */
+	uint32_t max_xfer_blocks; /* Block Limits VPD: 0 = no limit */
+	uint32_t opt_xfer_blocks; /* 0 = none stated */
+	void *zero_buf;		  /* ISCSI_CONN_ZERO_CHUNK_BYTES of zeroes */
 
 	struct iscsi_cmd_list waiting;	 /* FIFO, reissued ones first */
 	struct iscsi_cmd_list in_flight; /* issued on ctx */

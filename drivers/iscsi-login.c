@@ -4,7 +4,8 @@
  * the LUN: READ CAPACITY(16) for the block size and size (retried over the
  * UNIT ATTENTIONs of a fresh session) and, when the LUN has logical block
  * provisioning, the Logical Block Provisioning VPD page for UNMAP and
- * WRITE SAME with UNMAP.  The callbacks run inside iscsi_service(); they
+ * WRITE SAME with UNMAP, then the Block Limits VPD page (0xB0) for the
+ * transfer lengths.  The callbacks run inside iscsi_service(); they
  * only set c->logged_in, c->probed or c->attempt_err (with the error
  * text), which conn_settle() in iscsi-conn.c acts on.
  */
@@ -13,6 +14,52 @@
 #include <errno.h>
 
 #include "drivers/iscsi-int.h"
+
+/* Not fatal: a LUN without the page (or a bad one) has no limit. */
+static void login_take_limits(struct iscsi_conn *c, int status,
+			      struct scsi_task *task)
+{
+	struct scsi_inquiry_block_limits *bl;
+
+	c->max_xfer_blocks = c->opt_xfer_blocks = 0;
+	if (status != SCSI_STATUS_GOOD || !(bl = scsi_datain_unmarshall(task)))
+		return;
+	c->max_xfer_blocks = bl->max_xfer_len;
+	/* SBC: OPTIMAL is at most MAXIMUM; a target that says otherwise is
+	 * not believed. */
+	if (!c->max_xfer_blocks || bl->opt_xfer_len <= c->max_xfer_blocks)
+		c->opt_xfer_blocks = bl->opt_xfer_len;
+}
+
+static void login_bl_cb(struct iscsi_context *ctx, int status, void *data,
+			void *opaque)
+{
+	struct iscsi_conn *c = opaque;
+	struct scsi_task *task = data;
+
+	if (status == SCSI_STATUS_CANCELLED || c->dropping) {
+		if (!c->dropping && !c->attempt_err) {
+			conn_set_error(c, "session lost during the probe");
+			c->attempt_err = true;
+		}
+		scsi_free_scsi_task(task);
+		return;
+	}
+	login_take_limits(c, status, task);
+	scsi_free_scsi_task(task);
+	c->probed = true;
+}
+
+/* The last step of the probe: the Block Limits page. */
+static void login_limits(struct iscsi_conn *c)
+{
+	if (!iscsi_inquiry_task(c->ctx, c->lun, 1,
+				SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS, 255,
+				login_bl_cb, c)) {
+		conn_set_error(c, "INQUIRY: %s", iscsi_get_error(c->ctx));
+		c->attempt_err = true;
+	}
+}
 
 static void login_lbp_cb(struct iscsi_context *ctx, int status, void *data,
 			 void *opaque)
@@ -38,7 +85,7 @@ static void login_lbp_cb(struct iscsi_context *ctx, int status, void *data,
 		c->lbprz = c->lbprz || lbp->lbprz;
 	}
 	scsi_free_scsi_task(task);
-	c->probed = true;
+	login_limits(c);
 }
 
 static int login_take_capacity(struct iscsi_conn *c, struct scsi_task *task)
@@ -119,7 +166,7 @@ static void login_rc16_cb(struct iscsi_context *ctx, int status, void *data,
 	}
 	if (!c->lbpme) {
 		c->lbpu = c->lbpws = false;
-		c->probed = true;
+		login_limits(c);
 		return;
 	}
 	if (!iscsi_inquiry_task(

@@ -134,8 +134,9 @@ static int iscsiadm_failed(const char *what, const struct stripe_map_server *ms,
 		       "'modprobe iscsi_tcp' (a kernel without it cannot "
 		       "use kernel sessions; keep tapdisk's own iSCSI)";
 	else if (strstr(out, "iSCSI daemon") || strstr(out, "iscsid"))
-		hint = "\n  iscsid is not running: start it (systemctl start "
-		       "iscsid, or iscsid)";
+		hint = "\n  iscsid is not running, or refused the request (its "
+		       "log says why): start it (systemctl start iscsid, or "
+		       "iscsid)";
 	else if (strstr(out, "authoriz") || strstr(out, "authentica"))
 		hint = "\n  the target refused the login: check the CHAP "
 		       "credentials of the map and the target's ACL";

@@ -30,7 +30,7 @@
 
 /* --- a fake libiscsi ------------------------------------------------------ */
 
-enum fake_kind { K_RC16, K_LBP, K_READ, K_WRITE, K_SYNC, K_UNMAP, K_WS };
+enum fake_kind { K_RC16, K_LBP, K_BL, K_READ, K_WRITE, K_SYNC, K_UNMAP, K_WS };
 
 #define FAKE_MAX_TASKS 64
 
@@ -43,6 +43,8 @@ struct fake_task {
 	uint64_t lba;
 	uint32_t len; /* bytes or blocks, as the call took them */
 	int fua, unmap;
+	struct scsi_iovec *iov; /* READ/WRITE: the entries it was given */
+	int niov;
 	bool answered;
 };
 
@@ -65,6 +67,8 @@ static struct {
 	uint32_t block_size;
 	uint64_t nr_blocks;
 	bool lbpme, lbpu, lbpws, lbprz;
+	uint32_t max_xfer, opt_xfer; /* the Block Limits page */
+	bool no_block_limits;	     /* the page is refused */
 	int contexts, destroyed;
 	struct iscsi_context *ctx; /* the newest */
 	/* Completions to deliver at the next service, in order. */
@@ -77,6 +81,7 @@ static struct {
 
 static struct scsi_readcapacity16 fake_rc;
 static struct scsi_inquiry_logical_block_provisioning fake_lbp;
+static struct scsi_inquiry_block_limits fake_bl;
 
 static void fake_poke(struct iscsi_context *ctx)
 {
@@ -296,6 +301,11 @@ void *scsi_datain_unmarshall(struct scsi_task *task)
 		fake_rc.lbprz = fake.lbprz;
 		return &fake_rc;
 	}
+	if (t->kind == K_BL) {
+		fake_bl.max_xfer_len = fake.max_xfer;
+		fake_bl.opt_xfer_len = fake.opt_xfer;
+		return &fake_bl;
+	}
 	fake_lbp.lbpu = fake.lbpu;
 	fake_lbp.lbpws = fake.lbpws;
 	return &fake_lbp;
@@ -321,10 +331,16 @@ struct scsi_task *iscsi_inquiry_task(struct iscsi_context *ctx, int lun,
 				     int evpd, int page_code, int maxsize,
 				     iscsi_command_cb cb, void *priv)
 {
-	struct fake_task *t = fake_task(ctx, K_LBP, cb, priv);
+	bool bl = page_code == SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS;
+	struct fake_task *t = fake_task(ctx, bl ? K_BL : K_LBP, cb, priv);
 
-	if (fake.auto_probe)
+	if (bl && fake.no_block_limits) {
+		t->task.sense.key = SCSI_SENSE_ILLEGAL_REQUEST;
+		t->task.sense.ascq = SCSI_SENSE_ASCQ_INVALID_FIELD_IN_CDB;
+		fake_due(t, SCSI_STATUS_CHECK_CONDITION);
+	} else if (fake.auto_probe) {
 		fake_due(t, SCSI_STATUS_GOOD);
+	}
 	return &t->task;
 }
 
@@ -339,6 +355,8 @@ struct scsi_task *iscsi_read16_iov_task(struct iscsi_context *ctx, int lun,
 
 	t->lba = lba;
 	t->len = datalen;
+	t->iov = iov;
+	t->niov = niov;
 	return &t->task;
 }
 
@@ -355,6 +373,8 @@ struct scsi_task *iscsi_write16_iov_task(struct iscsi_context *ctx, int lun,
 	t->lba = lba;
 	t->len = datalen;
 	t->fua = fua;
+	t->iov = iov;
+	t->niov = niov;
 	return &t->task;
 }
 
@@ -807,6 +827,197 @@ static void test_unmap_and_zeroes(void **state)
 	iscsi_conn_destroy(c);
 }
 
+/* --- the Block Limits page: commands above MAXIMUM TRANSFER LENGTH ------- */
+
+/* One piece as the target must see it, written out by hand. */
+struct piece_row {
+	uint64_t lba;
+	uint32_t bytes;
+	int niov;
+	size_t first_off,
+		first_len;	   /* its first entry: offset in buf, length */
+	size_t last_off, last_len; /* its last entry */
+};
+
+/* Answer tc[i]'s pieces in turn, checking each against rows. */
+static void check_pieces(int i, enum fake_kind kind, const uint8_t *buf,
+			 const struct piece_row *rows, int nr_rows)
+{
+	for (int n = 0; n < nr_rows; n++) {
+		const struct piece_row *row = &rows[n];
+		struct fake_task *t = task_of(i);
+
+		assert_non_null(t);
+		assert_int_equal(fake.ctx->nr_tasks, 1); /* one at a time */
+		assert_int_equal(t->kind, kind);
+		assert_int_equal(t->lba, row->lba);
+		assert_int_equal(t->len, row->bytes);
+		assert_int_equal(t->niov, row->niov);
+		assert_ptr_equal(t->iov[0].iov_base, buf + row->first_off);
+		assert_int_equal(t->iov[0].iov_len, row->first_len);
+		assert_ptr_equal(t->iov[t->niov - 1].iov_base,
+				 buf + row->last_off);
+		assert_int_equal(t->iov[t->niov - 1].iov_len, row->last_len);
+		assert_int_equal(tc[i].calls, 0);
+		fake_due(t, SCSI_STATUS_GOOD);
+		run(20, n == nr_rows - 1 ? i : -1);
+	}
+	assert_int_equal(tc[i].calls, 1);
+	assert_int_equal(tc[i].err, 0);
+}
+
+/*
+ * MAXIMUM 6 blocks, OPTIMAL 4: pieces of 4 blocks (the largest whole
+ * number of optimal lengths within the maximum).  prep's iovec is 100
+ * bytes, then the rest.
+ */
+static void test_block_limits_split(void **state)
+{
+	static const struct piece_row w16[] = {
+		{0, 2048, 2, 0, 100, 100, 1948},
+		{4, 2048, 1, 2048, 2048, 2048, 2048},
+		{8, 2048, 1, 4096, 2048, 4096, 2048},
+		{12, 2048, 1, 6144, 2048, 6144, 2048},
+	};
+	static const struct piece_row r9[] = {
+		{100, 2048, 2, 0, 100, 100, 1948},
+		{104, 2048, 1, 2048, 2048, 2048, 2048},
+		{108, 512, 1, 4096, 512, 4096, 512},
+	};
+	struct iscsi_conn_stats st;
+	struct iscsi_conn *c;
+	struct fake_task *t;
+
+	fake.max_xfer = 6;
+	fake.opt_xfer = 4;
+	c = up_conn(8, 10000);
+	assert_int_equal(iscsi_conn_max_transfer_blocks(c), 6);
+	assert_int_equal(iscsi_conn_opt_transfer_blocks(c), 4);
+
+	prep(0, ISCSI_CMD_WRITE, 0, 16);
+	tc[0].cmd.fua = true;
+	sub(c, 0);
+	check_pieces(0, K_WRITE, tc[0].buf, w16, 4);
+	prep(1, ISCSI_CMD_READ, 100, 9);
+	sub(c, 1);
+	check_pieces(1, K_READ, tc[1].buf, r9, 3);
+
+	/* Within the maximum (6 > 4 blocks, the optimal): sent whole. */
+	prep(2, ISCSI_CMD_WRITE, 40, 6);
+	sub(c, 2);
+	t = task_of(2);
+	assert_int_equal(t->len, 6 * 512);
+	assert_int_equal(t->niov, 2);
+	assert_ptr_equal(t->iov, tc[2].iov); /* the caller's own entries */
+	fake_due(t, SCSI_STATUS_GOOD);
+	run(20, 2);
+	assert_int_equal(tc[2].err, 0);
+
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.splits, 2);
+	assert_int_equal(st.writes, 2);
+	assert_int_equal(st.write_bytes, 22 * 512);
+	assert_int_equal(st.reads, 1);
+	assert_int_equal(st.read_bytes, 9 * 512);
+	iscsi_conn_destroy(c);
+}
+
+/* A piece that fails fails the command: no later piece is sent. */
+static void test_block_limits_piece_fails(void **state)
+{
+	struct iscsi_conn_stats st;
+	struct iscsi_conn *c;
+	struct fake_task *t;
+
+	fake.max_xfer = 8;
+	c = up_conn(8, 10000);
+	prep(0, ISCSI_CMD_WRITE, 0, 16);
+	sub(c, 0);
+	t = task_of(0);
+	assert_int_equal(t->len, 8 * 512);
+	fake_due(t, SCSI_STATUS_GOOD);
+	run(20, -1);
+	t = task_of(0);
+	assert_int_equal(t->lba, 8);
+	t->task.sense.key = SCSI_SENSE_MEDIUM_ERROR;
+	fake_due(t, SCSI_STATUS_CHECK_CONDITION);
+	run(50, 0);
+	assert_int_equal(tc[0].err, -EIO);
+	assert_int_equal(fake.ctx->nr_tasks, 0);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.splits, 0);
+	assert_int_equal(st.errors, 1);
+	iscsi_conn_destroy(c);
+}
+
+/*
+ * Pieces are also bounded by ISCSI_CONN_PIECE_IOV entries and end on a
+ * block boundary: 16 blocks in 117 entries of 70 bytes and one of 2,
+ * MAXIMUM 12 blocks.  Piece 0: 64 entries hold 4480 bytes, cut back to 8
+ * blocks: 58 whole entries and 36 bytes of entry 58.  Piece 1: the other
+ * 34 bytes of entry 58, entries 59-116 and the 2 bytes of entry 117.
+ */
+static void test_block_limits_small_entries(void **state)
+{
+	static uint8_t buf[8192];
+	static struct iovec iov[118];
+	static const struct piece_row rows[] = {
+		{0, 4096, 59, 0, 70, 58 * 70, 36},
+		{8, 4096, 60, 4096, 34, 117 * 70, 2},
+	};
+	struct iscsi_conn *c;
+
+	for (int i = 0; i < 117; i++)
+		iov[i] = (struct iovec){buf + i * 70, 70};
+	iov[117] = (struct iovec){buf + 117 * 70, 2};
+	fake.max_xfer = 12;
+	c = up_conn(8, 10000);
+	assert_int_equal(iscsi_conn_opt_transfer_blocks(c), 0);
+	prep(0, ISCSI_CMD_READ, 0, 16);
+	tc[0].cmd.iov = iov;
+	tc[0].cmd.iovcnt = 118;
+	sub(c, 0);
+	check_pieces(0, K_READ, buf, rows, 2);
+	iscsi_conn_destroy(c);
+}
+
+/* No page, or an OPTIMAL above the MAXIMUM: no limit, or the maximum. */
+static void test_block_limits_absent_or_odd(void **state)
+{
+	struct iscsi_conn *c;
+	struct fake_task *t;
+
+	fake.no_block_limits = true;
+	fake.max_xfer = 2; /* not seen: the page is refused */
+	c = up_conn(8, 10000);
+	assert_int_equal(iscsi_conn_max_transfer_blocks(c), 0);
+	prep(0, ISCSI_CMD_WRITE, 0, 16);
+	sub(c, 0);
+	t = task_of(0);
+	assert_int_equal(t->len, 16 * 512);
+	fake_due(t, SCSI_STATUS_GOOD);
+	run(20, 0);
+	assert_int_equal(tc[0].err, 0);
+	iscsi_conn_destroy(c);
+
+	fake.no_block_limits = false;
+	fake.max_xfer = 5;
+	fake.opt_xfer = 8; /* above the maximum: not believed */
+	c = up_conn(8, 10000);
+	assert_int_equal(iscsi_conn_opt_transfer_blocks(c), 0);
+	prep(1, ISCSI_CMD_WRITE, 0, 16);
+	sub(c, 1);
+	for (int n = 0; n < 4; n++) {
+		t = task_of(1);
+		assert_int_equal(t->lba, n * 5);
+		assert_int_equal(t->len, (n < 3 ? 5 : 1) * 512);
+		fake_due(t, SCSI_STATUS_GOOD);
+		run(20, n == 3 ? 1 : -1);
+	}
+	assert_int_equal(tc[1].err, 0);
+	iscsi_conn_destroy(c);
+}
+
 static void test_ws_fua_syncs_range(void **state)
 {
 	struct iscsi_conn *c;
@@ -1053,6 +1264,14 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_unmap_and_zeroes, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_block_limits_split, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_block_limits_piece_fails,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_block_limits_small_entries,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_block_limits_absent_or_odd,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ws_fua_syncs_range, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_session_lost_reissues,
