@@ -185,7 +185,9 @@ struct iscsi_cmd {
 	iscsi_cmd_done_fn done;
 	void *opaque;
 
-	/* --- private to iscsi-conn.c and iscsi-cmd.c ---------------------- */
+	/* --- private to the backend running it: iscsi-conn.c and
+	 * iscsi-cmd.c, or the stripe driver's device backend (stripe-bdev.c:
+	 * link, start_ns, result) --------------------------------------- */
 	TAILQ_ENTRY(iscsi_cmd) link;	 /* waiting, in-flight or done list */
 	TAILQ_ENTRY(iscsi_cmd) age_link; /* the conn's list by deadline */
 	struct iscsi_conn *conn;
