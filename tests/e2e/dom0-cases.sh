@@ -361,6 +361,9 @@ case_patched-modules() {
 # The life-cycle, hostile-frontend and request-count cases.
 # shellcheck source=tests/e2e/dom0-cases-xen.sh
 . /e2e/cases-xen.sh
+# Kernel iSCSI sessions under a striped disk (stripe-kernel-iscsi).
+# shellcheck source=tests/e2e/dom0-cases-iscsi.sh
+[ -f /e2e/cases-iscsi.sh ] && . /e2e/cases-iscsi.sh
 
 # --- the runner ------------------------------------------------------------------
 

@@ -301,6 +301,56 @@ e2e_rootfs_dd() {
 	R=$dom0_root
 }
 
+# --- kernel iSCSI sessions (dom0-cases-iscsi.sh, issue #6 item 4) -------------
+# What case stripe-kernel-iscsi needs: Debian's iSCSI initiator and SCSI
+# disk modules from the kernel package (extracted once into
+# $E2E_CACHE/iscsi), the host's open-iscsi (iscsiadm, iscsid) and tgt
+# (tgtd, tgtadm) with their libraries, this build's stripe-master and
+# stripe-ctl.  Without open-iscsi or tgt on the host the case skips.
+E2E_ISCSI_MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod
+	drivers/scsi/sd_mod drivers/scsi/scsi_transport_iscsi drivers/scsi/libiscsi
+	drivers/scsi/libiscsi_tcp drivers/scsi/iscsi_tcp block/t10-pi
+	lib/crc-t10dif crypto/crct10dif_common crypto/crct10dif_generic
+	lib/crc64 lib/crc64-rocksoft crypto/crc64_rocksoft_generic
+	crypto/crc32c_generic"
+e2e_rootfs_iscsi() {
+	local kver x=$E2E_CACHE/iscsi deb m b members=() stamp
+	cp "$here/dom0-cases-iscsi.sh" "$R/e2e/cases-iscsi.sh"
+	if [ -n "${1:-}" ] && [[ " $1 " != *" stripe-kernel-iscsi "* ]]; then
+		return 0
+	fi
+	kver=$(ls "$E2E_ROOT/lib/modules" | head -1)
+	# Extracted again when the kernel or the list changes.
+	stamp=$x/.extracted-$kver-$(echo "$E2E_ISCSI_MODULES" | md5sum | cut -c1-8)
+	if [ ! -f "$stamp" ]; then
+		deb=$(ls "$E2E_CACHE"/debs/linux-image-"$kver"_*.deb | head -1)
+		for m in $E2E_ISCSI_MODULES; do
+			members+=("./lib/modules/$kver/kernel/$m.ko")
+		done
+		rm -rf "$x"
+		mkdir -p "$x"
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" "${members[@]}" || {
+			e2e_say "cannot extract the iSCSI modules from $deb"
+			return 0
+		}
+		touch "$stamp"
+	fi
+	for m in $E2E_ISCSI_MODULES; do
+		mkdir -p "$R/lib/modules/$kver/kernel/$(dirname "$m")"
+		cp "$x/lib/modules/$kver/kernel/$m.ko" "$R/lib/modules/$kver/kernel/$m.ko"
+	done
+	for b in iscsiadm iscsid tgtd tgtadm; do
+		command -v "$b" >/dev/null || {
+			e2e_say "no $b on this host (open-iscsi, tgt): stripe-kernel-iscsi will skip"
+			return 0
+		}
+		e2e_install_bin "$(command -v "$b")" "usr/sbin/$b"
+	done
+	e2e_install_bin "$BUILDDIR/tools/stripe-master" usr/sbin/stripe-master
+	e2e_install_bin "$BUILDDIR/tools/stripe-ctl" usr/sbin/stripe-ctl
+	e2e_install_bin "$(command -v truncate)" usr/bin/truncate
+}
+
 # $1: the cases to run (space-separated; empty for all).
 e2e_build_initrd() {
 	R=$E2E_WORK/rootfs
@@ -309,6 +359,7 @@ e2e_build_initrd() {
 	e2e_rootfs_xen
 	e2e_rootfs_modules
 	e2e_rootfs_project
+	e2e_rootfs_iscsi "${1:-}"
 	if [ -z "${1:-}" ] || [[ " $1 " == *" tapdisk-xen-domu "* ]] ||
 		[[ " $1 " == *" tapdisk-xen-driver-domain "* ]] ||
 		[[ " $1 " == *" tools-stress "* ]]; then

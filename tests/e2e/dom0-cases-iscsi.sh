@@ -1,0 +1,182 @@
+#!/bin/bash
+# dom0-cases-iscsi.sh - kernel iSCSI sessions (open-iscsi) under a striped
+# disk (issue #6, item 4).  Sourced by dom0-cases.sh as /e2e/cases-iscsi.sh;
+# lib.sh's e2e_rootfs_iscsi puts what it needs in the initramfs: Debian's
+# iscsi_tcp and SCSI disk modules, the host's open-iscsi (iscsiadm,
+# iscsid) and tgt (tgtd, tgtadm), this build's stripe-master and
+# stripe-ctl.  The development machines have no iscsi_tcp module; this
+# dom0's Debian 6.1 kernel has.
+#
+# stripe-kernel-iscsi:
+#   - two tgtd in dom0 (portals 127.0.0.1:3260 and 127.0.0.2:3260), each
+#     exporting a 64 MiB file, registered with a stripe-master; a disk of
+#     16 MiB, one column, 64 KiB unit, 2 replicas (every extent on both);
+#   - stripe-ctl session login MAP SERVER for the second server only:
+#     iscsiadm logs a kernel session in, stripe-ctl finds its sd device in
+#     sysfs, checks it and writes it into the map's device key;
+#   - tapdisk serves stripe:MAP (server 1 through its own libiscsi session,
+#     server 2 through the kernel's sd device, libaio O_DIRECT), attached
+#     to dom0 as xvdc: 16 MiB of 1 MiB O_DIRECT writes read back, and found
+#     byte for byte in both LUN files at every extent's place; the stripe
+#     status shows the device up and written;
+#   - server 1's target deleted: the 16 MiB read back through xvdc again
+#     come from the kernel session's device alone;
+#   - tapdisk destroyed, stripe-ctl session logout MAP: the device key is
+#     gone from the map and no iSCSI session is left in sysfs.
+# In the default list, after the Xen cases (26 s in a run of its own).
+CASES="$CASES stripe-kernel-iscsi"
+ISCSI_E2E_IQN=iqn.2026-11.org.tapstripe.e2e
+ISCSI_E2E_MAP=/tmp/kd.map
+ISCSI_E2E_EXTENT_MIB=4
+
+# Undo everything the case started, whatever state it got to.
+iscsi_e2e_undo() {
+	local i
+	[ -n "${ISCSI_TD_ID:-}" ] && {
+		tap-ctl detach -i "$ISCSI_TD_ID" --domid 0 --vdev xvdc >/dev/null 2>&1
+		tap-ctl destroy -i "$ISCSI_TD_ID" >/dev/null 2>&1
+	}
+	iscsiadm -m node --logoutall=all >/dev/null 2>&1
+	[ -n "${ISCSID_PID:-}" ] && kill "$ISCSID_PID" 2>/dev/null
+	for i in 1 2; do
+		tgtadm -C "$i" --lld iscsi --op delete --mode target --tid 1 --force >/dev/null 2>&1
+		tgtadm -C "$i" --op delete --mode system >/dev/null 2>&1
+	done
+	[ -n "${MASTER_PID:-}" ] && kill "$MASTER_PID" 2>/dev/null
+	rm -f /tmp/lun1.img /tmp/lun2.img /tmp/master.db* /tmp/replica /tmp/expect
+}
+
+# iscsi_e2e_targets: tgtd I on 127.0.0.I:3260, control port I, LUN 1 a
+# 64 MiB file; registered with the master.
+iscsi_e2e_targets() {
+	local i
+	for i in 1 2; do
+		truncate -s 64M "/tmp/lun$i.img" 2>/dev/null ||
+			dd if=/dev/zero of="/tmp/lun$i.img" bs=$MiB count=64 2>/dev/null
+		setsid tgtd -f -C "$i" --iscsi "portal=127.0.0.$i:3260" >"/tmp/tgtd$i.log" 2>&1 &
+		wait_for 20 tgtadm -C "$i" --op show --mode system >/dev/null 2>&1 ||
+			fail "tgtd $i did not start: $(tail -2 "/tmp/tgtd$i.log")"
+		tgtadm -C "$i" --lld iscsi --op new --mode target --tid 1 \
+			-T "$ISCSI_E2E_IQN:srv$i" &&
+			tgtadm -C "$i" --lld iscsi --op new --mode logicalunit --tid 1 \
+				--lun 1 -b "/tmp/lun$i.img" &&
+			tgtadm -C "$i" --lld iscsi --op bind --mode target --tid 1 -I ALL ||
+			fail "tgtadm: cannot export /tmp/lun$i.img"
+		stripe-ctl server add --portal "127.0.0.$i:3260" \
+			--target "$ISCSI_E2E_IQN:srv$i" --lun 1 --size 64M \
+			--address "127.0.0.$i" >/tmp/ctl.log 2>&1 ||
+			fail "stripe-ctl server add $i: $(tail -1 /tmp/ctl.log)"
+	done
+}
+
+# iscsi_e2e_check_replicas: every extent replica of the map holds its
+# part of the pattern in the LUN file of its server.
+iscsi_e2e_check_replicas() {
+	local c j r srv lba target n=0 e=$((ISCSI_E2E_EXTENT_MIB * MiB))
+	while read -r _ c j r _ srv _ lba _; do
+		target=$(awk -v s="$srv" '$1 == "server" && $2 == s {
+			for (i = 3; i < NF; i++) if ($i == "target") print $(i + 1) }' "$ISCSI_E2E_MAP")
+		dd if="/tmp/lun${target##*srv}.img" of=/tmp/replica bs=$MiB \
+			iflag=skip_bytes,count_bytes skip=$((lba * 512)) count=$e 2>/dev/null
+		dd if=/tmp/pattern of=/tmp/expect bs=$MiB skip=$((j * ISCSI_E2E_EXTENT_MIB)) \
+			count=$ISCSI_E2E_EXTENT_MIB 2>/dev/null
+		cmp -s /tmp/replica /tmp/expect ||
+			fail "extent $c $j replica $r (server $srv, $target, lba $lba) differs from the data written"
+		n=$((n + 1))
+	done < <(grep '^extent ' "$ISCSI_E2E_MAP")
+	[ "$n" = 8 ] || fail "$n extent replicas in the map, 8 expected (4 extents x 2)"
+}
+
+case_stripe-kernel-iscsi() {
+	local srv dev out status sessions p
+	for p in iscsiadm iscsid tgtd tgtadm stripe-ctl stripe-master; do
+		command -v "$p" >/dev/null ||
+			skip "no $p in this initramfs (tests/e2e/lib.sh e2e_rootfs_iscsi)"
+	done
+	trap iscsi_e2e_undo EXIT
+	ip link set lo up
+	# iscsi_tcp allocates a crc32c hash for every connection (digests or
+	# not): without the algorithm its connections fail with ENOMEM.
+	modprobe crc32c_generic && modprobe iscsi_tcp && modprobe sd_mod ||
+		fail "modprobe crc32c_generic iscsi_tcp sd_mod failed"
+	[ -e /sys/class/iscsi_transport/tcp ] || fail "no /sys/class/iscsi_transport/tcp after modprobe"
+
+	setsid stripe-master --foreground --db /tmp/master.db --listen 127.0.0.1:7700 \
+		--extent-size ${ISCSI_E2E_EXTENT_MIB}M >/tmp/master.log 2>&1 &
+	MASTER_PID=$!
+	wait_for 20 stripe-ctl --timeout 1 --retries 0 info >/dev/null 2>&1 ||
+		fail "stripe-master does not answer: $(tail -2 /tmp/master.log)"
+	iscsi_e2e_targets
+	stripe-ctl vdisk create kd --size 16M --stripes 1 --stripe-unit 64K \
+		--replicas 2 -o "$ISCSI_E2E_MAP" >/tmp/ctl.log 2>&1 ||
+		fail "stripe-ctl vdisk create: $(tail -1 /tmp/ctl.log)"
+
+	# open-iscsi's initiator daemon, as its systemd unit would start it.
+	mkdir -p /etc/iscsi /run/lock/iscsi /var/lib/iscsi
+	# iscsid serves only users it can name (peeruser_unix: getpwuid).
+	grep -q '^root:' /etc/passwd 2>/dev/null ||
+		echo 'root:x:0:0:root:/root:/bin/sh' >>/etc/passwd
+	echo "InitiatorName=$ISCSI_E2E_IQN:dom0" >/etc/iscsi/initiatorname.iscsi
+	: >/etc/iscsi/iscsid.conf
+	# Its own session: a daemon of the case must not signal the runner's
+	# process group.
+	setsid iscsid -f -d 4 >/tmp/iscsid.log 2>&1 &
+	ISCSID_PID=$!
+	sleep 1
+	kill -0 "$ISCSID_PID" 2>/dev/null || fail "iscsid died: $(tail -3 /tmp/iscsid.log)"
+
+	# The second server only: one replica through each kind of session.
+	srv=$(awk -v t="$ISCSI_E2E_IQN:srv2" '$1 == "server" {
+		for (i = 3; i < NF; i++) if ($i == "target" && $(i + 1) == t) print $2 }' "$ISCSI_E2E_MAP")
+	[ -n "$srv" ] || fail "no server with target $ISCSI_E2E_IQN:srv2 in the map"
+	out=$(stripe-ctl --timeout 60 session login "$ISCSI_E2E_MAP" "$srv" 2>&1) || {
+		tail -30 /tmp/iscsid.log | sed 's/^/E2E-LOG   iscsid: /'
+		fail "stripe-ctl session login: $(echo "$out" | tr '\n' ' ')"
+	}
+	log "session login: $out"
+	dev=$(awk -v s="$srv" '$1 == "server" && $2 == s {
+		for (i = 3; i < NF; i++) if ($i == "device") print $(i + 1) }' "$ISCSI_E2E_MAP")
+	[ -b "$dev" ] || fail "the map names '$dev' for server $srv: not a block device"
+	sessions=$(ls -d /sys/class/iscsi_session/session* 2>/dev/null | wc -l)
+	[ "$sessions" = 1 ] || fail "$sessions kernel iSCSI sessions, 1 expected"
+	stripe-ctl session list "$ISCSI_E2E_MAP" | sed 's/^/E2E-LOG   /'
+
+	ISCSI_TD_ID=$(tap-ctl create -a "stripe:$ISCSI_E2E_MAP" --name e2e-kd 2>/tmp/tap-ctl.log) ||
+		fail "tap-ctl create stripe: $(tail -1 /tmp/tap-ctl.log)"
+	TD_LOG=/run/tapstripe/tapdisk-$ISCSI_TD_ID.log
+	tap-ctl attach -i "$ISCSI_TD_ID" --domid 0 --vdev xvdc 2>/tmp/tap-ctl.log ||
+		fail "tap-ctl attach: $(tail -1 /tmp/tap-ctl.log)"
+	wait_for 60 test -b /dev/xvdc || fail "no /dev/xvdc after 60 s"
+	write_read /dev/xvdc
+	status=$(tap-ctl driver -i "$ISCSI_TD_ID" stripe status 2>&1)
+	echo "$status" | sed 's/^/E2E-LOG   /'
+	echo "$status" | grep -q "(device $dev): up," ||
+		fail "tapdisk does not serve server $srv through $dev"
+	echo "$status" | grep "(device $dev)" | grep -q " 0 writes" &&
+		fail "no write went to $dev"
+	echo "$status" | grep -q "(iscsi): up," || fail "the libiscsi server is not up"
+	iscsi_e2e_check_replicas
+
+	# Server 1's target gone: the reads come from the kernel session.
+	tgtadm -C 1 --lld iscsi --op delete --mode target --tid 1 --force ||
+		fail "tgtadm: cannot delete target 1"
+	dd if=/dev/xvdc of=/tmp/readback bs=$MiB count=$PATTERN_MIB iflag=direct \
+		2>/tmp/dd-read.log || fail "read with server 1 gone: $(tail -1 /tmp/dd-read.log)"
+	cmp -s /tmp/pattern /tmp/readback || fail "read back with server 1 gone differs"
+	status=$(tap-ctl driver -i "$ISCSI_TD_ID" stripe status 2>&1)
+	echo "$status" | sed 's/^/E2E-LOG   /'
+
+	tap-ctl detach -i "$ISCSI_TD_ID" --domid 0 --vdev xvdc 2>/tmp/tap-ctl.log ||
+		fail "tap-ctl detach: $(tail -1 /tmp/tap-ctl.log)"
+	wait_for 30 test ! -b /dev/xvdc || fail "/dev/xvdc still there after detach"
+	tap-ctl destroy -i "$ISCSI_TD_ID" >/dev/null || fail "tap-ctl destroy"
+	ISCSI_TD_ID=
+
+	out=$(stripe-ctl session logout "$ISCSI_E2E_MAP" 2>&1) ||
+		fail "stripe-ctl session logout: $out"
+	log "session logout: $out"
+	! grep -q " device " "$ISCSI_E2E_MAP" || fail "the map still names a device after logout"
+	sessions=$(ls -d /sys/class/iscsi_session/session* 2>/dev/null | wc -l)
+	[ "$sessions" = 0 ] || fail "$sessions kernel iSCSI sessions left after logout"
+	detail "server $srv on kernel session $dev, the other on libiscsi: 16 MiB through xvdc found on both replicas; read from $dev alone with the other target gone; logout clean"
+}
