@@ -195,6 +195,8 @@ static int take_number(const char *opt, const char *arg, long max,
 static int parse_one(struct master_options *o, bool *allow_given, int c,
 		     const char *arg)
 {
+	long v;
+
 	switch (c) {
 	case 'l':
 		o->server.listen = arg;
@@ -213,13 +215,11 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 		return take_number("--max-connections", arg, MAX_CONNECTIONS,
 				   &o->server.max_connections);
 	case OPT_MAX_ALLOC:
-		if (take_number("--max-alloc-extents", arg, MS_MAX_SLOTS,
-				&o->max_alloc_extents) != GO_ON)
-			return EXIT_USAGE;
-		if (!o->max_alloc_extents)
+		if ((v = parse_number(arg, 1, MS_MAX_SLOTS)) < 0)
 			return usage_error("--max-alloc-extents wants a number "
 					   "from 1 to %d, not '%s'",
 					   MS_MAX_SLOTS, arg);
+		o->max_alloc_extents = (unsigned int)v;
 		return GO_ON;
 	case 'f':
 		o->foreground = true;

@@ -376,6 +376,37 @@ case_second_master() {
 		fail "second master" "$out"
 }
 
+# The cap on one allocation (--max-alloc-extents): bad values exit 2; a
+# master with a cap of 16 refuses a disk of 32 extents saying what to do,
+# and makes one of 16.
+case_alloc_cap() {
+	local out addr pid v
+	for v in 0 262145 x; do
+		out=$("$MASTER_BIN" -f --db "$WORK/cap.db" --max-alloc-extents "$v" 2>&1)
+		[ $? -eq 2 ] && echo "$out" | grep -q "from 1 to 262144" ||
+			{ fail "--max-alloc-extents $v: exit 2 with the range" "$out"; return; }
+	done
+	pass "--max-alloc-extents 0, 262145, x: exit 2 with the range"
+	addr=127.0.0.1:$(free_port)
+	"$MASTER_BIN" -f --db "$WORK/cap.db" --listen "$addr" --extent-size 4M \
+		--max-alloc-extents 16 --log-file "$WORK/cap.log" &
+	pid=$!
+	OTHER_PIDS="$OTHER_PIDS $pid"
+	wait_master "$addr"
+	"$CTL_BIN" --master "$addr" server add --portal 10.77.9.2 --target iqn.2024-01.t:cap \
+		--lun 1 --size 1G >/dev/null 2>&1
+	out=$("$CTL_BIN" --master "$addr" vdisk create big --size 128M --stripes 1 \
+		-o "$WORK/big.map" 2>&1)
+	[ $? -ne 0 ] && echo "$out" | grep -q "at most 16 in one call" &&
+		echo "$out" | grep -q -- "--max-alloc-extents" && [ ! -e "$WORK/big.map" ] &&
+		pass "a disk of 32 extents refused by a master capped at 16, saying what to do" ||
+		fail "allocation over the cap refused" "$out"
+	out=$("$CTL_BIN" --master "$addr" vdisk create ok --size 64M --stripes 1 \
+		-o "$WORK/ok.map" 2>&1) && pass "a disk of 16 extents made under that cap" ||
+		fail "allocation at the cap" "$out"
+	kill "$pid" && wait "$pid"
+}
+
 case_sigterm() {
 	stop_master TERM
 	local status=$?
@@ -427,6 +458,7 @@ case_second_master
 case_hostile
 case_allow_list
 case_cli
+case_alloc_cap
 case_crash
 case_sigterm
 case_daemon
