@@ -35,13 +35,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "drivers/aio-ring.h"
 #include "drivers/aio-worker.h"
 #include "drivers/drivers.h"
 #include "tapdisk/log.h"
@@ -58,7 +58,6 @@
 #define AIO_SUBMIT_BATCH_DISK	2
 #define AIO_SUBMIT_BATCH_MEMORY 0    /* no limit */
 #define AIO_RETRY_US		1000 /* after io_submit said EAGAIN */
-#define AIO_REAP_MAX		128
 
 struct aio_req {
 	struct iocb iocb;
@@ -75,9 +74,7 @@ struct aio_dev {
 	uint32_t submit_batch; /* 0: everything at once */
 	bool is_bdev;
 	char *path;
-	io_context_t ctx;
-	int efd;
-	struct td_fd efd_event;
+	struct aio_ring ring;	/* completions reaped by the loop */
 	struct aio_req **batch; /* submitted this pass, waiting for unplug */
 	uint32_t nr_batch;
 	struct iocb **iocbs; /* built by unplug */
@@ -152,27 +149,17 @@ static int aio_open_fd(struct td_driver *drv, struct aio_dev *dev)
 	return 0;
 }
 
-static void aio_reap(struct td_fd *fde, uint32_t events, void *opaque);
+static void aio_event(void *opaque, struct io_event *ev);
+static void aio_drained(void *opaque);
 
 static int aio_setup_queue(struct td_driver *drv, struct aio_dev *dev)
 {
-	int err;
-
 	dev->batch = calloc(drv->queue_depth, sizeof(*dev->batch));
 	dev->iocbs = calloc(drv->queue_depth, sizeof(*dev->iocbs));
 	if (!dev->batch || !dev->iocbs)
 		return -ENOMEM;
-	err = io_setup((int)drv->queue_depth, &dev->ctx);
-	if (err < 0) {
-		td_err("aio: io_setup(%u): %s (see /proc/sys/fs/aio-max-nr)",
-		       drv->queue_depth, strerror(-err));
-		return err;
-	}
-	dev->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (dev->efd < 0)
-		return -errno;
-	return td_loop_add_fd(drv->loop, &dev->efd_event, dev->efd, EPOLLIN,
-			      aio_reap, drv);
+	return aio_ring_open(&dev->ring, drv->loop, drv->queue_depth, aio_event,
+			     aio_drained, drv, "aio");
 }
 
 static void aio_close(struct td_driver *drv);
@@ -238,7 +225,7 @@ static int aio_open(struct td_driver *drv, const char *args)
 	int err;
 
 	dev->fd = -1;
-	dev->efd = -1;
+	dev->ring.efd = -1;
 	if (!*args) {
 		td_err("aio: no path: write the chain as aio:/path/to/disk");
 		return -EINVAL;
@@ -275,11 +262,7 @@ static void aio_close(struct td_driver *drv)
 	aio_worker_stop(dev->worker);
 	dev->worker = NULL;
 	td_loop_timer_cancel(&dev->retry);
-	td_loop_del_fd(&dev->efd_event);
-	if (dev->efd >= 0)
-		close(dev->efd);
-	if (dev->ctx)
-		io_destroy(dev->ctx);
+	aio_ring_close(&dev->ring);
 	if (dev->fd >= 0)
 		close(dev->fd);
 	free(dev->batch);
@@ -369,8 +352,7 @@ static void aio_prep(struct aio_dev *dev, struct aio_req *lead, bool merged)
 		io_prep_preadv2(&lead->iocb, dev->fd, iov, iovcnt, off, 0);
 	else
 		io_prep_pwritev2(&lead->iocb, dev->fd, iov, iovcnt, off, rwf);
-	io_set_eventfd(&lead->iocb, dev->efd);
-	lead->iocb.data = lead;
+	aio_ring_prep(&dev->ring, &lead->iocb, lead);
 }
 
 /* Turn the sorted batch into iocbs, one per run of adjacent requests. */
@@ -433,7 +415,7 @@ static void aio_push(struct td_driver *drv, struct aio_dev *dev)
 
 		if (dev->submit_batch && nr > dev->submit_batch)
 			nr = dev->submit_batch;
-		n = io_submit(dev->ctx, (long)nr, first);
+		n = io_submit(dev->ring.ctx, (long)nr, first);
 
 		if (n == -EAGAIN) {
 			if (!td_timer_armed(&dev->retry))
@@ -508,25 +490,17 @@ static void aio_event_done(struct td_driver *drv, const struct io_event *ev)
 	aio_complete_group(lead, err);
 }
 
-static void aio_reap(struct td_fd *fde, uint32_t events, void *opaque)
+static void aio_event(void *opaque, struct io_event *ev)
+{
+	aio_event_done(opaque, ev);
+}
+
+/* Room in the kernel queue again: push what waited. */
+static void aio_drained(void *opaque)
 {
 	struct td_driver *drv = opaque;
 	struct aio_dev *dev = dev_of(drv);
-	struct io_event ev[AIO_REAP_MAX];
-	struct timespec zero = {0, 0};
-	uint64_t count;
-	int n;
 
-	if (read(dev->efd, &count, sizeof(count)) != sizeof(count))
-		return; /* EAGAIN: another pass already reaped them */
-	do {
-		n = io_getevents(dev->ctx, 0, AIO_REAP_MAX, ev, &zero);
-		for (int i = 0; i < n; i++)
-			aio_event_done(drv, &ev[i]);
-	} while (n == AIO_REAP_MAX);
-	if (n < 0)
-		td_vbd_err(drv->vbd, "aio: io_getevents: %s", strerror(-n));
-	/* Room in the kernel queue again: push what waited. */
 	if (dev->nr_iocbs && td_timer_armed(&dev->retry)) {
 		td_loop_timer_cancel(&dev->retry);
 		aio_push(drv, dev);

@@ -42,16 +42,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "drivers/aio-ring.h"
 #include "drivers/stripe-int.h"
 #include "tapdisk/log.h"
 
 #define STRIPE_BDEV_ZERO_CHUNK (1u << 20)
-#define STRIPE_BDEV_REAP_MAX   64
 #define STRIPE_BDEV_RETRY_US   1000 /* after io_submit said EAGAIN */
 #define STRIPE_BDEV_ALIGN      4096
 
@@ -74,9 +73,7 @@ struct stripe_bdev {
 	enum iscsi_conn_state state;
 	uint32_t block_size;
 	uint64_t nr_blocks;
-	io_context_t ctx;
-	int efd;
-	struct td_fd efd_event;
+	struct aio_ring ring; /* completions reaped by the loop */
 	uint32_t depth;
 	struct bdev_slot *slots;
 	struct bdev_slot **free_slots;
@@ -196,8 +193,7 @@ static void bdev_prep(struct stripe_bdev *b, struct bdev_slot *s)
 		s->bytes = 0;
 		break;
 	}
-	io_set_eventfd(&s->iocb, b->efd);
-	s->iocb.data = s;
+	aio_ring_prep(&b->ring, &s->iocb, s);
 }
 
 static void bdev_put_slot(struct stripe_bdev *b, struct bdev_slot *s)
@@ -232,7 +228,7 @@ static void bdev_push(struct stripe_bdev *b)
 	if (b->st.in_flight > b->st.max_in_flight)
 		b->st.max_in_flight = b->st.in_flight;
 	while (done < nr) {
-		int n = io_submit(b->ctx, nr - done, &iocbs[done]);
+		int n = io_submit(b->ring.ctx, nr - done, &iocbs[done]);
 		struct bdev_slot *s;
 
 		if (n > 0) {
@@ -331,9 +327,8 @@ static bool bdev_event(struct stripe_bdev *b, const struct io_event *ev)
 		s->zeroed += s->bytes;
 		if (s->zeroed < (uint64_t)cmd->nr_blocks * b->block_size) {
 			bdev_prep_zeroes(b, s);
-			io_set_eventfd(&s->iocb, b->efd);
-			s->iocb.data = s;
-			err = io_submit(b->ctx, 1, &one);
+			aio_ring_prep(&b->ring, &s->iocb, s);
+			err = io_submit(b->ring.ctx, 1, &one);
 			if (err == 1)
 				return true;
 			err = err < 0 ? err : -EIO;
@@ -344,23 +339,16 @@ static bool bdev_event(struct stripe_bdev *b, const struct io_event *ev)
 	return false;
 }
 
-static void bdev_reap(struct td_fd *fde, uint32_t events, void *opaque)
+static void bdev_ring_event(void *opaque, struct io_event *ev)
+{
+	bdev_event(opaque, ev);
+}
+
+/* Room in the kernel queue again: push what waited. */
+static void bdev_drained(void *opaque)
 {
 	struct stripe_bdev *b = opaque;
-	struct io_event ev[STRIPE_BDEV_REAP_MAX];
-	struct timespec zero = {0, 0};
-	uint64_t count;
-	int n;
 
-	if (read(b->efd, &count, sizeof(count)) != sizeof(count))
-		return; /* EAGAIN: an earlier pass reaped them */
-	do {
-		n = io_getevents(b->ctx, 0, STRIPE_BDEV_REAP_MAX, ev, &zero);
-		for (int i = 0; i < n; i++)
-			bdev_event(b, &ev[i]);
-	} while (n == STRIPE_BDEV_REAP_MAX);
-	if (n < 0)
-		td_err("stripe: %s: io_getevents: %s", b->name, strerror(-n));
 	if (!TAILQ_EMPTY(&b->waiting) && !td_timer_armed(&b->retry))
 		bdev_push(b);
 }
@@ -424,7 +412,7 @@ int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 	if (!b)
 		return -ENOMEM;
 	b->loop = loop;
-	b->fd = b->efd = -1;
+	b->fd = b->ring.efd = -1;
 	b->depth = cfg->queue_depth ? cfg->queue_depth
 				    : ISCSI_CONN_DEFAULT_QUEUE_DEPTH;
 	snprintf(b->name, sizeof(b->name), "%s", cfg->name ? cfg->name : "");
@@ -437,15 +425,9 @@ int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 		     posix_memalign(&b->zero_buf, STRIPE_BDEV_ALIGN,
 				    STRIPE_BDEV_ZERO_CHUNK)))
 		err = -ENOMEM;
-	if (!err && (err = io_setup((int)b->depth, &b->ctx)) < 0)
-		td_err("stripe: %s: io_setup(%u): %s (see "
-		       "/proc/sys/fs/aio-max-nr)",
-		       b->name, b->depth, strerror(-err));
-	if (!err && (b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
-		err = -errno;
 	if (!err)
-		err = td_loop_add_fd(loop, &b->efd_event, b->efd, EPOLLIN,
-				     bdev_reap, b);
+		err = aio_ring_open(&b->ring, loop, b->depth, bdev_ring_event,
+				    bdev_drained, b, b->name);
 	if (err) {
 		bdev_destroy(b);
 		return err;
@@ -476,17 +458,13 @@ static void bdev_destroy(void *be)
 		return;
 	td_loop_timer_cancel(&b->retry);
 	td_loop_defer_cancel(b->loop, &b->defer);
-	td_loop_del_fd(&b->efd_event);
 	/* io_destroy waits for the iocbs in the kernel to finish. */
-	if (b->ctx)
-		io_destroy(b->ctx);
+	aio_ring_close(&b->ring);
 	for (uint32_t i = 0; b->slots && i < b->depth; i++)
 		if (b->slots[i].cmd)
 			b->slots[i].cmd->done(b->slots[i].cmd, -ECANCELED);
 	bdev_cancel_list(b, &b->failed);
 	bdev_cancel_list(b, &b->waiting);
-	if (b->efd >= 0)
-		close(b->efd);
 	if (b->fd >= 0)
 		close(b->fd);
 	free(b->zero_buf);
