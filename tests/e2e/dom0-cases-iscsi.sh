@@ -13,7 +13,9 @@
 #     16 MiB, one column, 64 KiB unit, 2 replicas (every extent on both);
 #   - stripe-ctl session login MAP SERVER for the second server only:
 #     iscsiadm logs a kernel session in, stripe-ctl finds its sd device in
-#     sysfs, checks it and writes it into the map's device key;
+#     sysfs, checks it and writes it into the map's device key (the sd
+#     node: dom0 has no udev); with the by-path link udev would make
+#     added, a second login reuses the session and names the link;
 #   - tapdisk serves stripe:MAP (server 1 through its own libiscsi session,
 #     server 2 through the kernel's sd device, libaio O_DIRECT), attached
 #     to dom0 as xvdc: 16 MiB of 1 MiB O_DIRECT writes read back, and found
@@ -43,6 +45,7 @@ iscsi_e2e_undo() {
 		tgtadm -C "$i" --op delete --mode system >/dev/null 2>&1
 	done
 	[ -n "${MASTER_PID:-}" ] && kill "$MASTER_PID" 2>/dev/null
+	[ -n "${ISCSI_BY_PATH:-}" ] && rm -f "$ISCSI_BY_PATH"
 	rm -f /tmp/lun1.img /tmp/lun2.img /tmp/master.db* /tmp/replica /tmp/expect
 }
 
@@ -139,6 +142,20 @@ case_stripe-kernel-iscsi() {
 	[ -b "$dev" ] || fail "the map names '$dev' for server $srv: not a block device"
 	sessions=$(ls -d /sys/class/iscsi_session/session* 2>/dev/null | wc -l)
 	[ "$sessions" = 1 ] || fail "$sessions kernel iSCSI sessions, 1 expected"
+
+	# dom0 has no udev: make the by-path link udev would, and log in
+	# again: the session is reused and the map names the stable link.
+	ISCSI_BY_PATH=/dev/disk/by-path/ip-127.0.0.2:3260-iscsi-$ISCSI_E2E_IQN:srv2-lun-1
+	mkdir -p /dev/disk/by-path
+	ln -sfn "../../${dev#/dev/}" "$ISCSI_BY_PATH"
+	out=$(stripe-ctl session login "$ISCSI_E2E_MAP" "$srv" 2>&1) ||
+		fail "second stripe-ctl session login: $(echo "$out" | tr '\n' ' ')"
+	dev=$(awk -v s="$srv" '$1 == "server" && $2 == s {
+		for (i = 3; i < NF; i++) if ($i == "device") print $(i + 1) }' "$ISCSI_E2E_MAP")
+	[ "$dev" = "$ISCSI_BY_PATH" ] ||
+		fail "after the second login the map names '$dev', not $ISCSI_BY_PATH"
+	sessions=$(ls -d /sys/class/iscsi_session/session* 2>/dev/null | wc -l)
+	[ "$sessions" = 1 ] || fail "$sessions sessions after the second login, 1 expected"
 	stripe-ctl session list "$ISCSI_E2E_MAP" | sed 's/^/E2E-LOG   /'
 
 	ISCSI_TD_ID=$(tap-ctl create -a "stripe:$ISCSI_E2E_MAP" --name e2e-kd 2>/tmp/tap-ctl.log) ||
@@ -178,5 +195,5 @@ case_stripe-kernel-iscsi() {
 	! grep -q " device " "$ISCSI_E2E_MAP" || fail "the map still names a device after logout"
 	sessions=$(ls -d /sys/class/iscsi_session/session* 2>/dev/null | wc -l)
 	[ "$sessions" = 0 ] || fail "$sessions kernel iSCSI sessions left after logout"
-	detail "server $srv on kernel session $dev, the other on libiscsi: 16 MiB through xvdc found on both replicas; read from $dev alone with the other target gone; logout clean"
+	detail "server $srv on its kernel session's device (${dev##*/}), the other on libiscsi: 16 MiB through xvdc found on both replicas; read from the device alone with the other target gone; logout clean"
 }
