@@ -27,8 +27,9 @@
  *
  * Devices come from tap-ctl attach (tapstripe-pid names us) or from xl
  * in a driver domain (backend/qdisk nodes whose params names us by
- * --name: claimed, and tapstripe-pid written then).  tap-ctl detach
- * removes its devices itself; a claimed device that reached Closed
+ * --name: claimed, and tapstripe-pid written then; or handed over to
+ * us by the tapdisk that claimed them, tap-ctl attach naming us in
+ * tapstripe-pid: claimed too).  tap-ctl detach removes its devices itself; a claimed device that reached Closed
  * because of the toolstack (online 0 or a Closed state) is removed by
  * tapdisk, as xl devd removes the devices of its driver domain, and
  * libxl in dom0 waits for that; so is one whose frontend directory is
@@ -502,7 +503,10 @@ static bool dev_params_name_us(struct xen_dev *dev)
 
 /*
  * True when be is online and names this process (tap-ctl attach), or
- * names no tapdisk and its params names us (xl: claimed).
+ * names no tapdisk and its params names us (xl: claimed).  A qdisk
+ * device named ours by tapstripe-pid was claimed by the tapdisk that
+ * handed it over to us (tap-ctl release, then attach): xl made it, so we
+ * remove it when xl closes it, as that tapdisk would have.
  */
 static bool dev_is_ours(struct xen_dev *dev)
 {
@@ -511,14 +515,16 @@ static bool dev_is_ours(struct xen_dev *dev)
 	char *online = dev_read(dev, dev->be, "online");
 	char *fe = dev_read(dev, dev->be, "frontend");
 	uint32_t v;
-	bool ours;
+	bool named, ours;
 
 	if (no_pid)
 		dev->claimed = dev_params_name_us(dev);
-	ours = ((pid && !xen_parse_u32(pid, INT32_MAX, &v) &&
-		 (int)v == dev->srv->pid) ||
-		dev->claimed) &&
-	       online && !strcmp(online, "1");
+	named = pid && !xen_parse_u32(pid, INT32_MAX, &v) &&
+		(int)v == dev->srv->pid;
+	if (named &&
+	    !strcmp(xen_backend_types[dev->type], XEN_BACKEND_TYPE_QDISK))
+		dev->claimed = true;
+	ours = (named || dev->claimed) && online && !strcmp(online, "1");
 
 	/* The frontend directory must be the one of (domid, devid): a key
 	 * pointing elsewhere would make us read another device's ring. */

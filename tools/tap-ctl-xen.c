@@ -20,7 +20,10 @@
  * requests wait on the ring meanwhile.  attach of a device so released
  * names the new tapdisk in tapstripe-pid and waits until it holds the
  * device (tapstripe-owner is its pid); attach of a device another live
- * tapdisk holds does both steps.
+ * tapdisk holds does both steps.  release and attach also hand over a
+ * disk xl made in a driver domain (backend/qdisk, claimed by a tapdisk
+ * through its params) when the guest has no vbd3 disk of that vdev;
+ * detach refuses those: they are xl's to remove.
  */
 #include "config.h"
 
@@ -50,6 +53,7 @@ struct xen_target {
 	uint32_t domid;
 	uint32_t devid;
 	bool read_only_disk;
+	bool xl_made; /* a backend/qdisk device, not one of ours (vbd3) */
 	char be[XEN_PATH_MAX];
 	char fe[XEN_PATH_MAX];
 };
@@ -94,6 +98,39 @@ static uint32_t self_domid(struct xs_handle *xs)
 	return domid;
 }
 
+/* The value of dir/key, or NULL. */
+static char *read_key(struct xs_handle *xs, const char *dir, const char *key)
+{
+	char path[KEY_PATH_MAX];
+	unsigned int len;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, key);
+	return xs_read(xs, XBT_NULL, path, &len);
+}
+
+/*
+ * A disk xl made in this (driver) domain for a tapdisk that claimed it
+ * (backend/qdisk, params tapstripe:NAME) when there is no vbd3 device of
+ * that guest and vdev: release and attach hand it over as one of ours.
+ */
+static void pick_backend(struct xs_handle *xs, struct xen_target *t)
+{
+	char qbe[XEN_PATH_MAX];
+	char *vbd3 = read_key(xs, t->be, "state"), *qdisk = NULL;
+
+	t->xl_made = false;
+	if (!vbd3 &&
+	    !xen_backend_path_type(qbe, sizeof(qbe), XEN_BACKEND_TYPE_QDISK,
+				   t->backend_domid, t->domid, t->devid))
+		qdisk = read_key(xs, qbe, "state");
+	if (qdisk) {
+		strcpy(t->be, qbe);
+		t->xl_made = true;
+	}
+	free(vbd3);
+	free(qdisk);
+}
+
 /*
  * The device's paths.  attach asks tapdisk (it must serve Xen); detach
  * works with the tapdisk gone too, from this domain's id.
@@ -118,6 +155,7 @@ static int resolve_target(struct cmd_opts *o, struct xs_handle *xs,
 			     t->devid) ||
 	    xen_frontend_path(t->fe, sizeof(t->fe), t->domid, t->devid))
 		return tapctl_fail("xenstore path too long");
+	pick_backend(xs, t);
 	return 0;
 }
 
@@ -130,16 +168,6 @@ static struct xs_handle *open_store(void)
 			    "domain with xenstored running?",
 			    strerror(errno));
 	return xs;
-}
-
-/* The value of dir/key, or NULL. */
-static char *read_key(struct xs_handle *xs, const char *dir, const char *key)
-{
-	char path[KEY_PATH_MAX];
-	unsigned int len;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, key);
-	return xs_read(xs, XBT_NULL, path, &len);
 }
 
 /* --- attach ----------------------------------------------------------------- */
@@ -453,7 +481,11 @@ static int detach(struct xs_handle *xs, const struct xen_target *t,
 		return tapctl_fail("domain %s has no disk %s served by a "
 				   "tapdisk (no %s)",
 				   o->domid, o->vdev, t->be);
-	if (xen_parse_u32(pid, INT32_MAX, &v) || (int)v != o->id)
+	if (t->xl_made)
+		status = tapctl_fail("%s was made by xl: detach it with xl "
+				     "block-detach in dom0",
+				     t->be);
+	else if (xen_parse_u32(pid, INT32_MAX, &v) || (int)v != o->id)
 		status = tapctl_fail("%s is served by tapdisk %s, not %d",
 				     t->be, pid, o->id);
 	free(pid);

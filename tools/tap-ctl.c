@@ -376,7 +376,8 @@ static const struct subcommand subcommands[] = {
 	 "more and lets go of the ring; the guest's next requests wait on\n"
 	 "it until 'tap-ctl attach' names another tapdisk (to restart or\n"
 	 "upgrade tapdisk, or to move the disk to another tapdisk).  Waits\n"
-	 "at most --timeout seconds.\n",
+	 "at most --timeout seconds.  In a driver domain this works for a\n"
+	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
 	 tapctl_cmd_release},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

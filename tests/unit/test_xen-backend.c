@@ -933,6 +933,42 @@ static void test_qdisk_frontend_gone(void **state)
 	assert_true(LIST_EMPTY(&T.srv.devs));
 }
 
+/*
+ * A tapdisk restart under a guest of the driver domain: the claimed
+ * device is released (tapdisk-pid 0) and not claimed again by its name,
+ * attach names the new tapdisk (here the same process), which resumes
+ * the ring and, the device being xl's, removes it when the guest is
+ * destroyed.
+ */
+static void test_qdisk_take_over(void **state)
+{
+	char pid[16];
+
+	qdisk_connect();
+	put(QBE "/" XEN_KEY_TAPDISK_PID, "0");
+	pump();
+	assert_int_equal(io.quiesces, 1);
+	drain();
+	pump();
+	assert_string_equal(get(QBE "/" XEN_KEY_TAPDISK_OWNER), "0");
+	assert_string_equal(get(QBE "/" XEN_KEY_TAPDISK_PID), "0");
+	assert_true(LIST_EMPTY(&T.srv.devs));
+	assert_string_equal(qbe_state(), "4");
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	put(QBE "/" XEN_KEY_TAPDISK_PID, pid);
+	pump();
+	assert_int_equal(io.connects, 2);
+	assert_true(io.resume);
+	assert_string_equal(get(QBE "/" XEN_KEY_TAPDISK_OWNER), pid);
+	put(QBE "/state", "6");
+	pump();
+	assert_int_equal(io.disconnects, 1);
+	drain();
+	pump();
+	assert_null(qbe_state());
+	assert_true(LIST_EMPTY(&T.srv.devs));
+}
+
 /* tap-ctl's devices are tap-ctl's to remove, even closed by force. */
 static void test_vbd3_closed_kept(void **state)
 {
@@ -978,6 +1014,7 @@ int main(void)
 		TEST(test_qdisk_block_detach),
 		TEST(test_qdisk_destroyed_unconnected),
 		TEST(test_qdisk_frontend_gone),
+		TEST(test_qdisk_take_over),
 		TEST(test_vbd3_closed_kept),
 	};
 
