@@ -10,6 +10,12 @@
  *   cmd_timeout_ms=N    deadline of each iSCSI command (default
  *                       ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS)
  *   login_retries=N     extra login attempts per (re)connect
+ *   degraded_grace_ms=N how long a replicated write or a flush waits
+ *                       for a server whose session was lost to come
+ *                       back before it goes on without it, marking the
+ *                       replicas there stale (default
+ *                       STRIPE_DEFAULT_DEGRADED_GRACE_MS; 0: no wait;
+ *                       the trade-off is explained in stripe-io.c)
  *   resync_rate=SIZE    default bytes per second of an online resync
  *                       (default 64M; K/M/G suffixes, binary)
  *   resync_chunk=SIZE   bytes copied per resync step (default 1M, a
@@ -127,6 +133,9 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 		ret = parse_u32(v, 0, STRIPE_MAX_LOGIN_RETRIES,
 				&o->login_retries);
 		o->login_retries_set = !ret;
+	} else if (key_is(opt, klen, "degraded_grace_ms")) {
+		ret = parse_u32(v, 0, STRIPE_MAX_DEGRADED_GRACE_MS,
+				&o->degraded_grace_ms);
 	} else if (key_is(opt, klen, "resync_rate")) {
 		ret = parse_size_opt(v, STRIPE_MIN_RESYNC_RATE, UINT64_MAX / 2,
 				     1, &o->resync_rate);
@@ -141,9 +150,10 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 	}
 	if (ret)
 		td_err("stripe: bad option '%s': write queue_depth=1-1024, "
-		       "cmd_timeout_ms=N, login_retries=N, resync_rate=SIZE "
-		       "(at least 64K), resync_chunk=SIZE (a multiple of 4K, "
-		       "at most 64M) or initiator=IQN",
+		       "cmd_timeout_ms=N, login_retries=N, "
+		       "degraded_grace_ms=N, resync_rate=SIZE (at least "
+		       "64K), resync_chunk=SIZE (a multiple of 4K, at most "
+		       "64M) or initiator=IQN",
 		       opt);
 	return ret;
 }
@@ -155,6 +165,7 @@ static int parse_options(struct stripe_dev *dev)
 
 	dev->opts.resync_rate = STRIPE_DEFAULT_RESYNC_RATE;
 	dev->opts.resync_chunk = STRIPE_DEFAULT_RESYNC_CHUNK;
+	dev->opts.degraded_grace_ms = STRIPE_DEFAULT_DEGRADED_GRACE_MS;
 	while ((comma = strrchr(dev->path, ','))) {
 		if ((ret = parse_option(&dev->opts, comma + 1)) < 0)
 			return ret;
@@ -207,6 +218,7 @@ static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
 		srv->index = i;
 		srv->block_size = m->servers[i].block_size;
 		TAILQ_INIT(&srv->held);
+		TAILQ_INIT(&srv->parked);
 		if (srv->block_size > *max_bs)
 			*max_bs = srv->block_size;
 	}
@@ -479,6 +491,8 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_u64(j, "read_fallbacks", dev->read_fallbacks);
 	td_json_u64(j, "replica_write_errors", dev->replica_write_errors);
 	td_json_u64(j, "writes_degraded", dev->writes_degraded);
+	td_json_u64(j, "degraded_skips", dev->degraded_skips);
+	td_json_u64(j, "degraded_grace_ms", dev->opts.degraded_grace_ms);
 	td_json_u64(j, "flush_rounds", dev->flush_rounds);
 	report_resync_json(dev, j);
 	td_json_begin_array(j, "servers");
@@ -492,6 +506,8 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 		td_json_u64(j, "lun", m->servers[i].lun);
 		td_json_u64(j, "block_size", srv->block_size);
 		td_json_str(j, "geometry", stripe_gate_name(srv->gate));
+		td_json_bool(j, "degraded",
+			     stripe_server_degraded(dev, &dev->servers[i]));
 		td_json_u64(j, "live_replicas", srv->live_slots);
 		srv->ops->report(srv->be, j);
 		td_json_end_object(j);
@@ -537,12 +553,13 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			 count_stale(dev), stripe_stale_pending(dev),
 			 dev->stale.rewrites, dev->stale.rewrite_errors,
 			 stripe_notify_count(dev->notify));
-	td_strbuf_printf(sb,
-			 "read fallbacks %" PRIu64 ", replica write errors "
-			 "%" PRIu64 ", degraded writes %" PRIu64
-			 ", flush rounds %" PRIu64 "\n",
-			 dev->read_fallbacks, dev->replica_write_errors,
-			 dev->writes_degraded, dev->flush_rounds);
+	td_strbuf_printf(
+		sb,
+		"read fallbacks %" PRIu64 ", replica write errors "
+		"%" PRIu64 ", degraded writes %" PRIu64
+		", degraded skips %" PRIu64 ", flush rounds %" PRIu64 "\n",
+		dev->read_fallbacks, dev->replica_write_errors,
+		dev->writes_degraded, dev->degraded_skips, dev->flush_rounds);
 	report_resync_text(dev, sb);
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
@@ -551,7 +568,7 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 		srv->ops->get_stats(srv->be, &st);
 		td_strbuf_printf(
 			sb,
-			"server %u %s %s lun %u (%s%s%s): %s, geometry %s, "
+			"server %u %s %s lun %u (%s%s%s): %s%s, geometry %s, "
 			"%u live "
 			"replicas, %" PRIu64 " reads %" PRIu64
 			" writes %" PRIu64 " syncs, %" PRIu64
@@ -561,6 +578,9 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			m->servers[i].lun, srv->ops->kind,
 			m->servers[i].device[0] ? " " : "",
 			m->servers[i].device, iscsi_conn_state_name(st.state),
+			stripe_server_degraded(dev, &dev->servers[i])
+				? " (degraded)"
+				: "",
 			stripe_gate_name(srv->gate), srv->live_slots, st.reads,
 			st.writes, st.syncs, st.errors, st.timeouts,
 			st.reconnects, st.in_flight);

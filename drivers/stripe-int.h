@@ -11,6 +11,7 @@
 #ifndef TAPSTRIPE_STRIPE_INT_H
 #define TAPSTRIPE_STRIPE_INT_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,6 +32,16 @@
 #define STRIPE_MAX_QUEUE_DEPTH	    ISCSI_CONN_MAX_QUEUE_DEPTH
 #define STRIPE_MAX_CMD_TIMEOUT_MS   3600000u
 #define STRIPE_MAX_LOGIN_RETRIES    100u
+/*
+ * How long a replicated write (or a flush) waits for a degraded server to
+ * come back before it goes on without it (degraded_grace_ms; see
+ * stripe-io.c): longer than a healthy server's reconnect, far shorter
+ * than a command timeout.
+ */
+#define STRIPE_DEFAULT_DEGRADED_GRACE_MS 100u
+#define STRIPE_MAX_DEGRADED_GRACE_MS	 STRIPE_MAX_CMD_TIMEOUT_MS
+/* What a replica's command that was not sent to a degraded server gets. */
+#define STRIPE_SKIPPED_ERR (-ENOTCONN)
 
 /*
  * Whether a server's LUN may be used: its block size and capacity are
@@ -98,7 +109,8 @@ struct stripe_cmd {
 	struct iscsi_cmd io;
 	struct stripe_server *srv;
 	void (*done)(struct stripe_cmd *sc, int err);
-	TAILQ_ENTRY(stripe_cmd) link; /* srv->held or dev->failed */
+	int gate_err;		      /* on dev->failed: what done gets */
+	TAILQ_ENTRY(stripe_cmd) link; /* srv->held, srv->parked, dev->failed */
 };
 
 TAILQ_HEAD(stripe_cmd_list, stripe_cmd);
@@ -117,6 +129,14 @@ struct stripe_server {
 	struct stripe_cmd sync;	     /* this server's part of a flush round */
 	int sync_err;
 	bool in_round;
+	/*
+	 * Commands that need not wait for this server while it is degraded
+	 * (stripe-io.c), parked for at most degraded_grace_ms from
+	 * degraded_ns: issued if it comes back UP by then, else skipped.
+	 */
+	struct stripe_cmd_list parked;
+	uint64_t degraded_ns; /* when first seen degraded; 0: not degraded */
+	uint64_t degraded_reconnects; /* its reconnect count then */
 };
 
 /* A replica child of a request. */
@@ -242,6 +262,7 @@ struct stripe_opts {
 	bool login_retries_set;
 	uint64_t resync_rate;
 	uint64_t resync_chunk;
+	uint32_t degraded_grace_ms;
 	char *initiator;
 };
 
@@ -275,6 +296,8 @@ struct stripe_dev {
 	uint64_t read_fallbacks;
 	uint64_t replica_write_errors;
 	uint64_t writes_degraded; /* acknowledged without every replica */
+	uint64_t degraded_skips;  /* replica commands a degraded server was
+				     not sent */
 	uint64_t flush_rounds;
 	uint64_t gate_failures;
 };
@@ -294,6 +317,11 @@ void stripe_cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc);
 void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr);
 void stripe_io_close(struct stripe_dev *dev);
 const char *stripe_gate_name(enum stripe_gate g);
+/*
+ * Whether srv is degraded now: its session was up once (or it is DOWN)
+ * and is not up now; notes when it was first seen so (srv->degraded_ns).
+ */
+bool stripe_server_degraded(struct stripe_dev *dev, struct stripe_server *srv);
 
 /* --- stripe-stale.c ---------------------------------------------------- */
 int stripe_stale_start(struct stripe_dev *dev, int lock_fd);

@@ -45,6 +45,39 @@
  * a connection still CONNECTING are held (looked at every
  * STRIPE_GATE_POLL_US), for a DOWN one issued (they fail at once), for a
  * mismatched LUN failed with -EIO through a deferred call.
+ *
+ * Degraded servers.  A server whose session was UP and is not UP now is
+ * degraded: a command to it timed out (the connection then drops the
+ * session and reconnects), or the session was lost and is not yet
+ * re-established, or the connection is DOWN.  Over a network cut the
+ * session stays CONNECTING for about login_retries + 1 command timeouts
+ * before it is DOWN, and a command queued on it meanwhile waits for its
+ * own deadline: without this rule every write that touched the server
+ * would wait one whole timeout before its replica was marked stale.  So
+ * a write's child for a degraded server, when a live replica of the
+ * extent is on a server that is not degraded, is not sent: it is parked
+ * (srv->parked) until the server is UP again (then it is issued as
+ * usual) or degraded_grace_ms have passed since the server was first
+ * seen degraded, or the connection is DOWN; then it completes with
+ * STRIPE_SKIPPED_ERR and the write goes the way of any replica failure
+ * (marked stale, durably, before the write is acknowledged).  A flush
+ * round skips a degraded server the same way when every extent it holds
+ * a live replica of has one on a server that is not degraded (its live
+ * replicas are then marked stale, as after a failed SYNCHRONIZE CACHE).
+ * A write whose live replicas are all on degraded servers (R = 1, or
+ * the others stale) waits as before: within the command timeout, then
+ * EIO.  Reads rank a degraded server last.  Commands already issued to
+ * the connection keep their semantics (reissued on a new session, or
+ * -ETIMEDOUT at their deadline).  The first connect after open is not
+ * degraded (the gate holds its commands), nor is a LUN the gate refused.
+ *
+ * The grace is the trade-off of a brief blip (one reconnect of a healthy
+ * server, a few ms): writes that arrive while it reconnects wait for it
+ * instead of marking their extents stale (each a whole extent to resync
+ * later) — and a flush in that window would mark every replica on the
+ * server.  Past the grace the server is treated as gone: guest writes
+ * are not stalled for seconds, at the price of more stale extents when
+ * a reconnect is slower than the grace.  degraded_grace_ms=0 never waits.
  */
 #include "config.h"
 
@@ -128,11 +161,19 @@ static void fail_run(struct td_defer *d, void *opaque)
 	TAILQ_CONCAT(&list, &dev->failed, link);
 	while ((sc = TAILQ_FIRST(&list))) {
 		TAILQ_REMOVE(&list, sc, link);
-		sc->done(sc, -EIO);
+		sc->done(sc, sc->gate_err);
 	}
 }
 
-static void gate_poll(struct td_timer *t, void *opaque);
+/* Complete sc with err from the loop (fail_run), never right here. */
+static void gate_fail(struct stripe_dev *dev, struct stripe_cmd *sc, int err)
+{
+	sc->gate_err = err;
+	TAILQ_INSERT_TAIL(&dev->failed, sc, link);
+	td_loop_defer(dev->drv->loop, &dev->fail_defer, fail_run, dev);
+}
+
+static void gate_poll_arm(struct stripe_dev *dev);
 
 static void gate_dispatch(struct stripe_dev *dev, struct stripe_cmd *sc,
 			  enum gate_action a)
@@ -146,13 +187,10 @@ static void gate_dispatch(struct stripe_dev *dev, struct stripe_cmd *sc,
 		break;
 	case GATE_HOLD:
 		TAILQ_INSERT_TAIL(&srv->held, sc, link);
-		if (!td_timer_armed(&dev->gate_timer))
-			td_loop_timer_arm(dev->drv->loop, &dev->gate_timer,
-					  STRIPE_GATE_POLL_US, gate_poll, dev);
+		gate_poll_arm(dev);
 		break;
 	case GATE_FAIL:
-		TAILQ_INSERT_TAIL(&dev->failed, sc, link);
-		td_loop_defer(dev->drv->loop, &dev->fail_defer, fail_run, dev);
+		gate_fail(dev, sc, -EIO);
 		break;
 	}
 }
@@ -168,6 +206,8 @@ static void gate_release(struct stripe_dev *dev, struct stripe_server *srv,
 	}
 }
 
+static bool park_poll(struct stripe_dev *dev, struct stripe_server *srv);
+
 static void gate_poll(struct td_timer *t, void *opaque)
 {
 	struct stripe_dev *dev = opaque;
@@ -177,6 +217,8 @@ static void gate_poll(struct td_timer *t, void *opaque)
 		struct stripe_server *srv = &dev->servers[i];
 		enum gate_action a;
 
+		if (park_poll(dev, srv))
+			again = true;
 		if (TAILQ_EMPTY(&srv->held))
 			continue;
 		a = gate_action(dev, srv);
@@ -185,7 +227,14 @@ static void gate_poll(struct td_timer *t, void *opaque)
 		else
 			gate_release(dev, srv, a);
 	}
-	if (again)
+	if (again && !td_timer_armed(&dev->gate_timer))
+		td_loop_timer_arm(dev->drv->loop, &dev->gate_timer,
+				  STRIPE_GATE_POLL_US, gate_poll, dev);
+}
+
+static void gate_poll_arm(struct stripe_dev *dev)
+{
+	if (!td_timer_armed(&dev->gate_timer))
 		td_loop_timer_arm(dev->drv->loop, &dev->gate_timer,
 				  STRIPE_GATE_POLL_US, gate_poll, dev);
 }
@@ -198,7 +247,8 @@ static void cmd_done(struct iscsi_cmd *io, int err)
 	sc->done(sc, err);
 }
 
-void stripe_cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc)
+/* stripe_cmd_submit without a look at the parked commands. */
+static void cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc)
 {
 	struct stripe_server *srv = sc->srv;
 	enum gate_action a = gate_action(dev, srv);
@@ -209,6 +259,95 @@ void stripe_cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc)
 	if (a != GATE_HOLD && !TAILQ_EMPTY(&srv->held))
 		gate_release(dev, srv, a);
 	gate_dispatch(dev, sc, a);
+}
+
+void stripe_cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc)
+{
+	/* Parked commands go first once their server is back. */
+	park_poll(dev, sc->srv);
+	cmd_submit(dev, sc);
+}
+
+/* --- degraded servers (see the top) ------------------------------------------ */
+
+bool stripe_server_degraded(struct stripe_dev *dev, struct stripe_server *srv)
+{
+	enum iscsi_conn_state s = srv->ops->state(srv->be);
+	struct iscsi_conn_stats st;
+
+	if (s == ISCSI_CONN_UP || srv->gate == STRIPE_GATE_BAD ||
+	    (s == ISCSI_CONN_CONNECTING &&
+	     srv->gate == STRIPE_GATE_UNCHECKED)) {
+		srv->degraded_ns = 0;
+		return false;
+	}
+	/* A reconnect since it was first seen means it was UP in between,
+	 * unseen: this is a new outage, with a grace of its own. */
+	srv->ops->get_stats(srv->be, &st);
+	if (!srv->degraded_ns || st.reconnects != srv->degraded_reconnects) {
+		srv->degraded_ns = td_now_ns();
+		srv->degraded_reconnects = st.reconnects;
+	}
+	return true;
+}
+
+/* A degraded server's parked commands wait no more: DOWN, or grace over. */
+static bool park_expired(const struct stripe_dev *dev,
+			 const struct stripe_server *srv)
+{
+	uint64_t grace_ns = dev->opts.degraded_grace_ms * 1000000ull;
+
+	return srv->ops->state(srv->be) == ISCSI_CONN_DOWN ||
+	       td_now_ns() - srv->degraded_ns >= grace_ns;
+}
+
+static void park_skip(struct stripe_dev *dev, struct stripe_cmd *sc)
+{
+	dev->degraded_skips++;
+	gate_fail(dev, sc, STRIPE_SKIPPED_ERR);
+}
+
+/*
+ * Issue srv's parked commands, in order, once it is no longer degraded;
+ * skip them once they have waited long enough.  true: some stay parked.
+ */
+static bool park_poll(struct stripe_dev *dev, struct stripe_server *srv)
+{
+	struct stripe_cmd *sc;
+	bool degraded;
+
+	if (TAILQ_EMPTY(&srv->parked))
+		return false;
+	degraded = stripe_server_degraded(dev, srv);
+	if (degraded && !park_expired(dev, srv))
+		return true;
+	while ((sc = TAILQ_FIRST(&srv->parked))) {
+		TAILQ_REMOVE(&srv->parked, sc, link);
+		if (degraded)
+			park_skip(dev, sc);
+		else
+			cmd_submit(dev, sc);
+	}
+	return false;
+}
+
+/*
+ * Instead of stripe_cmd_submit, for a command that need not wait for its
+ * server, which stripe_server_degraded has just called degraded.  Never
+ * completes sc inside the call.
+ */
+static void cmd_park(struct stripe_dev *dev, struct stripe_cmd *sc)
+{
+	struct stripe_server *srv = sc->srv;
+
+	sc->io.done = cmd_done;
+	sc->io.opaque = sc;
+	if (park_expired(dev, srv)) {
+		park_skip(dev, sc);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&srv->parked, sc, link);
+	gate_poll_arm(dev);
 }
 
 /* --- children ------------------------------------------------------------------ */
@@ -253,16 +392,13 @@ static struct stripe_child *child_of(struct stripe_cmd *sc)
 
 /* --- reads --------------------------------------------------------------------- */
 
-static unsigned int state_rank(const struct stripe_server *srv)
+/* UP, then connecting for the first time, then degraded (DOWN too). */
+static unsigned int state_rank(struct stripe_dev *dev,
+			       struct stripe_server *srv)
 {
-	switch (srv->ops->state(srv->be)) {
-	case ISCSI_CONN_UP:
-		return 0;
-	case ISCSI_CONN_CONNECTING:
-		return 1;
-	default:
+	if (stripe_server_degraded(dev, srv))
 		return 2;
-	}
+	return srv->ops->state(srv->be) == ISCSI_CONN_UP ? 0 : 1;
 }
 
 /* The live, untried replica to read from; -1 when none is left. */
@@ -277,13 +413,13 @@ static int pick_replica(struct stripe_dev *dev, struct stripe_req *sr)
 	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t r = (start + i) % nr;
 		const struct stripe_map_replica *rep = req_slot(dev, sr, r);
-		const struct stripe_server *srv = &dev->servers[rep->server];
+		struct stripe_server *srv = &dev->servers[rep->server];
 		uint64_t rank;
 
 		if ((sr->issued_mask & (1u << r)) || rep->stale ||
 		    srv->gate == STRIPE_GATE_BAD)
 			continue;
-		rank = ((uint64_t)state_rank(srv) << 32) | srv->in_flight;
+		rank = ((uint64_t)state_rank(dev, srv) << 32) | srv->in_flight;
 		if (rank < best_rank) {
 			best_rank = rank;
 			best = (int)r;
@@ -374,10 +510,36 @@ static bool discard_useful(struct stripe_dev *dev, const struct stripe_req *sr)
 
 static void write_done(struct stripe_cmd *sc, int err);
 
+/*
+ * The replicas of mask on degraded servers, when a live replica of sr is
+ * on a server that is neither degraded nor refused by the gate (that copy
+ * carries the write); 0 otherwise: then the write waits as it always did.
+ */
+static uint32_t write_skippable(struct stripe_dev *dev,
+				const struct stripe_req *sr, uint32_t mask)
+{
+	uint32_t degraded = 0;
+	bool carried = false;
+
+	for (uint32_t r = 0; r < dev->map.replicas; r++) {
+		struct stripe_server *srv =
+			&dev->servers[req_slot(dev, sr, r)->server];
+
+		if (!(mask & (1u << r)))
+			continue;
+		if (stripe_server_degraded(dev, srv))
+			degraded |= 1u << r;
+		else if ((sr->issued_mask & (1u << r)) &&
+			 srv->gate != STRIPE_GATE_BAD)
+			carried = true;
+	}
+	return carried ? degraded : 0;
+}
+
 void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	enum iscsi_cmd_op op = write_op(sr->req);
-	uint32_t live = 0, mask;
+	uint32_t live = 0, mask, skippable;
 	uint64_t gen = 0;
 
 	sr->issued_mask = sr->target_mask = 0;
@@ -412,15 +574,20 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 	}
 	sr->wait_gen = gen;
 	mask = sr->issued_mask | sr->target_mask;
+	skippable = write_skippable(dev, sr, mask);
 	sr->pending = (uint32_t)__builtin_popcount(mask);
 	TAILQ_INSERT_TAIL(&dev->writes, sr, link);
 	sr->in_writes = true;
-	/* No child completes inside stripe_cmd_submit: the count is safe. */
+	/* No child completes inside stripe_cmd_submit or cmd_park: the count
+	 * is safe. */
 	for (uint32_t r = 0; r < dev->map.replicas; r++) {
 		if (!(mask & (1u << r)))
 			continue;
 		child_prep(dev, sr, r, op, write_done);
-		stripe_cmd_submit(dev, &sr->child[r].sc);
+		if (skippable & (1u << r))
+			cmd_park(dev, &sr->child[r].sc);
+		else
+			stripe_cmd_submit(dev, &sr->child[r].sc);
 	}
 }
 
@@ -459,12 +626,21 @@ static uint64_t write_mark(struct stripe_dev *dev, struct stripe_req *sr,
 		if (!(failed & (1u << r)))
 			continue;
 		slot = stripe_slot_index(dev, sr->column, sr->extent, r);
-		td_vbd_err(dev->drv->vbd,
-			   "stripe: %s of column %u extent %u replica %u "
-			   "(server %u) failed: %s; marking it stale",
-			   td_op_name(sr->req->op), sr->column, sr->extent, r,
-			   dev->map.slots[slot].server,
-			   strerror(-sr->child[r].err));
+		if (sr->child[r].err == STRIPE_SKIPPED_ERR)
+			td_vbd_err(dev->drv->vbd,
+				   "stripe: %s of column %u extent %u replica "
+				   "%u not sent: server %u is degraded (down "
+				   "or reconnecting); marking it stale",
+				   td_op_name(sr->req->op), sr->column,
+				   sr->extent, r, dev->map.slots[slot].server);
+		else
+			td_vbd_err(
+				dev->drv->vbd,
+				"stripe: %s of column %u extent %u replica "
+				"%u (server %u) failed: %s; marking it stale",
+				td_op_name(sr->req->op), sr->column, sr->extent,
+				r, dev->map.slots[slot].server,
+				strerror(-sr->child[r].err));
 		dev->replica_write_errors++;
 		stripe_stale_set(dev, slot, true);
 	}
@@ -538,6 +714,40 @@ static void sync_done(struct stripe_cmd *sc, int err)
 	round_put(sc->srv->dev);
 }
 
+/*
+ * Whether a round may go on without degraded server srv: every extent it
+ * holds a live replica of has one on a server that is neither degraded
+ * nor refused by the gate.
+ */
+static bool sync_skippable(struct stripe_dev *dev, struct stripe_server *srv)
+{
+	const struct stripe_map *m = &dev->map;
+
+	for (uint32_t c = 0; c < m->columns; c++) {
+		for (uint32_t j = 0; j < m->extents_per_column; j++) {
+			bool mine = false, carried = false;
+
+			for (uint32_t r = 0; r < m->replicas; r++) {
+				const struct stripe_map_replica *rep =
+					stripe_map_slot(m, c, j, r);
+				struct stripe_server *other =
+					&dev->servers[rep->server];
+
+				if (rep->stale)
+					continue;
+				if (other == srv)
+					mine = true;
+				else if (other->gate != STRIPE_GATE_BAD &&
+					 !stripe_server_degraded(dev, other))
+					carried = true;
+			}
+			if (mine && !carried)
+				return false;
+		}
+	}
+	return true;
+}
+
 static void round_start(struct stripe_dev *dev)
 {
 	TAILQ_CONCAT(&dev->flush_cur, &dev->flush_next, wait_link);
@@ -556,7 +766,11 @@ static void round_start(struct stripe_dev *dev)
 		srv->sync.srv = srv;
 		srv->sync.done = sync_done;
 		dev->round_pending++;
-		stripe_cmd_submit(dev, &srv->sync);
+		if (stripe_server_degraded(dev, srv) &&
+		    sync_skippable(dev, srv))
+			cmd_park(dev, &srv->sync);
+		else
+			stripe_cmd_submit(dev, &srv->sync);
 	}
 	round_put(dev);
 }
@@ -618,10 +832,17 @@ static void round_end(struct stripe_dev *dev)
 		if (!srv->in_round || !srv->sync_err)
 			continue;
 		failed = true;
-		td_vbd_err(dev->drv->vbd,
-			   "stripe: SYNCHRONIZE CACHE on server %u failed: "
-			   "%s",
-			   i, strerror(-srv->sync_err));
+		if (srv->sync_err == STRIPE_SKIPPED_ERR)
+			td_vbd_err(dev->drv->vbd,
+				   "stripe: SYNCHRONIZE CACHE not sent to "
+				   "server %u: it is degraded (down or "
+				   "reconnecting)",
+				   i);
+		else
+			td_vbd_err(dev->drv->vbd,
+				   "stripe: SYNCHRONIZE CACHE on server %u "
+				   "failed: %s",
+				   i, strerror(-srv->sync_err));
 	}
 	if (failed && !dev->closing)
 		err = round_failures(dev, &gen);
@@ -677,6 +898,8 @@ void stripe_io_close(struct stripe_dev *dev)
 	if (dev->drv && dev->drv->loop)
 		td_loop_defer_cancel(dev->drv->loop, &dev->fail_defer);
 	TAILQ_INIT(&dev->failed);
-	for (uint32_t i = 0; dev->servers && i < dev->nr_servers; i++)
+	for (uint32_t i = 0; dev->servers && i < dev->nr_servers; i++) {
 		TAILQ_INIT(&dev->servers[i].held);
+		TAILQ_INIT(&dev->servers[i].parked);
+	}
 }

@@ -3,9 +3,11 @@
 
 Usage:
   fault-io.py write URI DATA [--bs N] [--qd N] [--at F --run CMD]
+                  [--timeout-ms T --max-timeouts K]
       write DATA from byte 0 at queue depth N; once a fraction F of the
       writes is acknowledged, run CMD (the fault); then a flush, and every
-      byte must read back as written
+      byte must read back as written.  With T and K: the whole stream,
+      less the time CMD itself took, must take under K command timeouts
   fault-io.py read URI DATA [--bs N]
       read the whole disk: no read may fail, every byte as DATA
   fault-io.py cut URI MAP DATA --column C --live-column L --cut CMD
@@ -54,6 +56,8 @@ def cmd_write(args):
     o = opts_of(args[2:])
     bs, qd = int(o.get("--bs", 256 * 1024)), int(o.get("--qd", 8))
     at, fault = float(o.get("--at", 0)), o.get("--run")
+    timeout_s = int(o.get("--timeout-ms", 0)) / 1000.0
+    max_timeouts = float(o.get("--max-timeouts", 0))
     res = sio.Result()
     h = sio.nbd_open(uri)
     ops = [("w", off, data[off:off + bs]) for off in range(0, len(data), bs)]
@@ -78,6 +82,12 @@ def cmd_write(args):
               % (len(ops), bs // 1024, qd, took, max_lat,
                  "" if not errors else "; %d failed, the first at byte %d with %s"
                  % (len(errors), errors[0][0] * bs, ename(errors[0][1]))))
+    if timeout_s and max_timeouts:
+        stream = took - st["t"]
+        res.check(stream < max_timeouts * timeout_s,
+                  "the degraded stream takes under %g command timeouts: %.1f s = %.2f x %.1f s "
+                  "(without the %.1f s the fault command took)"
+                  % (max_timeouts, stream, stream / timeout_s, timeout_s, st["t"]))
     try:
         h.flush()
         res.check(True, "a flush after the writes succeeds")

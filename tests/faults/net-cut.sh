@@ -10,8 +10,12 @@
 #     socket; after "lab.sh restore" column 1 reads its data and takes
 #     writes again within 30 s; the whole disk reads back as written.
 #   R = 2 (disk c2: S=1, U=64 KiB): 32 MiB written at QD 8 in 256 KiB
-#     writes; at 30 % the server of replica 1 is cut.  No write fails, a
-#     flush succeeds, everything reads back; the stale replicas are all on
+#     writes; at 30 % the server of replica 1 is cut.  No write fails; the
+#     whole stream takes less than 2 command timeouts (the writes in
+#     flight when the cut comes wait for one timeout; after it the server
+#     is degraded and later writes do not wait for it; before that rule
+#     each extent reached paid a timeout: 12.4 s); a flush
+#     succeeds, everything reads back; the stale replicas are all on
 #     the cut server; after the restore tapdisk reconnects, an online
 #     resync ends with no stale replica, and the replicas of every extent
 #     are byte-identical and hold the data.
@@ -59,7 +63,7 @@ echo "c2: replica 1 is on server $VICTIM"
 head -c 32M /dev/urandom >"$WORK/c2.data"
 T0=$EPOCHREALTIME
 out=$("$PY" "$FAULT_IO" write "$URI" "$WORK/c2.data" --bs 262144 --qd 8 --at 0.3 \
-	--run "'$LAB' cut $VICTIM" 2>&1)
+	--run "'$LAB' cut $VICTIM" --timeout-ms $TIMEOUT_MS --max-timeouts 2 2>&1)
 rc=$?
 while IFS= read -r line; do
 	case $line in PASS:*) pass "${line#PASS: }" ;; FAIL:*) fail "${line#FAIL: }" ;; esac

@@ -4,7 +4,9 @@
  * geometries, writes fanned out to every replica, stale marks made durable
  * before a degraded write completes, no mark when every replica fails,
  * reads that avoid stale replicas and fall back, flush rounds, a DOWN
- * server, the geometry gate, discard, resync, control and open errors.
+ * server, the geometry gate, degraded servers (a session lost after it
+ * was up: writes and flushes go on without it), discard, resync, control
+ * and open errors.
  *
  * rename(2) is wrapped (--wrap, the OS boundary) so that a test can hold
  * the map rewrite in the writer thread, or make it fail.  The master
@@ -842,6 +844,201 @@ static void test_gate_waits_for_connection(void **state)
 	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, 0), 1);
 }
 
+/* --- degraded servers ------------------------------------------------------------ */
+
+/*
+ * G2: a write to server 1 times out (the connection drops the session
+ * and reconnects: CONNECTING).  From then on writes do not wait for
+ * server 1: its replica is marked stale, durably, before the write
+ * completes, and no command reaches it; reads go elsewhere.  Back UP,
+ * it is written again; its stale replicas stay stale.
+ */
+static void test_degraded_write_skips_server(void **state)
+{
+	unsigned int from;
+
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	mock_iscsi_hold(1, true);
+	fill(0, 21, 4096);
+	submit(0, TD_OP_WRITE, 0, 4096, 0); /* (0, 0): servers 0, 1 */
+	RUN_UNTIL(mock_iscsi_nr_held(1) == 1);
+	mock_iscsi_hold(1, false);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	mock_iscsi_release(1, -ETIMEDOUT);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(dev()->degraded_skips, 0); /* that one was sent */
+
+	from = mock_iscsi.nr_log;
+	fill(1, 22, 4096);
+	/* (1, 1): servers 0 and 1, the replica on 1 is replica 1 */
+	io_prep(1, TD_OP_WRITE, 320 * KiB, 4096, 0);
+	assert_int_equal(td_vbd_submit(fx->vbd, &fx->io[1]), 0);
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], 0);
+	assert_true(file_stale(1, 1, 1));
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, from), 1);
+	assert_int_equal(dev()->degraded_skips, 1);
+	assert_true(stripe_server_degraded(dev(), &dev()->servers[1]));
+	/* (0, 1): servers 1 and 2, both live: reads go to server 2 */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(do_io(2, TD_OP_READ, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 0);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_READ, from), 4);
+
+	/* back UP: written again; (0, 0) and (1, 1) stay stale */
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(2, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(do_io(2, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 1);
+	assert_false(stripe_server_degraded(dev(), &dev()->servers[1]));
+	assert_int_equal(nr_file_stale(), 2);
+	assert_int_equal(dev()->degraded_skips, 1);
+}
+
+/* The mark a skip makes is on disk before the write completes. */
+static void test_degraded_skip_mark_durable_first(void **state)
+{
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	rename_hold(true);
+	io_prep(0, TD_OP_WRITE, 0, 4096, 0)->cb = io_done_check_file;
+	assert_int_equal(td_vbd_submit(fx->vbd, &fx->io[0]), 0);
+	for (int i = 0; i < 50; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0], 0); /* waits for the rewrite */
+	rename_hold(false);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_true(stale_at_completion);
+	assert_int_equal(notes_at_completion, 1);
+	/* a failed rewrite fails the write: the file still says "ok" */
+	rename_fail(EIO);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 320 * KiB, 4096), -EIO);
+	rename_fail(0);
+}
+
+/*
+ * The grace: a session back within it (a blip) is written as
+ * usual and nothing is marked; past it, the write goes on without it.
+ */
+static void test_degraded_grace(void **state)
+{
+	const uint64_t grace_ns = 300 * 1000000ull;
+	unsigned int from;
+	uint64_t t0;
+
+	start(&g2, NULL, ",degraded_grace_ms=300");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	submit(1, TD_OP_FLUSH, 0, 0, 0);
+	for (int i = 0; i < 5; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0] + fx->calls[1], 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0] && fx->calls[1]);
+	assert_int_equal(fx->err[0] | fx->err[1], 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 1);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_SYNC, from), 1);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(dev()->degraded_skips, 0);
+
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	t0 = td_now_ns();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_true(td_now_ns() - t0 >= grace_ns);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(dev()->degraded_skips, 1);
+	/* the grace runs from when it was first seen degraded: no new wait */
+	t0 = td_now_ns();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 320 * KiB, 4096), 0);
+	assert_true(td_now_ns() - t0 < grace_ns);
+	assert_true(file_stale(1, 1, 1));
+}
+
+/*
+ * No other copy: a write whose only live replica is on a degraded server
+ * waits for it as before (here: until the connection is DOWN, EIO).
+ */
+static void test_degraded_last_copy_waits(void **state)
+{
+	unsigned int from;
+
+	start(&g2, g2_stale_001, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0); /* server 0 */
+	mock_iscsi_set_state(0, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0], 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, from), 1);
+	mock_iscsi_set_state(0, ISCSI_CONN_DOWN);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], -EIO);
+	assert_int_equal(nr_file_stale(), 1);
+	assert_int_equal(dev()->degraded_skips, 0);
+}
+
+/* G4, R = 1: a degraded server's extents wait, and work once it is back. */
+static void test_degraded_unreplicated_waits(void **state)
+{
+	start(&g4, NULL, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 16 * KiB, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	submit(0, TD_OP_WRITE, 16 * KiB, 4096, 0);
+	submit(1, TD_OP_FLUSH, 0, 0, 0);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0] + fx->calls[1], 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0] && fx->calls[1]);
+	assert_int_equal(fx->err[0] | fx->err[1], 0);
+	assert_int_equal(dev()->degraded_skips, 0);
+}
+
+/*
+ * A flush does not wait for a degraded server either: its live replicas
+ * are marked stale where a peer synced, as after a failed SYNCHRONIZE
+ * CACHE, and later rounds leave it out.
+ */
+static void test_degraded_flush(void **state)
+{
+	struct td_strbuf out;
+	unsigned int from;
+
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_SYNC, from), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_SYNC, from), 1);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_SYNC, from), 1);
+	assert_true(file_stale(0, 0, 1));
+	assert_true(file_stale(0, 1, 0));
+	assert_true(file_stale(1, 1, 1));
+	assert_int_equal(nr_file_stale(), 3);
+	assert_int_equal(dev()->servers[1].live_slots, 0);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(dev()->degraded_skips, 1);
+	td_strbuf_init(&out);
+	td_stripe_ops.report_text(&fx->vbd->drivers[0], &out);
+	assert_non_null(strstr(td_strbuf_str(&out), "connecting (degraded)"));
+	assert_non_null(strstr(td_strbuf_str(&out), "degraded skips 1"));
+	td_strbuf_free(&out);
+}
+
 /* --- discard, write zeroes ------------------------------------------------------ */
 
 static void test_discard_and_write_zeroes(void **state)
@@ -1017,8 +1214,12 @@ static void test_open_errors(void **state)
 	assert_int_equal(open_stripe(",queue_depth=0"), -EINVAL);
 	assert_int_equal(open_stripe(",resync_chunk=1000"), -EINVAL);
 	assert_int_equal(open_stripe(",colour=blue"), -EINVAL);
+	assert_int_equal(open_stripe(",degraded_grace_ms=-1"), -EINVAL);
+	assert_int_equal(open_stripe(",degraded_grace_ms=3600001"), -EINVAL);
 	assert_int_equal(mock_iscsi.nr_created, mock_iscsi.nr_destroyed);
 	assert_int_equal(open_stripe(",queue_depth=8,cmd_timeout_ms=500"), 0);
+	assert_int_equal(dev()->opts.degraded_grace_ms,
+			 STRIPE_DEFAULT_DEGRADED_GRACE_MS);
 	/* one opener at a time */
 	snprintf(chain, sizeof(chain), "stripe:%s", ts.path);
 	assert_int_equal(td_vbd_open(fx->loop, table, &p, &second), -EBUSY);
@@ -1176,6 +1377,12 @@ int main(void)
 		T(test_gate_block_size_mismatch),
 		T(test_gate_capacity_too_small),
 		T(test_gate_waits_for_connection),
+		T(test_degraded_write_skips_server),
+		T(test_degraded_skip_mark_durable_first),
+		T(test_degraded_grace),
+		T(test_degraded_last_copy_waits),
+		T(test_degraded_unreplicated_waits),
+		T(test_degraded_flush),
 		T(test_discard_and_write_zeroes),
 		T(test_resync_copies_and_clears),
 		T(test_resync_target_failure),
