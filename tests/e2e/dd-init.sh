@@ -8,7 +8,9 @@
 #   backend=e2e-dd, backendtype=qdisk, target=tapstripe:dd-disk
 # tapdisk takes those backend/qdisk nodes itself: no xl devd, no QEMU.
 # Everything meant for dom0 goes to the console as "DD ..." lines
-# (dom0's xenconsoled logs them), tapdisk's log included.
+# (dom0's xenconsoled logs them), tapdisk's log included.  When dom0
+# writes a guest's domid into this domain's data/e2e-restart, it
+# restarts tapdisk under that guest (restart, below) and answers there.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -38,7 +40,55 @@ if id=$(tap-ctl create -a aio:/dev/xvda --name dd-disk 2>/tmp/tap-ctl.log); then
 else
 	say "tap-ctl create failed: $(tail -1 /tmp/tap-ctl.log)"
 fi
+# A tapdisk restart under a running guest, as an operator upgrading
+# tapdisk does it: hand the disk over (tap-ctl release: the guest stays
+# connected), stop the old tapdisk, leave the guest's I/O waiting on the
+# ring for 3 s, start the new one and name it in the disk (tap-ctl attach
+# resumes the ring).  $1: the guest's domid.
+restart() {
+	local g=$1 old=$id new got i
+	say "restart: tap-ctl release -i $old --domid $g --vdev xvda"
+	tap-ctl release -i "$old" --domid "$g" --vdev xvda 2>/tmp/tap-ctl.log || {
+		answer "failed: tap-ctl release -i $old --domid $g: $(tr "\n" " " </tmp/tap-ctl.log)"
+		return
+	}
+	tap-ctl destroy -i "$old" >/dev/null 2>/tmp/tap-ctl.log ||
+		say "tap-ctl destroy -i $old: $(tail -1 /tmp/tap-ctl.log)"
+	say "restart: tapdisk $old gone; no tapdisk for 3 s"
+	sleep 3
+	new=$(tap-ctl create -a aio:/dev/xvda --name dd-disk 2>/tmp/tap-ctl.log) || {
+		answer "failed: tap-ctl create: $(tail -1 /tmp/tap-ctl.log)"
+		return
+	}
+	tail -f "/run/tapstripe/tapdisk-$new.log" | sed 's/^/DD tapdisk: /' &
+	tap-ctl attach -i "$new" --domid "$g" --vdev xvda >/dev/null 2>/tmp/tap-ctl.log || {
+		answer "failed: tap-ctl attach: $(tail -1 /tmp/tap-ctl.log)"
+		return
+	}
+	id=$new
+	# What the logs say, read here: the console can drop a line.
+	got=
+	grep -q ': handed over' "/run/tapstripe/tapdisk-$old.log" && got=" handed-over"
+	i=0
+	while ! grep -q ': resumed, ring order' "/run/tapstripe/tapdisk-$new.log" &&
+		[ $i -lt 20 ]; do
+		sleep 0.5
+		i=$((i + 1))
+	done
+	grep -q ': resumed, ring order' "/run/tapstripe/tapdisk-$new.log" && got="$got resumed"
+	say "restart: tapdisk $new serves the guest's disk;$got"
+	answer "done $old $new$got"
+}
+# dom0 writes a guest's domid into data/e2e-restart; the answer goes there.
+me=/local/domain/$(xenstore-read domid)
+answer() { xenstore-write "$me/data/e2e-restart" "$*"; }
+answer idle
 # dom0 destroys this domain when its case ends.
 while :; do
-	sleep 3600
+	xenstore-watch -n 2 "$me/data/e2e-restart" >/dev/null 2>&1 || sleep 1
+	g=$(xenstore-read "$me/data/e2e-restart" 2>/dev/null)
+	say "data/e2e-restart is '$g' (tapdisk $id)"
+	case $g in
+	[0-9]*) restart "$g" ;;
+	esac
 done

@@ -261,7 +261,7 @@ dd_diagnose() {
 	xtool xl list 2>&1 | sed 's/^/E2E-LOG   xl list: /'
 	xtool xl info 2>/dev/null | grep -E '^(total|free)_memory' | sed 's/^/E2E-LOG   /'
 	tail -6 /var/log/xen/xl-e2e-dd.log 2>/dev/null | sed 's/^/E2E-LOG   xl-e2e-dd: /'
-	tail -10 /var/log/xen/xl-e2e-domu.log 2>/dev/null | sed 's/^/E2E-LOG   xl-e2e-domu: /'
+	tail -10 /var/log/xen/xl-e2e-ddguest.log 2>/dev/null | sed 's/^/E2E-LOG   xl-e2e-ddguest: /'
 	grep -a DOMU "$con" 2>/dev/null | tail -6 | sed 's/^/E2E-LOG   guest: /'
 	grep -a 'DD ' "$ddcon" 2>/dev/null | tail -12 | sed 's/^/E2E-LOG   dd: /'
 }
@@ -289,21 +289,36 @@ dd_diagnose() {
 # for each domid), no backend node left, no timeout in xl's log.
 case_tapdisk-xen-driver-domain() {
 	local ddcon=/var/log/xen/console/guest-e2e-dd.log
-	local con=/var/log/xen/console/guest-e2e-domu.log
-	local xllog=/var/log/xen/xl-e2e-domu.log ddid gid gid2 root be be2 p e r b
+	local con=/var/log/xen/console/guest-e2e-ddguest.log
+	local xllog=/var/log/xen/xl-e2e-ddguest.log ddid gid gid2 root be be2 p e r b
+	local ask a p2 slow mon tails
 	[ -f /boot/dd.cpio.gz ] && [ -f /etc/domu.cfg ] ||
 		skip "no driver domain or guest in this initramfs"
 	log "domains before: $(xtool xl list 2>/dev/null | awk 'NR > 1 {printf "%s(%s) ", $1, $3}')" \
 		"Xen free MiB: $(xtool xl info 2>/dev/null | awk '/^free_memory/ {print $3}')"
 	dev=$(loop_disk /tmp/dd.img 16) || fail "losetup"
-	trap 'xl destroy e2e-domu >/dev/null 2>&1; xl destroy e2e-dd >/dev/null 2>&1; losetup -d $dev' EXIT
+	# A live view for the serial log (--keep): the domains every 15 s,
+	# the lines of e2e-dd and the guest (their kernels' messages left out:
+	# the serial line is slow), kernel errors in dom0.  A domU's console
+	# reaches its log file late, never out of its own order: a check on
+	# what a tapdisk logged asks e2e-dd (restart) or waits.
+	echo 4 >/proc/sys/kernel/printk
+	(while :; do
+		log "domains: $(xtool xl list 2>/dev/null | awk 'NR > 1 {printf "%s(%s) %s %ss; ", $1, $2, $5, $6}')"
+		sleep 15
+	done) &
+	mon=$!
+	trap 'kill $mon $tails 2>/dev/null; echo 1 >/proc/sys/kernel/printk; xl destroy e2e-ddguest >/dev/null 2>&1; xl destroy e2e-dd >/dev/null 2>&1; losetup -d $dev' EXIT
 	printf '%s\n' 'name="e2e-dd"' 'type="pv"' 'kernel="/boot/vmlinuz"' \
 		'ramdisk="/boot/dd.cpio.gz"' 'extra="console=hvc0"' \
 		'memory=256' 'vcpus=1' 'driver_domain=1' \
 		"disk=['format=raw, vdev=xvda, access=rw, target=$dev']" \
 		'on_poweroff="destroy"' 'on_crash="destroy"' >/tmp/dd.cfg
-	sed -e '/^disk=/d' -e '/^extra=/d' /etc/domu.cfg >/tmp/guest.cfg
-	printf '%s\n' 'extra="console=hvc0 e2e_reboot"' 'on_reboot="restart"' \
+	# Its own name: xenconsoled appends to a log per name, and
+	# tapdisk-xen-domu's guest wrote in e2e-domu's.
+	sed -e '/^disk=/d' -e '/^extra=/d' -e '/^name=/d' /etc/domu.cfg >/tmp/guest.cfg
+	rm -f "$con" "$xllog"
+	printf '%s\n' 'name="e2e-ddguest"' 'extra="console=hvc0 e2e_reboot"' 'on_reboot="restart"' \
 		"disk=['backend=e2e-dd, backendtype=qdisk, vdev=xvda, target=tapstripe:dd-disk']" \
 		>>/tmp/guest.cfg
 	xtool xl create /tmp/dd.cfg >/tmp/xl-create-dd.log 2>&1 || {
@@ -312,7 +327,10 @@ case_tapdisk-xen-driver-domain() {
 		fail "xl create of the driver domain: $(tail -1 /tmp/xl-create-dd.log)"
 	}
 	ddid=$(xtool xl domid e2e-dd) || fail "no domid for the driver domain"
+	tail -F "$ddcon" 2>/dev/null | sed -n 's/^\(DD .*\)/E2E-LOG   live dd: \1/p' &
+	tails=$!
 	root=/local/domain/$ddid/backend/qdisk
+	ask=/local/domain/$ddid/data/e2e-restart
 	log "driver domain $ddid created"
 	wait_for 150 grep -aq 'DD .*ready: tapdisk' "$ddcon" || {
 		dd_diagnose
@@ -324,7 +342,9 @@ case_tapdisk-xen-driver-domain() {
 		dd_diagnose
 		fail "xl create of the guest: $(tail -1 /tmp/xl-create.log)"
 	}
-	gid=$(xtool xl domid e2e-domu) || fail "no domid for the guest"
+	gid=$(xtool xl domid e2e-ddguest) || fail "no domid for the guest"
+	tail -F "$con" 2>/dev/null | sed -n 's/^\(DOMU .*\)/E2E-LOG   live guest: \1/p' &
+	tails="$tails $!"
 	be=$root/$gid/51712
 	log "guest $gid created; its disk: $be"
 	# Boot 1: the pattern, the mark, the reboot.
@@ -347,7 +367,7 @@ case_tapdisk-xen-driver-domain() {
 		dd_diagnose
 		fail "the rebooted guest did not check its disk within 180 s"
 	}
-	gid2=$(xtool xl domid e2e-domu) || fail "no domid for the rebooted guest"
+	gid2=$(xtool xl domid e2e-ddguest) || fail "no domid for the rebooted guest"
 	[ "$gid2" != "$gid" ] || fail "the guest kept domid $gid: not restarted by xl?"
 	be2=$root/$gid2/51712
 	log "guest restarted as $gid2; its disk: $be2"
@@ -360,8 +380,36 @@ case_tapdisk-xen-driver-domain() {
 		dd_diagnose
 		fail "$be (the first boot's disk) is still there after the reboot"
 	}
+	# The guest writes its second pattern; e2e-dd restarts its tapdisk.
+	xtool xenstore-write "$ask" "$gid2" || fail "cannot write $ask"
+	wait_for 90 sh -c "xenstore-read $ask 2>/dev/null | grep -q '^done\|^failed'" || {
+		dd_diagnose
+		fail "the driver domain did not restart its tapdisk within 90 s"
+	}
+	a=$(xtool xenstore-read "$ask")
+	[ "${a%% *}" = done ] || {
+		dd_diagnose
+		fail "tapdisk restart in the driver domain: $a"
+	}
+	log "driver domain: tapdisk restarted under guest $gid2 ($a)"
+	wait_for 120 grep -aq 'DOMU .*second pattern: md5' "$con" || {
+		dd_diagnose
+		fail "the guest did not finish its writes across the tapdisk restart"
+	}
+	! grep -aq 'DOMU .*failed' "$con" || fail "guest: $(grep -a 'DOMU .*failed' "$con" | tail -1)"
+	p2=$(grep -a -o 'second pattern: md5 pattern=[0-9a-f]*' "$con" | tail -1 | sed 's/.*=//')
+	grep -aq "second pattern: md5 pattern=$p2 readback=$p2" "$con" ||
+		fail "the guest read back another second pattern than it wrote"
+	# The write issued while no tapdisk ran waited for the new one.
+	slow=$(grep -a 'DOMU .*chunk [0-9]* written, started' "$con" | tr -d '[]s,' |
+		awk '{d = $2 - $NF; if (d > m) m = d} END {printf "%.1f", m}')
+	awk -v s="$slow" 'BEGIN {exit !(s >= 2)}' ||
+		fail "no guest write waited across the restart (slowest ${slow}s): it missed the writer"
+	# e2e-dd read these in the tapdisks' logs (answer "done OLD NEW ...").
+	[[ " $a " == *" handed-over "* ]] || fail "the old tapdisk did not log that it handed $be2 over: $a"
+	[[ " $a " == *" resumed "* ]] || fail "the new tapdisk did not log that it resumed the ring of guest $gid2: $a"
 	# Destroyed while its ring is connected: no frontend to close it.
-	xtool xl destroy e2e-domu >/tmp/xl-destroy.log 2>&1 ||
+	xtool xl destroy e2e-ddguest >/tmp/xl-destroy.log 2>&1 ||
 		fail "xl destroy of the guest: $(tail -1 /tmp/xl-destroy.log)"
 	wait_for 60 domu_gone "$gid2" || fail "guest $gid2 still there 60 s after xl destroy"
 	log "guest $gid2 destroyed"
@@ -371,12 +419,14 @@ case_tapdisk-xen-driver-domain() {
 	}
 	grep -a 'DD tapdisk:' "$ddcon" | grep -E 'serving|connected|closed|removing|err' |
 		sed 's/^/E2E-LOG   dd: /'
+	# The first tapdisk's log, as e2e-dd's console carried it (the second
+	# one's removal of $be2 is seen in xenstore, above).
 	for b in "$be" "$be2"; do
 		grep -aq "DD tapdisk:.*$b.*params names this tapdisk" "$ddcon" ||
 			fail "the tapdisk in the driver domain did not take $b"
-		grep -aq "DD tapdisk:.*$b: closed; removing it" "$ddcon" ||
-			fail "the tapdisk in the driver domain did not remove $b"
 	done
+	grep -aq "DD tapdisk:.*$be: closed; removing it" "$ddcon" ||
+		fail "the tapdisk in the driver domain did not remove $be"
 	for b in "$gid" "$gid2"; do
 		grep -aq "DD tapdisk:.*/local/domain/$b/device/vbd/51712: connected, ring order" "$ddcon" ||
 			fail "no ring of guest $b connected in the driver domain"
@@ -391,6 +441,8 @@ case_tapdisk-xen-driver-domain() {
 	xtool xl destroy e2e-dd || fail "xl destroy of the driver domain"
 	b=$(head -c 4194304 /tmp/dd.img | md5sum | cut -c1-32)
 	[ "$p" = "$b" ] || fail "dom0's backing file lacks the guest's pattern"
+	b=$(tail -c +$((8 * MiB + 1)) /tmp/dd.img | head -c $((4 * MiB)) | md5sum | cut -c1-32)
+	[ "$p2" = "$b" ] || fail "dom0's backing file lacks the guest's second pattern"
 	trap 'losetup -d $dev' EXIT
-	detail "driver domain $ddid's tapdisk served guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and checked, found in dom0's backing file; guest rebooted as $gid2 (old device removed, new one claimed, pattern read back), then destroyed: no backend node left"
+	detail "driver domain $ddid's tapdisk served guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and checked; guest rebooted as $gid2 (old device removed, new one claimed, pattern read back); tapdisk restarted under it (a write waited ${slow} s, 4 MiB more checked); guest destroyed: no backend node left; both patterns in dom0's backing file"
 }

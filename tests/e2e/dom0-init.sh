@@ -45,6 +45,13 @@ e2e_log "xenstored up"
 
 /bin/bash /e2e/cases.sh
 e2e_log "dom0 free MiB: $(free -m | awk '/Mem:/ {print $2 " total, " $3 " used"}')"
+# The console shows no kernel warnings (printk 1): say when the OOM
+# killer ran, which ends a case (or the runner) without a word.
+dmesg | grep -i -E 'out of memory|oom-kill|killed process' | tail -5 |
+	sed 's/^/E2E-LOG dom0 kernel: /'
+# A runner that died leaves cases without a result: fail the run.
+[ -f /tmp/e2e-runner-done ] ||
+	echo "E2E-RESULT FAIL case-runner cases.sh died before its last case (killed? see the log above)"
 echo "E2E-DONE"
 sync
 echo "E2E-POWEROFF"

@@ -9,8 +9,11 @@
 # boot writes the pattern and then, in the 4 KiB block at 4 MiB, a mark
 # holding the pattern's md5, and reboots (xl restarts the domain: a new
 # domid, new backend nodes); a boot that finds the mark reads the 4 MiB
-# back, prints "after reboot: md5 expected=X readback=Y" and waits for
-# dom0 to destroy it.
+# back, prints "after reboot: md5 expected=X readback=Y", writes a second
+# pattern at 8 MiB in eight 512 KiB O_DIRECT writes a second apart (dom0
+# restarts the driver domain's tapdisk meanwhile), reads it back, prints
+# "second pattern: md5 pattern=X readback=Y" and waits for dom0 to
+# destroy it.
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -35,6 +38,22 @@ elif [ -n "$reboot_test" ] &&
 	say "xvda: $(cat /sys/block/xvda/size) sectors; the mark of the boot before is there"
 	dd if=/dev/xvda of=/readback bs=1M count=4 iflag=direct 2>/dev/null || say "read failed"
 	say "after reboot: md5 expected=$expect readback=$(md5sum </readback | cut -c1-32)"
+	# Meanwhile dom0 has the driver domain restart its tapdisk: a
+	# second pattern goes to 8 MiB in 512 KiB O_DIRECT writes a second
+	# apart, and the write issued while no tapdisk runs waits.
+	dd if=/dev/urandom of=/pattern2 bs=512K count=8 2>/dev/null
+	n=0
+	while [ $n -lt 8 ]; do
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		dd if=/pattern2 of=/dev/xvda bs=512K skip=$n seek=$((16 + n)) count=1 \
+			oflag=direct 2>/dev/null || say "write of chunk $n failed"
+		say "chunk $n written, started $t0"
+		n=$((n + 1))
+		sleep 1
+	done
+	dd if=/dev/xvda of=/readback2 bs=512K skip=16 count=8 iflag=direct 2>/dev/null ||
+		say "read of the second pattern failed"
+	say "second pattern: md5 pattern=$(md5sum </pattern2 | cut -c1-32) readback=$(md5sum </readback2 | cut -c1-32)"
 	say "waiting to be destroyed"
 	while :; do
 		sleep 3600
