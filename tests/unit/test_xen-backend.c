@@ -935,7 +935,7 @@ static void test_qdisk_frontend_gone(void **state)
 
 /*
  * A tapdisk restart under a guest of the driver domain: the claimed
- * device is released (tapdisk-pid 0) and not claimed again by its name,
+ * device is released (tapstripe-pid 0) and not claimed again by its name,
  * attach names the new tapdisk (here the same process), which resumes
  * the ring and, the device being xl's, removes it when the guest is
  * destroyed.
