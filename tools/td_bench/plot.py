@@ -2,8 +2,9 @@
 
 A plot spec (stored in the result file, so that `td-bench plot` can draw
 it again later) is {"name", "title", "xlabel", "ylabel", "logx": base or
-absent, "xtime": bool, "series": [{"title", "points": [[x, y], ...],
-"dashed": bool, "color": "#rrggbb"}]}.
+absent, "logy": base or absent (a block-size sweep spans three decades),
+"xtime": bool, "series": [{"title", "points": [[x, y], ...], "dashed": bool,
+"color": "#rrggbb"}]}.
 """
 import datetime
 import fnmatch
@@ -40,6 +41,8 @@ def _script(spec, terminal, out):
               "set grid", "set key outside right top noenhanced", "set yrange [0:*]"]
     if spec.get("logx"):
         lines.append("set logscale x %d" % spec["logx"])
+    if spec.get("logy"):
+        lines += ["set logscale y %d" % spec["logy"], "set yrange [*:*]"]
     if spec.get("xtime"):
         lines += ["set xdata time", "set timefmt '%s'", "set format x '%Y-%m-%d %H:%M'",
                   "set xtics rotate by -30", "set yrange [*:*]"]

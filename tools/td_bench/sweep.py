@@ -191,6 +191,7 @@ def _plots(ctx, series):
     if direct:
         ctx.results.plot({"name": "sweep-direct", "title": "O_DIRECT throughput against block size",
                           "xlabel": "block size (KiB)", "ylabel": "MiB/s", "logx": 2,
+                          "logy": 10,
                           "series": direct})
     buffered = [_line(m, t, pts, "%s %s" % (t, label[m]))
                 for (m, t), pts in series.items() if m in ("bwrite", "dwrite")]
@@ -198,6 +199,7 @@ def _plots(ctx, series):
         ctx.results.plot({"name": "sweep-buffered",
                           "title": "buffered (with fdatasync) against direct writes",
                           "xlabel": "block size (KiB)", "ylabel": "MiB/s", "logx": 2,
+                          "logy": 10,
                           "series": buffered})
     sized = [_line(m, t, pts, "%s %s" % (t, label[m[5:]]))
              for (m, t), pts in series.items() if m.startswith("size-")]
