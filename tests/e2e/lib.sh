@@ -385,7 +385,7 @@ e2e_build_initrd() {
 # for the timeout.  -cpu qemu64: with max,-smap (plain max crashes PV
 # dom0 under TCG) programs in dom0 and the driver domain died of a signal
 # now and then while three domains ran (a segfaulting tap-ctl or sleep,
-# a shell variable gone), none in four runs with qemu64
+# a shell variable gone), none in five runs with qemu64
 # (TAPSTRIPE_E2E_CPU overrides it).  One vCPU is faster than two on a
 # 2-core host; bootscrub=false skips scrubbing memory nobody uses.  dom0
 # has 1280 MiB: patched-modules' bounce reservation takes 543 of them.
