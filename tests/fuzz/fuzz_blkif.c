@@ -35,10 +35,10 @@
 #include "tapdisk/loop.h"
 #include "tapdisk/vbd.h"
 
-#define POOL_PAGES     64u
-#define POOL_BYTES     (8u * BLKIF_PAGE_SIZE) /* fuzzer-written part */
-#define MAX_ORDER      2u
-#define RING_BYTES     (BLKIF_PAGE_SIZE << MAX_ORDER)
+#define POOL_PAGES 64u
+#define POOL_BYTES (8u * BLKIF_PAGE_SIZE) /* fuzzer-written part */
+#define MAX_ORDER  2u
+#define RING_BYTES (BLKIF_PAGE_SIZE << MAX_ORDER)
 /*
  * Loop passes a round may take before a request left unanswered counts as
  * a hang.  With one indirect buffer (config bits 4-5 = 0) a pass can start
