@@ -31,20 +31,32 @@ static void login_take_limits(struct iscsi_conn *c, int status,
 		c->opt_xfer_blocks = bl->opt_xfer_len;
 }
 
+/*
+ * A probe's INQUIRY answered by a lost or dropped session: note the loss
+ * once (a drop we asked for is not an error), free the task; true when the
+ * callback must stop there.
+ */
+static bool probe_cancelled(struct iscsi_conn *c, int status,
+			    struct scsi_task *task)
+{
+	if (status != SCSI_STATUS_CANCELLED && !c->dropping)
+		return false;
+	if (!c->dropping && !c->attempt_err) {
+		conn_set_error(c, "session lost during the probe");
+		c->attempt_err = true;
+	}
+	scsi_free_scsi_task(task);
+	return true;
+}
+
 static void login_bl_cb(struct iscsi_context *ctx, int status, void *data,
 			void *opaque)
 {
 	struct iscsi_conn *c = opaque;
 	struct scsi_task *task = data;
 
-	if (status == SCSI_STATUS_CANCELLED || c->dropping) {
-		if (!c->dropping && !c->attempt_err) {
-			conn_set_error(c, "session lost during the probe");
-			c->attempt_err = true;
-		}
-		scsi_free_scsi_task(task);
+	if (probe_cancelled(c, status, task))
 		return;
-	}
 	login_take_limits(c, status, task);
 	scsi_free_scsi_task(task);
 	c->probed = true;
@@ -68,14 +80,8 @@ static void login_lbp_cb(struct iscsi_context *ctx, int status, void *data,
 	struct scsi_task *task = data;
 	struct scsi_inquiry_logical_block_provisioning *lbp;
 
-	if (status == SCSI_STATUS_CANCELLED || c->dropping) {
-		if (!c->dropping && !c->attempt_err) {
-			conn_set_error(c, "session lost during the probe");
-			c->attempt_err = true;
-		}
-		scsi_free_scsi_task(task);
+	if (probe_cancelled(c, status, task))
 		return;
-	}
 	/* Not fatal: a LUN without the page simply cannot unmap. */
 	c->lbpu = c->lbpws = false;
 	if (status == SCSI_STATUS_GOOD &&
