@@ -88,4 +88,17 @@ resync_all() { # PID MAP: start an online resync and wait for its end
 	return 1
 }
 
+# fault_io ACTION ARGS...: run fault-io.py, relay its PASS:/FAIL: lines as
+# this script's checks, and fail once more when it died without a verdict.
+# Its output stays in $FAULT_OUT for the caller.
+fault_io() {
+	local rc line action=$1
+	FAULT_OUT=$("$PY" "$FAULT_IO" "$@" 2>&1)
+	rc=$?
+	while IFS= read -r line; do
+		case $line in PASS:*) pass "${line#PASS: }" ;; FAIL:*) fail "${line#FAIL: }" ;; esac
+	done <<<"$FAULT_OUT"
+	[ $rc = 0 ] || grep -q '^FAIL:' <<<"$FAULT_OUT" || fail "fault-io.py $action" "$FAULT_OUT"
+}
+
 elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }

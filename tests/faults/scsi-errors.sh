@@ -63,12 +63,7 @@ echo "read $R0 $E" >"$MNT/fail" && echo "write $W1 $E" >"$MNT/fail" &&
 	fail "failfs rules"
 
 T0=$EPOCHREALTIME
-out=$("$PY" "$FAULT_IO" read "$URI" "$WORK/e.data" --bs 262144 2>&1)
-rc=$?
-while IFS= read -r line; do
-	case $line in PASS:*) pass "${line#PASS: }" ;; FAIL:*) fail "${line#FAIL: }" ;; esac
-done <<<"$out"
-[ $rc = 0 ] || grep -q '^FAIL:' <<<"$out" || fail "fault-io.py read" "$out"
+fault_io read "$URI" "$WORK/e.data" --bs 262144
 fb=$(stripe_field "$TD_PID" read_fallbacks)
 ffr=$(awk '$1 == "read_errors" { print $2 }' "$MNT/fail")
 [ "${fb:-0}" -gt 0 ] 2>/dev/null && [ "${ffr:-0}" -gt 0 ] &&
@@ -81,12 +76,7 @@ stale=$("$PY" "$STRIPE_IO" stale "$MAP")
 [ -z "$stale" ] && pass "failed reads marked no replica stale" || fail "no stale replica after reads" "$stale"
 
 head -c 16M /dev/urandom >"$WORK/e.data2"
-out=$("$PY" "$FAULT_IO" write "$URI" "$WORK/e.data2" --bs 262144 --qd 8 2>&1)
-rc=$?
-while IFS= read -r line; do
-	case $line in PASS:*) pass "${line#PASS: }" ;; FAIL:*) fail "${line#FAIL: }" ;; esac
-done <<<"$out"
-[ $rc = 0 ] || grep -q '^FAIL:' <<<"$out" || fail "fault-io.py write" "$out"
+fault_io write "$URI" "$WORK/e.data2" --bs 262144 --qd 8
 stale=$("$PY" "$STRIPE_IO" stale "$MAP")
 ffw=$(awk '$1 == "write_errors" { print $2 }' "$MNT/fail")
 [ "$stale" = "$VTARGET 0 1 1" ] && [ "${ffw:-0}" -gt 0 ] &&
