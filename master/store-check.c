@@ -68,6 +68,24 @@ static const struct {
 	 " WHERE sa.address = sb.address"},
 };
 
+int master_store_check_invariants(struct master_store *st, char *msg,
+				  size_t msg_len)
+{
+	for (size_t i = 0; i < sizeof(invariants) / sizeof(invariants[0]);
+	     i++) {
+		int broken = query_has_row(st, invariants[i].sql);
+
+		if (broken < 0)
+			return broken;
+		if (broken) {
+			snprintf(msg, msg_len, "%s: %s", st->path,
+				 invariants[i].what);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
 int master_store_check(struct master_store *st, char *msg, size_t msg_len)
 {
 	sqlite3_stmt *s;
@@ -86,17 +104,5 @@ int master_store_check(struct master_store *st, char *msg, size_t msg_len)
 		return -EUCLEAN;
 	}
 	sqlite3_finalize(s);
-	for (size_t i = 0; i < sizeof(invariants) / sizeof(invariants[0]);
-	     i++) {
-		int broken = query_has_row(st, invariants[i].sql);
-
-		if (broken < 0)
-			return broken;
-		if (broken) {
-			snprintf(msg, msg_len, "%s: %s", st->path,
-				 invariants[i].what);
-			return -EUCLEAN;
-		}
-	}
-	return 0;
+	return master_store_check_invariants(st, msg, msg_len);
 }

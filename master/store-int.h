@@ -70,6 +70,13 @@ sqlite3_stmt *store_stmt(struct master_store *st, enum store_stmt id);
  */
 int store_sql_fail(struct master_store *st, const char *what, int rc);
 
+/*
+ * master_store_check without SQLite's quick_check: only the invariants of
+ * the tables (for a caller that checks often, such as the fuzzer).
+ */
+int master_store_check_invariants(struct master_store *st, char *msg,
+				  size_t msg_len);
+
 /* Step a statement that returns no row; 0 or -errno. */
 int store_exec(struct master_store *st, sqlite3_stmt *s, const char *what);
 
