@@ -8,9 +8,9 @@
 #                      disk striped over them and one on a single server,
 #                      verified and timed through tapdisk; DEMO_SERVERS (2-4),
 #                      DEMO_RATE (MiB/s), DEMO_SECONDS change it
-#   ./setup.sh test    install, build, run every test: unit tests (plain, under
-#                      ASan+UBSan, under valgrind), integration tests with real
-#                      NBD clients, the format check, the end-to-end test
+#   ./setup.sh test    install, build, run every test: unit, integration and
+#                      fault tests (plain and under ASan+UBSan; the unit tests
+#                      and nine others under valgrind), the format check, the end-to-end test
 #                      (Xen 4.17 booted under QEMU, tests/e2e/run.sh: about
 #                      5 minutes, needs root; E2E=0 leaves it out), the
 #                      fuzzers for a bounded time (FUZZ_SECONDS, default 30
@@ -177,6 +177,26 @@ demo_stripe() {
 		{ echo "the striped disk did not outrun the single server" >&2; return 1; }
 }
 
+# sanitized_check DIR: make check in the sanitizer build DIR.  Every
+# process the tests start (tapdisk, tap-ctl, stripe-master, td-front...)
+# writes its ASan/LSan/UBSan report to DIR/sanitizer-reports/ instead of a
+# stderr that a test may not look at; one report there fails the step.
+sanitized_check() {
+	local s=$1 reports=$1/sanitizer-reports f rc=0
+	rm -rf "$reports"
+	mkdir -p "$reports"
+	(cd "$s" && ASAN_OPTIONS="log_path=$reports/asan" \
+		UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1" \
+		make -j"$jobs" check) || { tail -n 80 "$s"/tests/*/*.log; rc=1; }
+	for f in "$reports"/*; do
+		[ -e "$f" ] || continue
+		echo "sanitizer report $f:"
+		head -n 60 "$f"
+		rc=1
+	done
+	return $rc
+}
+
 run_tests() {
 	local b=$top/build s=$top/build-san failed=0
 	say "format check (clang-format, .clang-format)"
@@ -191,11 +211,13 @@ run_tests() {
 		# installed it, and CI must boot Xen every run.
 		BUILDDIR=$b "$top/tests/e2e/run.sh" || failed=1
 	fi
-	say "unit tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+	say "unit, integration and fault tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	build "$s" --enable-sanitizers
-	(cd "$s" && make -j"$jobs" check TESTS='$(UNIT_TESTS)') || { cat "$s"/tests/unit/*.log | tail -80; failed=1; }
+	sanitized_check "$s" || failed=1
 	say "unit tests under valgrind memcheck"
 	"$top/tests/valgrind-unit.sh" "$b" || failed=1
+	say "integration and fault tests with tapdisk, stripe-master and the tools under valgrind"
+	"$top/tests/valgrind-integration.sh" "$b" || failed=1
 	say "fuzzers, ${FUZZ_SECONDS:-30} s each (libFuzzer + ASan + UBSan)"
 	FUZZ_OUT=$top/build-fuzz FUZZ_CONFIG_H=$b/config.h \
 		"$top/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" || failed=1

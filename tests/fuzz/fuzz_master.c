@@ -68,16 +68,16 @@
 #include "master/store-int.h"
 #include "tapdisk/log.h"
 
-#define MAX_CALLS	 32
-#define NR_NUMBERS	 256 /* procedure numbers probed at start */
-#define FLAG_FOREIGN	 0x01
-#define FLAG_END_ROUND	 0x02
-#define MODE_CLIENT	 0x80
-#define EXTENT_BYTES	 (1ull << 20)
-#define PROGRESS_OPS	 16 /* instructions between progress callbacks */
-#define STORE_BUDGET_OPS (1u << 18)
+#define MAX_CALLS	  32
+#define NR_NUMBERS	  256 /* procedure numbers probed at start */
+#define FLAG_FOREIGN	  0x01
+#define FLAG_END_ROUND	  0x02
+#define MODE_CLIENT	  0x80
+#define EXTENT_BYTES	  (1ull << 20)
+#define PROGRESS_OPS	  16 /* instructions between progress callbacks */
+#define STORE_BUDGET_OPS  (1u << 18)
 #define MAX_ALLOC_EXTENTS 4096u /* the harness's --max-alloc-extents */
-#define FULL_CHECK_EVERY 1024u /* changed inputs between quick_checks */
+#define FULL_CHECK_EVERY  1024u /* changed inputs between quick_checks */
 
 #define check(cond)                                                   \
 	do {                                                          \
@@ -458,9 +458,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static unsigned int changed;
 		bool full = ++changed % FULL_CHECK_EVERY == 0;
 
-		if ((full ? master_store_check
-			  : master_store_check_invariants)(store, msg,
-							   sizeof(msg))) {
+		if ((full ? master_store_check : master_store_check_invariants)(
+			    store, msg, sizeof(msg))) {
 			fprintf(stderr, "fuzz_master: %s\n", msg);
 			abort();
 		}

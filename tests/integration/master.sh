@@ -113,6 +113,12 @@ rss_kib() {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$MASTER_PID/status"
 }
 
+# The master runs under valgrind (tests/valgrind-integration.sh).
+under_valgrind() {
+	case $(readlink "/proc/$MASTER_PID/exe") in */valgrind/* | *memcheck*) return 0 ;; esac
+	return 1
+}
+
 # json_get EXPR: evaluate a Python expression over the JSON on stdin (j).
 json_get() {
 	python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"
@@ -341,9 +347,15 @@ case_hostile() {
 	before=$(rss_kib)
 	if out=$(python3 "$HOSTILE" "$PORT" storm "$STORM" 2>&1); then
 		after=$(rss_kib)
-		[ $((after - before)) -le "$RSS_SLACK_KIB" ] &&
-			pass "$STORM undecodable calls: RSS $before -> $after KiB" ||
+		if under_valgrind; then
+			# valgrind's own bookkeeping grows; its leak check at
+			# the master's exit stands in for the RSS bound.
+			pass "$STORM undecodable calls answered (RSS not judged under valgrind: $before -> $after KiB)"
+		elif [ $((after - before)) -le "$RSS_SLACK_KIB" ]; then
+			pass "$STORM undecodable calls: RSS $before -> $after KiB"
+		else
 			fail "memory grows with undecodable calls" "$before -> $after KiB"
+		fi
 	else
 		fail "storm of undecodable calls" "$out"
 	fi
