@@ -27,11 +27,15 @@
  * BLKSSZGET and BLKGETSIZE64 (the stripe driver's gate checks them against
  * the map).  A regular file is accepted too (for tests, and a LUN copied
  * to a file): its block size is the map's.  DOWN when the device cannot be
- * opened (the session is not logged in): every command fails with -EIO,
- * so the replica is marked stale by the first write; there is no retry, as
- * a kernel session keeps its device node across reconnects (open-iscsi's
- * replacement_timeout decides when I/O on it fails).  There is no deadline
- * per command either: the kernel's SCSI timeouts apply.
+ * opened (the session is not logged in yet, or its device node is not
+ * there): every command fails with -EIO, so the replica is marked stale by
+ * the first write, and the open is tried again after
+ * STRIPE_BDEV_REOPEN_MIN_MS, the wait doubling up to
+ * STRIPE_BDEV_REOPEN_MAX_MS.  Once open it is UP for good (the stripe
+ * driver's gate then checks its geometry; its stale replicas wait for a
+ * resync): a kernel session keeps its device node across reconnects
+ * (open-iscsi's replacement_timeout decides when I/O on it fails).  There
+ * is no deadline per command: the kernel's SCSI timeouts apply.
  */
 #include "config.h"
 
@@ -50,9 +54,11 @@
 #include "drivers/stripe-int.h"
 #include "tapdisk/log.h"
 
-#define STRIPE_BDEV_ZERO_CHUNK (1u << 20)
-#define STRIPE_BDEV_RETRY_US   1000 /* after io_submit said EAGAIN */
-#define STRIPE_BDEV_ALIGN      4096
+#define STRIPE_BDEV_ZERO_CHUNK	  (1u << 20)
+#define STRIPE_BDEV_RETRY_US	  1000 /* after io_submit said EAGAIN */
+#define STRIPE_BDEV_ALIGN	  4096
+#define STRIPE_BDEV_REOPEN_MIN_MS 1000u	 /* first retry of a failed open */
+#define STRIPE_BDEV_REOPEN_MAX_MS 30000u /* the wait doubles up to this */
 
 TAILQ_HEAD(bdev_cmd_list, iscsi_cmd);
 
@@ -82,6 +88,10 @@ struct stripe_bdev {
 	struct bdev_cmd_list failed;  /* completed by the deferred call */
 	struct td_defer defer;
 	struct td_timer retry;
+	struct td_timer reopen; /* DOWN: the next open attempt */
+	uint32_t reopen_ms;	/* the wait before it */
+	bool read_only;
+	uint32_t map_block_size;
 	void *zero_buf;
 	struct iscsi_conn_stats st;
 	char error[160];
@@ -379,26 +389,52 @@ static int bdev_probe(struct stripe_bdev *b, uint32_t map_block_size)
 	return 0;
 }
 
-static void bdev_open_device(struct stripe_bdev *b, bool read_only,
-			     uint32_t map_block_size)
+static void bdev_reopen(struct td_timer *t, void *opaque);
+
+/* Open and probe the device: UP, or DOWN with the next try armed. */
+static void bdev_open_device(struct stripe_bdev *b)
 {
+	bool retry = b->reopen_ms != 0;
 	int err;
 
 	b->fd = open(b->path,
-		     (read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
-	err = b->fd < 0 ? -errno : bdev_probe(b, map_block_size);
+		     (b->read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
+	err = b->fd < 0 ? -errno : bdev_probe(b, b->map_block_size);
 	if (!err) {
 		b->state = ISCSI_CONN_UP;
+		if (retry)
+			td_info("stripe: %s: %s is open now (%u-byte blocks, "
+				"%llu of them)",
+				b->name, b->path, b->block_size,
+				(unsigned long long)b->nr_blocks);
 		return;
 	}
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
 	snprintf(b->error, sizeof(b->error), "cannot open %s: %s", b->path,
 		 err == -ENOTBLK ? "not a block device" : strerror(-err));
-	td_err("stripe: %s: %s; I/O to it fails with EIO (log the kernel "
-	       "session in with 'stripe-ctl session login MAPFILE', or "
-	       "drop the device key with '... session logout')",
-	       b->name, b->error);
+	/* Said once; the retries are counted in login_failures. */
+	if (!retry)
+		td_err("stripe: %s: %s; I/O to it fails with EIO until it "
+		       "opens, tried again every %u-%u s (log the kernel "
+		       "session in with 'stripe-ctl session login MAPFILE', "
+		       "or drop the device key with '... session logout')",
+		       b->name, b->error, STRIPE_BDEV_REOPEN_MIN_MS / 1000,
+		       STRIPE_BDEV_REOPEN_MAX_MS / 1000);
 	b->state = ISCSI_CONN_DOWN;
 	b->st.login_failures++;
+	b->reopen_ms = !retry ? STRIPE_BDEV_REOPEN_MIN_MS
+		       : b->reopen_ms >= STRIPE_BDEV_REOPEN_MAX_MS / 2
+			       ? STRIPE_BDEV_REOPEN_MAX_MS
+			       : b->reopen_ms * 2;
+	td_loop_timer_arm(b->loop, &b->reopen, (uint64_t)b->reopen_ms * 1000,
+			  bdev_reopen, b);
+}
+
+static void bdev_reopen(struct td_timer *t, void *opaque)
+{
+	bdev_open_device(opaque);
 }
 
 static void bdev_destroy(void *be);
@@ -435,7 +471,9 @@ int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 	memset(b->zero_buf, 0, STRIPE_BDEV_ZERO_CHUNK);
 	for (uint32_t i = 0; i < b->depth; i++)
 		b->free_slots[b->nr_free++] = &b->slots[b->depth - 1 - i];
-	bdev_open_device(b, cfg->read_only, cfg->block_size);
+	b->read_only = cfg->read_only;
+	b->map_block_size = cfg->block_size;
+	bdev_open_device(b);
 	*out = b;
 	return 0;
 }
@@ -457,6 +495,7 @@ static void bdev_destroy(void *be)
 	if (!b)
 		return;
 	td_loop_timer_cancel(&b->retry);
+	td_loop_timer_cancel(&b->reopen);
 	td_loop_defer_cancel(b->loop, &b->defer);
 	/* io_destroy waits for the iocbs in the kernel to finish. */
 	aio_ring_close(&b->ring);

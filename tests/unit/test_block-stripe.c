@@ -1339,6 +1339,55 @@ static void test_device_missing(void **state)
 	assert_memory_equal(ts.buf[1], ts.buf[0], 4096);
 }
 
+/* The state of server 2's device backend. */
+static enum iscsi_conn_state device_state(void)
+{
+	return dev()->servers[2].ops->state(dev()->servers[2].be);
+}
+
+/* Run the loop for about ms milliseconds, or until the device is UP. */
+static void device_wait_up(unsigned int ms)
+{
+	uint64_t end = td_now_ns() + (uint64_t)ms * 1000000;
+
+	while (device_state() != ISCSI_CONN_UP && td_now_ns() < end)
+		td_loop_run_once(fx->loop, 50);
+}
+
+/*
+ * The device appears after the disk was opened (the session logged in
+ * late): it is opened again after 1 s, then 2 s, ...; once UP, writes
+ * reach it again and mark nothing.
+ */
+static void test_device_appears(void **state)
+{
+	static unsigned char got[8192];
+	struct iscsi_conn_stats st;
+
+	snprintf(ts.device[2], sizeof(ts.device[2]), "%s/dev2", ts.dir);
+	start(&g2, NULL, NULL);
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 1);
+	device_wait_up(1300); /* the retry after 1 s fails too */
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 2);
+
+	device_file(256 * KiB);
+	device_wait_up(3000); /* the next retry, 2 s after the last */
+	assert_int_equal(device_state(), ISCSI_CONN_UP);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 2);
+	/* k=1: server 2 LBA 264, server 0 LBA 264 */
+	fill(1, 9, 8192);
+	assert_int_equal(do_io(1, TD_OP_WRITE, 68 * KiB, 8192), 0);
+	device_read(264 * 512, got, 8192);
+	assert_memory_equal(got, ts.buf[1], 8192);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(dev()->servers[2].gate, STRIPE_GATE_OK);
+}
+
 /* A device smaller than its extents: the gate refuses it. */
 static void test_device_too_small(void **state)
 {
@@ -1391,6 +1440,7 @@ int main(void)
 		T(test_open_errors),
 		T(test_device_replica),
 		T(test_device_missing),
+		T(test_device_appears),
 		T(test_device_too_small),
 #undef T
 	};
