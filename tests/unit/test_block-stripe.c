@@ -1388,6 +1388,36 @@ static void test_device_appears(void **state)
 	assert_int_equal(dev()->servers[2].gate, STRIPE_GATE_OK);
 }
 
+/* Open file descriptors of this process. */
+static int nr_open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/*
+ * A path that does not open with O_DIRECT (/dev/null: EINVAL): DOWN,
+ * tried again, and no try leaves a descriptor open.
+ */
+static void test_device_retry_leaks_nothing(void **state)
+{
+	struct iscsi_conn_stats st;
+	int fds;
+
+	snprintf(ts.device[2], sizeof(ts.device[2]), "/dev/null");
+	start(&g2, NULL, NULL);
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	fds = nr_open_fds();
+	device_wait_up(1300); /* the retry after 1 s: the same */
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 2);
+	assert_int_equal(nr_open_fds(), fds);
+}
+
 /* A device smaller than its extents: the gate refuses it. */
 static void test_device_too_small(void **state)
 {
@@ -1441,6 +1471,7 @@ int main(void)
 		T(test_device_replica),
 		T(test_device_missing),
 		T(test_device_appears),
+		T(test_device_retry_leaks_nothing),
 		T(test_device_too_small),
 #undef T
 	};
