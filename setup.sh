@@ -177,6 +177,16 @@ demo_stripe() {
 		{ echo "the striped disk did not outrun the single server" >&2; return 1; }
 }
 
+# failed_logs DIR: the log of each test automake counted as failed (its
+# .trs says FAIL or ERROR), the last 120 lines of each.
+failed_logs() {
+	local trs
+	for trs in $(grep -lE '^:test-result: (FAIL|ERROR)' "$1"/tests/*/*.trs 2>/dev/null); do
+		echo "==> ${trs%.trs}.log (last 120 lines) <=="
+		tail -n 120 "${trs%.trs}.log"
+	done
+}
+
 # sanitized_check DIR: make check in the sanitizer build DIR.  Every
 # process the tests start (tapdisk, tap-ctl, stripe-master, td-front...)
 # writes its ASan/LSan/UBSan report to DIR/sanitizer-reports/ instead of a
@@ -187,7 +197,7 @@ sanitized_check() {
 	mkdir -p "$reports"
 	(cd "$s" && ASAN_OPTIONS="log_path=$reports/asan" \
 		UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1" \
-		make -j"$jobs" check) || { tail -n 80 "$s"/tests/*/*.log; rc=1; }
+		make -j"$jobs" check) || { failed_logs "$s"; rc=1; }
 	for f in "$reports"/*; do
 		[ -e "$f" ] || continue
 		echo "sanitizer report $f:"
@@ -202,7 +212,7 @@ run_tests() {
 	say "format check (clang-format, .clang-format)"
 	"$top/tests/check-format.sh" || failed=1
 	say "unit and integration tests (make check)"
-	(cd "$b" && make -j"$jobs" check) || { cat "$b"/tests/*/*.log 2>/dev/null | tail -80; failed=1; }
+	(cd "$b" && make -j"$jobs" check) || { failed_logs "$b"; failed=1; }
 	if [ "${E2E:-1}" = 0 ]; then
 		say "end-to-end test under Xen: LEFT OUT (E2E=0)"
 	else

@@ -178,11 +178,22 @@ harness chap-none --portal "$PORTAL" --target "$IQN_CHAP" --lun 1 \
 	--retries 1 --expect down login
 
 # kill-restart: SIGKILL tgtd 2 s into a 7 s write stream, start it again
-# 1 s later on the same portal.
+# 1 s later on the same portal.  The 2 s count from the harness's
+# "streaming" line: a harness slow to start (ASan, a loaded machine) must
+# not meet a tgtd killed before it logged in, which leaves nothing in
+# flight to reissue (a CI failure: reconnects 0, reissued 0).
 "$HARNESS" --portal "$PORTAL" --target "$IQN" --lun 1 --qd 16 \
 	--timeout-ms 20000 --retries 10 --backoff-ms 100 --seconds 7 \
 	stream >"$WORK/kill-restart.log" 2>&1 &
 H_PID=$!
+for _ in $(seq 600); do
+	grep -q '^streaming for' "$WORK/kill-restart.log" && break
+	kill -0 "$H_PID" 2>/dev/null || break
+	sleep 0.05
+done
+if ! grep -q '^streaming for' "$WORK/kill-restart.log"; then
+	echo "note: kill-restart: the harness did not start streaming in 30 s"
+fi
 sleep 2
 {
 	kill -KILL "$TGT_PID"
