@@ -258,7 +258,14 @@ fds0=$(open_fds "$KILL_PID")
 	--time 30 --no-backend-stats >/dev/null 2>&1 &
 victim=$!
 PIDS+=("$victim")
-sleep 1
+# Kill it once its ring is mapped (a slow start under ASan or load must
+# not meet the kill before the handshake), and in the middle of its I/O.
+for _ in $(seq 300); do
+	[ "$(shm_maps "$KILL_PID")" -ge 2 ] && break
+	kill -0 "$victim" 2>/dev/null || break
+	sleep 0.1
+done
+sleep 0.5
 maps_during=$(shm_maps "$KILL_PID")
 {
 	kill -KILL "$victim"
