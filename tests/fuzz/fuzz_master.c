@@ -80,7 +80,7 @@
 #define MODE_CLIENT	  0x80
 #define EXTENT_BYTES	  (1ull << 20)
 #define PROGRESS_OPS	  16 /* instructions between progress callbacks */
-#define STORE_BUDGET_OPS  (1u << 18)
+#define STORE_BUDGET_OPS  (1u << 16)
 #define MAX_ALLOC_EXTENTS 512u	/* the harness's --max-alloc-extents */
 #define FULL_CHECK_EVERY  1024u /* changed inputs between quick_checks */
 

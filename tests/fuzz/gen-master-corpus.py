@@ -140,6 +140,21 @@ def seeds():
         rec(INFO, b"", END_ROUND),
         rec(VDISK_ALLOC, alloc("d1", 1, 1, 2), END_ROUND),
         rec(VDISK_LOOKUP, string("d1")))
+    # Allocations within the harness's cap (512 extents) that together
+    # run past its store budget: the round is interrupted like an I/O
+    # error (store_sql_fail, rollback, every call MS_EIO, nothing kept),
+    # then a later round must still work.  The single allocation past the
+    # budget above is now refused before it reaches the store.
+    big = [rec(SERVER_ADD, server_add(n, 200 << 30)) for n in (1, 2, 3)]
+    yield "budget", calls(
+        *big, *[rec(VDISK_ALLOC, alloc("d%d" % i, 2, 128, 2))
+                for i in range(12)])
+    yield "budget-rounds", calls(
+        *big[:2], rec(SERVER_ADD, server_add(3, 200 << 30), END_ROUND),
+        *[rec(VDISK_ALLOC, alloc("d%d" % i, 2, 128, 2)) for i in range(12)],
+        rec(INFO, b"", END_ROUND),
+        rec(VDISK_ALLOC, alloc("e", 1, 1, 2), END_ROUND),
+        rec(VDISK_LOOKUP, string("e")))
     yield "client-reply-vdisk", reply_vdisk()
     yield "client-reply-error", (b"\x80" + u32(3) + string("exists") +
                                  u32(0) + u32(0))
