@@ -47,6 +47,9 @@ enum store_stmt {
 	ST_COUNT
 };
 
+/* The invariants master_store_check queries (store-check.c). */
+#define STORE_NR_INVARIANTS 9
+
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \
 	"id, address, portal, target, lun, size_bytes, block_size, " \
@@ -59,6 +62,8 @@ struct master_store {
 	uint64_t extent_bytes;
 	uint32_t max_alloc_extents; /* master_store_set_max_alloc */
 	sqlite3_stmt *stmt[ST_COUNT];
+	/* master_store_check's queries, prepared at their first use. */
+	sqlite3_stmt *check_stmt[STORE_NR_INVARIANTS];
 };
 
 /* The statement, reset and with its bindings cleared. */

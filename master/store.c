@@ -549,6 +549,8 @@ void master_store_close(struct master_store *st)
 		return;
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	for (int i = 0; i < STORE_NR_INVARIANTS; i++)
+		sqlite3_finalize(st->check_stmt[i]);
 	if (st->db && !sqlite3_get_autocommit(st->db))
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_close(st->db); /* the last checkpoint; the log is removed */

@@ -282,33 +282,90 @@ static void exec_sql(const char *sql)
 	}
 }
 
+#define MAX_TABLES 16
+
+/* The tables reset_store empties: all but meta. */
 static int add_table(void *arg, int n, char **val, char **col)
 {
-	char *sql = arg;
+	char(*names)[64] = arg;
+	int i = 0;
 
-	snprintf(sql + strlen(sql), 1024 - strlen(sql), "DELETE FROM \"%s\";",
-		 val[0]);
+	while (i < MAX_TABLES && names[i][0])
+		i++;
+	check(i < MAX_TABLES && strlen(val[0]) < sizeof(names[i]));
+	strcpy(names[i], val[0]);
 	return 0;
 }
 
-/* Empty every table but meta (E and the schema version stay). */
-static void reset_store(void)
+/* Does table from have a foreign key into table to? */
+static bool references(const char *from, const char *to)
 {
-	char sql[1024] = "";
+	sqlite3_stmt *s;
+	bool yes;
+
+	check(!sqlite3_prepare_v2(store->db,
+				  "SELECT 1 FROM pragma_foreign_key_list(?1)"
+				  " WHERE \"table\" = ?2",
+				  -1, &s, NULL));
+	sqlite3_bind_text(s, 1, from, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, to, -1, SQLITE_STATIC);
+	yes = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return yes;
+}
+
+/*
+ * reset_store's SQL: in one transaction a DELETE for every table but meta
+ * (E and the schema version stay), each table after those that refer to
+ * it, so that the foreign keys stay on.  Turning them off and on again, as
+ * this harness once did, makes SQLite expire every prepared statement: the
+ * store then compiled its SQL again for each input (a fifth of the time).
+ */
+static char reset_sql[1024];
+
+static void plan_reset(void)
+{
+	char names[MAX_TABLES][64] = {{0}};
+	bool placed[MAX_TABLES] = {false};
 	char *msg = NULL;
+	int n = 0, left;
 
 	if (sqlite3_exec(store->db,
 			 "SELECT name FROM sqlite_master WHERE type = 'table' "
 			 "AND name <> 'meta'",
-			 add_table, sql, &msg) != SQLITE_OK) {
+			 add_table, names, &msg) != SQLITE_OK) {
 		fprintf(stderr, "fuzz_master: listing tables: %s\n", msg);
 		abort();
 	}
-	exec_sql("PRAGMA foreign_keys = OFF");
-	exec_sql("BEGIN IMMEDIATE");
-	exec_sql(sql);
-	exec_sql("COMMIT");
-	exec_sql("PRAGMA foreign_keys = ON");
+	while (n < MAX_TABLES && names[n][0])
+		n++;
+	strcpy(reset_sql, "BEGIN IMMEDIATE;");
+	for (left = n; left > 0;) {
+		int before = left;
+
+		for (int i = 0; i < n; i++) {
+			bool referred = false;
+
+			for (int j = 0; j < n && !referred && !placed[i]; j++)
+				referred = j != i && !placed[j] &&
+					   references(names[j], names[i]);
+			if (placed[i] || referred)
+				continue;
+			snprintf(reset_sql + strlen(reset_sql),
+				 sizeof(reset_sql) - strlen(reset_sql),
+				 "DELETE FROM \"%s\";", names[i]);
+			placed[i] = true;
+			left--;
+		}
+		check(left < before); /* no cycle of foreign keys */
+	}
+	check(strlen(reset_sql) + sizeof("COMMIT") < sizeof(reset_sql));
+	strcat(reset_sql, "COMMIT");
+}
+
+static void reset_store(void)
+{
+	exec_sql(reset_sql);
 }
 
 static void cleanup(void)
@@ -375,6 +432,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	server.store = store;
 	master_netacl_loopback(&server.cfg.acl);
 	master_current = &server;
+	plan_reset();
 	find_procs();
 	return 0;
 }

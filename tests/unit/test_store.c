@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "master/reply.h"
-#include "master/store.h"
+#include "master/store-int.h"
 
 #define MiB	      (1024ull * 1024)
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -777,6 +777,43 @@ static void test_check_and_constraints(void **state)
 	assert_non_null(strstr(msg, "free_extents"));
 }
 
+/*
+ * The check keeps its statements between calls: a second check on the
+ * same open store must see what changed since the first, and a third what
+ * was put right again.
+ */
+static void test_check_again_sees_changes(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check_invariants(f->st, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(sqlite3_exec(f->st->db,
+				      "UPDATE servers SET free_extents ="
+				      " free_extents - 1 WHERE id = 2",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	for (int i = 0; i < 2; i++) {
+		msg[0] = '\0';
+		assert_int_equal(
+			master_store_check_invariants(f->st, msg, sizeof(msg)),
+			-EUCLEAN);
+		assert_non_null(strstr(msg, "free_extents"));
+	}
+	assert_int_equal(sqlite3_exec(f->st->db,
+				      "UPDATE servers SET free_extents ="
+				      " free_extents + 1 WHERE id = 2",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
 static void test_one_master_per_database(void **state)
 {
 	struct fixture *f = *state;
@@ -989,6 +1026,7 @@ int main(void)
 		T(test_replica_state_listed),
 		T(test_rollback_leaves_nothing),
 		T(test_check_and_constraints),
+		T(test_check_again_sees_changes),
 		T(test_one_master_per_database),
 		T(test_schema_upgrade),
 		T(test_schema_new_equals_upgraded),
