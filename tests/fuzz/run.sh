@@ -9,7 +9,10 @@
 # Environment: FUZZ_OUT, where binaries, the growing corpus and crash
 # artifacts go (default /tmp/tapstripe-fuzz); FUZZ_RUNS, stop each run
 # after that many executions instead (SECONDS still bounds it: give a
-# large one); FUZZ_CONFIG_H, a configured build's config.h (default: a
+# large one); FUZZ_FORK, run each harness as libFuzzer's -fork=N, N
+# worker processes whose executions add up (-runs counts them all;
+# timeouts and out-of-memory still fail the run, as without it);
+# FUZZ_CONFIG_H, a configured build's config.h (default: a
 # minimal one).  Needs clang, libFuzzer, rpcgen, libtirpc and SQLite
 # (Debian: clang, libclang-rt-14-dev, rpcsvc-proto, libtirpc-dev,
 # libsqlite3-dev).  `make fuzz` runs this.
@@ -120,12 +123,15 @@ for h in "$top"/tests/fuzz/fuzz_*.c; do
 	*) max_len=65536 ;;
 	esac
 	echo "== run $name for ${secs}s${FUZZ_RUNS:+ or $FUZZ_RUNS executions}"
+	# shellcheck disable=SC2046 # the fork options are separate words
 	if "$bin" -max_total_time="$secs" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} \
+		$([ -z "${FUZZ_FORK:-}" ] || echo "-fork=$FUZZ_FORK" \
+			-ignore_timeouts=0 -ignore_ooms=0 -ignore_crashes=0) \
 		-print_final_stats=1 \
 		-max_len=$max_len -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$out/artifacts-$name/" \
 		"$out/corpus-$name" ${seeds:+"$seeds"} >"$out/$name.log" 2>&1; then
-		grep -E '^stat::(number_of_executed_units|average_exec_per_sec)' \
+		grep -E '^stat::(number_of_executed_units|average_exec_per_sec)|^INFO: (fuzzed for|exiting)' \
 			"$out/$name.log" | sed "s/^/$name: /"
 	else
 		echo "FAILED: $name crashed; see $out/$name.log and" \
