@@ -748,16 +748,24 @@ static int raw_sql(const char *path, const char *sql)
 	return rc;
 }
 
+/* Four servers and one disk on them; the store passes its check. */
+static void one_disk_checked(struct master_store *st)
+{
+	char msg[256];
+	ms_reply rep;
+
+	add_four(st);
+	assert_int_equal(alloc(st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+}
+
 static void test_check_and_constraints(void **state)
 {
 	struct fixture *f = *state;
 	char msg[256];
-	ms_reply rep;
 
-	add_four(f->st);
-	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
-	master_reply_free(&rep);
-	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	one_disk_checked(f->st);
 	master_store_close(f->st);
 	/* the schema refuses a second owner of an extent */
 	assert_int_equal(raw_sql(f->path,
@@ -786,12 +794,8 @@ static void test_check_again_sees_changes(void **state)
 {
 	struct fixture *f = *state;
 	char msg[256];
-	ms_reply rep;
 
-	add_four(f->st);
-	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
-	master_reply_free(&rep);
-	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	one_disk_checked(f->st);
 	assert_int_equal(master_store_check_invariants(f->st, msg, sizeof(msg)),
 			 0);
 	assert_int_equal(sqlite3_exec(f->st->db,
