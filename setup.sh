@@ -68,10 +68,10 @@ demo() {
 	local img=$tmp/disk.img sock=$tmp/nbd.sock
 	say "a 64 MiB disk image, served over NBD by a background tapdisk"
 	truncate -s 64M "$img"
-	id=$("$b/tools/tap-ctl" create -a "aio:$img" --nbd "unix:$sock")
+	id=$("$b/bin/tap-ctl" create -a "aio:$img" --nbd "unix:$sock")
 	demo_id=$id
 	echo "tap-ctl create -a aio:$img --nbd unix:$sock  ->  tapdisk $id"
-	"$b/tools/tap-ctl" list
+	"$b/bin/tap-ctl" list
 	say "write 64 MiB of random data with nbdcopy, read it back, compare"
 	head -c 64M /dev/urandom >"$tmp/data"
 	nbdcopy "$tmp/data" "nbd+unix:///?socket=$sock"
@@ -79,8 +79,8 @@ demo() {
 	cmp "$tmp/data" "$tmp/back" && echo "read back through NBD: identical"
 	cmp "$tmp/data" "$img" && echo "backing file: identical"
 	say "tapdisk's statistics"
-	"$b/tools/tap-ctl" stats -i "$id"
-	"$b/tools/tap-ctl" destroy -i "$id"
+	"$b/bin/tap-ctl" stats -i "$id"
+	"$b/bin/tap-ctl" destroy -i "$id"
 	demo_id=
 	demo_stripe
 	say "demo passed"
@@ -90,7 +90,7 @@ demo() {
 demo_cleanup() {
 	local id
 	for id in ${demo_id:-} ${demo_ids:-}; do
-		"$top/build/tools/tap-ctl" destroy -i "$id" >/dev/null 2>&1
+		"$top/build/bin/tap-ctl" destroy -i "$id" >/dev/null 2>&1
 	done
 	[ -n "${demo_lab:-}" ] && LAB_STATE=$demo_tmp/lab "$demo_lab" down >/dev/null 2>&1
 	rm -rf "${demo_tmp:-/nonexistent}"
@@ -99,7 +99,7 @@ demo_cleanup() {
 # demo_rate DISK RW: MiB/s of 1 MiB sequential I/O at QD 16 through the
 # shm ring of the tapdisk serving DISK.
 demo_rate() {
-	"$top/build/tools/td-front" --shm "$demo_tmp/$1.shm" --rw "$2" --bs 1m --qd 16 \
+	"$top/build/bin/td-front" --shm "$demo_tmp/$1.shm" --rw "$2" --bs 1m --qd 16 \
 		--ring-order 2 --max-segments 256 --size 256M --time "${DEMO_SECONDS:-5}" \
 		--json --quiet --no-progress |
 		python3 -c 'import json, sys; j = json.load(sys.stdin)
@@ -116,7 +116,7 @@ demo_stripe() {
 		say "striped disk: skipped (the lab of iSCSI servers needs root)"
 		return 0
 	fi
-	if "$b/tools/tapdisk" -f -a stripe:/nonexistent.map 2>&1 | grep -q "unknown driver 'stripe'"; then
+	if "$b/bin/tapdisk" -f -a stripe:/nonexistent.map 2>&1 | grep -q "unknown driver 'stripe'"; then
 		say "striped disk: skipped (this build has no stripe driver yet)"
 		return 0
 	fi
@@ -126,15 +126,15 @@ demo_stripe() {
 	say "a stripe master and $n iSCSI servers (tgtd in network namespaces), each capped at $rate MiB/s"
 	"$demo_lab" up "$n" >/dev/null
 	eval "$("$demo_lab" env)"
-	"$b/tools/stripe-ctl" --master "$LAB_MASTER" server list
+	"$b/bin/stripe-ctl" --master "$LAB_MASTER" server list
 
 	say "a 1 GiB disk striped over $n servers and one on a single server, served by tapdisk"
-	"$b/tools/stripe-ctl" --master "$LAB_MASTER" vdisk create striped --size 1G \
+	"$b/bin/stripe-ctl" --master "$LAB_MASTER" vdisk create striped --size 1G \
 		--stripes "$n" --stripe-unit 1M -o "$demo_tmp/striped.map"
-	"$b/tools/stripe-ctl" --master "$LAB_MASTER" vdisk create single --size 1G \
+	"$b/bin/stripe-ctl" --master "$LAB_MASTER" vdisk create single --size 1G \
 		--stripes 1 -o "$demo_tmp/single.map"
 	for d in striped single; do
-		id=$("$b/tools/tap-ctl" create -a "stripe:$demo_tmp/$d.map" --name "$d" \
+		id=$("$b/bin/tap-ctl" create -a "stripe:$demo_tmp/$d.map" --name "$d" \
 			--nbd "unix:$demo_tmp/$d.nbd" --shm "$demo_tmp/$d.shm")
 		demo_ids="$demo_ids $id"
 		echo "tap-ctl create -a stripe:$demo_tmp/$d.map  ->  tapdisk $id"
@@ -142,7 +142,7 @@ demo_stripe() {
 	done
 
 	say "verify the striped disk: td-front --verify (random 4 KiB..1 MiB I/O over 64 MiB), nbdcopy"
-	"$b/tools/td-front" --shm "$demo_tmp/striped.shm" --verify --pattern rand \
+	"$b/bin/td-front" --shm "$demo_tmp/striped.shm" --verify --pattern rand \
 		--bs 4k,64k,1m --qd 16 --size 64M --ring-order 2 --max-segments 256 --quiet \
 		--no-progress | sed -n 's/^I\/O: */td-front --verify: /p'
 	head -c 32M /dev/urandom >"$demo_tmp/data"
@@ -166,10 +166,10 @@ demo_stripe() {
 	printf '%-28s %11sx %11sx\n' "striped / one server" "$w" "$r"
 
 	say "tapdisk's statistics of the striped disk (tap-ctl stats)"
-	"$b/tools/tap-ctl" stats -i "$demo_striped_id"
+	"$b/bin/tap-ctl" stats -i "$demo_striped_id"
 	say "the servers (tests/lab/lab.sh status)"
 	"$demo_lab" status
-	for id in $demo_ids; do "$b/tools/tap-ctl" destroy -i "$id"; done
+	for id in $demo_ids; do "$b/bin/tap-ctl" destroy -i "$id"; done
 	demo_ids=
 	"$demo_lab" down
 	demo_lab=
@@ -181,7 +181,7 @@ demo_stripe() {
 # .trs says FAIL or ERROR), the last 120 lines of each.
 failed_logs() {
 	local trs
-	for trs in $(grep -lE '^:test-result: (FAIL|ERROR)' "$1"/tests/*/*.trs 2>/dev/null); do
+	for trs in $(find "$1/tests" -name '*.trs' -exec grep -lE '^:test-result: (FAIL|ERROR)' {} + 2>/dev/null); do
 		echo "==> ${trs%.trs}.log (last 120 lines) <=="
 		tail -n 120 "${trs%.trs}.log"
 	done
@@ -232,7 +232,7 @@ run_tests() {
 	FUZZ_OUT=$top/build-fuzz FUZZ_CONFIG_H=$b/config.h \
 		"$top/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" || failed=1
 	say "throughput regression, quick (td-bench regress --quick, ~1 minute)"
-	BUILDDIR=$b "$top/tools/td-bench" regress --quick \
+	BUILDDIR=$b "$top/tools/td-bench/td-bench" regress --quick \
 		--results-dir "$b/td-bench-results" || failed=1
 	say "Linux patches: apply, build, modinfo, checkpatch (patches/verify)"
 	"$top/patches/verify" || failed=1

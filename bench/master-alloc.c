@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "master/client.h"
-#include "tapdisk/log.h"
+#include "common/log.h"
+#include "master/client/client.h"
 
 #define MAX_CLIENTS 64
 #define NAME_BYTES  (MS_VDISK_ID_MAX + 1)

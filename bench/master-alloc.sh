@@ -15,8 +15,8 @@
 set -eu
 
 BUILDDIR=${1:-${BUILDDIR:-$(pwd)}}
-MASTER=$BUILDDIR/tools/stripe-master
-CTL=$BUILDDIR/tools/stripe-ctl
+MASTER=$BUILDDIR/bin/stripe-master
+CTL=$BUILDDIR/bin/stripe-ctl
 ALLOC=$BUILDDIR/bench/master-alloc
 CLIENTS=${CLIENTS:-4}
 COUNT=${COUNT:-5000}

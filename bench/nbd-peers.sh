@@ -21,7 +21,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
-TAPDISK=${TAPDISK:-$BUILDDIR/tools/tapdisk}
+TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 DIR=/var/tmp SIZE=1G RUNTIME=15 REPS=3 JSON=
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }

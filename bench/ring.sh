@@ -34,8 +34,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
-TAPDISK=${TAPDISK:-$BUILDDIR/tools/tapdisk}
-TDFRONT=${TDFRONT:-$BUILDDIR/tools/td-front}
+TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
+TDFRONT=${TDFRONT:-$BUILDDIR/bin/td-front}
 DIRS="/dev/shm /var/tmp" SIZE=1G RUNTIME=10 REPS=3 ONLY= JSON=
 THESIS_BYTES=512M
 

@@ -24,8 +24,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
-TAPDISK=${TAPDISK:-$BUILDDIR/tools/tapdisk}
-TDFRONT=${TDFRONT:-$BUILDDIR/tools/td-front}
+TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
+TDFRONT=${TDFRONT:-$BUILDDIR/bin/td-front}
 ROUNDS=100 IOPS=200 DIR=/var/tmp JSON=
 CGROOT=/sys/fs/cgroup/blkio
 

@@ -26,8 +26,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
-TAPDISK=${TAPDISK:-$BUILDDIR/tools/tapdisk}
-TAPCTL=${TAPCTL:-$BUILDDIR/tools/tap-ctl}
+TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
+TAPCTL=${TAPCTL:-$BUILDDIR/bin/tap-ctl}
 DIR=/dev/shm SIZE=1G RUNTIME=10 REPS=5 LIMIT=5 JSON=
 
 usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }

@@ -19,7 +19,7 @@
 #   --quick        --runtime 3 --reps 1
 #
 # Needs root (the lab: network namespaces, tc), tgt, python3, and the
-# programs: $TAPDISK, $TDFRONT, $STRIPECTL if set, else BUILDDIR/tools/
+# programs: $TAPDISK, $TDFRONT, $STRIPECTL if set, else BUILDDIR/bin/
 # (BUILDDIR defaults to the directory above this script), else PATH;
 # stripe-master too (for the lab); LAB= names tests/lab/lab.sh elsewhere.  It brings up its own lab of 4
 # servers (tests/lab/lab.sh, LAB_NET=auto, a state directory of its own,
@@ -122,7 +122,7 @@ command -v tgtd >/dev/null || die3 "tgtd missing (apt-get install tgt)"
 # A program: $VAR (as td-bench sets them), else BUILDDIR/tools, else PATH.
 tool() { # NAME VAR
 	local p=${!2:-}
-	[ -n "$p" ] || p=$BUILDDIR/tools/$1
+	[ -n "$p" ] || p=$BUILDDIR/bin/$1
 	[ -x "$p" ] || p=$(command -v "$1") || die3 "$1 not found (run make, set BUILDDIR= or $2=)"
 	echo "$p"
 }
@@ -130,7 +130,7 @@ TAPDISK=$(tool tapdisk TAPDISK) || exit 3
 TDFRONT=$(tool td-front TDFRONT) || exit 3
 STRIPECTL=$(tool stripe-ctl STRIPECTL) || exit 3
 # the lab finds stripe-ctl and stripe-master in BUILDDIR/tools, else PATH
-[ -x "$BUILDDIR/tools/stripe-master" ] || command -v stripe-master >/dev/null ||
+[ -x "$BUILDDIR/bin/stripe-master" ] || command -v stripe-master >/dev/null ||
 	die3 "stripe-master not found (run make, or set BUILDDIR=)"
 [ -x "$LAB" ] || [ -f "$LAB" ] || die3 "$LAB missing"
 if [ -z "$FIO" ]; then

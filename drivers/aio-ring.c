@@ -9,8 +9,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "drivers/aio-ring.h"
-#include "tapdisk/log.h"
 
 static void aio_ring_reap(struct td_fd *fde, uint32_t events, void *opaque)
 {

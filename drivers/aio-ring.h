@@ -17,7 +17,7 @@
 #include <libaio.h>
 #include <stdint.h>
 
-#include "tapdisk/loop.h"
+#include "common/loop.h"
 
 #define AIO_RING_REAP_MAX 128 /* events per io_getevents call */
 

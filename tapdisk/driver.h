@@ -32,8 +32,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "tapdisk/json.h"
-#include "tapdisk/loop.h"
+#include "common/json.h"
+#include "common/loop.h"
 
 #define TD_SECTOR_SHIFT 9
 #define TD_SECTOR_SIZE	(1u << TD_SECTOR_SHIFT)
@@ -226,8 +226,5 @@ static inline uint64_t td_request_bytes(const struct td_request *req)
 {
 	return (uint64_t)req->nr_sectors << TD_SECTOR_SHIFT;
 }
-
-/* Parse a size with an optional binary suffix K, M, G, T (or KiB ...). */
-int td_parse_size(const char *text, uint64_t *bytes);
 
 #endif

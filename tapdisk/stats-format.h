@@ -17,11 +17,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tapdisk/json.h"
-#include "tapdisk/nbd.h"
-#include "tapdisk/shm.h"
+#include "common/json.h"
+#include "frontends/nbd/nbd.h"
+#include "frontends/shm/shm.h"
+#include "frontends/xen/xen.h"
 #include "tapdisk/vbd.h"
-#include "tapdisk/xen.h"
 
 /* A frontend serving the vbd, e.g. kind "nbd", addr "unix:/run/x.sock". */
 #define TD_FRONTEND_KIND_MAX 16

@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "common/log.h"
+#include "common/loop.h"
 #include "tapdisk/driver.h"
-#include "tapdisk/log.h"
-#include "tapdisk/loop.h"
 
 #define TD_VBD_DEFAULT_MAX_INFLIGHT 256
 #define TD_VBD_DEFAULT_MAX_IO_BYTES (4u << 20)

@@ -40,25 +40,25 @@ command -v valgrind >/dev/null ||
 shadow=$b/valgrind-shadow
 reports=$b/valgrind-reports
 rm -rf "$shadow" "$reports"
-mkdir -p "$shadow/tools" "$reports"
+mkdir -p "$shadow/bin" "$reports"
 for f in "$b"/* "$b"/.[!.]*; do
 	[ -e "$f" ] || continue
-	case ${f##*/} in tools | valgrind-shadow | valgrind-reports) continue ;; esac
+	case ${f##*/} in bin | valgrind-shadow | valgrind-reports) continue ;; esac
 	ln -s "$f" "$shadow/${f##*/}"
 done
-for f in "$b"/tools/*; do
-	ln -s "$f" "$shadow/tools/${f##*/}"
+for f in "$b"/bin/*; do
+	ln -s "$f" "$shadow/bin/${f##*/}"
 done
 for p in $WRAPPED; do
-	[ -x "$b/tools/$p" ] || { echo "no $b/tools/$p: build first" >&2; exit 1; }
-	rm -f "$shadow/tools/$p"
-	cat >"$shadow/tools/$p" <<EOF
+	[ -x "$b/bin/$p" ] || { echo "no $b/bin/$p: build first" >&2; exit 1; }
+	rm -f "$shadow/bin/$p"
+	cat >"$shadow/bin/$p" <<EOF
 #!/bin/sh
 exec valgrind -q --leak-check=full --errors-for-leak-kinds=definite \\
 	--show-leak-kinds=definite --log-file="$reports/$p.%p.log" \\
-	"$b/tools/$p" "\$@"
+	"$b/bin/$p" "\$@"
 EOF
-	chmod +x "$shadow/tools/$p"
+	chmod +x "$shadow/bin/$p"
 done
 
 fail=0

@@ -5,8 +5,7 @@ set -u
 b=${1:?usage: valgrind-unit.sh BUILDDIR}
 command -v valgrind >/dev/null || { echo "valgrind missing (apt-get install valgrind)" >&2; exit 1; }
 fail=0 n=0
-for t in "$b"/tests/unit/test_*; do
-	[ -x "$t" ] && [ -f "$t" ] || continue
+for t in $(find "$b/tests/unit" -type f -name 'test_*' -perm -u+x | sort); do
 	case $t in *.o|*.log|*.trs) continue ;; esac
 	n=$((n + 1))
 	if valgrind -q --leak-check=full --errors-for-leak-kinds=definite \

@@ -230,10 +230,10 @@ e2e_patched_modules() {
 # (TAPSTRIPE_E2E_NBDCOPY=1): libnbd brings libxml2 and ICU, 25 MB more to
 # unpack, and its copy takes a minute under TCG.
 e2e_rootfs_project() {
-	e2e_install_bin "$BUILDDIR/tools/tapdisk" usr/sbin/tapdisk
-	e2e_install_bin "$BUILDDIR/tools/tap-ctl" usr/sbin/tap-ctl
-	if [ -x "$BUILDDIR/tools/td-front" ]; then
-		e2e_install_bin "$BUILDDIR/tools/td-front" usr/bin/td-front
+	e2e_install_bin "$BUILDDIR/bin/tapdisk" usr/sbin/tapdisk
+	e2e_install_bin "$BUILDDIR/bin/tap-ctl" usr/sbin/tap-ctl
+	if [ -x "$BUILDDIR/bin/td-front" ]; then
+		e2e_install_bin "$BUILDDIR/bin/td-front" usr/bin/td-front
 	fi
 	if [ -n "${TAPSTRIPE_E2E_NBDCOPY:-}" ] && command -v nbdcopy >/dev/null; then
 		e2e_install_bin "$(command -v nbdcopy)" usr/bin/nbdcopy
@@ -289,8 +289,8 @@ e2e_rootfs_dd() {
 		[ -e "$R/bin/$a" ] || ln -s busybox "$R/bin/$a"
 	done
 	cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
-	e2e_install_bin "$BUILDDIR/tools/tapdisk" usr/sbin/tapdisk
-	e2e_install_bin "$BUILDDIR/tools/tap-ctl" usr/sbin/tap-ctl
+	e2e_install_bin "$BUILDDIR/bin/tapdisk" usr/sbin/tapdisk
+	e2e_install_bin "$BUILDDIR/bin/tap-ctl" usr/sbin/tap-ctl
 	# dom0 asks it for a tapdisk restart through xenstore.
 	e2e_install_bin "$E2E_ROOT/usr/bin/xenstore" usr/bin/xenstore
 	for a in read write watch; do
@@ -351,8 +351,8 @@ e2e_rootfs_iscsi() {
 		}
 		e2e_install_bin "$(command -v "$b")" "usr/sbin/$b"
 	done
-	e2e_install_bin "$BUILDDIR/tools/stripe-master" usr/sbin/stripe-master
-	e2e_install_bin "$BUILDDIR/tools/stripe-ctl" usr/sbin/stripe-ctl
+	e2e_install_bin "$BUILDDIR/bin/stripe-master" usr/sbin/stripe-master
+	e2e_install_bin "$BUILDDIR/bin/stripe-ctl" usr/sbin/stripe-ctl
 	e2e_install_bin "$(command -v truncate)" usr/bin/truncate
 }
 

@@ -12,8 +12,8 @@
 #   CASE...     run only these cases (names as printed); default: all
 #
 # Environment:
-#   BUILDDIR               the build tree holding tools/tapdisk and
-#                          tools/tap-ctl (default: $abs_top_builddir, else
+#   BUILDDIR               the build tree holding bin/tapdisk and
+#                          bin/tap-ctl (default: $abs_top_builddir, else
 #                          ../../build from this script)
 #   TAPSTRIPE_E2E_CACHE    where the Debian packages and their extracted
 #                          files are kept between runs
@@ -61,7 +61,7 @@ E2E_CACHE=${TAPSTRIPE_E2E_CACHE:-/var/cache/tapstripe-e2e}
 E2E_TIMEOUT=${TAPSTRIPE_E2E_TIMEOUT:-1500}
 export BUILDDIR E2E_CACHE E2E_TIMEOUT
 
-for prog in tools/tapdisk tools/tap-ctl; do
+for prog in bin/tapdisk bin/tap-ctl; do
 	if [ ! -x "$BUILDDIR/$prog" ]; then
 		echo "run.sh: $BUILDDIR/$prog not found: build first, or set" \
 			"BUILDDIR to the build tree" >&2

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 /* First: it sets the interface version the Xen headers below use. */
-#include "tapdisk/xen-ring.h"
+#include "frontends/blkif/xen-ring.h"
 
 #include <xen/io/xenbus.h>
 #include <xenevtchn.h>

@@ -5,7 +5,7 @@
 #
 # Prints one line per case; exits 0 when all pass, 1 when one fails, 77
 # (automake's skip) when python3 (3.9 or later) is missing.  BUILDDIR (set
-# by make check) is where tools/tapdisk and tools/td-front were built.
+# by make check) is where bin/tapdisk and bin/td-front were built.
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
@@ -16,16 +16,16 @@ if ! python3 -c 'import random; random.Random(1).randbytes(1)' 2>/dev/null; then
 	exit 77
 fi
 for bin in tapdisk td-front; do
-	if [ ! -x "$BUILDDIR/tools/$bin" ]; then
-		echo "FAIL: $BUILDDIR/tools/$bin not built"
+	if [ ! -x "$BUILDDIR/bin/$bin" ]; then
+		echo "FAIL: $BUILDDIR/bin/$bin not built"
 		exit 1
 	fi
 done
 
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/isolation.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-timeout 300 python3 "$HERE/isolation.py" "$BUILDDIR/tools/tapdisk" \
-	"$BUILDDIR/tools/td-front" "$WORK" || {
+timeout 300 python3 "$HERE/isolation.py" "$BUILDDIR/bin/tapdisk" \
+	"$BUILDDIR/bin/td-front" "$WORK" || {
 	tail -5 "$WORK/tapdisk.log" 2>/dev/null
 	exit 1
 }

@@ -5,7 +5,7 @@
 #
 # Prints one line per case; exits 0 when all pass, 1 when one fails, 77
 # (automake's skip) when python3 is missing.  BUILDDIR (set by make check)
-# is where tools/stripe-master and tools/stripe-ctl were built.
+# is where bin/stripe-master and bin/stripe-ctl were built.
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
@@ -16,16 +16,16 @@ if ! command -v python3 >/dev/null; then
 	exit 77
 fi
 for bin in stripe-master stripe-ctl; do
-	if [ ! -x "$BUILDDIR/tools/$bin" ]; then
-		echo "FAIL: $BUILDDIR/tools/$bin not built"
+	if [ ! -x "$BUILDDIR/bin/$bin" ]; then
+		echo "FAIL: $BUILDDIR/bin/$bin not built"
 		exit 1
 	fi
 done
 
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/rpc-limits.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-timeout 300 python3 "$HERE/rpc-limits.py" "$BUILDDIR/tools/stripe-master" \
-	"$BUILDDIR/tools/stripe-ctl" "$WORK" || {
+timeout 300 python3 "$HERE/rpc-limits.py" "$BUILDDIR/bin/stripe-master" \
+	"$BUILDDIR/bin/stripe-ctl" "$WORK" || {
 	tail -5 "$WORK/master.log" 2>/dev/null
 	exit 1
 }

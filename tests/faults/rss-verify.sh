@@ -22,7 +22,7 @@ set -u
 
 # ASan's quarantine holds freed memory by design (256 MiB), so RSS says
 # nothing about leaks there: the sanitizer build's leak check does.
-if ldd "$BUILDDIR/tools/tapdisk" 2>/dev/null | grep -q libasan; then
+if ldd "$BUILDDIR/bin/tapdisk" 2>/dev/null | grep -q libasan; then
 	echo "SKIP: tapdisk is built with AddressSanitizer; its RSS is measured in the plain build"
 	exit 77
 fi

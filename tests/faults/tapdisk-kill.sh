@@ -9,12 +9,12 @@
 #
 # Prints one line per round and per chain; exits 0 when every check held,
 # 1 when one failed, 77 (automake's skip) when python3 is missing.
-# BUILDDIR (set by make check) is where tools/tapdisk was built; the disk
+# BUILDDIR (set by make check) is where bin/tapdisk was built; the disk
 # lives under TMPDIR (default /var/tmp: a real file system, O_DIRECT).
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/tools/tapdisk
+TAPDISK=$BUILDDIR/bin/tapdisk
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=${ROUNDS:-5}
 SEED=${SEED:-1}

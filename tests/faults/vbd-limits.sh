@@ -12,9 +12,9 @@
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/tools/tapdisk
-TAPCTL=$BUILDDIR/tools/tap-ctl
-TDFRONT=$BUILDDIR/tools/td-front
+TAPDISK=$BUILDDIR/bin/tapdisk
+TAPCTL=$BUILDDIR/bin/tap-ctl
+TDFRONT=$BUILDDIR/bin/td-front
 INTEGRATION=$(cd "$(dirname "$0")/../integration" && pwd)
 NBD_MAX_CLIENTS=16 # TD_NBD_DEFAULT_MAX_CLIENTS
 PASSED=0

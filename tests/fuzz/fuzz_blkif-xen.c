@@ -28,9 +28,9 @@
 #include <string.h>
 
 #include "drivers/drivers.h"
-#include "tapdisk/blkif.h"
-#include "tapdisk/log.h"
-#include "tapdisk/loop.h"
+#include "frontends/blkif/blkif.h"
+#include "common/log.h"
+#include "common/loop.h"
 #include "tapdisk/vbd.h"
 
 #define POOL_PAGES 64u

@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/mapfile.h"
-#include "tapdisk/json.h"
-#include "tapdisk/log.h"
+#include "drivers/stripe/map/mapfile.h"
+#include "common/json.h"
+#include "common/log.h"
 
 #define MODE_SEAL 0x01
 /* "checksum crc32c " + 8 hex digits + "\n" + NUL */

@@ -69,9 +69,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "master/server-int.h"
-#include "master/store-int.h"
-#include "tapdisk/log.h"
+#include "master/server/server-int.h"
+#include "master/server/store-int.h"
+#include "common/log.h"
 
 #define MAX_CALLS	  32
 #define NR_NUMBERS	  256 /* procedure numbers probed at start */

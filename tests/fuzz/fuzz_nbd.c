@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "drivers/drivers.h"
-#include "tapdisk/log.h"
-#include "tapdisk/loop.h"
-#include "tapdisk/nbd.h"
+#include "common/log.h"
+#include "common/loop.h"
+#include "frontends/nbd/nbd.h"
 #include "tapdisk/vbd.h"
 
 #define MAX_PASSES 256

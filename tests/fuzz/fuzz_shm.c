@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "drivers/drivers.h"
-#include "tapdisk/log.h"
-#include "tapdisk/shm-int.h"
+#include "common/log.h"
+#include "frontends/shm/shm-int.h"
 
 #define MODES	       5
 #define MODE_SERVER    4

@@ -44,7 +44,8 @@ SAN="address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 LIBFLAGS="-g -O1 -fsanitize=fuzzer-no-link,$SAN $WARN -I$top -I$out"
 EXEFLAGS="-g -O1 -fsanitize=fuzzer,$SAN $WARN -I$top -I$out"
 
-# Every harness links one archive of the core (tapdisk/, the null driver,
+# Every harness links one archive of the core (common/, tapdisk/,
+# frontends/, the null driver,
 # the mapping file), instrumented; the linker takes the objects it needs.
 # A file that does not build (work in progress elsewhere) is left out with
 # a warning: the link says whether a harness needed it.
@@ -67,8 +68,9 @@ archive() {
 	rm -f "$out/$lib"
 	ar rcs "$out/$lib" "${objs[@]}"
 }
-archive libcore.a "" "$top"/tapdisk/*.c "$top"/drivers/block-null.c \
-	"$top"/drivers/mapfile*.c "$top"/drivers/stripe-layout.c
+archive libcore.a "" "$top"/common/*.c "$top"/tapdisk/*.c \
+	"$top"/tapdisk/control/*.c "$top"/frontends/*/*.c \
+	"$top"/drivers/null/block-null.c "$top"/drivers/stripe/map/*.c
 
 # The master (fuzz_master): rpcgen's protocol code as Makefile.am makes it,
 # the store, the dispatcher; libtirpc and SQLite come from the system.
@@ -82,7 +84,8 @@ rpcgen -h <"$top/master/stripe.x" |
 	rpcgen -c <"$top/master/stripe.x"
 } >"$out/master/stripe_xdr.c"
 archive libmaster.a "$RPC_CFLAGS -Wno-unused-variable -Wno-unused-parameter" \
-	"$out/master/stripe_xdr.c" "$top"/master/*.c
+	"$out/master/stripe_xdr.c" "$top"/master/*.c "$top"/master/server/*.c \
+	"$top"/master/client/*.c
 
 # libcore.a's control server reports the Xen transport's counters, so a
 # harness that pulls in the control code needs Xen's libraries too.

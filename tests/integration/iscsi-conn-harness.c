@@ -35,10 +35,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "drivers/iscsi-conn.h"
-#include "tapdisk/json.h"
-#include "tapdisk/log.h"
-#include "tapdisk/loop.h"
+#include "drivers/stripe/iscsi/iscsi-conn.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/loop.h"
 
 #define MAX_CMDS     512
 #define MAX_IOV	     8

@@ -20,8 +20,8 @@
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-MASTER_BIN=$BUILDDIR/tools/stripe-master
-CTL_BIN=$BUILDDIR/tools/stripe-ctl
+MASTER_BIN=$BUILDDIR/bin/stripe-master
+CTL_BIN=$BUILDDIR/bin/stripe-ctl
 ALLOC_BIN=$BUILDDIR/bench/master-alloc
 HOSTILE=$(cd "$(dirname "$0")" && pwd)/master-hostile.py
 STORM=${STORM:-10000}

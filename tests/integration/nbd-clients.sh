@@ -9,11 +9,11 @@
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when a client is missing.
-# BUILDDIR (set by make check) is where tools/tapdisk was built.
+# BUILDDIR (set by make check) is where bin/tapdisk was built.
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/tools/tapdisk
+TAPDISK=$BUILDDIR/bin/tapdisk
 DISK_MIB=64
 PASSED=0
 FAILED=0

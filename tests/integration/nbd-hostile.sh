@@ -13,11 +13,11 @@
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when a client is missing.
-# BUILDDIR (set by make check) is where tools/tapdisk was built.
+# BUILDDIR (set by make check) is where bin/tapdisk was built.
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/tools/tapdisk
+TAPDISK=$BUILDDIR/bin/tapdisk
 HOSTILE=$(cd "$(dirname "$0")" && pwd)/nbd-hostile.py
 STORM=${STORM:-1000}
 RSS_SLACK_KIB=${RSS_SLACK_KIB:-4096}
@@ -67,7 +67,7 @@ fail() {
 # nbd_clients: connections tapdisk holds now (closed ones whose I/O or
 # teardown is still under way included), from its control socket.
 nbd_clients() {
-	"$BUILDDIR/tools/tap-ctl" --run-dir "$WORK" stats -i "$TD_PID" --json |
+	"$BUILDDIR/bin/tap-ctl" --run-dir "$WORK" stats -i "$TD_PID" --json |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["nbd"]["clients"])'
 }
 

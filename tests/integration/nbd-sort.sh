@@ -12,12 +12,12 @@
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when a client is missing.
-# BUILDDIR (set by make check) is where tools/ was built.
+# BUILDDIR (set by make check) is where bin/ was built.
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/tools/tapdisk
-TAPCTL=$BUILDDIR/tools/tap-ctl
+TAPDISK=$BUILDDIR/bin/tapdisk
+TAPCTL=$BUILDDIR/bin/tap-ctl
 DISK_MIB=64
 PASSED=0
 FAILED=0

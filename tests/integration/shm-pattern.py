@@ -7,7 +7,7 @@ SEED, for every region given: each 512-byte sector is, little-endian, the
 magic "TDFRONT1", the
 sector's byte offset, the generation, the seed, then the 60 words w, w + 1,
 ... w + 59 (mod 2^64) with w = mix(offset + GAMMA * (generation + 1) +
-mix(seed)) and mix splitmix64's finaliser (tools/td-front-lib.h).
+mix(seed)) and mix splitmix64's finaliser (tools/td-front/td-front-lib.h).
 
 Prints "ok N sectors" and exits 0, or names the first bad sectors and
 exits 1.  Numbers may be decimal or 0x hexadecimal.

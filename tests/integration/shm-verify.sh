@@ -26,9 +26,9 @@
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/tools/tapdisk
-TAPCTL=$BUILDDIR/tools/tap-ctl
-TDFRONT=$BUILDDIR/tools/td-front
+TAPDISK=$BUILDDIR/bin/tapdisk
+TAPCTL=$BUILDDIR/bin/tap-ctl
+TDFRONT=$BUILDDIR/bin/td-front
 HERE=$(cd "$(dirname "$0")" && pwd)
 PATTERN=$HERE/shm-pattern.py
 REGION=$((2 << 20)) # bytes per aio case

@@ -16,10 +16,10 @@ export BUILDDIR
 HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=$HERE/../lab/lab.sh
 STRIPE_IO=$HERE/stripe-io.py
-TAPDISK=$BUILDDIR/tools/tapdisk
-TAPCTL=$BUILDDIR/tools/tap-ctl
-TDFRONT=$BUILDDIR/tools/td-front
-CTL=$BUILDDIR/tools/stripe-ctl
+TAPDISK=$BUILDDIR/bin/tapdisk
+TAPCTL=$BUILDDIR/bin/tap-ctl
+TDFRONT=$BUILDDIR/bin/td-front
+CTL=$BUILDDIR/bin/stripe-ctl
 PASSED=0
 FAILED=0
 TD_PIDS=()
@@ -39,7 +39,7 @@ for p in python3 /usr/bin/python3; do
 	command -v "$p" >/dev/null && "$p" -c 'import nbd' 2>/dev/null && { PY=$p; break; }
 done
 [ -n "$PY" ] || skip "python3 with libnbd not found (apt-get install python3-libnbd)"
-for prog in "$TAPDISK" "$TAPCTL" "$TDFRONT" "$CTL" "$BUILDDIR/tools/stripe-master"; do
+for prog in "$TAPDISK" "$TAPCTL" "$TDFRONT" "$CTL" "$BUILDDIR/bin/stripe-master"; do
 	[ -x "$prog" ] || { echo "FAIL: $prog not built"; exit 1; }
 done
 if "$TAPDISK" --foreground -a stripe:/nonexistent/x.map 2>&1 | grep -q "unknown driver 'stripe'"; then

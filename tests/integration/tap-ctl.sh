@@ -11,8 +11,8 @@
 set -u
 
 BUILDDIR=${BUILDDIR:-${abs_top_builddir:-.}}
-TAPDISK=$BUILDDIR/tools/tapdisk
-TAPCTL=$BUILDDIR/tools/tap-ctl
+TAPDISK=$BUILDDIR/bin/tapdisk
+TAPCTL=$BUILDDIR/bin/tap-ctl
 STEP_TIMEOUT=30
 
 for tool in nbdinfo qemu-io python3 timeout; do

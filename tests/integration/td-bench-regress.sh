@@ -20,12 +20,12 @@
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all pass,
 # 1 when one fails, 77 (automake's skip) when python3 or fio is missing.
-# BUILDDIR (set by make check) is where tools/ was built.
+# BUILDDIR (set by make check) is where bin/ was built.
 set -u
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
 here=$(cd "$(dirname "$0")" && pwd)
-TDBENCH=$here/../../tools/td-bench
+TDBENCH=$here/../../tools/td-bench/td-bench
 BASELINE=$here/../../bench/baselines/quick.json
 PASSED=0
 FAILED=0
@@ -36,7 +36,7 @@ for tool in python3 fio; do
 		exit 77
 	fi
 done
-for prog in "$BUILDDIR/tools/tapdisk" "$BUILDDIR/tools/td-front" "$TDBENCH"; do
+for prog in "$BUILDDIR/bin/tapdisk" "$BUILDDIR/bin/td-front" "$TDBENCH"; do
 	if [ ! -x "$prog" ]; then
 		echo "FAIL: $prog not built"
 		exit 1

@@ -1,0 +1,123 @@
+/*
+ * log.c - levels, per-vbd rate limiting and the printer.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+
+static enum td_log_level log_level = TD_LOG_INFO;
+static FILE *log_stream;
+
+static const char *const level_names[] = {
+	[TD_LOG_ERR] = "err",
+	[TD_LOG_WARN] = "warn",
+	[TD_LOG_INFO] = "info",
+	[TD_LOG_DBG] = "debug",
+};
+
+uint64_t td_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void td_ratelimit_init(struct td_ratelimit *rl)
+{
+	rl->burst = TD_RATELIMIT_BURST;
+	rl->rate_per_s = TD_RATELIMIT_RATE_PER_S;
+	rl->tokens = rl->burst;
+	rl->last_ns = 0;
+	rl->suppressed = 0;
+}
+
+int td_ratelimit_allow(struct td_ratelimit *rl, uint64_t now_ns)
+{
+	if (now_ns > rl->last_ns) {
+		double add =
+			(double)(now_ns - rl->last_ns) * rl->rate_per_s / 1e9;
+
+		rl->tokens += add;
+		if (rl->tokens > rl->burst)
+			rl->tokens = rl->burst;
+	}
+	rl->last_ns = now_ns;
+	if (rl->tokens >= 1.0) {
+		rl->tokens -= 1.0;
+		return 1;
+	}
+	rl->suppressed++;
+	return 0;
+}
+
+void td_log_set_level(enum td_log_level level)
+{
+	log_level = level;
+}
+
+enum td_log_level td_log_get_level(void)
+{
+	return log_level;
+}
+
+void td_log_set_stream(FILE *stream)
+{
+	log_stream = stream;
+}
+
+int td_log_parse_level(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	for (unsigned i = 0; i < sizeof(level_names) / sizeof(level_names[0]);
+	     i++)
+		if (!strcmp(name, level_names[i]))
+			return (int)i;
+	return -EINVAL;
+}
+
+void td_log(enum td_log_level level, const char *func, const char *name,
+	    struct td_ratelimit *rl, const char *fmt, ...)
+{
+	FILE *out = log_stream ? log_stream : stderr;
+	uint64_t dropped = 0;
+	char stamp[32];
+	struct timespec ts;
+	struct tm tm;
+	va_list ap;
+
+	if (level > log_level)
+		return;
+	if (rl) {
+		if (!td_ratelimit_allow(rl, td_now_ns()))
+			return;
+		dropped = rl->suppressed;
+		rl->suppressed = 0;
+	}
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm);
+
+	flockfile(out);
+	fprintf(out, "%s.%03ld %s %s", stamp, ts.tv_nsec / 1000000,
+		level_names[level], func);
+	if (name)
+		fprintf(out, " [%s]", name);
+	fputs(": ", out);
+	va_start(ap, fmt);
+	vfprintf(out, fmt, ap);
+	va_end(ap);
+	if (dropped)
+		fprintf(out, " (%llu similar messages suppressed)",
+			(unsigned long long)dropped);
+	fputc('\n', out);
+	funlockfile(out);
+	fflush(out);
+}

@@ -1,0 +1,644 @@
+/*
+ * block-stripe.c - the stripe driver: an extent-striped, replicated
+ * virtual disk over iSCSI servers, described by a mapping file
+ * (drivers/mapfile.h; layout in ../shared/DESIGN.md, stripe-layout.h).
+ *
+ * Chain: "stripe:/var/lib/tapstripe/NAME.map[,OPTION=VALUE]...", options
+ *   queue_depth=N       commands in flight per server (default
+ *                       ISCSI_CONN_DEFAULT_QUEUE_DEPTH, at most
+ *                       ISCSI_CONN_MAX_QUEUE_DEPTH)
+ *   cmd_timeout_ms=N    deadline of each iSCSI command (default
+ *                       ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS)
+ *   login_retries=N     extra login attempts per (re)connect
+ *   degraded_grace_ms=N how long a replicated write or a flush waits
+ *                       for a server whose session was lost to come
+ *                       back before it goes on without it, marking the
+ *                       replicas there stale (default
+ *                       STRIPE_DEFAULT_DEGRADED_GRACE_MS; 0: no wait;
+ *                       the trade-off is explained in stripe-io.c)
+ *   resync_rate=SIZE    default bytes per second of an online resync
+ *                       (default 64M; K/M/G suffixes, binary)
+ *   resync_chunk=SIZE   bytes copied per resync step (default 1M, a
+ *                       multiple of 4K, at most 64M; at most E is used)
+ *   initiator=IQN       the initiator name to log in with
+ * Options are cut off the end of the path.
+ *
+ * Open: the mapping file is opened under its exclusive lock
+ * (stripe_map_open), held until close and carried over every rewrite
+ * (stripe-stale.c).  The driver keeps the extent tuples in memory, one
+ * backend per server of the map: an iscsi_conn (connections come up in
+ * the background; I/O waits for them), or, when the server names a
+ * "device" (a kernel open-iscsi session's block device), that device
+ * through libaio with O_DIRECT (stripe-bdev.c); and declares:
+ *   size          the map's size-bytes;
+ *   sector size   the largest block size among the servers;
+ *   boundary      the stripe unit, so the core splits every request there
+ *                 and each request maps to one column and one extent;
+ *   features      FLUSH, FUA (passed to each WRITE), DISCARD (UNMAP, sent
+ *                 only when every replica's LUN can unmap: a discard may
+ *                 leave any data behind) and WRITE_ZEROES (WRITE SAME).
+ * The request path is in stripe-io.c, replication's stale marks in
+ * stripe-stale.c, resync in stripe-resync.c.
+ *
+ * Control ("tap-ctl driver -i ID stripe WORD..."):
+ *   resync [RATE]   start copying every stale replica from a live one
+ *   resync stop     stop after the chunk in flight
+ *   status          what tap-ctl stats shows for this driver
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "drivers/drivers.h"
+#include "drivers/stripe/stripe-int.h"
+
+#define STRIPE_RESYNC_CHUNK_ALIGN 4096u
+#define SERVER_NAME_BYTES	  32
+
+static struct stripe_dev *dev_of(struct td_driver *drv)
+{
+	return drv->data;
+}
+
+size_t stripe_slot_index(const struct stripe_dev *dev, uint32_t c, uint32_t j,
+			 uint32_t r)
+{
+	return ((size_t)c * dev->map.extents_per_column + j) *
+		       dev->map.replicas +
+	       r;
+}
+
+uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
+			      uint32_t j)
+{
+	uint32_t n = 0;
+
+	for (uint32_t r = 0; r < dev->map.replicas; r++)
+		n += !stripe_map_slot(&dev->map, c, j, r)->stale;
+	return n;
+}
+
+/* --- options ------------------------------------------------------------------- */
+
+static int parse_u32(const char *v, uint32_t min, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || n < min || n > max)
+		return -EINVAL;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int parse_size_opt(const char *v, uint64_t min, uint64_t max,
+			  uint64_t align, uint64_t *out)
+{
+	uint64_t n;
+
+	if (td_parse_size(v, &n) || n < min || n > max || n % align)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+static bool key_is(const char *opt, size_t klen, const char *name)
+{
+	return klen == strlen(name) && !strncmp(opt, name, klen);
+}
+
+/* One "key=value" cut off the path: 0, 1 (not an option), -EINVAL. */
+static int parse_option(struct stripe_opts *o, const char *opt)
+{
+	const char *eq = strchr(opt, '=');
+	const char *v = eq ? eq + 1 : "";
+	size_t klen = eq ? (size_t)(eq - opt) : 0;
+	int ret = -EINVAL;
+
+	if (!eq || strchr(opt, '/'))
+		return 1;
+	if (key_is(opt, klen, "queue_depth")) {
+		ret = parse_u32(v, 1, STRIPE_MAX_QUEUE_DEPTH, &o->queue_depth);
+	} else if (key_is(opt, klen, "cmd_timeout_ms")) {
+		ret = parse_u32(v, 1, STRIPE_MAX_CMD_TIMEOUT_MS,
+				&o->cmd_timeout_ms);
+	} else if (key_is(opt, klen, "login_retries")) {
+		ret = parse_u32(v, 0, STRIPE_MAX_LOGIN_RETRIES,
+				&o->login_retries);
+		o->login_retries_set = !ret;
+	} else if (key_is(opt, klen, "degraded_grace_ms")) {
+		ret = parse_u32(v, 0, STRIPE_MAX_DEGRADED_GRACE_MS,
+				&o->degraded_grace_ms);
+	} else if (key_is(opt, klen, "resync_rate")) {
+		ret = parse_size_opt(v, STRIPE_MIN_RESYNC_RATE, UINT64_MAX / 2,
+				     1, &o->resync_rate);
+	} else if (key_is(opt, klen, "resync_chunk")) {
+		ret = parse_size_opt(
+			v, STRIPE_RESYNC_CHUNK_ALIGN, STRIPE_MAX_RESYNC_CHUNK,
+			STRIPE_RESYNC_CHUNK_ALIGN, &o->resync_chunk);
+	} else if (key_is(opt, klen, "initiator") && *v && !o->initiator) {
+		if (!(o->initiator = strdup(v)))
+			return -ENOMEM;
+		ret = 0;
+	}
+	if (ret)
+		td_err("stripe: bad option '%s': write queue_depth=1-1024, "
+		       "cmd_timeout_ms=N, login_retries=N, "
+		       "degraded_grace_ms=N, resync_rate=SIZE (at least "
+		       "64K), resync_chunk=SIZE (a multiple of 4K, at most "
+		       "64M) or initiator=IQN",
+		       opt);
+	return ret;
+}
+
+static int parse_options(struct stripe_dev *dev)
+{
+	char *comma;
+	int ret;
+
+	dev->opts.resync_rate = STRIPE_DEFAULT_RESYNC_RATE;
+	dev->opts.resync_chunk = STRIPE_DEFAULT_RESYNC_CHUNK;
+	dev->opts.degraded_grace_ms = STRIPE_DEFAULT_DEGRADED_GRACE_MS;
+	while ((comma = strrchr(dev->path, ','))) {
+		if ((ret = parse_option(&dev->opts, comma + 1)) < 0)
+			return ret;
+		if (ret > 0)
+			break;
+		*comma = '\0';
+	}
+	return 0;
+}
+
+/* --- open and close ---------------------------------------------------------------- */
+
+static int open_map(struct stripe_dev *dev)
+{
+	struct stripe_map_error err;
+	int lock_fd = -1, ret;
+
+	ret = stripe_map_open(dev->path, &dev->map, &lock_fd, &err);
+	if (ret) {
+		if (err.line)
+			td_err("stripe: %s, line %u: %s", dev->path, err.line,
+			       err.reason);
+		else
+			td_err("stripe: %s", err.reason);
+		return ret;
+	}
+	stripe_map_layout(&dev->map, &dev->layout);
+	/* From here the lock fd belongs to stripe-stale.c. */
+	if ((ret = stripe_stale_start(dev, lock_fd)))
+		td_err("stripe: %s: cannot start the map writer: %s", dev->path,
+		       strerror(-ret));
+	return ret;
+}
+
+/* Per-server state from the map; the largest block size in *max_bs. */
+static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
+{
+	const struct stripe_map *m = &dev->map;
+	uint32_t dead = 0;
+
+	dev->nr_servers = m->nr_servers;
+	dev->servers = calloc(m->nr_servers, sizeof(*dev->servers));
+	if (!dev->servers)
+		return -ENOMEM;
+	*max_bs = TD_SECTOR_SIZE;
+	for (uint32_t i = 0; i < m->nr_servers; i++) {
+		struct stripe_server *srv = &dev->servers[i];
+
+		srv->dev = dev;
+		srv->index = i;
+		srv->block_size = m->servers[i].block_size;
+		TAILQ_INIT(&srv->held);
+		TAILQ_INIT(&srv->parked);
+		if (srv->block_size > *max_bs)
+			*max_bs = srv->block_size;
+	}
+	for (uint32_t c = 0; c < m->columns; c++) {
+		for (uint32_t j = 0; j < m->extents_per_column; j++) {
+			for (uint32_t r = 0; r < m->replicas; r++) {
+				const struct stripe_map_replica *rep =
+					stripe_map_slot(m, c, j, r);
+				struct stripe_server *srv =
+					&dev->servers[rep->server];
+				uint64_t end =
+					rep->lba +
+					m->extent_size_bytes / srv->block_size;
+
+				if (end > srv->need_blocks)
+					srv->need_blocks = end;
+				srv->live_slots += !rep->stale;
+			}
+			dead += !stripe_live_replicas(dev, c, j);
+		}
+	}
+	if (dead)
+		td_warn("stripe: %s: %u extents have every replica stale; I/O "
+			"to them fails with EIO",
+			dev->path, dead);
+	return 0;
+}
+
+/* --- backends ----------------------------------------------------------------- */
+
+static void be_iscsi_submit(void *be, struct iscsi_cmd *cmd)
+{
+	iscsi_submit(be, cmd);
+}
+
+static enum iscsi_conn_state be_iscsi_state(const void *be)
+{
+	return iscsi_conn_state(be);
+}
+
+static uint32_t be_iscsi_block_size(const void *be)
+{
+	return iscsi_conn_block_size(be);
+}
+
+static uint64_t be_iscsi_nr_blocks(const void *be)
+{
+	return iscsi_conn_nr_blocks(be);
+}
+
+static bool be_iscsi_can_unmap(const void *be)
+{
+	return iscsi_conn_can_unmap(be);
+}
+
+static void be_iscsi_get_stats(const void *be, struct iscsi_conn_stats *st)
+{
+	iscsi_conn_get_stats(be, st);
+}
+
+static void be_iscsi_report(const void *be, struct td_json *j)
+{
+	iscsi_conn_report(be, j, "iscsi");
+}
+
+static void be_iscsi_destroy(void *be)
+{
+	iscsi_conn_destroy(be);
+}
+
+const struct stripe_backend_ops stripe_backend_iscsi = {
+	.kind = "iscsi",
+	.submit = be_iscsi_submit,
+	.state = be_iscsi_state,
+	.block_size = be_iscsi_block_size,
+	.nr_blocks = be_iscsi_nr_blocks,
+	.can_unmap = be_iscsi_can_unmap,
+	.get_stats = be_iscsi_get_stats,
+	.report = be_iscsi_report,
+	.destroy = be_iscsi_destroy,
+};
+
+static int conn_create(struct stripe_dev *dev, uint32_t i, const char *name)
+{
+	const struct stripe_map_server *ms = &dev->map.servers[i];
+	struct iscsi_conn_cfg cfg = {
+		.portal = ms->portal,
+		.target = ms->target,
+		.lun = ms->lun,
+		.initiator = dev->opts.initiator,
+		.chap_user = ms->chap_user[0] ? ms->chap_user : NULL,
+		.chap_secret = ms->chap_user[0] ? ms->chap_secret : NULL,
+		.queue_depth = dev->opts.queue_depth,
+		.cmd_timeout_ms = dev->opts.cmd_timeout_ms,
+		.login_retries = dev->opts.login_retries_set
+					 ? dev->opts.login_retries
+					 : ISCSI_CONN_DEFAULT_LOGIN_RETRIES,
+		.name = name,
+	};
+	struct iscsi_conn *c;
+	int ret = iscsi_conn_create(dev->drv->loop, &cfg, &c);
+
+	if (!ret) {
+		dev->servers[i].ops = &stripe_backend_iscsi;
+		dev->servers[i].be = c;
+	}
+	return ret;
+}
+
+static int bdev_create(struct stripe_dev *dev, uint32_t i, const char *name)
+{
+	const struct stripe_map_server *ms = &dev->map.servers[i];
+	struct stripe_bdev_cfg cfg = {
+		.path = ms->device,
+		.block_size = ms->block_size,
+		.queue_depth = dev->opts.queue_depth,
+		.read_only = dev->drv->read_only,
+		.name = name,
+	};
+	int ret = stripe_bdev_create(dev->drv->loop, &cfg, &dev->servers[i].be);
+
+	if (!ret)
+		dev->servers[i].ops = &stripe_backend_device;
+	return ret;
+}
+
+/* One backend per server: its device when the map names one, else iSCSI. */
+static int conns_create(struct stripe_dev *dev)
+{
+	for (uint32_t i = 0; i < dev->nr_servers; i++) {
+		const struct stripe_map_server *ms = &dev->map.servers[i];
+		char name[SERVER_NAME_BYTES];
+		int ret;
+
+		snprintf(name, sizeof(name), "server %u", i);
+		ret = ms->device[0] ? bdev_create(dev, i, name)
+				    : conn_create(dev, i, name);
+		if (ret) {
+			td_err("stripe: %s: server %u (%s %s lun %u%s%s): %s",
+			       dev->path, i, ms->portal, ms->target, ms->lun,
+			       ms->device[0] ? " device " : "", ms->device,
+			       strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void stripe_close(struct td_driver *drv)
+{
+	struct stripe_dev *dev = dev_of(drv);
+
+	dev->closing = true;
+	/* Cancels what is left (resync copies): their callbacks see closing. */
+	for (uint32_t i = 0; dev->servers && i < dev->nr_servers; i++)
+		if (dev->servers[i].be)
+			dev->servers[i].ops->destroy(dev->servers[i].be);
+	stripe_io_close(dev);
+	stripe_resync_close(dev);
+	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
+	stripe_notify_stop(dev->notify);
+	stripe_map_free(&dev->map);
+	free(dev->servers);
+	free(dev->path);
+	free(dev->opts.initiator);
+	memset(dev, 0, sizeof(*dev));
+}
+
+static int stripe_open(struct td_driver *drv, const char *args)
+{
+	struct stripe_dev *dev = dev_of(drv);
+	uint32_t max_bs = TD_SECTOR_SIZE;
+	int ret;
+
+	dev->drv = drv;
+	TAILQ_INIT(&dev->failed);
+	TAILQ_INIT(&dev->writes);
+	TAILQ_INIT(&dev->flush_cur);
+	TAILQ_INIT(&dev->flush_next);
+	TAILQ_INIT(&dev->resync.waiting);
+	if (!*args) {
+		td_err("stripe: no mapping file: write the chain as "
+		       "stripe:/var/lib/tapstripe/NAME.map");
+		return -EINVAL;
+	}
+	if (!(dev->path = strdup(args)))
+		return -ENOMEM;
+	ret = parse_options(dev);
+	if (!ret)
+		ret = open_map(dev);
+	if (!ret)
+		ret = servers_init(dev, &max_bs);
+	if (!ret)
+		ret = conns_create(dev);
+	if (ret) {
+		stripe_close(drv);
+		return ret;
+	}
+	if (stripe_notify_start(dev->map.master, &dev->notify))
+		td_warn("stripe: %s: the master %s will not be told of stale "
+			"replicas",
+			dev->path, dev->map.master);
+	drv->info.size_sectors = dev->map.size_bytes >> TD_SECTOR_SHIFT;
+	drv->info.sector_size = max_bs;
+	drv->info.boundary_sectors =
+		dev->map.stripe_unit_bytes >> TD_SECTOR_SHIFT;
+	drv->info.features = TD_FEAT_FLUSH | TD_FEAT_FUA | TD_FEAT_DISCARD |
+			     TD_FEAT_WRITE_ZEROES;
+	drv->info.read_only = drv->read_only;
+	td_info("stripe: %s: vdisk %s, %" PRIu64
+		" bytes, %u columns of %" PRIu64
+		"-byte units, %u replicas, %u servers",
+		dev->path, dev->map.vdisk, dev->map.size_bytes,
+		dev->map.columns, dev->map.stripe_unit_bytes, dev->map.replicas,
+		dev->nr_servers);
+	return 0;
+}
+
+/* --- reports ----------------------------------------------------------------------- */
+
+static uint32_t count_stale(const struct stripe_dev *dev)
+{
+	size_t nr = stripe_map_nr_slots(&dev->map);
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		n += dev->map.slots[i].stale;
+	return n;
+}
+
+static void report_resync_json(struct stripe_dev *dev, struct td_json *j)
+{
+	const struct stripe_resync *rs = &dev->resync;
+
+	td_json_begin_object(j, "resync");
+	td_json_str(j, "state", stripe_resync_state_name(rs->state));
+	td_json_u64(j, "replicas_total", rs->slots_total);
+	td_json_u64(j, "replicas_done", rs->slots_done);
+	td_json_u64(j, "replicas_failed", rs->slots_failed);
+	td_json_u64(j, "bytes_copied", rs->bytes_copied);
+	td_json_u64(j, "rate_bytes_per_s", rs->rate_bytes_per_s);
+	if (rs->have_slot) {
+		td_json_u64(j, "column", rs->column);
+		td_json_u64(j, "extent", rs->extent);
+		td_json_u64(j, "replica", rs->replica);
+		td_json_u64(j, "extent_done_bytes", rs->cursor);
+	}
+	td_json_str(j, "last_error", rs->last_error);
+	td_json_end_object(j);
+}
+
+static void stripe_report_json(struct td_driver *drv, struct td_json *j)
+{
+	struct stripe_dev *dev = dev_of(drv);
+	const struct stripe_map *m = &dev->map;
+
+	td_json_str(j, "map", dev->path);
+	td_json_str(j, "vdisk", m->vdisk);
+	td_json_u64(j, "stripe_unit_bytes", m->stripe_unit_bytes);
+	td_json_u64(j, "extent_size_bytes", m->extent_size_bytes);
+	td_json_u64(j, "columns", m->columns);
+	td_json_u64(j, "extents_per_column", m->extents_per_column);
+	td_json_u64(j, "replicas", m->replicas);
+	td_json_u64(j, "stale_replicas", count_stale(dev));
+	td_json_u64(j, "stale_marks_pending", stripe_stale_pending(dev));
+	td_json_u64(j, "map_rewrites", dev->stale.rewrites);
+	td_json_u64(j, "map_rewrite_errors", dev->stale.rewrite_errors);
+	td_json_u64(j, "master_notifications",
+		    stripe_notify_count(dev->notify));
+	td_json_u64(j, "read_fallbacks", dev->read_fallbacks);
+	td_json_u64(j, "replica_write_errors", dev->replica_write_errors);
+	td_json_u64(j, "writes_degraded", dev->writes_degraded);
+	td_json_u64(j, "degraded_skips", dev->degraded_skips);
+	td_json_u64(j, "degraded_grace_ms", dev->opts.degraded_grace_ms);
+	td_json_u64(j, "flush_rounds", dev->flush_rounds);
+	report_resync_json(dev, j);
+	td_json_begin_array(j, "servers");
+	for (uint32_t i = 0; i < dev->nr_servers; i++) {
+		const struct stripe_server *srv = &dev->servers[i];
+
+		td_json_begin_object(j, NULL);
+		td_json_u64(j, "index", i);
+		td_json_str(j, "portal", m->servers[i].portal);
+		td_json_str(j, "target", m->servers[i].target);
+		td_json_u64(j, "lun", m->servers[i].lun);
+		td_json_u64(j, "block_size", srv->block_size);
+		td_json_str(j, "geometry", stripe_gate_name(srv->gate));
+		td_json_bool(j, "degraded",
+			     stripe_server_degraded(dev, &dev->servers[i]));
+		td_json_u64(j, "live_replicas", srv->live_slots);
+		srv->ops->report(srv->be, j);
+		td_json_end_object(j);
+	}
+	td_json_end_array(j);
+}
+
+static void report_resync_text(struct stripe_dev *dev, struct td_strbuf *sb)
+{
+	const struct stripe_resync *rs = &dev->resync;
+
+	td_strbuf_printf(sb,
+			 "resync: %s, %" PRIu64 " of %" PRIu64
+			 " replicas done, %" PRIu64 " failed, %" PRIu64
+			 " bytes copied",
+			 stripe_resync_state_name(rs->state), rs->slots_done,
+			 rs->slots_total, rs->slots_failed, rs->bytes_copied);
+	if (rs->have_slot)
+		td_strbuf_printf(sb,
+				 "; copying column %u extent %u replica %u: "
+				 "%" PRIu64 " of %" PRIu64 " bytes",
+				 rs->column, rs->extent, rs->replica,
+				 rs->cursor, dev->map.extent_size_bytes);
+	if (rs->last_error[0])
+		td_strbuf_printf(sb, "; last error: %s", rs->last_error);
+	td_strbuf_puts(sb, "\n");
+}
+
+static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
+{
+	struct stripe_dev *dev = dev_of(drv);
+	const struct stripe_map *m = &dev->map;
+
+	td_strbuf_printf(sb,
+			 "map: %s (vdisk %s, %u columns, unit %" PRIu64
+			 " bytes, extent %" PRIu64 " bytes, %u replicas)\n",
+			 dev->path, m->vdisk, m->columns, m->stripe_unit_bytes,
+			 m->extent_size_bytes, m->replicas);
+	td_strbuf_printf(sb,
+			 "stale replicas: %u (%u marks not yet durable), map "
+			 "rewrites %" PRIu64 " (%" PRIu64
+			 " failed), master notifications %" PRIu64 "\n",
+			 count_stale(dev), stripe_stale_pending(dev),
+			 dev->stale.rewrites, dev->stale.rewrite_errors,
+			 stripe_notify_count(dev->notify));
+	td_strbuf_printf(
+		sb,
+		"read fallbacks %" PRIu64 ", replica write errors "
+		"%" PRIu64 ", degraded writes %" PRIu64
+		", degraded skips %" PRIu64 ", flush rounds %" PRIu64 "\n",
+		dev->read_fallbacks, dev->replica_write_errors,
+		dev->writes_degraded, dev->degraded_skips, dev->flush_rounds);
+	report_resync_text(dev, sb);
+	for (uint32_t i = 0; i < dev->nr_servers; i++) {
+		const struct stripe_server *srv = &dev->servers[i];
+		struct iscsi_conn_stats st;
+
+		srv->ops->get_stats(srv->be, &st);
+		td_strbuf_printf(
+			sb,
+			"server %u %s %s lun %u (%s%s%s): %s%s, geometry %s, "
+			"%u live "
+			"replicas, %" PRIu64 " reads %" PRIu64
+			" writes %" PRIu64 " syncs, %" PRIu64
+			" errors, %" PRIu64 " timeouts, %" PRIu64
+			" reconnects, %u in flight\n",
+			i, m->servers[i].portal, m->servers[i].target,
+			m->servers[i].lun, srv->ops->kind,
+			m->servers[i].device[0] ? " " : "",
+			m->servers[i].device, iscsi_conn_state_name(st.state),
+			stripe_server_degraded(dev, &dev->servers[i])
+				? " (degraded)"
+				: "",
+			stripe_gate_name(srv->gate), srv->live_slots, st.reads,
+			st.writes, st.syncs, st.errors, st.timeouts,
+			st.reconnects, st.in_flight);
+	}
+}
+
+/* --- control ------------------------------------------------------------------------ */
+
+static int control_resync(struct stripe_dev *dev, int argc, char **argv,
+			  struct td_strbuf *out)
+{
+	const char *rate_arg = argc > 1 ? argv[1] : NULL;
+	uint64_t rate = 0;
+
+	if (argc > 2) {
+		td_strbuf_puts(out, "usage: resync [RATE] | resync stop");
+		return -EINVAL;
+	}
+	if (rate_arg && !strcmp(rate_arg, "stop"))
+		return stripe_resync_stop(dev, out);
+	if (rate_arg && !strncmp(rate_arg, "rate=", 5))
+		rate_arg += 5;
+	if (rate_arg &&
+	    (td_parse_size(rate_arg, &rate) || rate < STRIPE_MIN_RESYNC_RATE)) {
+		td_strbuf_printf(out,
+				 "bad rate '%.64s': bytes per second, at least "
+				 "64K (K/M/G suffixes)",
+				 rate_arg);
+		return -EINVAL;
+	}
+	return stripe_resync_start(dev, rate, out);
+}
+
+static int stripe_control(struct td_driver *drv, int argc, char **argv,
+			  struct td_strbuf *out)
+{
+	struct stripe_dev *dev = dev_of(drv);
+
+	if (argc >= 1 && !strcmp(argv[0], "resync"))
+		return control_resync(dev, argc, argv, out);
+	if (argc == 1 && !strcmp(argv[0], "status")) {
+		stripe_report_text(drv, out);
+		return 0;
+	}
+	td_strbuf_puts(out, "stripe commands: resync [RATE], resync stop, "
+			    "status");
+	return -EINVAL;
+}
+
+const struct td_driver_ops td_stripe_ops = {
+	.name = "stripe",
+	.dev_size = sizeof(struct stripe_dev),
+	.req_size = sizeof(struct stripe_req),
+	.open = stripe_open,
+	.close = stripe_close,
+	.submit = stripe_io_submit,
+	.report_json = stripe_report_json,
+	.report_text = stripe_report_text,
+	.control = stripe_control,
+};

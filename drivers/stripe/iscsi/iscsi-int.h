@@ -1,0 +1,148 @@
+/*
+ * iscsi-int.h - what iscsi-conn.c (the session: attempts, reconnect, DOWN
+ * and revive, the loop's fd and timers), iscsi-login.c (connect, login,
+ * probe) and iscsi-cmd.c (commands: checks, issue, completion, deadlines)
+ * share.  Nothing outside these three files includes it.
+ *
+ * Everything runs in the event-loop thread.  libiscsi calls back only from
+ * inside iscsi_service() or iscsi_destroy_context(); those callbacks never
+ * call a user's cmd->done and never destroy the libiscsi context: they
+ * move commands between lists and set flags, and conn_settle() acts on the
+ * flags once libiscsi has returned.
+ */
+#ifndef TAPSTRIPE_ISCSI_INT_H
+#define TAPSTRIPE_ISCSI_INT_H
+
+#include <iscsi/iscsi.h>
+#include <iscsi/scsi-lowlevel.h>
+
+#include "common/log.h"
+#include "drivers/stripe/iscsi/iscsi-conn.h"
+
+TAILQ_HEAD(iscsi_cmd_list, iscsi_cmd);
+
+/* Where a command is (cmd->state); each list below holds one kind. */
+enum iscsi_cmd_state {
+	ISCSI_CMD_IDLE = 0, /* not submitted, or its done has run */
+	ISCSI_CMD_WAITING,  /* c->waiting: not issued on the session yet */
+	ISCSI_CMD_ISSUED,   /* c->in_flight: a libiscsi task exists */
+	ISCSI_CMD_DONE,	    /* c->done: result set, done not yet called */
+};
+
+/* Longest message kept for iscsi_conn_error(). */
+#define ISCSI_CONN_ERROR_LEN 256
+/* libiscsi: poll again this long after iscsi_which_events() said 0. */
+#define ISCSI_CONN_IDLE_POLL_MS 100
+/* Back-off never grows beyond this. */
+#define ISCSI_CONN_MAX_BACKOFF_MS 30000
+/* Retries of NOT READY, UNIT ATTENTION, ABORTED COMMAND. */
+#define ISCSI_CMD_MAX_RETRIES 1
+/* UNIT ATTENTIONs a fresh session may report before READ CAPACITY. */
+#define ISCSI_CONN_MAX_LOGIN_UAS 10
+/* Longest iSCSI name (RFC 3720 3.2.6.1). */
+#define ISCSI_NAME_MAX 223
+
+struct iscsi_conn {
+	struct td_loop *loop;
+
+	/* Copies of the configuration (defaults applied). */
+	char *portal, *target, *initiator, *chap_user, *chap_secret, *name;
+	uint32_t lun;
+	uint32_t queue_depth;
+	uint32_t cmd_timeout_ms;
+	uint32_t login_retries;
+	uint32_t login_backoff_ms;
+	uint32_t revive_interval_ms;
+
+	enum iscsi_conn_state state;
+	struct iscsi_context *ctx; /* NULL between attempts and when DOWN */
+	struct td_fd fde;	   /* ctx's socket while registered */
+	uint32_t attempts;	   /* failed attempts of this (re)connect */
+	bool reviving;		   /* this attempt is DOWN's single one */
+	bool ever_up;		   /* a later UP is a reconnect */
+
+	/* Flags set by libiscsi's callbacks, acted on by conn_settle(). */
+	bool logged_in;	    /* login done */
+	uint32_t probe_uas; /* UNIT ATTENTIONs seen by the probe */
+	bool probed;	    /* READ CAPACITY and VPD done: may go UP */
+	bool attempt_err;   /* this attempt failed (error text set) */
+	bool session_lost;  /* a task was cancelled by libiscsi: reconnect */
+	bool dropping;	    /* we are destroying ctx ourselves */
+
+	/* What the LUN said at login. */
+	uint32_t block_size;
+	uint64_t nr_blocks;
+	bool lbpme, lbpu, lbpws, lbprz;
+	bool no_write_same;	  /* the server refused WRITE SAME once */
+	uint32_t max_xfer_blocks; /* Block Limits VPD: 0 = no limit */
+	uint32_t opt_xfer_blocks; /* 0 = none stated */
+	void *zero_buf;		  /* ISCSI_CONN_ZERO_CHUNK_BYTES of zeroes */
+
+	struct iscsi_cmd_list waiting;	 /* FIFO, reissued ones first */
+	struct iscsi_cmd_list in_flight; /* issued on ctx */
+	struct iscsi_cmd_list done;	 /* waiting for done_defer */
+	struct iscsi_cmd_list lost;	 /* handed back by a dropped ctx */
+	struct iscsi_cmd_list by_age;	 /* outstanding, deadline order */
+	uint32_t nr_waiting, nr_in_flight, nr_done;
+
+	struct td_timer retry_timer;	/* back-off and revive */
+	struct td_timer login_timer;	/* the attempt's deadline */
+	struct td_timer poll_timer;	/* iscsi_which_events() said 0 */
+	struct td_timer deadline_timer; /* the oldest command's deadline */
+	struct td_timer busy_timer;	/* end of a BUSY pause */
+	struct td_defer done_defer;
+	bool busy_paused;
+
+	unsigned int dispatching; /* inside done callbacks */
+	bool destroyed;		  /* destroy ran inside a done callback */
+
+	struct iscsi_conn_stats stats;
+	char error[ISCSI_CONN_ERROR_LEN];
+	struct td_ratelimit rl;
+};
+
+/* Logging about one connection, rate-limited per connection. */
+#define conn_err(c, ...) \
+	td_log(TD_LOG_ERR, __func__, (c)->name, &(c)->rl, __VA_ARGS__)
+#define conn_warn(c, ...) \
+	td_log(TD_LOG_WARN, __func__, (c)->name, &(c)->rl, __VA_ARGS__)
+#define conn_info(c, ...) \
+	td_log(TD_LOG_INFO, __func__, (c)->name, &(c)->rl, __VA_ARGS__)
+#define conn_dbg(c, ...) \
+	td_log(TD_LOG_DBG, __func__, (c)->name, &(c)->rl, __VA_ARGS__)
+
+/* iscsi-conn.c */
+void conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Act on the callbacks' flags, issue what may be issued, update the fd. */
+void conn_settle(struct iscsi_conn *c);
+/* Drop a session that was UP (a command expired) and reconnect. */
+void conn_lose_session(struct iscsi_conn *c, const char *why);
+/* Free c; every list is empty and nothing is registered with the loop. */
+void conn_free(struct iscsi_conn *c);
+
+/* iscsi-login.c */
+/* New context for c->ctx, TCP connect started; 0 or -errno (error set). */
+int login_begin(struct iscsi_conn *c);
+
+/* iscsi-cmd.c */
+/* Issue waiting commands while UP, unpaused and below the queue depth. */
+void cmd_issue_waiting(struct iscsi_conn *c);
+/* Complete cmd (in no list but by_age) with err through done_defer. */
+void cmd_finish(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err);
+/* Complete every waiting command with err (DOWN, destroy). */
+void cmd_fail_waiting(struct iscsi_conn *c, int err);
+/* Move the commands libiscsi gave back (session lost) before waiting. */
+void cmd_requeue_front(struct iscsi_conn *c, struct iscsi_cmd_list *list);
+/* Arm the deadline timer for the oldest outstanding command. */
+void cmd_arm_deadline(struct iscsi_conn *c);
+/* Run the done callbacks of c->done (the deferred call). */
+void cmd_dispatch_done(struct td_defer *d, void *opaque);
+/* Where a command is issued: the step it is at (cmd->state's companion). */
+enum iscsi_cmd_step {
+	ISCSI_STEP_MAIN = 0,   /* the command itself */
+	ISCSI_STEP_ZERO_WRITE, /* WRITE_ZEROES as WRITE(16) of zeroes */
+	ISCSI_STEP_SYNC,       /* WRITE_ZEROES + FUA: the range's SYNC */
+};
+
+#endif

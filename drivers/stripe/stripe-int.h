@@ -1,0 +1,367 @@
+/*
+ * stripe-int.h - what the files of the stripe driver share (block-stripe.c:
+ * open, close, options, reports, control; stripe-io.c: the request path;
+ * stripe-stale.c: durable stale marks; stripe-resync.c: online resync).
+ * Not for other modules.
+ *
+ * Everything here runs in the event-loop thread, except the map writer
+ * thread of stripe-stale.c, which touches only struct stripe_stale's
+ * shared part under its mutex.
+ */
+#ifndef TAPSTRIPE_STRIPE_INT_H
+#define TAPSTRIPE_STRIPE_INT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "drivers/stripe/iscsi/iscsi-conn.h"
+#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/stripe-layout.h"
+#include "drivers/stripe/stripe-notify.h"
+#include "tapdisk/driver.h"
+
+/* How often held commands look at a connection that is still CONNECTING. */
+#define STRIPE_GATE_POLL_US	    5000
+#define STRIPE_DEFAULT_RESYNC_RATE  (64ull << 20) /* bytes/s */
+#define STRIPE_DEFAULT_RESYNC_CHUNK (1ull << 20)
+#define STRIPE_MAX_RESYNC_CHUNK	    (64ull << 20)
+#define STRIPE_MIN_RESYNC_RATE	    (64ull << 10)
+#define STRIPE_MAX_QUEUE_DEPTH	    ISCSI_CONN_MAX_QUEUE_DEPTH
+#define STRIPE_MAX_CMD_TIMEOUT_MS   3600000u
+#define STRIPE_MAX_LOGIN_RETRIES    100u
+/*
+ * How long a replicated write (or a flush) waits for a degraded server to
+ * come back before it goes on without it (degraded_grace_ms; see
+ * stripe-io.c): longer than a healthy server's reconnect, far shorter
+ * than a command timeout.
+ */
+#define STRIPE_DEFAULT_DEGRADED_GRACE_MS 100u
+#define STRIPE_MAX_DEGRADED_GRACE_MS	 STRIPE_MAX_CMD_TIMEOUT_MS
+/* What a replica's command that was not sent to a degraded server gets. */
+#define STRIPE_SKIPPED_ERR (-ENOTCONN)
+
+/*
+ * Whether a server's LUN may be used: its block size and capacity are
+ * checked against the map once its connection is UP, before the first
+ * command is issued (a wrong block size would put data at wrong places).
+ */
+enum stripe_gate {
+	STRIPE_GATE_UNCHECKED = 0,
+	STRIPE_GATE_OK,
+	STRIPE_GATE_BAD, /* every command fails with -EIO */
+};
+
+struct stripe_dev;
+struct stripe_server;
+
+/*
+ * How a server's LUN is reached: "iscsi", a libiscsi session of tapdisk's
+ * own (iscsi-conn.h, wrapped in block-stripe.c), or "device", the block
+ * device of a kernel (open-iscsi) session, the map's "device" key
+ * (stripe-bdev.c).  Both run struct iscsi_cmd with iscsi_submit's
+ * contract.  Every op is required and runs in the event-loop thread; be is
+ * what the backend's create returned.
+ */
+struct stripe_backend_ops {
+	const char *kind;
+	/* Queue cmd; cmd->done runs later, exactly once, from the loop. */
+	void (*submit)(void *be, struct iscsi_cmd *cmd);
+	enum iscsi_conn_state (*state)(const void *be);
+	/* The LUN's geometry and UNMAP support once UP: 0/false before. */
+	uint32_t (*block_size)(const void *be);
+	uint64_t (*nr_blocks)(const void *be);
+	bool (*can_unmap)(const void *be);
+	void (*get_stats)(const void *be, struct iscsi_conn_stats *st);
+	/* Its stats as a JSON object named kind. */
+	void (*report)(const void *be, struct td_json *j);
+	/* Complete what is left with -ECANCELED and free. */
+	void (*destroy)(void *be);
+};
+
+extern const struct stripe_backend_ops stripe_backend_iscsi;
+extern const struct stripe_backend_ops stripe_backend_device;
+
+struct stripe_bdev_cfg {
+	const char *path;     /* the map's device */
+	uint32_t block_size;  /* the map's: used for a regular file */
+	uint32_t queue_depth; /* 0: ISCSI_CONN_DEFAULT_QUEUE_DEPTH */
+	bool read_only;
+	const char *name; /* for log messages */
+};
+
+/*
+ * Open the device (stripe-bdev.c).  0 and *out, or -ENOMEM, -EINVAL, or
+ * io_setup's error; a device that cannot be opened is not an error here:
+ * the backend is DOWN (logged) and its commands fail with -EIO.
+ */
+int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
+		       void **out);
+
+/*
+ * One iSCSI command of the driver: a request's child, a flush round's
+ * SYNCHRONIZE CACHE, a resync copy.  done runs exactly once, from the
+ * event loop.
+ */
+struct stripe_cmd {
+	struct iscsi_cmd io;
+	struct stripe_server *srv;
+	void (*done)(struct stripe_cmd *sc, int err);
+	int gate_err;		      /* on dev->failed: what done gets */
+	TAILQ_ENTRY(stripe_cmd) link; /* srv->held, srv->parked, dev->failed */
+};
+
+TAILQ_HEAD(stripe_cmd_list, stripe_cmd);
+
+struct stripe_server {
+	struct stripe_dev *dev;
+	uint32_t index;
+	const struct stripe_backend_ops *ops;
+	void *be;	      /* the backend's own state */
+	uint32_t block_size;  /* from the map */
+	uint64_t need_blocks; /* the end of its last extent, in blocks */
+	enum stripe_gate gate;
+	struct stripe_cmd_list held; /* waiting for the gate */
+	uint32_t live_slots;	     /* replicas on it that are not stale */
+	uint32_t in_flight;	     /* commands issued by this driver */
+	struct stripe_cmd sync;	     /* this server's part of a flush round */
+	int sync_err;
+	bool in_round;
+	/*
+	 * Commands that need not wait for this server while it is degraded
+	 * (stripe-io.c), parked for at most degraded_grace_ms from
+	 * degraded_ns: issued if it comes back UP by then, else skipped.
+	 */
+	struct stripe_cmd_list parked;
+	uint64_t degraded_ns; /* when first seen degraded; 0: not degraded */
+	uint64_t degraded_reconnects; /* its reconnect count then */
+};
+
+/* A replica child of a request. */
+struct stripe_child {
+	struct stripe_cmd sc;
+	struct stripe_req *sr;
+	uint32_t replica;
+	int err;
+};
+
+/* Per-request state (td_driver_ops.req_size). */
+struct stripe_req {
+	struct td_request *req;
+	struct stripe_dev *dev;
+	uint32_t column, extent;
+	uint64_t ext_off; /* bytes into the extent */
+	uint64_t bytes;
+	uint32_t pending;	      /* children in flight */
+	uint32_t issued_mask;	      /* replicas written, or tried by a read */
+	uint32_t target_mask;	      /* the resync target, written too */
+	int err;		      /* first child error */
+	uint64_t wait_gen;	      /* stale-mark generation to wait for */
+	bool in_writes;		      /* on dev->writes */
+	bool resync_blocker;	      /* the resync lock waits for it */
+	TAILQ_ENTRY(stripe_req) link; /* dev->writes */
+	TAILQ_ENTRY(stripe_req) wait_link; /* a wait list: gen, lock, flush */
+	struct stripe_child child[STRIPE_MAX_REPLICAS];
+};
+
+TAILQ_HEAD(stripe_req_list, stripe_req);
+
+/*
+ * Durable stale marks (stripe-stale.c).  The loop thread keeps the state
+ * it serves from in dev->map (slot.stale: never read, no longer written);
+ * each change also goes into want[] with the next generation number, and
+ * the writer thread rewrites the mapping file with the whole want[] of the
+ * newest generation (so one rewrite covers every change before it).
+ */
+struct stripe_stale {
+	/* loop thread */
+	uint64_t gen_requested; /* newest generation handed to the thread */
+	uint64_t gen_durable;	/* newest generation on disk */
+	uint64_t gen_failed;	/* newest generation the thread failed */
+	uint64_t *mark_gen;	/* per slot: generation of its last change */
+	bool dirty;		/* want[] changed since gen_requested */
+	bool *notified;		/* per slot: the state the master was told */
+	struct stripe_req_list waiters; /* writes waiting for a generation */
+	int efd;
+	struct td_fd efd_event;
+	uint64_t rewrites, rewrite_errors;
+
+	bool inited; /* stripe_stale_start ran: stop must clean up */
+
+	/* shared with the thread, under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool thread_started;
+	bool stop;
+	bool *want;	   /* nr_slots */
+	uint64_t want_gen; /* the generation want[] holds */
+	uint64_t ok_gen;   /* newest generation written */
+	uint64_t fail_gen; /* newest generation that failed */
+	int fail_err;
+	char fail_msg[512]; /* why, from stripe_map_rewrite */
+
+	/* the thread's own */
+	struct stripe_map copy;
+	int lock_fd; /* the mapping file's lock; swapped by each rewrite */
+};
+
+enum stripe_resync_state {
+	STRIPE_RESYNC_IDLE = 0,
+	STRIPE_RESYNC_RUNNING,
+	STRIPE_RESYNC_DONE,
+	STRIPE_RESYNC_FAILED,
+	STRIPE_RESYNC_STOPPED,
+};
+
+enum stripe_resync_step {
+	RESYNC_STEP_NONE = 0,
+	RESYNC_STEP_DRAIN, /* lock taken: waiting for blockers */
+	RESYNC_STEP_READ,
+	RESYNC_STEP_WRITE,
+	RESYNC_STEP_SYNC,  /* the end: the target's cache */
+	RESYNC_STEP_PAUSE, /* throttle timer */
+};
+
+struct stripe_resync {
+	enum stripe_resync_state state;
+	enum stripe_resync_step step;
+	bool stop_requested;
+	uint64_t rate_bytes_per_s;
+	uint64_t chunk_bytes;
+	void *buf;   /* chunk_bytes, while running */
+	bool *tried; /* per slot, this run */
+	/* the slot being copied */
+	bool have_slot;
+	size_t slot;
+	uint32_t column, extent, replica;
+	uint64_t cursor;	       /* bytes [0, cursor) are copied */
+	uint64_t lock_start, lock_end; /* writes there wait */
+	bool locked;
+	uint32_t blockers; /* in-flight writes the lock waits for */
+	bool target_failed;
+	uint32_t src_tried; /* replicas tried as the source of this chunk */
+	uint64_t chunk_len;
+	uint64_t chunk_start_ns;
+	struct stripe_cmd cmd;
+	struct iovec iov;
+	struct stripe_req_list waiting; /* writes held by the lock */
+	struct td_timer timer;
+	/* progress */
+	uint64_t slots_total, slots_done, slots_failed, bytes_copied;
+	uint64_t started_ns, ended_ns;
+	char last_error[160];
+};
+
+struct stripe_opts {
+	uint32_t queue_depth;
+	uint32_t cmd_timeout_ms;
+	uint32_t login_retries;
+	bool login_retries_set;
+	uint64_t resync_rate;
+	uint64_t resync_chunk;
+	uint32_t degraded_grace_ms;
+	char *initiator;
+};
+
+struct stripe_dev {
+	struct td_driver *drv;
+	char *path; /* the mapping file */
+	struct stripe_opts opts;
+	struct stripe_map map; /* slots[].stale is what I/O obeys */
+	struct stripe_layout layout;
+	uint32_t nr_servers;
+	struct stripe_server *servers;
+	bool closing;
+
+	struct stripe_cmd_list failed; /* gate BAD: completed by fail_defer */
+	struct td_defer fail_defer;
+	struct td_timer gate_timer;
+	uint32_t rr; /* round robin among equal read candidates */
+
+	struct stripe_req_list writes; /* modifying requests in flight */
+
+	/* flushes: one SYNCHRONIZE CACHE round at a time */
+	struct stripe_req_list flush_cur, flush_next;
+	uint32_t round_pending;
+	bool round_active;
+
+	struct stripe_stale stale;
+	struct stripe_resync resync;
+	struct stripe_notify *notify;
+
+	/* counters for tap-ctl stats */
+	uint64_t read_fallbacks;
+	uint64_t replica_write_errors;
+	uint64_t writes_degraded; /* acknowledged without every replica */
+	uint64_t degraded_skips;  /* replica commands a degraded server was
+				     not sent */
+	uint64_t flush_rounds;
+	uint64_t gate_failures;
+};
+
+/* --- block-stripe.c ------------------------------------------------------ */
+size_t stripe_slot_index(const struct stripe_dev *dev, uint32_t c, uint32_t j,
+			 uint32_t r);
+/* How many replicas of extent (c, j) are live (not stale). */
+uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
+			      uint32_t j);
+
+/* --- stripe-io.c ------------------------------------------------------- */
+int stripe_io_submit(struct td_driver *drv, struct td_request *req);
+/* Issue sc on its server, through the server's gate. */
+void stripe_cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc);
+/* Route a write again (it waited for the resync lock). */
+void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr);
+void stripe_io_close(struct stripe_dev *dev);
+const char *stripe_gate_name(enum stripe_gate g);
+/*
+ * Whether srv is degraded now: its session was up once (or it is DOWN)
+ * and is not up now; notes when it was first seen so (srv->degraded_ns).
+ */
+bool stripe_server_degraded(struct stripe_dev *dev, struct stripe_server *srv);
+
+/* --- stripe-stale.c ---------------------------------------------------- */
+int stripe_stale_start(struct stripe_dev *dev, int lock_fd);
+/* Stop the thread and release the mapping file's lock. */
+void stripe_stale_stop(struct stripe_dev *dev);
+/* Change a slot's state in memory and in want[] (not yet handed over). */
+void stripe_stale_set(struct stripe_dev *dev, size_t slot, bool stale);
+/* Hand want[] to the thread if it changed; the generation to wait for. */
+uint64_t stripe_stale_commit(struct stripe_dev *dev);
+/*
+ * The generation a write that skips stale slot must wait for before it is
+ * acknowledged (0: the mark is durable), asking for a new rewrite when
+ * the last one that covered it failed.
+ */
+uint64_t stripe_stale_gen_for(struct stripe_dev *dev, size_t slot);
+/*
+ * Complete sr with sr->err once generation gen is durable (-EIO if its
+ * rewrite fails); at once when it is already.
+ */
+void stripe_stale_wait(struct stripe_dev *dev, struct stripe_req *sr,
+		       uint64_t gen);
+bool stripe_stale_durable(const struct stripe_dev *dev, size_t slot);
+uint32_t stripe_stale_pending(const struct stripe_dev *dev);
+
+/* --- stripe-resync.c --------------------------------------------------- */
+/* 0 (started), -EALREADY, -ENOMEM; msg says what happened. */
+int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
+			struct td_strbuf *msg);
+int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg);
+void stripe_resync_close(struct stripe_dev *dev);
+/*
+ * For the write path.  true: sr overlaps the locked chunk and was queued
+ * (stripe_io_restart runs it later).  Else sets sr->target_mask when the
+ * resync target must be written too.
+ */
+bool stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
+/* A write the lock waited for has completed on every replica. */
+void stripe_resync_blocker_done(struct stripe_dev *dev);
+/* A write to the resync target failed: the copy is no longer exact. */
+void stripe_resync_target_failed(struct stripe_dev *dev, int err);
+const char *stripe_resync_state_name(enum stripe_resync_state s);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * stripe-stale.c - durable stale marks of the stripe driver.
+ *
+ * When a replica misses a write, the write may be acknowledged only once
+ * the mapping file says that replica is stale: after a crash, a replica
+ * the file calls "ok" must hold every acknowledged write.  The file is
+ * rewritten atomically (stripe_map_rewrite: temp file, fsync, rename,
+ * fsync of the directory) under tapdisk's exclusive lock, by one writer
+ * thread per disk, so that the event loop never waits for the disk.
+ *
+ * Generations.  The loop changes a slot in memory at once (reads and
+ * writes obey dev->map.slots[].stale from then on) and records the change
+ * in want[] with mark_gen[slot] = the next generation.  stripe_stale_commit
+ * hands want[] to the thread as generation gen_requested + 1; the thread
+ * always writes the newest want[] it finds, so writing generation g makes
+ * every change of a generation <= g durable, and several marks made in
+ * one pass cost one rewrite.  The thread reports the newest generation it
+ * wrote (ok_gen) and the newest it failed to write (fail_gen) through an
+ * eventfd; a slot is durable when mark_gen[slot] <= gen_durable.
+ *
+ * Waiters.  A write that must not be acknowledged before generation g is
+ * durable (it made replicas stale, or skipped a replica whose mark is not
+ * durable yet) waits on stale.waiters; it completes with its own result
+ * once g is durable, with -EIO once the rewrite of g has failed (the file
+ * still calls the replica ok, so acknowledging would lie after a crash).
+ * A later write that depends on a failed mark asks for a new rewrite.
+ *
+ * The master is told (stripe-notify.h) of each slot whose state became
+ * durable, after the rewrite: never before the file says so.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "drivers/stripe/stripe-int.h"
+
+/* --- the writer thread ------------------------------------------------------ */
+
+static void *writer_main(void *opaque)
+{
+	struct stripe_dev *dev = opaque;
+	struct stripe_stale *st = &dev->stale;
+	size_t nr = stripe_map_nr_slots(&st->copy);
+	uint64_t done = 0, one = 1;
+
+	pthread_mutex_lock(&st->lock);
+	for (;;) {
+		struct stripe_map_error err;
+		uint64_t gen;
+		int ret;
+
+		while (st->want_gen == done && !st->stop)
+			pthread_cond_wait(&st->cond, &st->lock);
+		if (st->want_gen == done)
+			break; /* stopping, and everything asked is written */
+		gen = st->want_gen;
+		for (size_t i = 0; i < nr; i++)
+			st->copy.slots[i].stale = st->want[i];
+		pthread_mutex_unlock(&st->lock);
+
+		ret = stripe_map_rewrite(dev->path, &st->copy, &st->lock_fd,
+					 &err);
+
+		pthread_mutex_lock(&st->lock);
+		if (ret) {
+			st->fail_gen = gen;
+			st->fail_err = ret;
+			snprintf(st->fail_msg, sizeof(st->fail_msg), "%s",
+				 err.reason);
+		} else {
+			st->ok_gen = gen;
+		}
+		done = gen;
+		if (write(st->efd, &one, sizeof(one)) < 0)
+			abort(); /* an eventfd write fails only on overflow */
+	}
+	pthread_mutex_unlock(&st->lock);
+	return NULL;
+}
+
+/* --- the loop's side ---------------------------------------------------------- */
+
+/* Tell the master about every slot whose current state is now durable. */
+static void stale_notify(struct stripe_dev *dev)
+{
+	struct stripe_stale *st = &dev->stale;
+	const struct stripe_map *m = &dev->map;
+	size_t nr = stripe_map_nr_slots(m);
+
+	for (size_t i = 0; i < nr; i++) {
+		bool stale = m->slots[i].stale;
+
+		if (st->notified[i] == stale ||
+		    st->mark_gen[i] > st->gen_durable)
+			continue;
+		st->notified[i] = stale;
+		stripe_notify_replica(
+			dev->notify, m->vdisk,
+			(uint32_t)(i / ((size_t)m->replicas *
+					m->extents_per_column)),
+			(uint32_t)((i / m->replicas) % m->extents_per_column),
+			(uint32_t)(i % m->replicas), stale);
+	}
+}
+
+/* Complete the waiters whose generation is decided. */
+static void stale_release(struct stripe_dev *dev)
+{
+	struct stripe_stale *st = &dev->stale;
+	struct stripe_req *sr, *next;
+
+	for (sr = TAILQ_FIRST(&st->waiters); sr; sr = next) {
+		next = TAILQ_NEXT(sr, wait_link);
+		if (sr->wait_gen <= st->gen_durable) {
+			TAILQ_REMOVE(&st->waiters, sr, wait_link);
+			td_complete(sr->req, sr->err);
+		} else if (sr->wait_gen <= st->gen_failed) {
+			TAILQ_REMOVE(&st->waiters, sr, wait_link);
+			td_complete(sr->req, -EIO);
+		}
+	}
+}
+
+static void stale_reap(struct td_fd *fde, uint32_t events, void *opaque)
+{
+	struct stripe_dev *dev = opaque;
+	struct stripe_stale *st = &dev->stale;
+	uint64_t count, ok, fail;
+	char msg[sizeof(st->fail_msg)];
+	int err;
+
+	if (read(st->efd, &count, sizeof(count)) != sizeof(count))
+		return;
+	pthread_mutex_lock(&st->lock);
+	ok = st->ok_gen;
+	fail = st->fail_gen;
+	err = st->fail_err;
+	memcpy(msg, st->fail_msg, sizeof(msg));
+	pthread_mutex_unlock(&st->lock);
+
+	if (fail > st->gen_failed) {
+		st->gen_failed = fail;
+		st->rewrite_errors++;
+		td_vbd_err(dev->drv->vbd,
+			   "stripe: cannot record stale replicas in %s: %s "
+			   "(%s); writes that depend on the mark fail with "
+			   "EIO until a rewrite succeeds",
+			   dev->path, msg, strerror(-err));
+	}
+	if (ok > st->gen_durable) {
+		st->gen_durable = ok;
+		st->rewrites++;
+		stale_notify(dev);
+	}
+	stale_release(dev);
+}
+
+void stripe_stale_set(struct stripe_dev *dev, size_t slot, bool stale)
+{
+	struct stripe_stale *st = &dev->stale;
+	struct stripe_map_replica *rep = &dev->map.slots[slot];
+	struct stripe_server *srv = &dev->servers[rep->server];
+
+	if (rep->stale == stale)
+		return;
+	rep->stale = stale;
+	if (stale)
+		srv->live_slots--;
+	else
+		srv->live_slots++;
+	pthread_mutex_lock(&st->lock);
+	st->want[slot] = stale;
+	pthread_mutex_unlock(&st->lock);
+	st->mark_gen[slot] = st->gen_requested + 1;
+	st->dirty = true;
+}
+
+uint64_t stripe_stale_commit(struct stripe_dev *dev)
+{
+	struct stripe_stale *st = &dev->stale;
+
+	if (!st->dirty)
+		return st->gen_requested;
+	st->dirty = false;
+	st->gen_requested++;
+	pthread_mutex_lock(&st->lock);
+	st->want_gen = st->gen_requested;
+	pthread_cond_signal(&st->cond);
+	pthread_mutex_unlock(&st->lock);
+	return st->gen_requested;
+}
+
+bool stripe_stale_durable(const struct stripe_dev *dev, size_t slot)
+{
+	return dev->stale.mark_gen[slot] <= dev->stale.gen_durable;
+}
+
+uint64_t stripe_stale_gen_for(struct stripe_dev *dev, size_t slot)
+{
+	struct stripe_stale *st = &dev->stale;
+	uint64_t mark = st->mark_gen[slot];
+
+	if (mark <= st->gen_durable)
+		return 0;
+	if (mark <= st->gen_failed) {
+		/* Its rewrite failed: a newer one is needed, and covers it. */
+		if (st->gen_requested <= st->gen_failed)
+			st->dirty = true;
+		return stripe_stale_commit(dev);
+	}
+	stripe_stale_commit(dev); /* a no-op unless it is still unhanded */
+	return mark;
+}
+
+void stripe_stale_wait(struct stripe_dev *dev, struct stripe_req *sr,
+		       uint64_t gen)
+{
+	struct stripe_stale *st = &dev->stale;
+
+	if (gen <= st->gen_durable) {
+		td_complete(sr->req, sr->err);
+		return;
+	}
+	sr->wait_gen = gen;
+	TAILQ_INSERT_TAIL(&st->waiters, sr, wait_link);
+}
+
+uint32_t stripe_stale_pending(const struct stripe_dev *dev)
+{
+	size_t nr = stripe_map_nr_slots(&dev->map);
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		if (!stripe_stale_durable(dev, i))
+			n++;
+	return n;
+}
+
+/* --- start and stop --------------------------------------------------------- */
+
+static int copy_map(struct stripe_map *dst, const struct stripe_map *src)
+{
+	int ret;
+
+	*dst = *src;
+	dst->servers = NULL;
+	dst->slots = NULL;
+	if ((ret = stripe_map_alloc(dst, src->nr_servers)))
+		return ret;
+	memcpy(dst->servers, src->servers,
+	       src->nr_servers * sizeof(*dst->servers));
+	memcpy(dst->slots, src->slots,
+	       stripe_map_nr_slots(src) * sizeof(*dst->slots));
+	return 0;
+}
+
+static int stale_alloc(struct stripe_dev *dev)
+{
+	struct stripe_stale *st = &dev->stale;
+	size_t nr = stripe_map_nr_slots(&dev->map);
+
+	st->mark_gen = calloc(nr, sizeof(*st->mark_gen));
+	st->notified = calloc(nr, sizeof(*st->notified));
+	st->want = calloc(nr, sizeof(*st->want));
+	if (!st->mark_gen || !st->notified || !st->want)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++)
+		st->want[i] = st->notified[i] = dev->map.slots[i].stale;
+	st->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (st->efd < 0)
+		return -errno;
+	return copy_map(&st->copy, &dev->map);
+}
+
+int stripe_stale_start(struct stripe_dev *dev, int lock_fd)
+{
+	struct stripe_stale *st = &dev->stale;
+	int ret;
+
+	TAILQ_INIT(&st->waiters);
+	st->inited = true;
+	st->lock_fd = lock_fd;
+	st->efd = -1;
+	pthread_mutex_init(&st->lock, NULL);
+	pthread_cond_init(&st->cond, NULL);
+	ret = stale_alloc(dev);
+	if (!ret)
+		ret = td_loop_add_fd(dev->drv->loop, &st->efd_event, st->efd,
+				     EPOLLIN, stale_reap, dev);
+	if (!ret)
+		ret = -pthread_create(&st->thread, NULL, writer_main, dev);
+	if (!ret)
+		st->thread_started = true;
+	return ret; /* stripe_stale_stop cleans up either way */
+}
+
+void stripe_stale_stop(struct stripe_dev *dev)
+{
+	struct stripe_stale *st = &dev->stale;
+
+	if (!st->inited)
+		return;
+	if (st->thread_started) {
+		/* The thread writes what it was given before it exits. */
+		stripe_stale_commit(dev);
+		pthread_mutex_lock(&st->lock);
+		st->stop = true;
+		pthread_cond_signal(&st->cond);
+		pthread_mutex_unlock(&st->lock);
+		pthread_join(st->thread, NULL);
+		st->thread_started = false;
+		if (st->fail_gen > st->ok_gen)
+			td_vbd_err(dev->drv->vbd,
+				   "stripe: the last rewrite of %s failed: "
+				   "%s; its stale marks are not on disk",
+				   dev->path, st->fail_msg);
+	}
+	td_loop_del_fd(&st->efd_event);
+	if (st->efd >= 0)
+		close(st->efd);
+	st->efd = -1;
+	stripe_map_close(st->lock_fd);
+	st->lock_fd = -1;
+	stripe_map_free(&st->copy);
+	free(st->mark_gen);
+	free(st->notified);
+	free(st->want);
+	st->mark_gen = NULL;
+	st->notified = NULL;
+	st->want = NULL;
+	pthread_mutex_destroy(&st->lock);
+	pthread_cond_destroy(&st->cond);
+	st->inited = false;
+}

@@ -1,0 +1,243 @@
+/*
+ * nbd-handshake.c - option haggling of the fixed-newstyle handshake.
+ *
+ * Reached from the connection's input state machine (nbd-conn.c) through
+ * the nbd_hs_step_* functions.  Replies go to the connection's outbuf;
+ * an option is only read when outbuf has room for its largest reply
+ * (NBD_OPT_MAX_REPLY_BYTES), so a client that sends options without
+ * reading the replies is pushed back instead of buffered.  NBD_OPT_GO
+ * and NBD_OPT_EXPORT_NAME end the handshake; every other option is
+ * answered and the client may go on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontends/nbd/nbd-int.h"
+
+/* Room for one option's replies at the end of outbuf (compacting it). */
+static uint8_t *conn_out_reserve(struct nbd_conn *conn, size_t len)
+{
+	if (conn->out_rpos) {
+		memmove(conn->outbuf, conn->outbuf + conn->out_rpos,
+			conn->out_wpos - conn->out_rpos);
+		conn->out_wpos -= conn->out_rpos;
+		conn->out_rpos = 0;
+	}
+	/* Cannot fail: options are read only with NBD_OPT_MAX_REPLY_BYTES
+	 * free (nbd_hs_step_opt_header). */
+	if (NBD_OUTBUF_BYTES - conn->out_wpos < len)
+		return NULL;
+	return conn->outbuf + conn->out_wpos;
+}
+
+static void conn_opt_reply(struct nbd_conn *conn, uint32_t type,
+			   const void *data, uint32_t len)
+{
+	uint8_t *p = conn_out_reserve(conn, NBD_OPT_REPLY_HEADER_BYTES + len);
+
+	if (!p) {
+		nbd_conn_fail(conn, "option reply does not fit");
+		return;
+	}
+	conn->out_wpos +=
+		nbd_put_opt_reply(p, conn->opt.option, type, data, len);
+	nbd_conn_mark_dirty(conn);
+}
+
+/* An error reply carries a message for the user (nbdinfo prints it). */
+static void conn_opt_error(struct nbd_conn *conn, uint32_t type,
+			   const char *msg)
+{
+	td_vbd_dbg(conn->vbd, "nbd %s: %s refused: %s", conn->peer,
+		   nbd_opt_name(conn->opt.option), msg);
+	conn_opt_reply(conn, type, msg, (uint32_t)strlen(msg));
+}
+
+static bool conn_name_ok(const struct nbd_conn *conn, const uint8_t *name,
+			 uint32_t len)
+{
+	const char *want = conn->srv->export_name;
+
+	return !*want || (strlen(want) == len && !memcmp(want, name, len));
+}
+
+static void conn_enter_transmission(struct nbd_conn *conn)
+{
+	conn->transmission = true;
+	conn->rstate = NBD_RS_CMD_HEADER;
+	td_loop_timer_cancel(&conn->timer);
+	td_vbd_info(conn->vbd, "nbd %s: connected (size %llu, flags 0x%x)",
+		    conn->peer, (unsigned long long)conn->srv->exp.size_bytes,
+		    conn->srv->exp.tflags);
+}
+
+static void conn_opt_export_name(struct nbd_conn *conn, const uint8_t *data,
+				 uint32_t len)
+{
+	char name[NBD_PEER_MAX];
+	uint8_t *p;
+
+	if (!conn_name_ok(conn, data, len)) {
+		nbd_printable(data, len, name, sizeof(name));
+		/* The option has no error reply: the spec says close. */
+		td_vbd_warn(conn->vbd,
+			    "nbd %s: unknown export '%s': "
+			    "disconnecting",
+			    conn->peer, name);
+		nbd_conn_close(conn);
+		return;
+	}
+	p = conn_out_reserve(conn, NBD_EXPORT_NAME_REPLY_BYTES +
+					   NBD_EXPORT_NAME_ZEROES);
+	if (!p) {
+		nbd_conn_fail(conn, "option reply does not fit");
+		return;
+	}
+	conn->out_wpos += nbd_put_export_name_reply(p, &conn->srv->exp,
+						    conn->client_flags);
+	nbd_conn_mark_dirty(conn);
+	conn_enter_transmission(conn);
+}
+
+static void conn_opt_info(struct nbd_conn *conn, const uint8_t *data,
+			  uint32_t len)
+{
+	struct nbd_info_request ir;
+	uint32_t err = nbd_parse_info_request(data, len, &ir);
+	uint8_t *p;
+
+	if (err) {
+		conn_opt_error(conn, err, "malformed GO/INFO request");
+		return;
+	}
+	if (!conn_name_ok(conn, ir.name, ir.name_len)) {
+		conn_opt_error(conn, NBD_REP_ERR_UNKNOWN,
+			       "unknown export name");
+		return;
+	}
+	p = conn_out_reserve(conn, NBD_GO_REPLY_BYTES);
+	if (!p) {
+		nbd_conn_fail(conn, "option reply does not fit");
+		return;
+	}
+	conn->out_wpos +=
+		nbd_put_go_reply(p, conn->opt.option, &conn->srv->exp);
+	nbd_conn_mark_dirty(conn);
+	if (conn->opt.option == NBD_OPT_GO)
+		conn_enter_transmission(conn);
+}
+
+static void conn_opt_list(struct nbd_conn *conn)
+{
+	uint8_t body[4 + NBD_MAX_STRING_BYTES];
+	uint32_t len = (uint32_t)strlen(conn->srv->export_name);
+
+	nbd_put32(body, len);
+	memcpy(body + 4, conn->srv->export_name, len);
+	conn_opt_reply(conn, NBD_REP_SERVER, body, 4 + len);
+	if (!conn->dead)
+		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
+}
+
+/* data is NULL when the option's data was too long and was skipped. */
+void nbd_hs_option(struct nbd_conn *conn, const uint8_t *data)
+{
+	uint32_t len = conn->opt.length;
+
+	conn->rstate = NBD_RS_OPT_HEADER;
+	switch (conn->opt.option) {
+	case NBD_OPT_EXPORT_NAME: /* never skipped: see nbd_hs_step_opt_header */
+		conn_opt_export_name(conn, data, len);
+		break;
+	case NBD_OPT_INFO:
+	case NBD_OPT_GO:
+		if (data)
+			conn_opt_info(conn, data, len);
+		else
+			conn_opt_error(conn, NBD_REP_ERR_TOO_BIG,
+				       "option data too long");
+		break;
+	case NBD_OPT_LIST:
+		if (len)
+			conn_opt_error(conn, NBD_REP_ERR_INVALID,
+				       "NBD_OPT_LIST takes no data");
+		else
+			conn_opt_list(conn);
+		break;
+	case NBD_OPT_ABORT: /* data, if any, is ignored as the spec asks */
+		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
+		nbd_conn_stop_input(conn);
+		break;
+	default: /* STRUCTURED_REPLY and STARTTLS included */
+		conn_opt_error(conn, NBD_REP_ERR_UNSUP, "option not supported");
+		break;
+	}
+}
+
+bool nbd_hs_step_client_flags(struct nbd_conn *conn)
+{
+	uint32_t flags;
+
+	if (nbd_in_avail(conn) < NBD_CLIENT_FLAGS_BYTES)
+		return false;
+	flags = nbd_get32(nbd_in_ptr(conn));
+	nbd_in_consume(conn, NBD_CLIENT_FLAGS_BYTES);
+	if (flags & ~NBD_CLIENT_FLAGS_KNOWN) {
+		nbd_conn_fail(conn, "unknown client flags 0x%08x", flags);
+		return false;
+	}
+	conn->client_flags = flags;
+	conn->rstate = NBD_RS_OPT_HEADER;
+	return true;
+}
+
+bool nbd_hs_step_opt_header(struct nbd_conn *conn)
+{
+	/* Back-pressure on a client that sends options without reading. */
+	if (NBD_OUTBUF_BYTES - (conn->out_wpos - conn->out_rpos) <
+	    NBD_OPT_MAX_REPLY_BYTES) {
+		conn->blocked = true;
+		return false;
+	}
+	if (nbd_in_avail(conn) < NBD_OPT_HEADER_BYTES)
+		return false;
+	nbd_decode_opt_header(nbd_in_ptr(conn), &conn->opt);
+	nbd_in_consume(conn, NBD_OPT_HEADER_BYTES);
+	if (conn->opt.magic != NBD_IHAVEOPT) {
+		nbd_conn_fail(conn, "bad option magic 0x%016llx",
+			      (unsigned long long)conn->opt.magic);
+		return false;
+	}
+	if (conn->opt.length <= NBD_OPT_MAX_DATA_BYTES) {
+		conn->rstate = NBD_RS_OPT_DATA;
+		return true;
+	}
+	if (conn->opt.option == NBD_OPT_EXPORT_NAME) {
+		nbd_conn_fail(conn, "export name of %u bytes",
+			      conn->opt.length);
+		return false;
+	}
+	conn->skip = conn->opt.length;
+	conn->rstate = NBD_RS_OPT_SKIP;
+	return true;
+}
+
+bool nbd_hs_step_opt_data(struct nbd_conn *conn)
+{
+	uint32_t len = conn->opt.length;
+
+	const uint8_t *data = nbd_in_ptr(conn);
+
+	/* len <= NBD_OPT_MAX_DATA_BYTES < NBD_INBUF_BYTES: it fits. */
+	if (nbd_in_avail(conn) < len)
+		return false;
+	/* Consumed first, still readable: nothing refills inbuf before the
+	 * next recv, and ABORT may reset it. */
+	nbd_in_consume(conn, len);
+	nbd_hs_option(conn, data);
+	return !conn->dead;
+}

@@ -1,0 +1,382 @@
+/*
+ * nbd.c - the NBD server: parameters, listening sockets (unix and TCP),
+ * accepting clients, the pass-end hook that writes replies and frees
+ * closed connections, and shutdown.  One connection's protocol is in
+ * nbd-conn.c, the wire format in nbd-proto.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/sock.h"
+#include "frontends/nbd/nbd-int.h"
+
+#define NBD_LISTEN_BACKLOG 128
+#define NBD_UNIX_PREFIX	   "unix:"
+#define NBD_TCP_PREFIX	   "tcp:"
+
+/* --- listeners -------------------------------------------------------------- */
+
+/* Admit a connected socket, or refuse it.  Takes fd. */
+static int nbd_serve(struct td_nbd_server *srv, int fd, const char *peer)
+{
+	int err;
+
+	if (srv->shutting_down ||
+	    srv->stats.clients + srv->nr_dead >= srv->max_clients) {
+		close(fd);
+		srv->stats.refused++;
+		td_vbd_warn(srv->vbd, "nbd %s: refused: %s", peer,
+			    srv->shutting_down ? "shutting down"
+					       : "too many clients");
+		return -EBUSY;
+	}
+	err = nbd_conn_create(srv, fd, peer);
+	if (err)
+		td_vbd_err(srv->vbd, "nbd %s: %s", peer, strerror(-err));
+	return err;
+}
+
+/* The listeners' callback (listener.h): peer is NULL for Unix clients. */
+static void nbd_on_accept(int fd, const char *peer, void *opaque)
+{
+	struct td_nbd_server *srv = opaque;
+	char name[NBD_PEER_MAX];
+	int one = 1;
+
+	if (fd < 0) {
+		td_vbd_warn(srv->vbd, "nbd: accept: %s: pausing %u ms",
+			    strerror(-fd), TD_LISTENER_BACKOFF_MS);
+		return;
+	}
+	if (peer) {
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	} else {
+		snprintf(name, sizeof(name), "unix#%llu",
+			 (unsigned long long)srv->stats.clients_total + 1);
+		peer = name;
+	}
+	nbd_serve(srv, fd, peer);
+}
+
+static int nbd_listener_add(struct td_nbd_server *srv, int fd,
+			    const char *unix_path)
+{
+	return td_listener_add(&srv->listeners, srv->loop, fd, unix_path,
+			       NBD_LISTEN_BACKLOG, nbd_on_accept, srv);
+}
+
+static int nbd_listen_unix(struct td_nbd_server *srv, const char *path)
+{
+	int fd = td_sock_bind_unix("nbd", path, 0);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = nbd_listener_add(srv, fd, path);
+	if (err)
+		td_err("nbd: listen on %s: %s", path, strerror(-err));
+	return err;
+}
+
+static int nbd_listen_addrinfo(struct td_nbd_server *srv,
+			       const struct addrinfo *ai)
+{
+	int one = 1;
+	int fd = socket(ai->ai_family,
+			SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* So that "tcp::PORT" can bind 0.0.0.0 and :: side by side. */
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return nbd_listener_add(srv, fd, NULL);
+}
+
+/* "HOST:PORT", "[V6]:PORT" or ":PORT". */
+static int nbd_listen_tcp(struct td_nbd_server *srv, const char *hostport)
+{
+	struct addrinfo hints = {
+		.ai_family = AF_UNSPEC,
+		.ai_socktype = SOCK_STREAM,
+		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+	};
+	const char *colon = strrchr(hostport, ':');
+	struct addrinfo *res, *ai;
+	const char *start;
+	char host[256];
+	size_t len;
+	int err = -EADDRNOTAVAIL, ok = 0, gai;
+
+	if (!colon || !colon[1] || (size_t)(colon - hostport) >= sizeof(host)) {
+		td_err("nbd: bad TCP address '%s': expected HOST:PORT, "
+		       "[IPV6]:PORT or :PORT",
+		       hostport);
+		return -EINVAL;
+	}
+	start = hostport;
+	len = (size_t)(colon - hostport);
+	if (len >= 2 && start[0] == '[' && start[len - 1] == ']') {
+		start++; /* an IPv6 literal: drop the brackets */
+		len -= 2;
+	}
+	memcpy(host, start, len);
+	host[len] = '\0';
+	gai = getaddrinfo(len ? host : NULL, colon + 1, &hints, &res);
+	if (gai) {
+		td_err("nbd: tcp:%s: %s", hostport, gai_strerror(gai));
+		return -EINVAL;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		int e = nbd_listen_addrinfo(srv, ai);
+
+		if (!e)
+			ok++;
+		else
+			err = e;
+	}
+	freeaddrinfo(res);
+	if (!ok) {
+		td_err("nbd: listen on tcp:%s: %s", hostport, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+int td_nbd_server_listen(struct td_nbd_server *srv, const char *addr)
+{
+	if (srv->shutting_down)
+		return -ESHUTDOWN;
+	if (!strncmp(addr, NBD_UNIX_PREFIX, strlen(NBD_UNIX_PREFIX)))
+		return nbd_listen_unix(srv, addr + strlen(NBD_UNIX_PREFIX));
+	if (!strncmp(addr, NBD_TCP_PREFIX, strlen(NBD_TCP_PREFIX)))
+		return nbd_listen_tcp(srv, addr + strlen(NBD_TCP_PREFIX));
+	td_err("nbd: bad address '%s': expected unix:/path/to.sock or "
+	       "tcp:HOST:PORT",
+	       addr);
+	return -EINVAL;
+}
+
+int td_nbd_server_add_client(struct td_nbd_server *srv, int fd,
+			     const char *peer)
+{
+	char name[NBD_PEER_MAX];
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	snprintf(name, sizeof(name), "%s#%llu", peer ? peer : "fd",
+		 (unsigned long long)srv->stats.clients_total + 1);
+	return nbd_serve(srv, fd, name);
+}
+
+/* --- pass end, shutdown ------------------------------------------------------ */
+
+static void nbd_done(struct td_defer *d, void *opaque)
+{
+	struct td_nbd_server *srv = opaque;
+
+	if (srv->done)
+		srv->done(srv->done_opaque);
+}
+
+static void nbd_check_done(struct td_nbd_server *srv)
+{
+	if (!srv->shutting_down || srv->done_called ||
+	    !TAILQ_EMPTY(&srv->conns) || !TAILQ_EMPTY(&srv->dead))
+		return;
+	srv->done_called = true;
+	td_loop_timer_cancel(&srv->shutdown_timer);
+	td_loop_defer(srv->loop, &srv->done_defer, nbd_done, srv);
+}
+
+/*
+ * After the pass's completions: write every connection's queued replies
+ * (one sendmsg each), then free the closed connections the vbd no longer
+ * holds.
+ */
+static void nbd_pass_end(struct td_hook *h, void *opaque)
+{
+	struct td_nbd_server *srv = opaque;
+	struct nbd_conn *conn, *next;
+
+	while ((conn = TAILQ_FIRST(&srv->dirty))) {
+		TAILQ_REMOVE(&srv->dirty, conn, dirty_link);
+		conn->dirty = false;
+		nbd_conn_flush(conn);
+	}
+	for (conn = TAILQ_FIRST(&srv->dead); conn; conn = next) {
+		next = TAILQ_NEXT(conn, link);
+		if (conn->vbd_inflight)
+			continue;
+		TAILQ_REMOVE(&srv->dead, conn, link);
+		srv->nr_dead--;
+		nbd_conn_free(conn);
+	}
+	nbd_check_done(srv);
+}
+
+static void nbd_shutdown_timeout(struct td_timer *t, void *opaque)
+{
+	struct td_nbd_server *srv = opaque;
+	struct nbd_conn *conn;
+
+	td_vbd_warn(srv->vbd,
+		    "nbd: %llu clients still busy after %u ms: "
+		    "disconnecting them",
+		    (unsigned long long)srv->stats.clients,
+		    NBD_SHUTDOWN_TIMEOUT_MS);
+	while ((conn = TAILQ_FIRST(&srv->conns)))
+		nbd_conn_close(conn);
+}
+
+void td_nbd_server_shutdown(struct td_nbd_server *srv,
+			    void (*done)(void *opaque), void *opaque)
+{
+	struct nbd_conn *conn, *next;
+
+	srv->done = done;
+	srv->done_opaque = opaque;
+	if (srv->shutting_down)
+		return;
+	srv->shutting_down = true;
+	td_listener_close_all(&srv->listeners);
+	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
+		next = TAILQ_NEXT(conn, link);
+		nbd_conn_shutdown(conn);
+	}
+	if (!TAILQ_EMPTY(&srv->conns))
+		td_loop_timer_arm(srv->loop, &srv->shutdown_timer,
+				  NBD_SHUTDOWN_TIMEOUT_MS * 1000ull,
+				  nbd_shutdown_timeout, srv);
+	nbd_check_done(srv);
+}
+
+/* --- create, destroy ------------------------------------------------------------ */
+
+static int nbd_apply_params(struct td_nbd_server *srv,
+			    const struct td_nbd_params *p)
+{
+	const char *name = p->export_name ? p->export_name : "";
+	uint32_t max_req = p->max_request_bytes ?: TD_NBD_DEFAULT_MAX_REQUEST;
+	uint64_t max_req_buf;
+
+	if (strlen(name) > NBD_MAX_STRING_BYTES) {
+		td_err("nbd: export name longer than %d bytes",
+		       NBD_MAX_STRING_BYTES);
+		return -EINVAL;
+	}
+	if (max_req < NBD_PREFERRED_BLOCK_BYTES || max_req % TD_SECTOR_SIZE ||
+	    max_req > TD_NBD_MAX_REQUEST_LIMIT) {
+		td_err("nbd: max request of %u bytes: give a multiple of %u "
+		       "from %u to %u",
+		       max_req, TD_SECTOR_SIZE, NBD_PREFERRED_BLOCK_BYTES,
+		       TD_NBD_MAX_REQUEST_LIMIT);
+		return -EINVAL;
+	}
+	srv->max_inflight = p->max_inflight ?: TD_NBD_DEFAULT_MAX_INFLIGHT;
+	if (srv->max_inflight > TD_NBD_MAX_INFLIGHT) {
+		td_err("nbd: max in-flight %u is over %u", srv->max_inflight,
+		       TD_NBD_MAX_INFLIGHT);
+		return -EINVAL;
+	}
+	srv->export_name = strdup(name);
+	if (!srv->export_name)
+		return -ENOMEM;
+	srv->max_clients = p->max_clients ?: TD_NBD_DEFAULT_MAX_CLIENTS;
+	srv->handshake_timeout_ms =
+		p->handshake_timeout_ms ?: TD_NBD_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+	srv->max_buffer_bytes =
+		p->max_buffer_bytes ?: TD_NBD_DEFAULT_MAX_BUFFER;
+	max_req_buf = ((uint64_t)max_req + NBD_BUF_ALIGN - 1) &
+		      ~(uint64_t)(NBD_BUF_ALIGN - 1);
+	if (srv->max_buffer_bytes < max_req_buf)
+		srv->max_buffer_bytes = (uint32_t)max_req_buf;
+	srv->exp.max_request_bytes = max_req;
+	return 0;
+}
+
+int td_nbd_server_create(struct td_loop *loop, struct td_vbd *vbd,
+			 const struct td_nbd_params *params,
+			 struct td_nbd_server **out)
+{
+	const struct td_nbd_params defaults = {0};
+	const struct td_disk_info *info = td_vbd_get_info(vbd);
+	struct td_nbd_server *srv = calloc(1, sizeof(*srv));
+	int err;
+
+	if (!srv)
+		return -ENOMEM;
+	err = nbd_apply_params(srv, params ? params : &defaults);
+	if (err) {
+		free(srv);
+		return err;
+	}
+	srv->loop = loop;
+	srv->vbd = vbd;
+	srv->exp.size_bytes = info->size_sectors << TD_SECTOR_SHIFT;
+	srv->exp.tflags = nbd_transmission_flags(info);
+	TAILQ_INIT(&srv->listeners);
+	TAILQ_INIT(&srv->conns);
+	TAILQ_INIT(&srv->dead);
+	TAILQ_INIT(&srv->dirty);
+	td_loop_add_hook(loop, &srv->hook, nbd_pass_end, srv);
+	*out = srv;
+	return 0;
+}
+
+void td_nbd_server_destroy(struct td_nbd_server *srv)
+{
+	struct nbd_conn *conn;
+
+	if (!srv)
+		return;
+	td_listener_close_all(&srv->listeners);
+	while ((conn = TAILQ_FIRST(&srv->conns)))
+		nbd_conn_close(conn);
+	while ((conn = TAILQ_FIRST(&srv->dead))) {
+		TAILQ_REMOVE(&srv->dead, conn, link);
+		if (!conn->vbd_inflight) {
+			nbd_conn_free(conn);
+			continue;
+		}
+		/* The vbd still writes into its buffers: it frees itself
+		 * when the last I/O completes (slot_io_done, nbd-cmd.c). */
+		td_vbd_warn(srv->vbd, "nbd %s: destroyed with %u I/O in flight",
+			    conn->peer, conn->vbd_inflight);
+		conn->srv = NULL;
+	}
+	td_loop_del_hook(&srv->hook);
+	td_loop_timer_cancel(&srv->shutdown_timer);
+	td_loop_defer_cancel(srv->loop, &srv->done_defer);
+	free(srv->export_name);
+	free(srv);
+}
+
+void td_nbd_server_get_stats(const struct td_nbd_server *srv,
+			     struct td_nbd_stats *out)
+{
+	*out = srv->stats;
+}

@@ -1,0 +1,120 @@
+/*
+ * nbd.h - fixed-newstyle NBD server frontend for a vbd.
+ *
+ * The server lives in the tapdisk event loop and never blocks: sockets are
+ * non-blocking, each connection has a small state machine for the
+ * handshake and the transmission phase, many commands may be in flight per
+ * connection, replies are batched and written when the socket accepts them.
+ * A client that sends garbage, a truncated handshake, an out-of-range or
+ * oversized request or an unknown command gets the protocol's error reply
+ * or is disconnected; every other client keeps being served.
+ *
+ * Protocol subset: options NBD_OPT_GO, NBD_OPT_INFO, NBD_OPT_EXPORT_NAME,
+ * NBD_OPT_LIST and NBD_OPT_ABORT (any other option, structured replies
+ * and TLS included, gets NBD_REP_ERR_UNSUP); simple replies only;
+ * commands READ, WRITE, FLUSH, TRIM, WRITE_ZEROES and DISC.  GO and INFO
+ * advertise block sizes: minimum 512 (the vbd's sector), preferred 4096,
+ * maximum max_request_bytes.
+ *
+ * Resources are bounded per connection: max_inflight command slots
+ * (each command holds one from its header until its reply is written),
+ * and max_buffer_bytes of data buffers.  When either is exhausted the
+ * server stops reading that connection until replies drain.  A WRITE
+ * refused before its payload is read (too long, misaligned, out of range,
+ * read-only export) has its payload read and discarded, in small pieces,
+ * before the error reply goes out, so the stream stays in step.
+ *
+ * Everything runs in the event-loop thread.
+ */
+#ifndef TAPSTRIPE_NBD_H
+#define TAPSTRIPE_NBD_H
+
+#include <stdint.h>
+
+#include "common/loop.h"
+#include "tapdisk/vbd.h"
+
+#define TD_NBD_DEFAULT_MAX_CLIENTS	    16
+#define TD_NBD_DEFAULT_MAX_INFLIGHT	    64 /* commands per connection */
+#define TD_NBD_DEFAULT_MAX_REQUEST	    (32u << 20) /* bytes per command */
+#define TD_NBD_DEFAULT_MAX_BUFFER	    (64u << 20) /* buffer bytes per connection */
+#define TD_NBD_DEFAULT_HANDSHAKE_TIMEOUT_MS 10000
+#define TD_NBD_MAX_INFLIGHT		    4096 /* upper bound of max_inflight */
+#define TD_NBD_MAX_REQUEST_LIMIT	    (1u << 30) /* upper bound of max_request */
+
+struct td_nbd_server;
+
+struct td_nbd_params {
+	const char *export_name; /* "" serves any name; NULL: "" */
+	/* Connections at once, counting closed ones whose I/O is still in
+	 * the vbd; 0: default. */
+	uint32_t max_clients;
+	uint32_t max_inflight; /* 0: default; at most TD_NBD_MAX_INFLIGHT */
+	/* READ/WRITE length limit; 0: default; a multiple of 512 from 4096
+	 * to TD_NBD_MAX_REQUEST_LIMIT. */
+	uint32_t max_request_bytes;
+	uint32_t handshake_timeout_ms; /* 0: default */
+	/* Data buffers one connection may hold; 0: default; raised to
+	 * max_request_bytes (rounded up to 4 KiB) when smaller. */
+	uint32_t max_buffer_bytes;
+};
+
+struct td_nbd_stats {
+	uint64_t clients;	  /* connected now */
+	uint64_t clients_total;	  /* accepted since start */
+	uint64_t refused;	  /* over max_clients, or shutting down */
+	uint64_t protocol_errors; /* connections dropped for bad input */
+	uint64_t commands;	  /* requests received, DISC included */
+	uint64_t error_replies;	  /* replies with a nonzero error */
+};
+
+/*
+ * Returns 0 and *out, or -errno having logged why (-EINVAL for bad
+ * parameters).  The server serves vbd, which must outlive it.
+ */
+int td_nbd_server_create(struct td_loop *loop, struct td_vbd *vbd,
+			 const struct td_nbd_params *params,
+			 struct td_nbd_server **out);
+
+/*
+ * Listen on "unix:/path/to.sock" or "tcp:HOST:PORT" ("tcp::PORT" for all
+ * addresses, "tcp:[::1]:PORT" for an IPv6 literal).  May be called more
+ * than once.  A stale unix socket file (nobody accepting on it) is
+ * replaced; a live one gives -EADDRINUSE.  HOST is resolved with
+ * getaddrinfo, which may block: call this at set-up time, not from the
+ * I/O path.  Returns 0 or -errno, having logged why.
+ */
+int td_nbd_server_listen(struct td_nbd_server *srv, const char *addr);
+
+/*
+ * Serve a connected stream socket (taking ownership of fd: it is closed
+ * on every path).  peer names it in logs (NULL: "fd").  For sockets
+ * accepted elsewhere or passed in by SCM_RIGHTS, and for tests.  Returns
+ * 0, -EBUSY when max_clients are connected or the server is shutting down
+ * (counted in refused), or -errno.
+ */
+int td_nbd_server_add_client(struct td_nbd_server *srv, int fd,
+			     const char *peer);
+
+/*
+ * Stop accepting, stop reading commands, let in-flight commands finish and
+ * their replies go out (connections still busy after a short timeout are
+ * closed), close every connection, then call done(opaque) from the event
+ * loop, never from inside this call.  Connections still in the handshake
+ * are closed at once.  done waits for the vbd to complete what it was
+ * given: memory the vbd may still write is never freed.
+ */
+void td_nbd_server_shutdown(struct td_nbd_server *srv,
+			    void (*done)(void *opaque), void *opaque);
+
+/*
+ * Free a server that has finished shutting down (or never listened).
+ * Called earlier it closes every connection at once; a connection with
+ * I/O still in the vbd is then freed when that I/O completes.
+ */
+void td_nbd_server_destroy(struct td_nbd_server *srv);
+
+void td_nbd_server_get_stats(const struct td_nbd_server *srv,
+			     struct td_nbd_stats *out);
+
+#endif

@@ -1,0 +1,305 @@
+/*
+ * shm.c - the shm server: parameters, listening sockets, accepting
+ * frontends, shutdown and statistics.  One frontend's negotiation and
+ * ring are in shm-conn.c, the wire format in shm-proto.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/sock.h"
+#include "frontends/shm/shm-int.h"
+
+#define SHM_LISTEN_BACKLOG	 64
+#define SHM_SOCKET_MODE		 0600
+#define SHM_SHUTDOWN_POLL_US	 1000
+#define SHM_NS_PER_MS		 1000000ull
+#define SHM_REFUSE_BUSY		 "too many frontends on this disk"
+#define SHM_REFUSE_SHUTTING_DOWN "tapdisk is shutting down"
+
+void shm_ring_stats_add(struct blkif_ring_stats *a,
+			const struct blkif_ring_stats *b)
+{
+	for (unsigned int i = 0; i < BLKIF_STAT_OPS; i++)
+		a->reqs[i] += b->reqs[i];
+	a->indirect_reqs += b->indirect_reqs;
+	a->segments += b->segments;
+	a->bad_reqs += b->bad_reqs;
+	a->unsupported += b->unsupported;
+	a->io_errors += b->io_errors;
+	a->protocol_errors += b->protocol_errors;
+	a->notifications += b->notifications;
+	a->indirect_waits += b->indirect_waits;
+}
+
+/* --- listeners -------------------------------------------------------------- */
+
+/* Refuse fd with one error line (best effort), counted. */
+static int shm_refuse(struct td_shm_server *srv, int fd, const char *why)
+{
+	char line[SHM_LINE_MAX];
+	int n = shm_format_error(-EBUSY, why, line, sizeof(line));
+
+	if (n > 0)
+		(void)!send(fd, line, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
+	srv->stats.refused++;
+	td_vbd_warn(srv->vbd, "shm: frontend refused: %s", why);
+	return -EBUSY;
+}
+
+/* Admit a connected socket, or refuse it.  Takes fd. */
+static int shm_serve(struct td_shm_server *srv, int fd, const char *what)
+{
+	char peer[SHM_PEER_MAX];
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int err;
+
+	if (srv->shutting_down)
+		return shm_refuse(srv, fd, SHM_REFUSE_SHUTTING_DOWN);
+	if (srv->nr_conns >= srv->max_clients)
+		return shm_refuse(srv, fd, SHM_REFUSE_BUSY);
+	srv->stats.clients_total++;
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && cred.pid)
+		snprintf(peer, sizeof(peer), "%s#%llu pid %d", what,
+			 (unsigned long long)srv->stats.clients_total,
+			 (int)cred.pid);
+	else
+		snprintf(peer, sizeof(peer), "%s#%llu", what,
+			 (unsigned long long)srv->stats.clients_total);
+	err = shm_conn_create(srv, fd, peer);
+	if (err)
+		td_vbd_err(srv->vbd, "shm %s: %s", peer, strerror(-err));
+	return err;
+}
+
+/* The listeners' callback (listener.h): every client is a Unix one. */
+static void shm_on_accept(int fd, const char *peer, void *opaque)
+{
+	struct td_shm_server *srv = opaque;
+
+	if (fd < 0) {
+		td_vbd_warn(srv->vbd, "shm: accept: %s: pausing",
+			    strerror(-fd));
+		return;
+	}
+	shm_serve(srv, fd, "unix");
+}
+
+int td_shm_server_listen(struct td_shm_server *srv, const char *path)
+{
+	int fd, err;
+
+	if (srv->shutting_down)
+		return -ESHUTDOWN;
+	if ((fd = td_sock_bind_unix("shm", path, SHM_SOCKET_MODE)) < 0)
+		return fd;
+	err = td_listener_add(&srv->listeners, srv->loop, fd, path,
+			      SHM_LISTEN_BACKLOG, shm_on_accept, srv);
+	if (err)
+		td_err("shm: listen on %s: %s", path, strerror(-err));
+	return err;
+}
+
+int td_shm_server_add_client(struct td_shm_server *srv, int fd,
+			     const char *peer)
+{
+	return shm_serve(srv, fd, peer ? peer : "fd");
+}
+
+/* --- shutdown ----------------------------------------------------------------- */
+
+static void shm_done(struct td_defer *d, void *opaque)
+{
+	struct td_shm_server *srv = opaque;
+
+	if (srv->done)
+		srv->done(srv->done_opaque);
+}
+
+static void shm_check_done(struct td_shm_server *srv)
+{
+	if (!srv->shutting_down || srv->done_called ||
+	    !TAILQ_EMPTY(&srv->conns))
+		return;
+	srv->done_called = true;
+	td_loop_timer_cancel(&srv->shutdown_timer);
+	td_loop_defer(srv->loop, &srv->done_defer, shm_done, srv);
+}
+
+void shm_server_conn_gone(struct td_shm_server *srv, struct shm_conn *conn)
+{
+	TAILQ_REMOVE(&srv->conns, conn, link);
+	srv->nr_conns--;
+	shm_check_done(srv);
+}
+
+static void shm_close_all(struct td_shm_server *srv)
+{
+	struct shm_conn *conn, *next;
+
+	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
+		next = TAILQ_NEXT(conn, link);
+		shm_conn_close(conn, NULL);
+	}
+}
+
+/*
+ * The rings take no new request; once nothing is in flight in the vbd
+ * (so every request a ring took has been answered: responses are pushed
+ * in the pass that completes them, before this timer's next run), close
+ * them.  The vbd's count covers the other frontends too, which are
+ * stopping as well; the deadline bounds the wait either way.
+ */
+static void shm_shutdown_poll(struct td_timer *t, void *opaque)
+{
+	struct td_shm_server *srv = opaque;
+	struct td_vbd_stats st;
+
+	td_vbd_get_stats(srv->vbd, &st);
+	if (st.inflight && td_now_ns() < srv->shutdown_deadline_ns) {
+		td_loop_timer_arm(srv->loop, &srv->shutdown_timer,
+				  SHM_SHUTDOWN_POLL_US, shm_shutdown_poll, srv);
+		return;
+	}
+	if (st.inflight)
+		td_vbd_warn(srv->vbd,
+			    "shm: I/O still in flight after %u ms: closing "
+			    "the rings without their responses",
+			    TD_SHM_SHUTDOWN_TIMEOUT_MS);
+	shm_close_all(srv);
+}
+
+void td_shm_server_shutdown(struct td_shm_server *srv,
+			    void (*done)(void *opaque), void *opaque)
+{
+	struct shm_conn *conn, *next;
+
+	srv->done = done;
+	srv->done_opaque = opaque;
+	if (srv->shutting_down)
+		return;
+	srv->shutting_down = true;
+	td_listener_close_all(&srv->listeners);
+	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
+		next = TAILQ_NEXT(conn, link);
+		if (conn->state == SHM_CONN_HANDSHAKE)
+			shm_conn_close(conn, NULL);
+		else if (conn->state == SHM_CONN_CONNECTED)
+			shm_conn_quiesce(conn);
+	}
+	srv->shutdown_deadline_ns =
+		td_now_ns() + TD_SHM_SHUTDOWN_TIMEOUT_MS * SHM_NS_PER_MS;
+	td_loop_timer_arm(srv->loop, &srv->shutdown_timer, 0, shm_shutdown_poll,
+			  srv);
+	shm_check_done(srv);
+}
+
+/* --- create, destroy, stats -------------------------------------------------------- */
+
+static int shm_apply_params(struct td_shm_server *srv,
+			    const struct td_shm_params *p)
+{
+	uint64_t max_data = p->max_data_bytes ?: TD_SHM_DEFAULT_MAX_DATA_BYTES;
+
+	if (p->blkif) {
+		srv->cfg = *p->blkif;
+	} else {
+		blkif_config_init(&srv->cfg);
+		srv->cfg.max_ring_order = BLKIF_MAX_RING_ORDER;
+	}
+	if (blkif_config_check(&srv->cfg))
+		return -EINVAL;
+	if (max_data < SHM_PAGE_SIZE || max_data % SHM_PAGE_SIZE ||
+	    max_data > TD_SHM_MAX_DATA_BYTES_LIMIT) {
+		td_err("shm: max data pool of %llu bytes: give a multiple of "
+		       "%u from %u to %llu",
+		       (unsigned long long)max_data, SHM_PAGE_SIZE,
+		       SHM_PAGE_SIZE, TD_SHM_MAX_DATA_BYTES_LIMIT);
+		return -EINVAL;
+	}
+	srv->max_data_pages = (uint32_t)(max_data / SHM_PAGE_SIZE);
+	srv->max_clients = p->max_clients ?: TD_SHM_DEFAULT_MAX_CLIENTS;
+	srv->handshake_timeout_ms =
+		p->handshake_timeout_ms ?: TD_SHM_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+	return 0;
+}
+
+int td_shm_server_create(struct td_loop *loop, struct td_vbd *vbd,
+			 const struct td_shm_params *params,
+			 struct td_shm_server **out)
+{
+	const struct td_shm_params defaults = {0};
+	struct td_shm_server *srv = calloc(1, sizeof(*srv));
+	int err;
+
+	if (!srv)
+		return -ENOMEM;
+	err = shm_apply_params(srv, params ? params : &defaults);
+	if (err) {
+		free(srv);
+		return err;
+	}
+	srv->loop = loop;
+	srv->vbd = vbd;
+	TAILQ_INIT(&srv->listeners);
+	TAILQ_INIT(&srv->conns);
+	*out = srv;
+	return 0;
+}
+
+void td_shm_server_destroy(struct td_shm_server *srv)
+{
+	struct shm_conn *conn;
+
+	if (!srv)
+		return;
+	td_listener_close_all(&srv->listeners);
+	shm_close_all(srv);
+	/*
+	 * Closed connections wait for deferred calls that may never run
+	 * now.  Free those the vbd no longer holds; orphan the others, whose
+	 * ring's drained callback frees them (shm-conn.c).
+	 */
+	while ((conn = TAILQ_FIRST(&srv->conns))) {
+		TAILQ_REMOVE(&srv->conns, conn, link);
+		conn->srv = NULL;
+		if (conn->ring && blkif_ring_destroy(conn->ring)) {
+			td_vbd_warn(srv->vbd,
+				    "shm %s: destroyed with I/O in "
+				    "flight",
+				    conn->peer);
+			continue;
+		}
+		conn->ring = NULL;
+		shm_conn_free(conn);
+	}
+	td_loop_timer_cancel(&srv->shutdown_timer);
+	td_loop_defer_cancel(srv->loop, &srv->done_defer);
+	free(srv);
+}
+
+void td_shm_server_get_stats(const struct td_shm_server *srv,
+			     struct td_shm_stats *out)
+{
+	const struct shm_conn *conn;
+
+	*out = srv->stats;
+	out->ring = srv->closed_ring;
+	out->clients = out->rings = 0;
+	TAILQ_FOREACH(conn, &srv->conns, link)
+	{
+		shm_conn_add_stats(conn, &out->ring);
+		if (conn->state == SHM_CONN_CLOSING)
+			continue;
+		out->clients++;
+		if (conn->state == SHM_CONN_CONNECTED)
+			out->rings++;
+	}
+}

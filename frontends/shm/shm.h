@@ -1,0 +1,120 @@
+/*
+ * shm.h - the shm transport: blkif rings in shared memory, for frontends
+ * on the same machine (td-front, tests, benchmarks) where there is no Xen.
+ *
+ * The server listens on a Unix stream socket.  A frontend connects,
+ * reads the backend's offer (the xenbus keys: sectors, sector-size, info,
+ * feature-flush-cache, feature-discard, feature-max-indirect-segments,
+ * max-ring-page-order), answers with the ring order and data pool size
+ * it wants, and receives by SCM_RIGHTS a memfd holding the shared ring, a
+ * memfd holding the data pool (a segment's gref is a page index in it)
+ * and two eventfds, one per direction.  From then on it speaks blkif
+ * (xen/io/blkif.h) exactly as blkfront does; the socket stays open only
+ * to say that the frontend is alive.  doc/shm-protocol.md specifies it.
+ *
+ * Every connection is one ring (struct blkif_ring) on the same vbd, and
+ * is isolated from the others: a frontend that sends a malformed or
+ * unacceptable message, sends anything once connected, breaks the ring
+ * protocol, meddles with the eventfds' flags or stays silent during the
+ * handshake is dropped, alone.  A frontend that goes away, cleanly or
+ * not, frees everything: the ring is stopped at once, the I/O it had in
+ * flight completes (without responses), then the memory is unmapped and
+ * the descriptors closed.
+ *
+ * Memory is bounded per connection: the ring is at most 1 MiB (order 8),
+ * the data pool at most max_data_bytes (memfds sealed against shrinking,
+ * so a frontend cannot make the backend fault on a truncated file).
+ *
+ * Everything runs in the event-loop thread.
+ */
+#ifndef TAPSTRIPE_SHM_H
+#define TAPSTRIPE_SHM_H
+
+#include <stdint.h>
+
+#include "common/loop.h"
+#include "frontends/blkif/blkif.h"
+#include "tapdisk/vbd.h"
+
+#define TD_SHM_DEFAULT_MAX_CLIENTS	    16
+#define TD_SHM_DEFAULT_MAX_DATA_BYTES	    (1ull << 30)
+#define TD_SHM_MAX_DATA_BYTES_LIMIT	    (16ull << 30)
+#define TD_SHM_DEFAULT_HANDSHAKE_TIMEOUT_MS 10000
+/* How long shutdown waits for the rings' I/O to be answered. */
+#define TD_SHM_SHUTDOWN_TIMEOUT_MS 5000
+
+struct td_shm_server;
+
+struct td_shm_params {
+	/*
+	 * What the rings accept: max_ring_order (up to BLKIF_MAX_RING_ORDER,
+	 * the shm default), max_indirect_segments (11 refuses indirect
+	 * requests), indirect_buffers.  NULL: blkif_config_init() with
+	 * max_ring_order BLKIF_MAX_RING_ORDER.
+	 */
+	const struct blkif_config *blkif;
+	/* Connections at once, counting closed ones still draining; 0:
+	 * default. */
+	uint32_t max_clients;
+	/* Largest data pool a frontend may ask for; 0: default.  A multiple
+	 * of 4096 from 4096 to TD_SHM_MAX_DATA_BYTES_LIMIT. */
+	uint64_t max_data_bytes;
+	uint32_t handshake_timeout_ms; /* 0: default */
+};
+
+struct td_shm_stats {
+	uint64_t clients;	  /* connections open now */
+	uint64_t rings;		  /* of those, connected with a ring */
+	uint64_t clients_total;	  /* accepted since start */
+	uint64_t refused;	  /* over max_clients, or shutting down */
+	uint64_t protocol_errors; /* dropped for bad input (any kind) */
+	uint64_t kicks;		  /* frontend notifications taken */
+	/* The rings' own counters, summed over open and closed rings. */
+	struct blkif_ring_stats ring;
+};
+
+/*
+ * Returns 0 and *out, or -errno having logged why (-EINVAL for bad
+ * parameters).  The server serves vbd, which must outlive it.
+ */
+int td_shm_server_create(struct td_loop *loop, struct td_vbd *vbd,
+			 const struct td_shm_params *params,
+			 struct td_shm_server **out);
+
+/*
+ * Listen on the Unix socket path (mode 0600: the socket hands out the
+ * disk).  May be called more than once.  A stale socket file (nobody
+ * accepting) is replaced; a live one gives -EADDRINUSE.  Returns 0 or
+ * -errno, having logged why.
+ */
+int td_shm_server_listen(struct td_shm_server *srv, const char *path);
+
+/*
+ * Serve a connected stream socket, taking ownership of fd (closed on every
+ * path).  peer names it in logs (NULL: "fd").  For sockets accepted
+ * elsewhere and for tests.  Returns 0, -EBUSY when max_clients are
+ * connected or the server is shutting down, or -errno.
+ */
+int td_shm_server_add_client(struct td_shm_server *srv, int fd,
+			     const char *peer);
+
+/*
+ * Stop accepting, close the connections still negotiating, stop taking
+ * requests from the rings, let what they have in flight complete and be
+ * answered (at most TD_SHM_SHUTDOWN_TIMEOUT_MS), then close every ring
+ * and call done(opaque) from the event loop, never from inside this call.
+ */
+void td_shm_server_shutdown(struct td_shm_server *srv,
+			    void (*done)(void *opaque), void *opaque);
+
+/*
+ * Free the server.  Called before the shutdown has finished it closes
+ * every connection at once; a ring with I/O still in the vbd frees itself
+ * when that I/O completes, so the vbd never writes to freed memory.
+ */
+void td_shm_server_destroy(struct td_shm_server *srv);
+
+void td_shm_server_get_stats(const struct td_shm_server *srv,
+			     struct td_shm_stats *out);
+
+#endif

@@ -1,0 +1,399 @@
+/*
+ * client.c - stripe-master's client library (see client.h).
+ *
+ * The connection is made here (non-blocking connect bounded by the
+ * timeout, so a dead host does not hang a caller for minutes) and handed
+ * to libtirpc's clnt_vc_create; libtirpc then owns and closes the socket.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "master/addr.h"
+#include "master/client/client.h"
+
+#define RETRY_PAUSE_MS	   100 /* times the attempt number */
+#define RETRY_PAUSE_MAX_MS 1000
+#define US_PER_MS	   1000
+#define MS_PER_S	   1000
+#define NS_PER_MS	   1000000L
+
+struct master_client {
+	char host[MASTER_HOST_MAX];
+	char port[MASTER_PORT_MAX];
+	char address[MASTER_HOST_MAX + MASTER_PORT_MAX + 4];
+	struct master_client_opts opts;
+	CLIENT *clnt;
+	char error[MASTER_CLIENT_ERROR_SIZE];
+};
+
+static void set_error(struct master_client *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_error(struct master_client *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+}
+
+int master_client_open(const char *address,
+		       const struct master_client_opts *opts,
+		       struct master_client **out)
+{
+	struct master_client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	if (master_split_hostport(address, MS_DEFAULT_PORT, 0, c->host,
+				  c->port)) {
+		free(c);
+		return -EINVAL;
+	}
+	snprintf(c->address, sizeof(c->address),
+		 strchr(c->host, ':') ? "[%s]:%s" : "%s:%s", c->host, c->port);
+	c->opts.timeout_ms = MASTER_CLIENT_DEFAULT_TIMEOUT_MS;
+	c->opts.retries = MASTER_CLIENT_DEFAULT_RETRIES;
+	if (opts)
+		c->opts = *opts;
+	if (!c->opts.timeout_ms)
+		c->opts.timeout_ms = MASTER_CLIENT_DEFAULT_TIMEOUT_MS;
+	*out = c;
+	return 0;
+}
+
+static void drop_connection(struct master_client *c)
+{
+	if (c->clnt)
+		clnt_destroy(c->clnt); /* closes the socket (CLSET_FD_CLOSE) */
+	c->clnt = NULL;
+}
+
+void master_client_set_timeout(struct master_client *c, unsigned int timeout_ms)
+{
+	c->opts.timeout_ms =
+		timeout_ms ? timeout_ms : MASTER_CLIENT_DEFAULT_TIMEOUT_MS;
+}
+
+void master_client_close(struct master_client *c)
+{
+	if (!c)
+		return;
+	drop_connection(c);
+	free(c);
+}
+
+const char *master_client_address(const struct master_client *c)
+{
+	return c->address;
+}
+
+const char *master_client_error(const struct master_client *c)
+{
+	return c->error;
+}
+
+/* --- connecting ------------------------------------------------------------- */
+
+/* Connect fd to ai within the timeout; 0 or -errno. */
+static int connect_one(int fd, const struct addrinfo *ai, int timeout_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	socklen_t len = sizeof(int);
+	int err = 0, rc;
+
+	if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+		return 0;
+	if (errno != EINPROGRESS)
+		return -errno;
+	while ((rc = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return -errno;
+	return -err;
+}
+
+/* A connected, blocking socket (libtirpc's client blocks, with timeouts). */
+static int dial(struct master_client *c, int *fd_out,
+		struct sockaddr_storage *sa, socklen_t *sa_len)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *res, *ai;
+	int ret = -EHOSTUNREACH, one = 1, rc;
+
+	if ((rc = getaddrinfo(c->host, c->port, &hints, &res))) {
+		set_error(c, "cannot resolve %s: %s", c->host,
+			  gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family,
+				SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		ret = connect_one(fd, ai, (int)c->opts.timeout_ms);
+		if (!ret && fcntl(fd, F_SETFL, 0) == 0) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				   sizeof(one));
+			memcpy(sa, ai->ai_addr, ai->ai_addrlen);
+			*sa_len = ai->ai_addrlen;
+			*fd_out = fd;
+			break;
+		}
+		close(fd);
+	}
+	freeaddrinfo(res);
+	if (ret)
+		set_error(c,
+			  "cannot connect to the master at %s: %s: is "
+			  "stripe-master running there (see its --listen), "
+			  "and is the address right (--master)?",
+			  c->address, strerror(-ret));
+	return ret;
+}
+
+static int connect_master(struct master_client *c)
+{
+	struct sockaddr_storage sa;
+	struct netbuf nb;
+	socklen_t len = 0;
+	int fd = -1, ret = dial(c, &fd, &sa, &len);
+
+	if (ret)
+		return ret;
+	nb.buf = &sa;
+	nb.len = nb.maxlen = len;
+	c->clnt = clnt_vc_create(fd, &nb, STRIPE_MASTER_PROG, STRIPE_MASTER_V1,
+				 0, 0);
+	if (!c->clnt) {
+		close(fd);
+		set_error(c, "cannot set up RPC to %s: %s", c->address,
+			  clnt_spcreateerror(""));
+		return -ECONNRESET;
+	}
+	clnt_control(c->clnt, CLSET_FD_CLOSE, NULL);
+	return 0;
+}
+
+/* --- calls ---------------------------------------------------------------------- */
+
+/* Translate an RPC failure; sets the error text. */
+static int rpc_failure(struct master_client *c, enum clnt_stat stat)
+{
+	struct rpc_err e = {0};
+
+	clnt_geterr(c->clnt, &e);
+	set_error(c, "call to the master at %s failed: %s%s%s", c->address,
+		  clnt_sperrno(stat), e.re_errno ? ": " : "",
+		  e.re_errno ? strerror(e.re_errno) : "");
+	switch (stat) {
+	case RPC_TIMEDOUT:
+		set_error(c,
+			  "the master at %s did not answer within %u ms (it "
+			  "may be stopped or overloaded): look at it, or give "
+			  "it longer with --timeout",
+			  c->address, c->opts.timeout_ms);
+		return -ETIMEDOUT;
+	case RPC_CANTSEND:
+	case RPC_CANTRECV:
+		return -ECONNRESET;
+	case RPC_PROGUNAVAIL:
+	case RPC_PROGVERSMISMATCH:
+	case RPC_PROCUNAVAIL:
+		set_error(c,
+			  "%s is not a stripe-master of this version (%s): "
+			  "check --master",
+			  c->address, clnt_sperrno(stat));
+		return -EPROTONOSUPPORT;
+	case RPC_CANTDECODEARGS:
+		return -EINVAL;
+	default:
+		return -EPROTO;
+	}
+}
+
+static bool retryable(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNRESET ||
+	       err == -ECONNREFUSED || err == -EHOSTUNREACH ||
+	       err == -ENETUNREACH;
+}
+
+static void pause_before_retry(unsigned int attempt)
+{
+	long ms = RETRY_PAUSE_MS * (long)attempt;
+	struct timespec ts;
+
+	if (ms > RETRY_PAUSE_MAX_MS)
+		ms = RETRY_PAUSE_MAX_MS;
+	ts.tv_sec = ms / MS_PER_S;
+	ts.tv_nsec = (ms % MS_PER_S) * NS_PER_MS;
+	nanosleep(&ts, NULL);
+}
+
+/* One attempt: 0 with rep decoded, or a transport -errno. */
+static int attempt_call(struct master_client *c, unsigned int proc,
+			xdrproc_t xargs, const void *args, ms_reply *rep)
+{
+	struct timeval tv = {.tv_sec = c->opts.timeout_ms / MS_PER_S,
+			     .tv_usec = (c->opts.timeout_ms % MS_PER_S) *
+					US_PER_MS};
+	enum clnt_stat stat;
+	int ret;
+
+	if (!c->clnt && (ret = connect_master(c)))
+		return ret;
+	master_reply_init(rep);
+	stat = clnt_call(c->clnt, proc, xargs, (caddr_t)args,
+			 (xdrproc_t)xdr_ms_reply, (caddr_t)rep, tv);
+	if (stat == RPC_SUCCESS)
+		return 0;
+	ret = rpc_failure(c, stat);
+	master_reply_free(rep); /* whatever was decoded */
+	drop_connection(c);	/* a late reply must not meet the next call */
+	return ret;
+}
+
+/* The master's answer: its status as -errno, its message as the error. */
+static int answer(struct master_client *c, ms_body_kind body, ms_reply *rep)
+{
+	if (rep->status != MS_OK) {
+		set_error(c, "%s", rep->message ? rep->message : "");
+		return master_status_errno(rep->status)
+			       ? master_status_errno(rep->status)
+			       : -EPROTO;
+	}
+	if (rep->body.kind != body) {
+		set_error(c,
+			  "the master at %s answered with an unexpected "
+			  "body: is it the same version as this tool?",
+			  c->address);
+		master_reply_free(rep);
+		return -EPROTO;
+	}
+	c->error[0] = '\0';
+	return 0;
+}
+
+int master_client_call(struct master_client *c, unsigned int proc,
+		       xdrproc_t xargs, const void *args, ms_body_kind body,
+		       ms_reply *rep)
+{
+	int ret;
+
+	master_reply_init(rep);
+	for (unsigned int attempt = 0;; attempt++) {
+		ret = attempt_call(c, proc, xargs, args, rep);
+		if (!ret)
+			return answer(c, body, rep);
+		if (!retryable(ret) || attempt == c->opts.retries)
+			return ret;
+		td_warn("%s; retrying (%u of %u)", c->error, attempt + 1,
+			c->opts.retries);
+		pause_before_retry(attempt + 1);
+	}
+}
+
+int master_call_info(struct master_client *c, ms_reply *rep)
+{
+	return master_client_call(c, MS_INFO, MASTER_XDR_VOID, NULL,
+				  MS_BODY_INFO, rep);
+}
+
+int master_call_server_add(struct master_client *c, const ms_server_add_args *a,
+			   ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_ADD,
+				  (xdrproc_t)xdr_ms_server_add_args, a,
+				  MS_BODY_SERVER, rep);
+}
+
+int master_call_server_drain(struct master_client *c, const ms_server_key *k,
+			     ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_DRAIN,
+				  (xdrproc_t)xdr_ms_server_key, k,
+				  MS_BODY_SERVER, rep);
+}
+
+int master_call_server_remove(struct master_client *c, const ms_server_key *k,
+			      ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_REMOVE,
+				  (xdrproc_t)xdr_ms_server_key, k, MS_BODY_NONE,
+				  rep);
+}
+
+int master_call_server_list(struct master_client *c, ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_LIST, MASTER_XDR_VOID, NULL,
+				  MS_BODY_SERVERS, rep);
+}
+
+int master_call_vdisk_alloc(struct master_client *c, const ms_alloc_args *a,
+			    ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_ALLOC,
+				  (xdrproc_t)xdr_ms_alloc_args, a,
+				  MS_BODY_VDISK, rep);
+}
+
+int master_call_vdisk_lookup(struct master_client *c, const char *id,
+			     ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_LOOKUP,
+				  (xdrproc_t)xdr_ms_vdisk_id, &id,
+				  MS_BODY_VDISK, rep);
+}
+
+int master_call_vdisk_release(struct master_client *c, const char *id,
+			      ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_RELEASE,
+				  (xdrproc_t)xdr_ms_vdisk_id, &id, MS_BODY_NONE,
+				  rep);
+}
+
+int master_call_vdisk_list(struct master_client *c, const ms_vdisk_list_args *a,
+			   ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_LIST,
+				  (xdrproc_t)xdr_ms_vdisk_list_args, a,
+				  MS_BODY_VDISKS, rep);
+}
+
+int master_call_extent_list(struct master_client *c,
+			    const ms_extent_list_args *a, ms_reply *rep)
+{
+	return master_client_call(c, MS_EXTENT_LIST,
+				  (xdrproc_t)xdr_ms_extent_list_args, a,
+				  MS_BODY_EXTENTS, rep);
+}
+
+int master_call_replica_state(struct master_client *c,
+			      const ms_replica_state_args *a, ms_reply *rep)
+{
+	return master_client_call(c, MS_REPLICA_STATE,
+				  (xdrproc_t)xdr_ms_replica_state_args, a,
+				  MS_BODY_REPLICA, rep);
+}

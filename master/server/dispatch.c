@@ -1,0 +1,283 @@
+/*
+ * dispatch.c - the master's own RPC dispatcher and the round's replies
+ * (see server.h for the group commit).
+ *
+ * Written by hand rather than taken from rpcgen because rpcgen's
+ * dispatcher leaks whatever it decoded when decoding fails part-way (a
+ * hostile client can grow the master without bound), replies before
+ * anything is durable, and knows nothing of the allow-list.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "master/server/server-int.h"
+
+#define PENDING_MIN 16
+
+struct master_server *master_current;
+
+/* The decoded arguments of any procedure. */
+union ms_args {
+	ms_server_add_args server_add;
+	ms_server_key key;
+	ms_alloc_args alloc;
+	ms_vdisk_id id;
+	ms_vdisk_list_args vdisk_list;
+	ms_extent_list_args extent_list;
+	ms_replica_state_args replica_state;
+};
+
+struct proc {
+	const char *name;
+	xdrproc_t xdr_args;
+	bool mutating; /* only from the allow-list, only in a round */
+	int (*run)(struct master_store *st, const union ms_args *a,
+		   ms_reply *rep);
+};
+
+static int run_info(struct master_store *st, const union ms_args *a,
+		    ms_reply *rep)
+{
+	return master_store_info(st, rep);
+}
+
+static int run_server_add(struct master_store *st, const union ms_args *a,
+			  ms_reply *rep)
+{
+	return master_store_server_add(st, &a->server_add, rep);
+}
+
+static int run_server_drain(struct master_store *st, const union ms_args *a,
+			    ms_reply *rep)
+{
+	return master_store_server_drain(st, &a->key, rep);
+}
+
+static int run_server_remove(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_server_remove(st, &a->key, rep);
+}
+
+static int run_server_list(struct master_store *st, const union ms_args *a,
+			   ms_reply *rep)
+{
+	return master_store_server_list(st, rep);
+}
+
+static int run_vdisk_alloc(struct master_store *st, const union ms_args *a,
+			   ms_reply *rep)
+{
+	return master_store_vdisk_alloc(st, &a->alloc, rep);
+}
+
+static int run_vdisk_lookup(struct master_store *st, const union ms_args *a,
+			    ms_reply *rep)
+{
+	return master_store_vdisk_lookup(st, a->id, rep);
+}
+
+static int run_vdisk_release(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_vdisk_release(st, a->id, rep);
+}
+
+static int run_vdisk_list(struct master_store *st, const union ms_args *a,
+			  ms_reply *rep)
+{
+	return master_store_vdisk_list(st, &a->vdisk_list, rep);
+}
+
+static int run_extent_list(struct master_store *st, const union ms_args *a,
+			   ms_reply *rep)
+{
+	return master_store_extent_list(st, &a->extent_list, rep);
+}
+
+static int run_replica_state(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_replica_state(st, &a->replica_state, rep);
+}
+
+static const struct proc procs[] = {
+	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
+	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
+			   true, run_server_add},
+	[MS_SERVER_DRAIN] = {"server_drain", (xdrproc_t)xdr_ms_server_key, true,
+			     run_server_drain},
+	[MS_SERVER_REMOVE] = {"server_remove", (xdrproc_t)xdr_ms_server_key,
+			      true, run_server_remove},
+	[MS_SERVER_LIST] = {"server_list", MASTER_XDR_VOID, false,
+			    run_server_list},
+	[MS_VDISK_ALLOC] = {"vdisk_alloc", (xdrproc_t)xdr_ms_alloc_args, true,
+			    run_vdisk_alloc},
+	[MS_VDISK_LOOKUP] = {"vdisk_lookup", (xdrproc_t)xdr_ms_vdisk_id, false,
+			     run_vdisk_lookup},
+	[MS_VDISK_RELEASE] = {"vdisk_release", (xdrproc_t)xdr_ms_vdisk_id, true,
+			      run_vdisk_release},
+	[MS_VDISK_LIST] = {"vdisk_list", (xdrproc_t)xdr_ms_vdisk_list_args,
+			   false, run_vdisk_list},
+	[MS_EXTENT_LIST] = {"extent_list", (xdrproc_t)xdr_ms_extent_list_args,
+			    false, run_extent_list},
+	[MS_REPLICA_STATE] = {"replica_state",
+			      (xdrproc_t)xdr_ms_replica_state_args, true,
+			      run_replica_state},
+};
+#define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
+
+static struct master_pending *pending_new(struct master_server *ms)
+{
+	struct master_pending *p;
+
+	if (ms->nr_pending == ms->cap_pending) {
+		size_t cap =
+			ms->cap_pending ? ms->cap_pending * 2 : PENDING_MIN;
+
+		p = realloc(ms->pending, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		ms->pending = p;
+		ms->cap_pending = cap;
+	}
+	p = &ms->pending[ms->nr_pending++];
+	memset(p, 0, sizeof(*p));
+	master_reply_init(&p->reply);
+	return p;
+}
+
+static bool caller_allowed(struct master_server *ms, SVCXPRT *xprt,
+			   ms_reply *rep)
+{
+	const struct netbuf *nb = svc_getrpccaller(xprt);
+	char peer[64];
+
+	if (nb && nb->buf &&
+	    master_netacl_allows(&ms->cfg.acl, nb->buf, nb->len))
+		return true;
+	master_peer_name(nb ? nb->buf : NULL, nb ? nb->len : 0, peer,
+			 sizeof(peer));
+	ms->stats.denied++;
+	td_warn("refused a mutating call from %s (not in --allow)", peer);
+	master_reply_fail(rep, MS_EPERM,
+			  "client %s may not change the master: start "
+			  "stripe-master with --allow NETWORK covering it",
+			  peer);
+	return false;
+}
+
+static void fail_store(ms_reply *rep, int err)
+{
+	master_reply_fail(rep, MS_EIO,
+			  "the master's store failed (%s; see its log): this "
+			  "call changed nothing, retry later",
+			  strerror(-err));
+}
+
+/* Run p inside the round's transaction, under a savepoint of its own. */
+static void run_in_round(struct master_server *ms, const struct proc *p,
+			 const union ms_args *a, struct master_pending *pd)
+{
+	int ret = 0;
+
+	if (!ms->round_open && !(ret = master_store_begin(ms->store)))
+		ms->round_open = true;
+	if (ret || ms->round_failed) {
+		fail_store(&pd->reply, ret ? ret : -EIO);
+		return;
+	}
+	pd->in_round = true;
+	ms->round_calls++;
+	if ((ret = master_store_call_begin(ms->store)) ||
+	    (ret = p->run(ms->store, a, &pd->reply)) < 0) {
+		td_err("%s failed: %s", p->name, strerror(-ret));
+		fail_store(&pd->reply, ret);
+	}
+	if (master_store_call_end(ms->store,
+				  !ret && pd->reply.status == MS_OK) ||
+	    !master_store_in_transaction(ms->store))
+		ms->round_failed = true; /* SQLite gave the transaction up */
+}
+
+void master_dispatch(struct svc_req *rq, SVCXPRT *xprt)
+{
+	struct master_server *ms = master_current;
+	const struct proc *p =
+		rq->rq_proc < NR_PROCS ? &procs[rq->rq_proc] : NULL;
+	struct master_pending *pd;
+	union ms_args args;
+
+	if (rq->rq_proc == MS_NULL) {
+		svc_sendreply(xprt, MASTER_XDR_VOID, NULL);
+		return;
+	}
+	if (!p || !p->run) {
+		svcerr_noproc(xprt);
+		return;
+	}
+	memset(&args, 0, sizeof(args));
+	if (!svc_getargs(xprt, p->xdr_args, (caddr_t)&args)) {
+		/* Free what was decoded before the failure. */
+		svc_freeargs(xprt, p->xdr_args, (caddr_t)&args);
+		ms->stats.decode_errors++;
+		svcerr_decode(xprt);
+		return;
+	}
+	if (!(pd = pending_new(ms))) {
+		svc_freeargs(xprt, p->xdr_args, (caddr_t)&args);
+		svcerr_systemerr(xprt);
+		return;
+	}
+	pd->xprt = xprt;
+	ms->stats.calls++;
+	if (!p->mutating || caller_allowed(ms, xprt, &pd->reply))
+		run_in_round(ms, p, &args, pd);
+	svc_freeargs(xprt, p->xdr_args, (caddr_t)&args);
+}
+
+/* Commit the round; false when it failed (then it is rolled back). */
+static bool commit_round(struct master_server *ms)
+{
+	bool ok = !ms->round_failed;
+
+	if (!ms->round_open)
+		return true;
+	if (ok && master_store_commit(ms->store))
+		ok = false;
+	if (!ok) {
+		master_store_rollback(ms->store);
+		ms->stats.failed_rounds++;
+		td_err("a round of %llu calls was rolled back: each gets EIO",
+		       (unsigned long long)ms->round_calls);
+	}
+	ms->stats.rounds++;
+	if (ms->round_calls > ms->stats.max_round_calls)
+		ms->stats.max_round_calls = ms->round_calls;
+	ms->round_open = false;
+	ms->round_failed = false;
+	ms->round_calls = 0;
+	return ok;
+}
+
+void master_round_finish(struct master_server *ms)
+{
+	bool ok = commit_round(ms);
+
+	for (size_t i = 0; i < ms->nr_pending; i++) {
+		struct master_pending *pd = &ms->pending[i];
+
+		if (!ok && pd->in_round)
+			fail_store(&pd->reply, -EIO);
+		/* A client that left fails here; poll reports it next. */
+		if (!svc_sendreply(pd->xprt, (xdrproc_t)xdr_ms_reply,
+				   (caddr_t)&pd->reply))
+			td_dbg("a reply could not be sent");
+		master_reply_free(&pd->reply);
+	}
+	ms->nr_pending = 0;
+}

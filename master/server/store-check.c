@@ -1,0 +1,120 @@
+/*
+ * store-check.c - the store's consistency check (master_store_check, see
+ * store.h): every invariant the schema cannot express alone, and those it
+ * does, in case the file was edited behind the master's back.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "master/server/store-int.h"
+
+/*
+ * 1 when invariant i's query returns a row, 0 when not, -EIO when it
+ * fails.  The statement is kept for the next check: a caller that checks
+ * often (the fuzzer, after every input) would otherwise spend most of the
+ * check compiling SQL.
+ */
+static int query_has_row(struct master_store *st, int i, const char *sql)
+{
+	sqlite3_stmt *s = st->check_stmt[i];
+	int rc;
+
+	if (!s &&
+	    (rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+				     &s, NULL)) != SQLITE_OK)
+		return store_sql_fail(st, "check", rc);
+	st->check_stmt[i] = s;
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : store_sql_fail(st, "check", rc);
+}
+
+/* Each query returns a row only when its invariant is broken. */
+static const struct {
+	const char *what;
+	const char *sql;
+} invariants[] = {
+	{"foreign keys", "SELECT 1 FROM pragma_foreign_key_check LIMIT 1"},
+	{"free_extents of a server differs from nr_extents minus its "
+	 "allocated extents",
+	 "SELECT id FROM servers s WHERE free_extents != nr_extents -"
+	 " (SELECT count(*) FROM allocations a WHERE a.server_id = s.id)"},
+	{"allocated and released extents of a server do not add up to "
+	 "next_fresh",
+	 "SELECT id FROM servers s WHERE next_fresh != (SELECT count(*)"
+	 " FROM allocations a WHERE a.server_id = s.id) + (SELECT count(*)"
+	 " FROM released r WHERE r.server_id = s.id)"},
+	{"an allocated or released extent lies beyond next_fresh",
+	 "SELECT 1 FROM servers s WHERE EXISTS (SELECT 1 FROM allocations a"
+	 " WHERE a.server_id = s.id AND a.idx >= s.next_fresh) OR EXISTS"
+	 " (SELECT 1 FROM released r WHERE r.server_id = s.id AND"
+	 " r.idx >= s.next_fresh)"},
+	{"an extent is both allocated and released",
+	 "SELECT 1 FROM allocations a JOIN released r"
+	 " ON r.server_id = a.server_id AND r.idx = a.idx"},
+	{"an extent has two owners",
+	 "SELECT 1 FROM allocations GROUP BY server_id, idx"
+	 " HAVING count(*) > 1"},
+	{"a disk does not own columns * extents_per_column * replicas extents",
+	 "SELECT id FROM vdisks v WHERE columns * extents_per_column *"
+	 " replicas != (SELECT count(*) FROM allocations WHERE"
+	 " vdisk_id = v.id)"},
+	{"an extent slot is outside its disk's geometry",
+	 "SELECT 1 FROM allocations a JOIN vdisks v ON v.id = a.vdisk_id WHERE"
+	 " a.col >= v.columns OR a.ext >= v.extents_per_column OR"
+	 " a.replica >= v.replicas"},
+	{"two replicas of one extent are on one host",
+	 "SELECT 1 FROM allocations a JOIN allocations b ON"
+	 " a.vdisk_id = b.vdisk_id AND a.col = b.col AND a.ext = b.ext AND"
+	 " a.replica < b.replica JOIN servers sa ON sa.id = a.server_id"
+	 " JOIN servers sb ON sb.id = b.server_id"
+	 " WHERE sa.address = sb.address"},
+};
+
+_Static_assert(sizeof(invariants) / sizeof(invariants[0]) ==
+		       STORE_NR_INVARIANTS,
+	       "STORE_NR_INVARIANTS counts the invariants");
+
+int master_store_check_invariants(struct master_store *st, char *msg,
+				  size_t msg_len)
+{
+	for (size_t i = 0; i < sizeof(invariants) / sizeof(invariants[0]);
+	     i++) {
+		int broken = query_has_row(st, (int)i, invariants[i].sql);
+
+		if (broken < 0)
+			return broken;
+		if (broken) {
+			snprintf(msg, msg_len, "%s: %s", st->path,
+				 invariants[i].what);
+			return -EUCLEAN;
+		}
+	}
+	return 0;
+}
+
+int master_store_check(struct master_store *st, char *msg, size_t msg_len)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &s, NULL))
+		return store_sql_fail(st, "quick_check", SQLITE_ERROR);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW ||
+	    strcmp((const char *)sqlite3_column_text(s, 0), "ok")) {
+		snprintf(msg, msg_len, "%s: quick_check: %s", st->path,
+			 rc == SQLITE_ROW
+				 ? (const char *)sqlite3_column_text(s, 0)
+				 : sqlite3_errmsg(st->db));
+		sqlite3_finalize(s);
+		return -EUCLEAN;
+	}
+	sqlite3_finalize(s);
+	return master_store_check_invariants(st, msg, msg_len);
+}

@@ -1,0 +1,97 @@
+/*
+ * store-int.h - what the store's files share: the connection, its prepared
+ * statements and small helpers.  Only master/store*.c include it.
+ */
+#ifndef TAPSTRIPE_MASTER_STORE_INT_H
+#define TAPSTRIPE_MASTER_STORE_INT_H
+
+#include <sqlite3.h>
+
+#include "master/reply.h"
+#include "master/server/store.h"
+
+/* The statements prepared once at open (SQL in store.c). */
+enum store_stmt {
+	ST_BEGIN = 0,
+	ST_COMMIT,
+	ST_ROLLBACK,
+	ST_SAVEPOINT,
+	ST_RELEASE,
+	ST_ROLLBACK_TO,
+	ST_SERVER_BY_KEY,
+	ST_SERVER_INSERT,
+	ST_SERVER_COUNT,
+	ST_SERVER_DRAIN,
+	ST_SERVER_VDISKS,
+	ST_SERVER_DELETE_RELEASED,
+	ST_SERVER_DELETE,
+	ST_SERVERS_ALL,
+	ST_PLACE_SERVERS,
+	ST_RELEASED_LOWEST,
+	ST_RELEASED_TAKE,
+	ST_SERVER_TAKE,
+	ST_ALLOC_INSERT,
+	ST_VDISK_GET,
+	ST_VDISK_INSERT,
+	ST_VDISK_EXTENTS,
+	ST_SERVER_BY_ID,
+	ST_VDISK_GIVE_BACK, /* these three run in this order on release */
+	ST_VDISK_TO_RELEASED,
+	ST_VDISK_FREE,
+	ST_VDISK_DELETE,
+	ST_VDISK_LIST,
+	ST_SERVER_ALLOCS_FROM,
+	ST_INFO,
+	ST_REPLICA_GET,
+	ST_REPLICA_SET,
+	ST_COUNT
+};
+
+/* The invariants master_store_check queries (store-check.c). */
+#define STORE_NR_INVARIANTS 9
+
+/* The columns of ms_server, in order, as fill_server reads them. */
+#define STORE_SERVER_COLS                                            \
+	"id, address, portal, target, lun, size_bytes, block_size, " \
+	"nr_extents, free_extents, draining"
+
+struct master_store {
+	sqlite3 *db;
+	char *path;
+	int lock_fd; /* flock: one master per database */
+	uint64_t extent_bytes;
+	uint32_t max_alloc_extents; /* master_store_set_max_alloc */
+	sqlite3_stmt *stmt[ST_COUNT];
+	/* master_store_check's queries, prepared at their first use. */
+	sqlite3_stmt *check_stmt[STORE_NR_INVARIANTS];
+};
+
+/* The statement, reset and with its bindings cleared. */
+sqlite3_stmt *store_stmt(struct master_store *st, enum store_stmt id);
+
+/*
+ * Log a failed SQLite call and turn its code into -errno (-EBUSY, -ENOSPC,
+ * -ENOMEM or -EIO).
+ */
+int store_sql_fail(struct master_store *st, const char *what, int rc);
+
+/*
+ * master_store_check without SQLite's quick_check: only the invariants of
+ * the tables (for a caller that checks often, such as the fuzzer).
+ */
+int master_store_check_invariants(struct master_store *st, char *msg,
+				  size_t msg_len);
+
+/* Step a statement that returns no row; 0 or -errno. */
+int store_exec(struct master_store *st, sqlite3_stmt *s, const char *what);
+
+/* Fill *out from the row at columns col .. col+9 (STORE_SERVER_COLS). */
+int store_fill_server(sqlite3_stmt *s, int col, ms_server *out);
+
+/* Bind a C string as text (copied by SQLite). */
+int store_bind_text(sqlite3_stmt *s, int idx, const char *text);
+
+/* Printable ASCII without spaces, 1..max bytes. */
+bool store_token_ok(const char *s, size_t max);
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * store-server.c - servers and their extents: MS_SERVER_ADD, _DRAIN,
+ * _REMOVE, _LIST and MS_EXTENT_LIST (see store.h and stripe.x).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "master/server/store-int.h"
+
+/* Look a server up by key; 1 found (*out filled), 0 not, -errno. */
+static int server_by_key(struct master_store *st, const char *target, u_int lun,
+			 ms_server *out)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_SERVER_BY_KEY);
+	int rc, ret;
+
+	store_bind_text(s, 1, target);
+	sqlite3_bind_int64(s, 2, lun);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return store_sql_fail(st, "server lookup", rc);
+	ret = store_fill_server(s, 0, out);
+	sqlite3_reset(s);
+	return ret ? ret : 1;
+}
+
+static bool block_size_ok(u_int b)
+{
+	return b == 512 || b == 1024 || b == 2048 || b == 4096;
+}
+
+/* The arguments of MS_SERVER_ADD, or a reply saying which is wrong. */
+static int check_add_args(struct master_store *st, const ms_server_add_args *a,
+			  ms_reply *rep, bool *ok)
+{
+	uint64_t n = a->size_bytes / st->extent_bytes;
+
+	*ok = false;
+	if (!store_token_ok(a->address, MS_ADDRESS_MAX) ||
+	    !store_token_ok(a->portal, MS_PORTAL_MAX) ||
+	    !store_token_ok(a->target, MS_TARGET_MAX))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "address, portal and target must be "
+					 "printable, without spaces, within "
+					 "%d, %d and %d bytes",
+					 MS_ADDRESS_MAX, MS_PORTAL_MAX,
+					 MS_TARGET_MAX);
+	if (a->lun > 65535 || !block_size_ok(a->block_size))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "lun %u or block size %u out of range "
+					 "(lun 0-65535; block size 512, 1024, "
+					 "2048 or 4096)",
+					 a->lun, a->block_size);
+	if (!n || n > MASTER_MAX_SERVER_EXTENTS)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"a LUN of %" PRIu64 " bytes holds %" PRIu64
+			" extents of %" PRIu64 " bytes: it must hold 1 to %u",
+			(uint64_t)a->size_bytes, n, st->extent_bytes,
+			MASTER_MAX_SERVER_EXTENTS);
+	*ok = true;
+	return 0;
+}
+
+static bool same_server(const ms_server *s, const ms_server_add_args *a)
+{
+	return !strcmp(s->address, a->address) &&
+	       !strcmp(s->portal, a->portal) &&
+	       s->size_bytes == a->size_bytes && s->block_size == a->block_size;
+}
+
+/* Insert the server row: its extents are implicit, all free. */
+static int insert_server(struct master_store *st, const ms_server_add_args *a,
+			 int64_t *id)
+{
+	uint64_t n = a->size_bytes / st->extent_bytes;
+	sqlite3_stmt *s = store_stmt(st, ST_SERVER_INSERT);
+	int ret;
+
+	store_bind_text(s, 1, a->address);
+	store_bind_text(s, 2, a->portal);
+	store_bind_text(s, 3, a->target);
+	sqlite3_bind_int64(s, 4, a->lun);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)a->size_bytes);
+	sqlite3_bind_int64(s, 6, a->block_size);
+	sqlite3_bind_int64(s, 7, (sqlite3_int64)n);
+	if ((ret = store_exec(st, s, "server insert")))
+		return ret;
+	*id = sqlite3_last_insert_rowid(st->db);
+	return 0;
+}
+
+static int server_count(struct master_store *st, int64_t *n)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_SERVER_COUNT);
+	int rc = sqlite3_step(s);
+
+	if (rc != SQLITE_ROW)
+		return store_sql_fail(st, "server count", rc);
+	*n = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return 0;
+}
+
+int master_store_server_add(struct master_store *st,
+			    const ms_server_add_args *a, ms_reply *rep)
+{
+	ms_server *srv = &rep->body.ms_body_u.server;
+	int64_t id, count = 0;
+	bool ok;
+	int ret = check_add_args(st, a, rep, &ok);
+
+	if (ret || !ok)
+		return ret;
+	if ((ret = server_by_key(st, a->target, a->lun, srv)) < 0)
+		return ret;
+	rep->body.kind = MS_BODY_SERVER;
+	if (ret == 1 && same_server(srv, a))
+		return master_reply_ok(rep, false); /* a retry, or a re-run */
+	if (ret == 1)
+		return master_reply_fail(
+			rep, MS_EEXIST,
+			"target %s lun %u is already server %u (address %s, "
+			"portal %s, %" PRIu64 " bytes, block size %u): to "
+			"change it, remove it first",
+			srv->target, srv->lun, srv->id, srv->address,
+			srv->portal, (uint64_t)srv->size_bytes,
+			srv->block_size);
+	if ((ret = server_count(st, &count)))
+		return ret;
+	if (count >= MS_MAX_SERVERS)
+		return master_reply_fail(rep, MS_ENOSPC,
+					 "the master already has %d servers, "
+					 "its most",
+					 MS_MAX_SERVERS);
+	if ((ret = insert_server(st, a, &id)) ||
+	    (ret = server_by_key(st, a->target, a->lun, srv)) < 0)
+		return ret;
+	td_info("server %" PRId64 " added: %s lun %u at %s (%s), %u extents",
+		id, a->target, a->lun, a->portal, a->address, srv->nr_extents);
+	return master_reply_ok(rep, true);
+}
+
+int master_store_server_drain(struct master_store *st, const ms_server_key *k,
+			      ms_reply *rep)
+{
+	ms_server *srv = &rep->body.ms_body_u.server;
+	sqlite3_stmt *s;
+	int ret = server_by_key(st, k->target, k->lun, srv);
+
+	if (ret < 0)
+		return ret;
+	rep->body.kind = MS_BODY_SERVER;
+	if (!ret)
+		return master_reply_fail(rep, MS_ENOENT,
+					 "no server has target %s lun %u: see "
+					 "'stripe-ctl server list'",
+					 k->target, k->lun);
+	if (srv->draining)
+		return master_reply_ok(rep, false);
+	s = store_stmt(st, ST_SERVER_DRAIN);
+	sqlite3_bind_int64(s, 1, srv->id);
+	if ((ret = store_exec(st, s, "server drain")))
+		return ret;
+	srv->draining = true;
+	td_info("server %u (%s lun %u) draining", srv->id, k->target, k->lun);
+	return master_reply_ok(rep, true);
+}
+
+/* MS_EBUSY naming (up to four of) the disks that still own extents. */
+static int refuse_busy(struct master_store *st, const ms_server *srv,
+		       ms_reply *rep)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_SERVER_VDISKS);
+	char names[MS_MESSAGE_MAX / 2] = "";
+	size_t len = 0;
+	int rc;
+
+	sqlite3_bind_int64(s, 1, srv->id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW && len < sizeof(names))
+		len += (size_t)snprintf(names + len, sizeof(names) - len,
+					"%s%s", len ? ", " : "",
+					sqlite3_column_text(s, 0));
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return store_sql_fail(st, "server disks", rc);
+	return master_reply_fail(rep, MS_EBUSY,
+				 "server %u still holds %u allocated extents "
+				 "(disks %s%s): destroy those disks first",
+				 srv->id, srv->nr_extents - srv->free_extents,
+				 names, rc == SQLITE_ROW ? ", ..." : "");
+}
+
+int master_store_server_remove(struct master_store *st, const ms_server_key *k,
+			       ms_reply *rep)
+{
+	ms_server srv;
+	sqlite3_stmt *s;
+	int ret = server_by_key(st, k->target, k->lun, &srv);
+
+	if (ret <= 0) /* gone already: a retry, or never there */
+		return ret < 0 ? ret : master_reply_ok(rep, false);
+	if (srv.free_extents != srv.nr_extents)
+		ret = refuse_busy(st, &srv, rep);
+	else {
+		s = store_stmt(st, ST_SERVER_DELETE_RELEASED);
+		sqlite3_bind_int64(s, 1, srv.id);
+		ret = store_exec(st, s, "server released delete");
+		s = store_stmt(st, ST_SERVER_DELETE);
+		sqlite3_bind_int64(s, 1, srv.id);
+		if (!ret && !(ret = store_exec(st, s, "server delete"))) {
+			td_info("server %u (%s lun %u) removed", srv.id,
+				k->target, k->lun);
+			ret = master_reply_ok(rep, true);
+		}
+	}
+	xdr_free((xdrproc_t)xdr_ms_server, (char *)&srv);
+	return ret;
+}
+
+int master_store_server_list(struct master_store *st, ms_reply *rep)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_SERVERS_ALL);
+	ms_server *list = calloc(MS_MAX_SERVERS, sizeof(*list));
+	u_int n = 0;
+	int rc = SQLITE_DONE, ret = 0;
+
+	if (!list)
+		return -ENOMEM;
+	rep->body.kind = MS_BODY_SERVERS;
+	rep->body.ms_body_u.servers.servers_val = list;
+	while (!ret && n < MS_MAX_SERVERS &&
+	       (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		ret = store_fill_server(s, 0, &list[n]);
+		rep->body.ms_body_u.servers.servers_len = ++n;
+	}
+	sqlite3_reset(s);
+	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		ret = store_sql_fail(st, "server list", rc);
+	return ret ? ret : master_reply_ok(rep, false);
+}
+
+/* --- MS_EXTENT_LIST ---------------------------------------------------------- */
+
+/*
+ * Allocated extents only (filters: vdisk, servers): straight from the
+ * allocations table.  Parameters: ?1 vdisk, ?2 server, ?3 index, ?4 limit.
+ */
+static int allocated_query(struct master_store *st,
+			   const ms_extent_list_args *a, sqlite3_stmt **out)
+{
+	struct sql_text {
+		char text[512 + 12 * MS_MAX_FILTER];
+		size_t len;
+	} q = {.len = 0};
+	int rc;
+
+#define SQL_ADD(...)                                                      \
+	q.len += (size_t)snprintf(q.text + q.len, sizeof(q.text) - q.len, \
+				  __VA_ARGS__)
+	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica, stale "
+		"FROM allocations WHERE 1");
+	if (a->vdisk[0])
+		SQL_ADD(" AND vdisk_id = ?1");
+	if (a->has_cursor)
+		SQL_ADD(" AND (server_id, idx) > (?2, ?3)");
+	for (u_int i = 0; i < a->server_ids.server_ids_len; i++)
+		SQL_ADD("%s%u", i ? ", " : " AND server_id IN (",
+			a->server_ids.server_ids_val[i]);
+	if (a->server_ids.server_ids_len)
+		SQL_ADD(")");
+	SQL_ADD(" ORDER BY server_id, idx LIMIT ?4");
+#undef SQL_ADD
+	rc = sqlite3_prepare_v2(st->db, q.text, -1, out, NULL);
+	if (rc != SQLITE_OK)
+		return store_sql_fail(st, "extent list", rc);
+	store_bind_text(*out, 1, a->vdisk);
+	sqlite3_bind_int64(*out, 2, a->after_server);
+	sqlite3_bind_int64(*out, 3, a->after_index);
+	sqlite3_bind_int64(*out, 4, (sqlite3_int64)a->limit + 1);
+	return 0;
+}
+
+/*
+ * Append one entry; false when the page is full (then more is set).  row
+ * (when not NULL) holds the owner's column, extent, replica and stale flag
+ * from column col on.
+ */
+static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
+		     u_int server, u_int idx, const char *vdisk,
+		     sqlite3_stmt *row, int col, int *ret)
+{
+	ms_extent_entry *e;
+
+	if (page->extents.extents_len == limit) {
+		page->more = true;
+		return false;
+	}
+	e = &page->extents.extents_val[page->extents.extents_len++];
+	e->server_id = server;
+	e->index = idx;
+	e->offset_bytes = (u_quad_t)idx * st->extent_bytes;
+	e->vdisk = master_strdup(vdisk);
+	if (row) {
+		e->column = (u_int)sqlite3_column_int64(row, col);
+		e->extent = (u_int)sqlite3_column_int64(row, col + 1);
+		e->replica = (u_int)sqlite3_column_int64(row, col + 2);
+		e->stale = sqlite3_column_int(row, col + 3) != 0;
+	}
+	if (!e->vdisk)
+		*ret = -ENOMEM;
+	return !*ret;
+}
+
+static int list_allocated(struct master_store *st, const ms_extent_list_args *a,
+			  ms_extent_page *page)
+{
+	sqlite3_stmt *s;
+	int rc = SQLITE_DONE, ret = allocated_query(st, a, &s);
+
+	while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		if (!page_add(st, page, a->limit,
+			      (u_int)sqlite3_column_int64(s, 0),
+			      (u_int)sqlite3_column_int64(s, 1),
+			      (const char *)sqlite3_column_text(s, 2), s, 3,
+			      &ret))
+			break;
+	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		ret = store_sql_fail(st, "extent list", rc);
+	sqlite3_finalize(s);
+	return ret;
+}
+
+static bool wanted_server(const ms_extent_list_args *a, u_int id)
+{
+	for (u_int i = 0; i < a->server_ids.server_ids_len; i++)
+		if (a->server_ids.server_ids_val[i] == id)
+			return true;
+	return !a->server_ids.server_ids_len;
+}
+
+/* Every extent of one server from index first: free ones too. */
+static bool list_server(struct master_store *st, const ms_extent_list_args *a,
+			u_int server, u_int nr, u_int first,
+			ms_extent_page *page, int *ret)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_SERVER_ALLOCS_FROM);
+	bool room = true;
+	int rc;
+
+	sqlite3_bind_int64(s, 1, server);
+	sqlite3_bind_int64(s, 2, first);
+	rc = sqlite3_step(s);
+	for (u_int idx = first; room && idx < nr; idx++) {
+		bool owned = rc == SQLITE_ROW &&
+			     (u_int)sqlite3_column_int64(s, 0) == idx;
+
+		room = page_add(st, page, a->limit, server, idx,
+				owned ? (const char *)sqlite3_column_text(s, 1)
+				      : "",
+				owned ? s : NULL, 2, ret);
+		if (owned)
+			rc = sqlite3_step(s);
+	}
+	if (!*ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		*ret = store_sql_fail(st, "extent list", rc);
+	sqlite3_reset(s);
+	return room && !*ret;
+}
+
+/* Every server's extents in id order, after the cursor. */
+static int list_all(struct master_store *st, const ms_extent_list_args *a,
+		    ms_extent_page *page)
+{
+	ms_reply servers;
+	ms_server *list;
+	int ret;
+
+	master_reply_init(&servers);
+	if ((ret = master_store_server_list(st, &servers)))
+		goto out;
+	list = servers.body.ms_body_u.servers.servers_val;
+	for (u_int i = 0; i < servers.body.ms_body_u.servers.servers_len; i++) {
+		u_int first = 0;
+
+		if (a->has_cursor && list[i].id < a->after_server)
+			continue;
+		if (a->has_cursor && list[i].id == a->after_server)
+			first = a->after_index + 1;
+		if (wanted_server(a, list[i].id) &&
+		    !list_server(st, a, list[i].id, list[i].nr_extents, first,
+				 page, &ret))
+			break;
+	}
+out:
+	master_reply_free(&servers);
+	return ret;
+}
+
+int master_store_extent_list(struct master_store *st,
+			     const ms_extent_list_args *a, ms_reply *rep)
+{
+	ms_extent_page *page = &rep->body.ms_body_u.extents;
+	int ret;
+
+	if (!a->limit || a->limit > MS_MAX_PAGE || !a->vdisk ||
+	    (a->vdisk[0] && !master_vdisk_id_ok(a->vdisk)))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "limit must be 1-%d and vdisk a "
+					 "valid id or empty",
+					 MS_MAX_PAGE);
+	rep->body.kind = MS_BODY_EXTENTS;
+	page->extents.extents_val = calloc(a->limit, sizeof(ms_extent_entry));
+	if (!page->extents.extents_val)
+		return -ENOMEM;
+	if (a->allocated_only || a->vdisk[0])
+		ret = list_allocated(st, a, page);
+	else
+		ret = list_all(st, a, page);
+	return ret ? ret : master_reply_ok(rep, false);
+}

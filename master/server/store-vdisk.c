@@ -1,0 +1,606 @@
+/*
+ * store-vdisk.c - virtual disks: MS_VDISK_ALLOC, _LOOKUP, _RELEASE, _LIST
+ * (see store.h and stripe.x).
+ *
+ * An allocation locks each extent with a row in allocations holding the
+ * disk id and the extent's place in the disk (column, extent, replica);
+ * the answer to an allocation and to every later lookup is read back from
+ * those rows by one function (build_vdisk), so a repeated allocation
+ * returns exactly what the first one returned.
+ *
+ * MS_REPLICA_STATE sets the stale flag of one of those rows; lookups and
+ * listings report it.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "master/server/placement.h"
+#include "master/server/store-int.h"
+
+struct shape {
+	u_int columns;
+	u_int extents_per_column;
+	u_int replicas;
+};
+
+/* 1 found (*shape filled), 0 not, -errno. */
+static int vdisk_get(struct master_store *st, const char *id,
+		     struct shape *shape)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_VDISK_GET);
+	int rc;
+
+	store_bind_text(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return store_sql_fail(st, "vdisk lookup", rc);
+	shape->columns = (u_int)sqlite3_column_int64(s, 0);
+	shape->extents_per_column = (u_int)sqlite3_column_int64(s, 1);
+	shape->replicas = (u_int)sqlite3_column_int64(s, 2);
+	sqlite3_reset(s);
+	return 1;
+}
+
+static int build_extents(struct master_store *st, const char *id, size_t n,
+			 ms_vdisk *v)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_VDISK_EXTENTS);
+	ms_extent *e = calloc(n, sizeof(*e));
+	size_t got = 0;
+	int rc;
+
+	if (!(v->extents.extents_val = e))
+		return -ENOMEM;
+	store_bind_text(s, 1, id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW && got < n) {
+		e[got].server_id = (u_int)sqlite3_column_int64(s, 0);
+		e[got].offset_bytes =
+			(u_quad_t)sqlite3_column_int64(s, 1) * st->extent_bytes;
+		e[got].stale = sqlite3_column_int(s, 2) != 0;
+		v->extents.extents_len = (u_int)++got;
+	}
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return store_sql_fail(st, "vdisk extents", rc);
+	if (got != n || rc == SQLITE_ROW) {
+		td_err("vdisk %s owns %s than its %zu extents: run "
+		       "stripe-master --check",
+		       id, got < n ? "fewer" : "more", n);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int cmp_u_int(const void *a, const void *b)
+{
+	u_int x = *(const u_int *)a, y = *(const u_int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Describe every server the extents name, in id order. */
+static int build_servers(struct master_store *st, ms_vdisk *v)
+{
+	u_int n = v->extents.extents_len, nr = 0;
+	u_int *ids = malloc(n * sizeof(*ids));
+	ms_server *list = calloc(n, sizeof(*list));
+	int ret = ids && list ? 0 : -ENOMEM;
+
+	v->servers.servers_val = list;
+	for (u_int i = 0; !ret && i < n; i++)
+		ids[i] = v->extents.extents_val[i].server_id;
+	if (!ret)
+		qsort(ids, n, sizeof(*ids), cmp_u_int);
+	for (u_int i = 0; !ret && i < n; i++) {
+		sqlite3_stmt *s;
+		int rc;
+
+		if (i && ids[i] == ids[i - 1])
+			continue;
+		s = store_stmt(st, ST_SERVER_BY_ID);
+		sqlite3_bind_int64(s, 1, ids[i]);
+		if ((rc = sqlite3_step(s)) != SQLITE_ROW)
+			ret = store_sql_fail(st, "vdisk server", rc);
+		else
+			ret = store_fill_server(s, 0, &list[nr]);
+		v->servers.servers_len = ++nr;
+		sqlite3_reset(s);
+	}
+	free(ids);
+	return ret;
+}
+
+/* The body of a lookup: the disk as its extents' rows say. */
+static int build_vdisk(struct master_store *st, const char *id,
+		       const struct shape *shape, ms_reply *rep)
+{
+	ms_vdisk *v = &rep->body.ms_body_u.vdisk;
+	size_t n = (size_t)shape->columns * shape->extents_per_column *
+		   shape->replicas;
+	int ret;
+
+	rep->body.kind = MS_BODY_VDISK;
+	v->columns = shape->columns;
+	v->extents_per_column = shape->extents_per_column;
+	v->replicas = shape->replicas;
+	v->extent_size_bytes = st->extent_bytes;
+	if (!(v->id = master_strdup(id)))
+		return -ENOMEM;
+	if ((ret = build_extents(st, id, n, v)))
+		return ret;
+	return build_servers(st, v);
+}
+
+/* --- allocation ----------------------------------------------------------- */
+
+/* The servers placement may use (not draining), in id order. */
+struct pool {
+	u_int n;
+	int64_t *id;
+	int64_t *next_fresh;
+	struct master_place_server *srv;
+};
+
+static void pool_free(struct pool *p)
+{
+	for (u_int i = 0; p->srv && i < p->n; i++)
+		free((char *)p->srv[i].address);
+	free(p->id);
+	free(p->next_fresh);
+	free(p->srv);
+}
+
+/* Make room for one more server in the pool. */
+static int pool_grow(struct pool *p, u_int *cap)
+{
+	u_int n = *cap ? *cap * 2 : 16;
+	int64_t *id = realloc(p->id, n * sizeof(*id));
+	int64_t *fresh;
+	struct master_place_server *srv;
+
+	if (!id)
+		return -ENOMEM;
+	p->id = id;
+	if (!(fresh = realloc(p->next_fresh, n * sizeof(*fresh))))
+		return -ENOMEM;
+	p->next_fresh = fresh;
+	if (!(srv = realloc(p->srv, n * sizeof(*srv))))
+		return -ENOMEM;
+	p->srv = srv;
+	*cap = n;
+	return 0;
+}
+
+static int pool_load(struct master_store *st, struct pool *p)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_PLACE_SERVERS);
+	int rc = SQLITE_DONE, ret = 0;
+	u_int cap = 0;
+
+	memset(p, 0, sizeof(*p));
+	while (!ret && p->n < MS_MAX_SERVERS &&
+	       (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (p->n == cap && (ret = pool_grow(p, &cap)))
+			break;
+		p->id[p->n] = sqlite3_column_int64(s, 0);
+		p->srv[p->n].address =
+			master_strdup((const char *)sqlite3_column_text(s, 1));
+		p->srv[p->n].free = (uint32_t)sqlite3_column_int64(s, 2);
+		p->next_fresh[p->n] = sqlite3_column_int64(s, 3);
+		if (!p->srv[p->n++].address)
+			ret = -ENOMEM;
+	}
+	sqlite3_reset(s);
+	if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
+		ret = store_sql_fail(st, "placement servers", rc);
+	return ret;
+}
+
+/*
+ * k free extents of pool server i into idx[]: released ones first (lowest
+ * first), then never used ones from next_fresh up.  Updates the server's
+ * counters.
+ */
+static int take_free(struct master_store *st, struct pool *p, u_int i,
+		     uint32_t k, int64_t *idx)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_RELEASED_LOWEST);
+	uint32_t got = 0, reused;
+	int rc = SQLITE_DONE, ret;
+
+	sqlite3_bind_int64(s, 1, p->id[i]);
+	sqlite3_bind_int64(s, 2, k);
+	while (got < k && (rc = sqlite3_step(s)) == SQLITE_ROW)
+		idx[got++] = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return store_sql_fail(st, "released extents", rc);
+	s = store_stmt(st, ST_RELEASED_TAKE);
+	sqlite3_bind_int64(s, 1, p->id[i]);
+	for (reused = 0; reused < got; reused++) {
+		sqlite3_bind_int64(s, 2, idx[reused]);
+		if ((ret = store_exec(st, s, "released take")))
+			return ret;
+	}
+	while (got < k)
+		idx[got++] = p->next_fresh[i]++;
+	s = store_stmt(st, ST_SERVER_TAKE);
+	sqlite3_bind_int64(s, 1, p->id[i]);
+	sqlite3_bind_int64(s, 2, k);
+	sqlite3_bind_int64(s, 3, p->next_fresh[i]);
+	return store_exec(st, s, "server take");
+}
+
+static int insert_allocation(struct master_store *st, const char *vdisk,
+			     const uint32_t at[3], int64_t server, int64_t idx)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_ALLOC_INSERT);
+
+	store_bind_text(s, 1, vdisk);
+	sqlite3_bind_int64(s, 2, at[0]);
+	sqlite3_bind_int64(s, 3, at[1]);
+	sqlite3_bind_int64(s, 4, at[2]);
+	sqlite3_bind_int64(s, 5, server);
+	sqlite3_bind_int64(s, 6, idx);
+	return store_exec(st, s, "allocation insert");
+}
+
+/*
+ * Lock the placed extents, in slot order.  base[i] is where pool server
+ * i's extent indices start in idx[].
+ */
+static int take_all(struct master_store *st, const char *vdisk,
+		    const struct shape *sh, struct pool *p,
+		    const uint32_t *slots, size_t n)
+{
+	int64_t *idx = malloc(n * sizeof(*idx));
+	size_t *base = calloc(p->n + 1, sizeof(*base));
+	int ret = idx && base ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !ret && i < n; i++)
+		base[slots[i] + 1]++;
+	for (u_int i = 0; !ret && i < p->n; i++) {
+		uint32_t k = (uint32_t)base[i + 1];
+
+		base[i + 1] += base[i];
+		if (k)
+			ret = take_free(st, p, i, k, &idx[base[i]]);
+	}
+	for (size_t i = 0; !ret && i < n; i++) {
+		uint32_t at[3] = {
+			(uint32_t)(i / sh->replicas / sh->extents_per_column),
+			(uint32_t)(i / sh->replicas % sh->extents_per_column),
+			(uint32_t)(i % sh->replicas)};
+
+		ret = insert_allocation(st, vdisk, at, p->id[slots[i]],
+					idx[base[slots[i]]++]);
+	}
+	free(idx);
+	free(base);
+	return ret;
+}
+
+static int refuse_nospc(const struct pool *p, const ms_alloc_args *a,
+			ms_reply *rep)
+{
+	uint64_t free_extents = 0;
+
+	for (u_int i = 0; i < p->n; i++)
+		free_extents += p->srv[i].free;
+	return master_reply_fail(
+		rep, MS_ENOSPC,
+		"vdisk %s needs %u x %u x %u extents, each extent's %u "
+		"replicas on distinct hosts; the %u servers that are not "
+		"draining have %" PRIu64 " free extents: add servers "
+		"(stripe-ctl server add) or ask for fewer replicas",
+		a->id, a->columns, a->extents_per_column, a->replicas,
+		a->replicas, p->n, free_extents);
+}
+
+static int insert_vdisk(struct master_store *st, const ms_alloc_args *a)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_VDISK_INSERT);
+
+	store_bind_text(s, 1, a->id);
+	sqlite3_bind_int64(s, 2, a->columns);
+	sqlite3_bind_int64(s, 3, a->extents_per_column);
+	sqlite3_bind_int64(s, 4, a->replicas);
+	return store_exec(st, s, "vdisk insert");
+}
+
+/* Place and lock a new disk's extents; the caller answers with them. */
+static int allocate(struct master_store *st, const ms_alloc_args *a,
+		    const struct shape *sh, ms_reply *rep, bool *placed)
+{
+	size_t n = (size_t)a->columns * a->extents_per_column * a->replicas;
+	uint32_t *slots = malloc(n * sizeof(*slots));
+	struct pool pool;
+	int ret = slots ? pool_load(st, &pool) : -ENOMEM;
+
+	*placed = false;
+	if (!ret) {
+		ret = master_place(pool.srv, pool.n, a->columns,
+				   a->extents_per_column, a->replicas, slots);
+		if (ret == -ENOSPC)
+			ret = refuse_nospc(&pool, a, rep);
+		else if (!ret && !(ret = insert_vdisk(st, a)))
+			ret = take_all(st, a->id, sh, &pool, slots, n);
+		*placed = !ret && rep->status == MS_OK;
+	}
+	if (slots)
+		pool_free(&pool);
+	free(slots);
+	return ret;
+}
+
+static int check_alloc_args(const struct master_store *st,
+			    const ms_alloc_args *a, ms_reply *rep, bool *ok)
+{
+	uint64_t n = (uint64_t)a->columns * a->extents_per_column * a->replicas;
+
+	*ok = false;
+	if (!master_vdisk_id_ok(a->id))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a vdisk id is 1-%d of "
+					 "[A-Za-z0-9._-]",
+					 MS_VDISK_ID_MAX);
+	if (!a->columns || a->columns > MS_MAX_COLUMNS || !a->replicas ||
+	    a->replicas > MS_MAX_REPLICAS || !a->extents_per_column ||
+	    n > MS_MAX_SLOTS)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"%u columns x %u extents x %u replicas: columns must "
+			"be 1-%d, replicas 1-%d, and the product at most %d",
+			a->columns, a->extents_per_column, a->replicas,
+			MS_MAX_COLUMNS, MS_MAX_REPLICAS, MS_MAX_SLOTS);
+	if (a->extent_size_bytes != st->extent_bytes)
+		return master_reply_fail(rep, MS_EINVAL,
+					 "the master's extent size is %" PRIu64
+					 " bytes, not %" PRIu64
+					 ": lay the disk out again with it",
+					 st->extent_bytes,
+					 (uint64_t)a->extent_size_bytes);
+	*ok = true;
+	return 0;
+}
+
+int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
+			     ms_reply *rep)
+{
+	struct shape want = {a->columns, a->extents_per_column, a->replicas};
+	struct shape have;
+	bool ok, placed;
+	int ret = check_alloc_args(st, a, rep, &ok);
+
+	if (ret || !ok)
+		return ret;
+	if ((ret = vdisk_get(st, a->id, &have)) < 0)
+		return ret;
+	if (ret && memcmp(&have, &want, sizeof(want)))
+		return master_reply_fail(
+			rep, MS_EEXIST,
+			"vdisk %s exists with %u columns x %u extents x %u "
+			"replicas; this call asks for %u x %u x %u: destroy it "
+			"first or choose another name",
+			a->id, have.columns, have.extents_per_column,
+			have.replicas, want.columns, want.extents_per_column,
+			want.replicas);
+	if (ret) /* the same allocation again: answer what it got */
+		return (ret = build_vdisk(st, a->id, &have, rep))
+			       ? ret
+			       : master_reply_ok(rep, false);
+	if ((uint64_t)a->columns * a->extents_per_column * a->replicas >
+	    st->max_alloc_extents)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"vdisk %s needs %u x %u x %u = %" PRIu64
+			" extents; this master allocates at most %u in one "
+			"call (stripe-master --max-alloc-extents, up to %d: "
+			"the single-threaded master answers nobody else "
+			"meanwhile, ~4 us per extent): use fewer, larger "
+			"extents (a master with a larger --extent-size)",
+			a->id, a->columns, a->extents_per_column, a->replicas,
+			(uint64_t)a->columns * a->extents_per_column *
+				a->replicas,
+			st->max_alloc_extents, MS_MAX_SLOTS);
+	if ((ret = allocate(st, a, &want, rep, &placed)) || !placed)
+		return ret;
+	if ((ret = build_vdisk(st, a->id, &want, rep)))
+		return ret;
+	td_dbg("vdisk %s allocated: %u x %u x %u extents", a->id, a->columns,
+	       a->extents_per_column, a->replicas);
+	return master_reply_ok(rep, true);
+}
+
+/* --- lookup, release, list ------------------------------------------------- */
+
+int master_store_vdisk_lookup(struct master_store *st, const char *id,
+			      ms_reply *rep)
+{
+	struct shape have;
+	int ret;
+
+	if (!master_vdisk_id_ok(id))
+		return master_reply_fail(rep, MS_EINVAL, "bad vdisk id");
+	if ((ret = vdisk_get(st, id, &have)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no vdisk %s: see "
+						   "'stripe-ctl vdisk list'",
+						   id);
+	ret = build_vdisk(st, id, &have, rep);
+	return ret ? ret : master_reply_ok(rep, false);
+}
+
+int master_store_vdisk_release(struct master_store *st, const char *id,
+			       ms_reply *rep)
+{
+	struct shape have;
+	sqlite3_stmt *s;
+	int ret;
+
+	if (!master_vdisk_id_ok(id))
+		return master_reply_fail(rep, MS_EINVAL, "bad vdisk id");
+	if ((ret = vdisk_get(st, id, &have)) <= 0) /* released already */
+		return ret < 0 ? ret : master_reply_ok(rep, false);
+	/* Counters first: they read the rows the next two statements move. */
+	for (enum store_stmt k = ST_VDISK_GIVE_BACK; k <= ST_VDISK_FREE; k++) {
+		s = store_stmt(st, k);
+		store_bind_text(s, 1, id);
+		if ((ret = store_exec(st, s, "vdisk release")))
+			return ret;
+	}
+	s = store_stmt(st, ST_VDISK_DELETE);
+	store_bind_text(s, 1, id);
+	if ((ret = store_exec(st, s, "vdisk delete")))
+		return ret;
+	td_dbg("vdisk %s released", id);
+	return master_reply_ok(rep, true);
+}
+
+int master_store_vdisk_list(struct master_store *st,
+			    const ms_vdisk_list_args *a, ms_reply *rep)
+{
+	ms_vdisk_page *page = &rep->body.ms_body_u.vdisks;
+	sqlite3_stmt *s;
+	int rc = SQLITE_DONE, ret = 0;
+
+	if (!a->limit || a->limit > MS_MAX_PAGE)
+		return master_reply_fail(rep, MS_EINVAL, "limit must be 1-%d",
+					 MS_MAX_PAGE);
+	rep->body.kind = MS_BODY_VDISKS;
+	if (!(page->vdisks.vdisks_val =
+		      calloc(a->limit, sizeof(*page->vdisks.vdisks_val))))
+		return -ENOMEM;
+	s = store_stmt(st, ST_VDISK_LIST);
+	store_bind_text(s, 1, a->after ? a->after : "");
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)a->limit + 1);
+	while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		ms_vdisk_summary *v;
+
+		if (page->vdisks.vdisks_len == a->limit) {
+			page->more = true;
+			break;
+		}
+		v = &page->vdisks.vdisks_val[page->vdisks.vdisks_len++];
+		v->id = master_strdup((const char *)sqlite3_column_text(s, 0));
+		v->columns = (u_int)sqlite3_column_int64(s, 1);
+		v->extents_per_column = (u_int)sqlite3_column_int64(s, 2);
+		v->replicas = (u_int)sqlite3_column_int64(s, 3);
+		v->stale_replicas = (u_int)sqlite3_column_int64(s, 4);
+		ret = v->id ? 0 : -ENOMEM;
+	}
+	sqlite3_reset(s);
+	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		ret = store_sql_fail(st, "vdisk list", rc);
+	return ret ? ret : master_reply_ok(rep, false);
+}
+
+/* --- replica state ---------------------------------------------------------- */
+
+static void bind_replica(sqlite3_stmt *s, const ms_replica_state_args *a)
+{
+	store_bind_text(s, 1, a->vdisk);
+	sqlite3_bind_int64(s, 2, a->column);
+	sqlite3_bind_int64(s, 3, a->extent);
+	sqlite3_bind_int64(s, 4, a->replica);
+}
+
+/* The replica's row as the reply's body; 1 found, 0 not, -errno. */
+static int replica_get(struct master_store *st, const ms_replica_state_args *a,
+		       ms_extent_entry *e)
+{
+	sqlite3_stmt *s = store_stmt(st, ST_REPLICA_GET);
+	int rc;
+
+	bind_replica(s, a);
+	if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+		sqlite3_reset(s);
+		return rc == SQLITE_DONE ? 0
+					 : store_sql_fail(st, "replica", rc);
+	}
+	e->server_id = (u_int)sqlite3_column_int64(s, 0);
+	e->index = (u_int)sqlite3_column_int64(s, 1);
+	e->offset_bytes = (u_quad_t)e->index * st->extent_bytes;
+	e->stale = sqlite3_column_int(s, 2) != 0;
+	e->column = a->column;
+	e->extent = a->extent;
+	e->replica = a->replica;
+	sqlite3_reset(s);
+	return (e->vdisk = master_strdup(a->vdisk)) ? 1 : -ENOMEM;
+}
+
+/* The disk exists and the slot lies inside it, or a reply says why not. */
+static int check_replica_args(struct master_store *st,
+			      const ms_replica_state_args *a, ms_reply *rep,
+			      bool *ok)
+{
+	struct shape have;
+	int ret;
+
+	*ok = false;
+	if (!master_vdisk_id_ok(a->vdisk))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a vdisk id is 1-%d of "
+					 "[A-Za-z0-9._-]",
+					 MS_VDISK_ID_MAX);
+	if ((ret = vdisk_get(st, a->vdisk, &have)) < 0)
+		return ret;
+	if (!ret)
+		return master_reply_fail(rep, MS_ENOENT,
+					 "no vdisk %s: see 'stripe-ctl vdisk "
+					 "list'",
+					 a->vdisk);
+	if (a->column >= have.columns || a->extent >= have.extents_per_column ||
+	    a->replica >= have.replicas)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"vdisk %s has %u columns x %u extents x %u replicas: "
+			"column %u extent %u replica %u is not one of them "
+			"(they count from 0)",
+			a->vdisk, have.columns, have.extents_per_column,
+			have.replicas, a->column, a->extent, a->replica);
+	*ok = true;
+	return 0;
+}
+
+int master_store_replica_state(struct master_store *st,
+			       const ms_replica_state_args *a, ms_reply *rep)
+{
+	ms_extent_entry *e = &rep->body.ms_body_u.replica;
+	sqlite3_stmt *s;
+	bool ok;
+	int ret = check_replica_args(st, a, rep, &ok);
+
+	if (ret || !ok)
+		return ret;
+	rep->body.kind = MS_BODY_REPLICA;
+	if ((ret = replica_get(st, a, e)) <= 0) {
+		if (!ret)
+			td_err("vdisk %s has no row for column %u extent %u "
+			       "replica %u: run stripe-master --check",
+			       a->vdisk, a->column, a->extent, a->replica);
+		return ret ? ret : -EIO;
+	}
+	if (e->stale == (a->stale != 0)) /* a retry, or a repeat */
+		return master_reply_ok(rep, false);
+	s = store_stmt(st, ST_REPLICA_SET);
+	bind_replica(s, a);
+	sqlite3_bind_int(s, 5, a->stale != 0);
+	if ((ret = store_exec(st, s, "replica state")))
+		return ret;
+	e->stale = a->stale != 0;
+	td_info("vdisk %s column %u extent %u replica %u (server %u extent "
+		"%u): %s",
+		a->vdisk, a->column, a->extent, a->replica, e->server_id,
+		e->index, e->stale ? "stale" : "ok");
+	return master_reply_ok(rep, true);
+}

@@ -1,0 +1,356 @@
+/*
+ * control-cmd.c - the commands of the control socket (control.h): the
+ * table, the report behind info and stats, and pause/resume/destroy with
+ * their late replies.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "tapdisk/control/control-int.h"
+
+/* One request being handled: its words, and what the handler answers. */
+struct ctl_req {
+	int argc;
+	char **argv;
+	struct td_strbuf *payload; /* filled on success */
+	char msg[CTL_MSG_MAX];	   /* filled on error */
+};
+
+/* --- the report behind info and stats ---------------------------------------- */
+
+static const char *ctl_state(const struct td_ctl_server *ctl)
+{
+	if (ctl->shutting_down)
+		return "stopping";
+	if (ctl->pausing)
+		return "pausing";
+	return td_vbd_paused(ctl->vbd) ? "paused" : "running";
+}
+
+static uint64_t timeval_us(const struct timeval *tv)
+{
+	return (uint64_t)tv->tv_sec * 1000000ull + (uint64_t)tv->tv_usec;
+}
+
+static void ctl_report(const struct td_ctl_server *ctl, struct td_report *r)
+{
+	struct rusage ru;
+
+	memset(r, 0, sizeof(*r));
+	r->pid = (int)getpid();
+	r->name = td_vbd_name(ctl->vbd);
+	r->chain = td_vbd_chain(ctl->vbd);
+	r->state = ctl_state(ctl);
+	r->info = *td_vbd_get_info(ctl->vbd);
+	td_vbd_get_stats(ctl->vbd, &r->stats);
+	if (ctl->nbd) {
+		r->has_nbd = true;
+		td_nbd_server_get_stats(ctl->nbd, &r->nbd);
+	}
+	if (ctl->shm) {
+		r->has_shm = true;
+		td_shm_server_get_stats(ctl->shm, &r->shm);
+	}
+	if (ctl->xen) {
+		r->has_xen = true;
+		td_xen_server_get_stats(ctl->xen, &r->xen);
+	}
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		r->cpu_user_us = timeval_us(&ru.ru_utime);
+		r->cpu_sys_us = timeval_us(&ru.ru_stime);
+	}
+	r->uptime_us = (td_now_ns() - ctl->start_ns) / 1000;
+	r->frontends = ctl->frontends;
+	r->nr_frontends = ctl->nr_frontends;
+	r->vbd = ctl->vbd;
+}
+
+/* --- commands ---------------------------------------------------------------- */
+
+static bool want_json(const struct ctl_req *req)
+{
+	return req->argc > 1;
+}
+
+static int ctl_check_json_arg(struct ctl_req *req, const char *usage)
+{
+	if (req->argc > 1 && strcmp(req->argv[1], "json")) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "unknown argument '%.64s'; usage: %s", req->argv[1],
+			 usage);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cmd_info(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_report r;
+	int err = ctl_check_json_arg(req, "info [json]");
+
+	if (err)
+		return err;
+	ctl_report(c->ctl, &r);
+	err = want_json(req) ? td_format_info_json(&r, req->payload)
+			     : td_format_info_text(&r, req->payload);
+	if (err)
+		snprintf(req->msg, sizeof(req->msg), "out of memory");
+	return err;
+}
+
+static int cmd_stats(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_report r;
+	int err = ctl_check_json_arg(req, "stats [json]");
+
+	if (err)
+		return err;
+	ctl_report(c->ctl, &r);
+	err = want_json(req) ? td_format_stats_json(&r, req->payload)
+			     : td_format_stats_text(&r, req->payload);
+	if (err)
+		snprintf(req->msg, sizeof(req->msg), "out of memory");
+	return err;
+}
+
+/* The vbd has drained after "pause": answer whoever asked. */
+static void ctl_drained(struct td_vbd *vbd, void *opaque)
+{
+	struct td_ctl_server *ctl = opaque;
+	struct ctl_client *c = ctl->pause_waiter;
+	struct td_strbuf payload;
+
+	ctl->pausing = false;
+	ctl->pause_waiter = NULL;
+	if (!c)
+		return;
+	td_strbuf_init(&payload);
+	td_strbuf_puts(&payload, "paused: no I/O in flight, new I/O is held "
+				 "until resume\n");
+	tapdisk_ctl_send_ok(c, &payload);
+	td_strbuf_free(&payload);
+	c->busy = false;
+	tapdisk_ctl_pump(c);
+}
+
+/* A pause that had not drained yet is called off. */
+void tapdisk_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why)
+{
+	struct ctl_client *c = ctl->pause_waiter;
+
+	ctl->pausing = false;
+	ctl->pause_waiter = NULL;
+	if (!c)
+		return;
+	tapdisk_ctl_send_err(c, -ECANCELED, why);
+	c->busy = false;
+	tapdisk_ctl_pump(c);
+}
+
+static int cmd_pause(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_ctl_server *ctl = c->ctl;
+	int err;
+
+	if (ctl->pausing) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "a pause is already in progress (waiting for the I/O "
+			 "in flight to finish)");
+		return -EALREADY;
+	}
+	err = td_vbd_pause(ctl->vbd, ctl_drained, ctl);
+	if (err) {
+		snprintf(req->msg, sizeof(req->msg),
+			 err == -EALREADY ? "the vbd is already paused"
+					  : "cannot pause the vbd");
+		return err;
+	}
+	ctl->pausing = true;
+	ctl->pause_waiter = c;
+	return CTL_DEFERRED;
+}
+
+static int cmd_resume(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_ctl_server *ctl = c->ctl;
+	bool was_pausing = ctl->pausing;
+	int err = td_vbd_resume(ctl->vbd);
+
+	if (err) {
+		snprintf(req->msg, sizeof(req->msg),
+			 err == -EALREADY ? "the vbd is not paused"
+					  : "cannot resume the vbd");
+		return err;
+	}
+	if (was_pausing)
+		tapdisk_ctl_cancel_pause(
+			ctl, "pause cancelled by a resume before the "
+			     "I/O in flight had finished");
+	td_strbuf_puts(req->payload,
+		       was_pausing ? "resumed (the pause in progress was "
+				     "cancelled)\n"
+				   : "resumed\n");
+	return 0;
+}
+
+static void ctl_run_destroy(struct td_defer *d, void *opaque)
+{
+	struct td_ctl_server *ctl = opaque;
+
+	ctl->destroy_cb(ctl->opaque);
+}
+
+static int cmd_destroy(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_ctl_server *ctl = c->ctl;
+
+	if (!ctl->destroy_cb) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "this tapdisk cannot be destroyed over its control "
+			 "socket; send it SIGTERM");
+		return -ENOTSUP;
+	}
+	c->wants_destroy = true;
+	if (!ctl->destroy_requested) {
+		ctl->destroy_requested = true;
+		td_ctl_server_begin_shutdown(ctl);
+		/* Never run the owner's shutdown inside this client's pump. */
+		td_loop_defer(ctl->loop, &ctl->destroy_defer, ctl_run_destroy,
+			      ctl);
+	}
+	return CTL_DEFERRED;
+}
+
+/* The first line of text, printable ASCII only, as an ERR message. */
+static void ctl_msg_from(struct ctl_req *req, const struct td_strbuf *text)
+{
+	const char *t = td_strbuf_str(text);
+	size_t n = 0;
+
+	for (; t[n] && t[n] != '\n' && n + 1 < sizeof(req->msg); n++)
+		req->msg[n] = (t[n] >= 0x20 && t[n] < 0x7f) ? t[n] : ' ';
+	req->msg[n] = '\0';
+	if (!n)
+		snprintf(req->msg, sizeof(req->msg), "the driver refused");
+}
+
+/* "driver NAME WORD...": a command for one driver of the chain. */
+static int cmd_driver(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_strbuf out;
+	int err;
+
+	if (req->argc < 3) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "usage: driver NAME WORD... (e.g. driver stripe "
+			 "status)");
+		return -EINVAL;
+	}
+	td_strbuf_init(&out);
+	err = td_vbd_driver_control(c->ctl->vbd, req->argv[1], req->argc - 2,
+				    req->argv + 2, &out);
+	if (!err && td_strbuf_error(&out))
+		err = -ENOMEM;
+	if (err) {
+		ctl_msg_from(req, &out);
+	} else {
+		td_strbuf_append(req->payload, out.data, out.len);
+		if (out.len && out.data[out.len - 1] != '\n')
+			td_strbuf_puts(req->payload, "\n");
+	}
+	td_strbuf_free(&out);
+	return err;
+}
+
+static int cmd_help(struct ctl_client *c, struct ctl_req *req);
+
+static const struct ctl_command {
+	const char *name;
+	const char *usage;
+	const char *what;
+	int max_args; /* words after the command */
+	bool during_shutdown;
+	int (*handler)(struct ctl_client *c, struct ctl_req *req);
+} ctl_commands[] = {
+	{"help", "help", "this list", 0, true, cmd_help},
+	{"info", "info [json]", "what this tapdisk serves", 1, true, cmd_info},
+	{"stats", "stats [json]", "I/O, NBD, shm, Xen and CPU counters", 1,
+	 true, cmd_stats},
+	{"pause", "pause", "hold new I/O; reply once drained", 0, false,
+	 cmd_pause},
+	{"resume", "resume", "release the held I/O", 0, false, cmd_resume},
+	{"destroy", "destroy", "flush, close and exit; reply at the end", 0,
+	 true, cmd_destroy},
+	{"driver", "driver NAME WORD...",
+	 "a command for driver NAME of the chain", TD_CTL_MAX_ARGS - 1, false,
+	 cmd_driver},
+};
+#define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
+
+static int cmd_help(struct ctl_client *c, struct ctl_req *req)
+{
+	td_strbuf_printf(req->payload, "tapdisk control protocol %d\n",
+			 TD_CTL_PROTOCOL_VERSION);
+	for (unsigned int i = 0; i < CTL_NR_COMMANDS; i++)
+		td_strbuf_printf(req->payload, "  %-14s %s\n",
+				 ctl_commands[i].usage, ctl_commands[i].what);
+	return 0;
+}
+
+static const struct ctl_command *ctl_find_command(const char *name)
+{
+	for (unsigned int i = 0; i < CTL_NR_COMMANDS; i++)
+		if (!strcmp(ctl_commands[i].name, name))
+			return &ctl_commands[i];
+	return NULL;
+}
+
+/* Check what cannot run now; 0 or -errno with req->msg. */
+static int ctl_check_command(struct ctl_client *c,
+			     const struct ctl_command *cmd, struct ctl_req *req)
+{
+	if (req->argc - 1 > cmd->max_args) {
+		snprintf(req->msg, sizeof(req->msg), "usage: %s", cmd->usage);
+		return -EINVAL;
+	}
+	if (!c->ctl->vbd || (c->ctl->shutting_down && !cmd->during_shutdown)) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "tapdisk is shutting down");
+		return -ESHUTDOWN;
+	}
+	return 0;
+}
+
+void tapdisk_ctl_dispatch(struct ctl_client *c, int argc, char **argv)
+{
+	const struct ctl_command *cmd = ctl_find_command(argv[0]);
+	struct td_strbuf payload;
+	struct ctl_req req = {.argc = argc, .argv = argv};
+	int err;
+
+	if (!cmd) {
+		snprintf(req.msg, sizeof(req.msg),
+			 "unknown command '%.64s'; send 'help' for the list",
+			 argv[0]);
+		tapdisk_ctl_send_err(c, -ENOSYS, req.msg);
+		return;
+	}
+	td_strbuf_init(&payload);
+	req.payload = &payload;
+	err = ctl_check_command(c, cmd, &req);
+	if (!err)
+		err = cmd->handler(c, &req);
+	if (err == CTL_DEFERRED)
+		c->busy = true;
+	else if (err)
+		tapdisk_ctl_send_err(c, err, req.msg);
+	else
+		tapdisk_ctl_send_ok(c, &payload);
+	td_strbuf_free(&payload);
+}

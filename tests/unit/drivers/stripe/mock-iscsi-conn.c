@@ -1,0 +1,362 @@
+/*
+ * mock-iscsi-conn.c - see mock-iscsi-conn.h.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
+
+#define MOCK_DEFAULT_BLOCK 512u
+#define MOCK_DEFAULT_BYTES (8u << 20)
+
+TAILQ_HEAD(mock_cmd_list, iscsi_cmd);
+
+struct iscsi_conn {
+	unsigned int index;
+	struct td_loop *loop;
+	enum iscsi_conn_state state;
+	uint32_t block_size;
+	uint64_t nr_blocks;
+	bool can_unmap;
+	unsigned char *data;
+	int fail_err;
+	uint32_t fail_ops;
+	unsigned int fail_count;
+	bool hold;
+	struct mock_cmd_list ready;	 /* complete at the next defer */
+	struct mock_cmd_list held;	 /* until mock_iscsi_release */
+	struct mock_cmd_list connecting; /* until UP or DOWN */
+	struct td_defer defer;
+	struct iscsi_conn_stats st;
+};
+
+struct mock_iscsi mock_iscsi;
+
+void mock_iscsi_reset(void)
+{
+	memset(&mock_iscsi, 0, sizeof(mock_iscsi));
+	for (unsigned int i = 0; i < MOCK_ISCSI_MAX_CONNS; i++)
+		mock_iscsi.setup[i].state = ISCSI_CONN_UP;
+}
+
+struct iscsi_conn *mock_iscsi_conn(unsigned int i)
+{
+	return i < MOCK_ISCSI_MAX_CONNS ? mock_iscsi.conns[i] : NULL;
+}
+
+unsigned char *mock_iscsi_data(unsigned int i)
+{
+	return mock_iscsi.conns[i]->data;
+}
+
+int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
+		      struct iscsi_conn **out)
+{
+	unsigned int i = mock_iscsi.nr_created;
+	const struct mock_iscsi_setup *s = &mock_iscsi.setup[i];
+	struct iscsi_conn *c;
+
+	if (!cfg->portal || !cfg->target || i >= MOCK_ISCSI_MAX_CONNS)
+		return -EINVAL;
+	if (!(c = calloc(1, sizeof(*c))))
+		return -ENOMEM;
+	c->index = i;
+	c->loop = loop;
+	c->state = s->state;
+	c->block_size = s->block_size ? s->block_size : MOCK_DEFAULT_BLOCK;
+	c->nr_blocks = s->nr_blocks ? s->nr_blocks
+				    : MOCK_DEFAULT_BYTES / c->block_size;
+	c->can_unmap = !s->cannot_unmap;
+	TAILQ_INIT(&c->ready);
+	TAILQ_INIT(&c->held);
+	TAILQ_INIT(&c->connecting);
+	if (!(c->data = calloc(c->nr_blocks, c->block_size))) {
+		free(c);
+		return -ENOMEM;
+	}
+	mock_iscsi.conns[i] = c;
+	mock_iscsi.nr_created++;
+	*out = c;
+	return 0;
+}
+
+static void complete_list(struct mock_cmd_list *list, int err)
+{
+	struct iscsi_cmd *cmd;
+
+	while ((cmd = TAILQ_FIRST(list))) {
+		TAILQ_REMOVE(list, cmd, link);
+		cmd->done(cmd, err);
+	}
+}
+
+void iscsi_conn_destroy(struct iscsi_conn *c)
+{
+	if (!c)
+		return;
+	td_loop_defer_cancel(c->loop, &c->defer);
+	complete_list(&c->ready, -ECANCELED);
+	complete_list(&c->held, -ECANCELED);
+	complete_list(&c->connecting, -ECANCELED);
+	mock_iscsi.conns[c->index] = NULL;
+	mock_iscsi.nr_destroyed++;
+	free(c->data);
+	free(c);
+}
+
+/* Copy between the LUN and an iovec list; false when out of range. */
+static bool move_data(struct iscsi_conn *c, struct iscsi_cmd *cmd, bool write)
+{
+	uint64_t off = cmd->lba * c->block_size;
+	uint64_t len = (uint64_t)cmd->nr_blocks * c->block_size, done = 0;
+
+	if (cmd->lba + cmd->nr_blocks > c->nr_blocks)
+		return false;
+	for (int i = 0; i < cmd->iovcnt && done < len; i++) {
+		size_t n = cmd->iov[i].iov_len;
+
+		if (write)
+			memcpy(c->data + off + done, cmd->iov[i].iov_base, n);
+		else
+			memcpy(cmd->iov[i].iov_base, c->data + off + done, n);
+		done += n;
+	}
+	return done == len;
+}
+
+static int scripted_error(struct iscsi_conn *c, const struct iscsi_cmd *cmd)
+{
+	if (!c->fail_err ||
+	    (c->fail_ops && !(c->fail_ops & MOCK_ISCSI_OP(cmd->op))))
+		return 0;
+	if (c->fail_count && --c->fail_count == 0) {
+		int err = c->fail_err;
+
+		c->fail_err = 0;
+		return err;
+	}
+	return c->fail_err;
+}
+
+static int perform(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+{
+	uint64_t off = cmd->lba * c->block_size;
+	uint64_t len = (uint64_t)cmd->nr_blocks * c->block_size;
+	int err = scripted_error(c, cmd);
+
+	if (err)
+		return err;
+	switch (cmd->op) {
+	case ISCSI_CMD_READ:
+		c->st.reads++;
+		return move_data(c, cmd, false) ? 0 : -EINVAL;
+	case ISCSI_CMD_WRITE:
+		c->st.writes++;
+		return move_data(c, cmd, true) ? 0 : -EINVAL;
+	case ISCSI_CMD_SYNC:
+		c->st.syncs++;
+		return 0;
+	case ISCSI_CMD_UNMAP:
+		if (!c->can_unmap)
+			return -EOPNOTSUPP;
+		/* fall through */
+	case ISCSI_CMD_WRITE_ZEROES:
+		c->st.unmaps++;
+		if (cmd->lba + cmd->nr_blocks > c->nr_blocks)
+			return -EINVAL;
+		memset(c->data + off, 0, len);
+		return 0;
+	}
+	return -EIO;
+}
+
+static void finish(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
+{
+	if (!err)
+		err = perform(c, cmd);
+	if (err)
+		c->st.errors++;
+	c->st.in_flight--;
+	cmd->done(cmd, err);
+}
+
+static void run_ready(struct td_defer *d, void *opaque)
+{
+	struct iscsi_conn *c = opaque;
+	struct mock_cmd_list list = TAILQ_HEAD_INITIALIZER(list);
+	struct iscsi_cmd *cmd;
+
+	TAILQ_CONCAT(&list, &c->ready, link);
+	while ((cmd = TAILQ_FIRST(&list))) {
+		TAILQ_REMOVE(&list, cmd, link);
+		finish(c, cmd, cmd->result);
+	}
+}
+
+static void make_ready(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
+{
+	cmd->result = err;
+	TAILQ_INSERT_TAIL(&c->ready, cmd, link);
+	td_loop_defer(c->loop, &c->defer, run_ready, c);
+}
+
+void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+{
+	if (mock_iscsi.nr_log < MOCK_ISCSI_MAX_LOG) {
+		struct mock_iscsi_rec *r = &mock_iscsi.log[mock_iscsi.nr_log++];
+
+		r->conn = c->index;
+		r->op = cmd->op;
+		r->lba = cmd->lba;
+		r->nr_blocks = cmd->nr_blocks;
+		r->fua = cmd->fua;
+	}
+	cmd->conn = c;
+	c->st.in_flight++;
+	if (c->state == ISCSI_CONN_DOWN)
+		make_ready(c, cmd, -EIO);
+	else if (c->state == ISCSI_CONN_CONNECTING)
+		TAILQ_INSERT_TAIL(&c->connecting, cmd, link);
+	else if (c->hold)
+		TAILQ_INSERT_TAIL(&c->held, cmd, link);
+	else
+		make_ready(c, cmd, 0);
+}
+
+void mock_iscsi_fail(unsigned int i, int err, uint32_t ops_mask,
+		     unsigned int count)
+{
+	struct iscsi_conn *c = mock_iscsi.conns[i];
+
+	c->fail_err = err;
+	c->fail_ops = ops_mask;
+	c->fail_count = count;
+}
+
+void mock_iscsi_hold(unsigned int i, bool hold)
+{
+	mock_iscsi.conns[i]->hold = hold;
+}
+
+unsigned int mock_iscsi_nr_held(unsigned int i)
+{
+	struct iscsi_cmd *cmd;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH(cmd, &mock_iscsi.conns[i]->held, link)
+	n++;
+	return n;
+}
+
+unsigned int mock_iscsi_release(unsigned int i, int err)
+{
+	struct iscsi_conn *c = mock_iscsi.conns[i];
+	unsigned int n = 0;
+	struct iscsi_cmd *cmd;
+
+	while ((cmd = TAILQ_FIRST(&c->held))) {
+		TAILQ_REMOVE(&c->held, cmd, link);
+		make_ready(c, cmd, err);
+		n++;
+	}
+	return n;
+}
+
+void mock_iscsi_release_first(unsigned int i, int err)
+{
+	struct iscsi_conn *c = mock_iscsi.conns[i];
+	struct iscsi_cmd *cmd = TAILQ_FIRST(&c->held);
+
+	if (cmd) {
+		TAILQ_REMOVE(&c->held, cmd, link);
+		make_ready(c, cmd, err);
+	}
+}
+
+void mock_iscsi_set_state(unsigned int i, enum iscsi_conn_state state)
+{
+	struct iscsi_conn *c = mock_iscsi.conns[i];
+	struct iscsi_cmd *cmd;
+
+	c->state = state;
+	if (state == ISCSI_CONN_CONNECTING)
+		return;
+	while ((cmd = TAILQ_FIRST(&c->connecting))) {
+		TAILQ_REMOVE(&c->connecting, cmd, link);
+		make_ready(c, cmd, state == ISCSI_CONN_DOWN ? -EIO : 0);
+	}
+}
+
+unsigned int mock_iscsi_count(unsigned int conn, enum iscsi_cmd_op op,
+			      unsigned int from)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = from; i < mock_iscsi.nr_log; i++)
+		n += mock_iscsi.log[i].conn == conn &&
+		     mock_iscsi.log[i].op == op;
+	return n;
+}
+
+enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c)
+{
+	return c->state;
+}
+
+uint32_t iscsi_conn_block_size(const struct iscsi_conn *c)
+{
+	return c->state == ISCSI_CONN_UP ? c->block_size : 0;
+}
+
+uint64_t iscsi_conn_nr_blocks(const struct iscsi_conn *c)
+{
+	return c->state == ISCSI_CONN_UP ? c->nr_blocks : 0;
+}
+
+bool iscsi_conn_can_unmap(const struct iscsi_conn *c)
+{
+	return c->can_unmap;
+}
+
+const char *iscsi_conn_error(const struct iscsi_conn *c)
+{
+	return "";
+}
+
+void iscsi_conn_get_stats(const struct iscsi_conn *c,
+			  struct iscsi_conn_stats *st)
+{
+	*st = c->st;
+	st->state = c->state;
+}
+
+void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
+		       const char *key)
+{
+	td_json_begin_object(j, key);
+	td_json_str(j, "state", iscsi_conn_state_name(c->state));
+	td_json_u64(j, "reads", c->st.reads);
+	td_json_u64(j, "writes", c->st.writes);
+	td_json_end_object(j);
+}
+
+const char *iscsi_conn_state_name(enum iscsi_conn_state s)
+{
+	switch (s) {
+	case ISCSI_CONN_UP:
+		return "up";
+	case ISCSI_CONN_DOWN:
+		return "down";
+	default:
+		return "connecting";
+	}
+}
+
+int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry)
+{
+	*retry = false;
+	return status ? -EIO : 0;
+}

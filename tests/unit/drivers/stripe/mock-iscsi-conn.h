@@ -1,0 +1,81 @@
+/*
+ * mock-iscsi-conn.h - drivers/iscsi-conn.h implemented in memory for unit
+ * tests of the stripe driver.
+ *
+ * Each connection (numbered in creation order, which is the map's server
+ * order for the stripe driver) is a LUN in memory: READ and WRITE move
+ * real bytes, UNMAP and WRITE_ZEROES zero them, SYNC does nothing.
+ * Commands complete from a deferred call of the event loop, never inside
+ * iscsi_submit.  A test scripts, per connection: its state (a DOWN one
+ * fails every command with -EIO, a CONNECTING one keeps them until it is
+ * set UP), its geometry, errors (every command of some ops, or the next
+ * N), and holding commands until it releases them.  Every command
+ * submitted is logged.
+ */
+#ifndef TAPSTRIPE_MOCK_ISCSI_CONN_H
+#define TAPSTRIPE_MOCK_ISCSI_CONN_H
+
+#include "drivers/stripe/iscsi/iscsi-conn.h"
+
+#define MOCK_ISCSI_MAX_CONNS 16
+#define MOCK_ISCSI_MAX_LOG   4096
+#define MOCK_ISCSI_OP(op)    (1u << (op)) /* for fail_ops */
+
+/* What the next connection number i is created with. */
+struct mock_iscsi_setup {
+	enum iscsi_conn_state state; /* default UP */
+	uint32_t block_size;	     /* 0: 512 */
+	uint64_t nr_blocks;	     /* 0: 8 MiB worth */
+	bool cannot_unmap;
+};
+
+struct mock_iscsi_rec {
+	unsigned int conn;
+	enum iscsi_cmd_op op;
+	uint64_t lba;
+	uint32_t nr_blocks;
+	bool fua;
+};
+
+struct mock_iscsi {
+	struct mock_iscsi_setup setup[MOCK_ISCSI_MAX_CONNS];
+	struct iscsi_conn *conns[MOCK_ISCSI_MAX_CONNS];
+	unsigned int nr_created;
+	unsigned int nr_destroyed;
+	struct mock_iscsi_rec log[MOCK_ISCSI_MAX_LOG];
+	unsigned int nr_log;
+};
+
+extern struct mock_iscsi mock_iscsi;
+
+/* Forget everything (call before opening a driver); setups say UP. */
+void mock_iscsi_reset(void);
+
+/* The connection number i; its LUN's bytes (block_size * nr_blocks). */
+struct iscsi_conn *mock_iscsi_conn(unsigned int i);
+unsigned char *mock_iscsi_data(unsigned int i);
+
+/*
+ * Commands of the ops in ops_mask (MOCK_ISCSI_OP bits; 0: every op)
+ * fail with err: the next count of them, or all when count is 0.
+ * err 0 stops failing.
+ */
+void mock_iscsi_fail(unsigned int i, int err, uint32_t ops_mask,
+		     unsigned int count);
+
+/* Keep commands (after logging them) until mock_iscsi_release. */
+void mock_iscsi_hold(unsigned int i, bool hold);
+/* Complete the held commands: performed when err is 0, else failed. */
+unsigned int mock_iscsi_release(unsigned int i, int err);
+unsigned int mock_iscsi_nr_held(unsigned int i);
+/* Complete only the oldest held command, as mock_iscsi_release does. */
+void mock_iscsi_release_first(unsigned int i, int err);
+
+/* UP releases what CONNECTING kept; DOWN fails it with -EIO. */
+void mock_iscsi_set_state(unsigned int i, enum iscsi_conn_state state);
+
+/* Log entries of connection conn with op since log index from. */
+unsigned int mock_iscsi_count(unsigned int conn, enum iscsi_cmd_op op,
+			      unsigned int from);
+
+#endif

@@ -1,0 +1,1480 @@
+/*
+ * test_block-stripe.c - the stripe driver over in-memory iSCSI LUNs
+ * (mock-iscsi-conn.c): routing against tables written by hand for four
+ * geometries, writes fanned out to every replica, stale marks made durable
+ * before a degraded write completes, no mark when every replica fails,
+ * reads that avoid stale replicas and fall back, flush rounds, a DOWN
+ * server, the geometry gate, degraded servers (a session lost after it
+ * was up: writes and flushes go on without it), discard, resync, control
+ * and open errors.
+ *
+ * rename(2) is wrapped (--wrap, the OS boundary) so that a test can hold
+ * the map rewrite in the writer thread, or make it fail.  The master
+ * notifier is replaced by a recorder (master_notifier_* below).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "drivers/drivers.h"
+#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/stripe-int.h"
+#include "master/client/notify.h"
+#include "tapdisk/vbd-int.h"
+#include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
+#include "tests/unit/vbd-fixture.h"
+
+#define KiB	 1024ull
+#define MiB	 (1024 * KiB)
+#define IO_BYTES (64 * KiB)
+#define MAX_EXP	 3
+#define RUN_MAX	 2000
+
+/* --- rename wrapper -------------------------------------------------------------- */
+
+int __real_rename(const char *from, const char *to);
+int __wrap_rename(const char *from, const char *to);
+
+static pthread_mutex_t rn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rn_cond = PTHREAD_COND_INITIALIZER;
+static bool rn_hold;
+static int rn_fail;
+static int rn_calls;
+
+int __wrap_rename(const char *from, const char *to)
+{
+	int err;
+
+	pthread_mutex_lock(&rn_lock);
+	rn_calls++;
+	while (rn_hold)
+		pthread_cond_wait(&rn_cond, &rn_lock);
+	err = rn_fail;
+	pthread_mutex_unlock(&rn_lock);
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return __real_rename(from, to);
+}
+
+static void rename_hold(bool hold)
+{
+	pthread_mutex_lock(&rn_lock);
+	rn_hold = hold;
+	pthread_cond_broadcast(&rn_cond);
+	pthread_mutex_unlock(&rn_lock);
+}
+
+static void rename_fail(int err)
+{
+	pthread_mutex_lock(&rn_lock);
+	rn_fail = err;
+	pthread_mutex_unlock(&rn_lock);
+}
+
+static int rename_calls(void)
+{
+	int n;
+
+	pthread_mutex_lock(&rn_lock);
+	n = rn_calls;
+	pthread_mutex_unlock(&rn_lock);
+	return n;
+}
+
+/* --- master notifier recorder ------------------------------------------------- */
+
+struct note {
+	uint32_t c, j, r;
+	bool stale;
+};
+static struct note notes[64];
+static unsigned int nr_notes;
+static int notifier_token;
+
+int master_notifier_start(const char *master_addr, struct master_notifier **out)
+{
+	*out = (struct master_notifier *)&notifier_token;
+	return 0;
+}
+
+void master_notifier_replica_state(struct master_notifier *n, const char *vdisk,
+				   uint32_t column, uint32_t extent,
+				   uint32_t replica, bool stale)
+{
+	if (nr_notes < 64)
+		notes[nr_notes++] =
+			(struct note){column, extent, replica, stale};
+}
+
+void master_notifier_stop(struct master_notifier *n)
+{
+}
+
+/* --- geometries, written out by hand ------------------------------------------ */
+
+struct slot_row {
+	uint32_t c, j, r, server;
+	uint64_t lba;
+	bool stale;
+};
+
+struct geom {
+	uint64_t size, unit, extent;
+	uint32_t columns, replicas, nr_servers;
+	uint32_t block[4];
+	const struct slot_row *slots;
+	unsigned int nr_slots;
+};
+
+/* G1: S=1, U=4K, E=16K, R=1, V=32K: J=2, one server. */
+static const struct slot_row g1_slots[] = {
+	{0, 0, 0, 0, 100, false},
+	{0, 1, 0, 0, 300, false},
+};
+static const struct geom g1 = {32 * KiB, 4 * KiB, 16 * KiB, 1, 1,
+			       1,	 {512},	  g1_slots, 2};
+
+/*
+ * G2: S=2, U=64K, E=128K, R=2, V=512K: 4 rows of 128K, columns of 256K,
+ * J=2.  Server 1 has 4 KiB blocks (so the disk's sector size is 4 KiB).
+ */
+static const struct slot_row g2_slots[] = {
+	{0, 0, 0, 0, 0, false},	  {0, 0, 1, 1, 0, false},
+	{0, 1, 0, 1, 32, false},  {0, 1, 1, 2, 0, false},
+	{1, 0, 0, 2, 256, false}, {1, 0, 1, 0, 256, false},
+	{1, 1, 0, 0, 512, false}, {1, 1, 1, 1, 64, false},
+};
+static const struct geom g2 = {
+	512 * KiB, 64 * KiB, 128 * KiB, 2, 2, 3, {512, 4096, 512}, g2_slots, 8,
+};
+
+/* G3: S=4, U=1M, E=2M, R=3, V=8M: J=1, 4 servers, 3 extents each. */
+static const struct slot_row g3_slots[] = {
+	{0, 0, 0, 0, 0, false},	   {0, 0, 1, 1, 0, false},
+	{0, 0, 2, 2, 0, false},	   {1, 0, 0, 1, 4096, false},
+	{1, 0, 1, 2, 4096, false}, {1, 0, 2, 3, 0, false},
+	{2, 0, 0, 2, 8192, false}, {2, 0, 1, 3, 4096, false},
+	{2, 0, 2, 0, 4096, false}, {3, 0, 0, 3, 8192, false},
+	{3, 0, 1, 0, 8192, false}, {3, 0, 2, 1, 8192, false},
+};
+static const struct geom g3 = {
+	8 * MiB, 1 * MiB, 2 * MiB, 4, 3, 4, {512, 512, 512, 512}, g3_slots, 12,
+};
+
+/*
+ * G4: S=3, U=16K, E=32K, R=1, V=100K: ceil(100K / 48K) = 3 rows, columns
+ * of 48K, J=2; the last stripe row is partial.
+ */
+static const struct slot_row g4_slots[] = {
+	{0, 0, 0, 0, 0, false}, {0, 1, 0, 0, 64, false},
+	{1, 0, 0, 1, 0, false}, {1, 1, 0, 1, 64, false},
+	{2, 0, 0, 2, 0, false}, {2, 1, 0, 2, 64, false},
+};
+static const struct geom g4 = {
+	100 * KiB, 16 * KiB, 32 * KiB, 3, 1, 3, {512, 512, 512}, g4_slots, 6,
+};
+
+/* One I/O and where each replica must see it (server, LBA, blocks). */
+struct route_row {
+	uint64_t off;
+	uint32_t len;
+	unsigned int nr_exp;
+	struct {
+		uint32_t server;
+		uint64_t lba;
+		uint32_t blocks;
+	} exp[MAX_EXP];
+};
+
+static const struct route_row g1_routes[] = {
+	{0, 4096, 1, {{0, 100, 8}}},
+	/* k=5, column offset 20K: extent 1, 4K in */
+	{20 * KiB, 4096, 1, {{0, 308, 8}}},
+	/* k=3, 12K+512: extent 0, 25 blocks in */
+	{12 * KiB + 512, 512, 1, {{0, 125, 1}}},
+};
+
+static const struct route_row g2_routes[] = {
+	{0, 4096, 2, {{0, 0, 8}, {1, 0, 1}}},
+	/* k=1: column 1, 4K into extent 0 */
+	{68 * KiB, 8192, 2, {{2, 264, 16}, {0, 264, 16}}},
+	/* k=4: column 0, row 2: extent 1, 12K in */
+	{268 * KiB, 4096, 2, {{1, 35, 1}, {2, 24, 8}}},
+	/* k=7: column 1, row 3: extent 1, 64K in */
+	{448 * KiB, 64 * KiB, 2, {{0, 640, 128}, {1, 80, 16}}},
+};
+
+static const struct route_row g3_routes[] = {
+	/* k=5: column 1, row 1: 1M+512 into its extent */
+	{5 * MiB + 512, 512, 3, {{1, 6145, 1}, {2, 6145, 1}, {3, 2049, 1}}},
+	/* k=3: column 3, row 0, 64K in */
+	{3 * MiB + 64 * KiB,
+	 32 * KiB,
+	 3,
+	 {{3, 8320, 64}, {0, 8320, 64}, {1, 8320, 64}}},
+	/* k=6: column 2, row 1: 1M in */
+	{6 * MiB, 4096, 3, {{2, 10240, 8}, {3, 6144, 8}, {0, 6144, 8}}},
+};
+
+static const struct route_row g4_routes[] = {
+	/* k=6: column 0, row 2: extent 1 */
+	{96 * KiB, 4096, 1, {{0, 64, 8}}},
+	/* k=2: column 2, row 0, 8K in */
+	{40 * KiB, 8192, 1, {{2, 16, 16}}},
+	/* the partial last row: k=6, 3K in */
+	{99 * KiB, 1024, 1, {{0, 70, 2}}},
+};
+
+/* --- fixture ------------------------------------------------------------------ */
+
+static struct {
+	char dir[64];
+	char path[96];
+	const struct geom *g;
+	unsigned char buf[NR_IOS][IO_BYTES] __attribute__((aligned(4096)));
+	struct iovec iov[NR_IOS];
+	char device[4][128]; /* a server's "device" key, "" when none */
+} ts;
+
+static const struct td_driver_ops *const table[] = {&td_stripe_ops, NULL};
+
+static int stripe_setup(void **state)
+{
+	setup(state);
+	mock_iscsi_reset();
+	rename_hold(false);
+	rename_fail(0);
+	nr_notes = 0;
+	snprintf(ts.dir, sizeof(ts.dir), "/tmp/test-stripe.XXXXXX");
+	assert_non_null(mkdtemp(ts.dir));
+	snprintf(ts.path, sizeof(ts.path), "%s/t1.map", ts.dir);
+	return 0;
+}
+
+static int stripe_teardown(void **state)
+{
+	char tmp[128];
+
+	rename_hold(false);
+	teardown(state);
+	for (unsigned int s = 0; s < 4; s++)
+		if (!strncmp(ts.device[s], ts.dir, strlen(ts.dir)))
+			unlink(ts.device[s]);
+	memset(ts.device, 0, sizeof(ts.device));
+	unlink(ts.path);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", ts.path, (long)getpid());
+	unlink(tmp);
+	rmdir(ts.dir);
+	return 0;
+}
+
+static void make_map(const struct geom *g, const bool *stale)
+{
+	struct stripe_map m;
+	struct stripe_map_error err;
+
+	memset(&m, 0, sizeof(m));
+	snprintf(m.vdisk, sizeof(m.vdisk), "t1");
+	snprintf(m.master, sizeof(m.master), "127.0.0.1:7700");
+	m.size_bytes = g->size;
+	m.stripe_unit_bytes = g->unit;
+	m.extent_size_bytes = g->extent;
+	m.columns = g->columns;
+	m.replicas = g->replicas;
+	assert_int_equal(stripe_layout_extents_per_column(
+				 g->size, g->unit, g->columns, g->extent,
+				 &m.extents_per_column),
+			 0);
+	assert_int_equal(stripe_map_alloc(&m, g->nr_servers), 0);
+	assert_int_equal(stripe_map_nr_slots(&m), g->nr_slots);
+	for (uint32_t s = 0; s < g->nr_servers; s++) {
+		struct stripe_map_server *ms = &m.servers[s];
+
+		snprintf(ms->address, sizeof(ms->address), "10.0.0.%u", s + 1);
+		snprintf(ms->portal, sizeof(ms->portal), "10.0.0.%u:3260",
+			 s + 1);
+		snprintf(ms->target, sizeof(ms->target), "iqn.2026-01.test:s%u",
+			 s);
+		ms->lun = 1;
+		ms->block_size = g->block[s];
+		mock_iscsi.setup[s].block_size = g->block[s];
+		snprintf(ms->device, sizeof(ms->device), "%s", ts.device[s]);
+	}
+	for (unsigned int i = 0; i < g->nr_slots; i++) {
+		const struct slot_row *row = &g->slots[i];
+		struct stripe_map_replica *rep =
+			stripe_map_slot(&m, row->c, row->j, row->r);
+
+		rep->server = row->server;
+		rep->lba = row->lba;
+		rep->stale = row->stale || (stale && stale[i]);
+	}
+	assert_int_equal(stripe_map_write(ts.path, &m, &err), 0);
+	stripe_map_free(&m);
+	ts.g = g;
+}
+
+static int open_stripe(const char *opts)
+{
+	char chain[256];
+	struct td_vbd_params p = {.name = "test", .chain = chain};
+
+	snprintf(chain, sizeof(chain), "stripe:%s%s", ts.path,
+		 opts ? opts : "");
+	return td_vbd_open(fx->loop, table, &p, &fx->vbd);
+}
+
+static void start(const struct geom *g, const bool *stale, const char *opts)
+{
+	make_map(g, stale);
+	assert_int_equal(open_stripe(opts), 0);
+}
+
+static struct stripe_dev *dev(void)
+{
+	return fx->vbd->drivers[0].data;
+}
+
+#define RUN_UNTIL(cond)                                         \
+	do {                                                    \
+		for (int n_ = 0; !(cond) && n_ < RUN_MAX; n_++) \
+			td_loop_run_once(fx->loop, 2);          \
+		assert_true(cond);                              \
+	} while (0)
+
+static struct td_vbd_io *io_prep(int i, enum td_op op, uint64_t off,
+				 uint32_t len, uint32_t flags)
+{
+	struct td_vbd_io *io =
+		mkio(i, op, off / TD_SECTOR_SIZE, len / TD_SECTOR_SIZE);
+
+	fx->calls[i] = 0;
+	fx->err[i] = 0;
+	io->flags = flags;
+	if (op == TD_OP_READ || op == TD_OP_WRITE) {
+		ts.iov[i].iov_base = ts.buf[i];
+		ts.iov[i].iov_len = len;
+		io->iov = &ts.iov[i];
+		io->iovcnt = 1;
+	}
+	return io;
+}
+
+static void submit(int i, enum td_op op, uint64_t off, uint32_t len,
+		   uint32_t flags)
+{
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, io_prep(i, op, off, len, flags)), 0);
+}
+
+static int do_io(int i, enum td_op op, uint64_t off, uint32_t len)
+{
+	submit(i, op, off, len, 0);
+	RUN_UNTIL(fx->calls[i]);
+	assert_int_equal(fx->calls[i], 1);
+	return fx->err[i];
+}
+
+static void fill(int i, unsigned int seed, uint32_t len)
+{
+	for (uint32_t b = 0; b < len; b++)
+		ts.buf[i][b] = (unsigned char)(seed * 31 + b * 7 + (b >> 9));
+}
+
+/* The replica state the file holds now (read without its lock). */
+static bool file_stale(uint32_t c, uint32_t j, uint32_t r)
+{
+	struct stripe_map m;
+	struct stripe_map_error err;
+	bool stale;
+
+	assert_int_equal(stripe_map_read(ts.path, &m, &err), 0);
+	stale = stripe_map_slot(&m, c, j, r)->stale;
+	stripe_map_free(&m);
+	return stale;
+}
+
+static unsigned int nr_file_stale(void)
+{
+	struct stripe_map m;
+	struct stripe_map_error err;
+	unsigned int n = 0;
+
+	assert_int_equal(stripe_map_read(ts.path, &m, &err), 0);
+	for (size_t i = 0; i < stripe_map_nr_slots(&m); i++)
+		n += m.slots[i].stale;
+	stripe_map_free(&m);
+	return n;
+}
+
+/* --- routing ------------------------------------------------------------------ */
+
+static void check_routes(const struct geom *g, const struct route_row *rows,
+			 unsigned int nr_rows)
+{
+	start(g, NULL, NULL);
+	for (unsigned int i = 0; i < nr_rows; i++) {
+		const struct route_row *row = &rows[i];
+		unsigned int from = mock_iscsi.nr_log;
+
+		fill(0, i + 1, row->len);
+		assert_int_equal(do_io(0, TD_OP_WRITE, row->off, row->len), 0);
+		assert_int_equal(mock_iscsi.nr_log - from, row->nr_exp);
+		for (unsigned int e = 0; e < row->nr_exp; e++) {
+			const struct mock_iscsi_rec *rec =
+				&mock_iscsi.log[from + e];
+			uint32_t bs = g->block[row->exp[e].server];
+
+			assert_int_equal(rec->op, ISCSI_CMD_WRITE);
+			assert_int_equal(rec->conn, row->exp[e].server);
+			assert_int_equal(rec->lba, row->exp[e].lba);
+			assert_int_equal(rec->nr_blocks, row->exp[e].blocks);
+			assert_memory_equal(
+				mock_iscsi_data(row->exp[e].server) +
+					row->exp[e].lba * bs,
+				ts.buf[0], row->len);
+		}
+		/* ... and it reads back from one replica. */
+		from = mock_iscsi.nr_log;
+		assert_int_equal(do_io(1, TD_OP_READ, row->off, row->len), 0);
+		assert_int_equal(mock_iscsi.nr_log - from, 1);
+		assert_memory_equal(ts.buf[1], ts.buf[0], row->len);
+	}
+}
+
+static void test_routes_g1(void **state)
+{
+	check_routes(&g1, g1_routes, 3);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->sector_size, 512);
+}
+
+static void test_routes_g2(void **state)
+{
+	const struct td_disk_info *info;
+
+	check_routes(&g2, g2_routes, 4);
+	info = td_vbd_get_info(fx->vbd);
+	assert_int_equal(info->sector_size, 4096); /* server 1's blocks */
+	assert_int_equal(info->size_sectors, 1024);
+	assert_int_equal(info->boundary_sectors, 128);
+}
+
+static void test_routes_g3(void **state)
+{
+	check_routes(&g3, g3_routes, 3);
+}
+
+static void test_routes_g4(void **state)
+{
+	check_routes(&g4, g4_routes, 3);
+}
+
+/* A write across a stripe unit is split by the core: two columns. */
+static void test_split_at_unit(void **state)
+{
+	unsigned int from;
+
+	start(&g4, NULL, NULL);
+	from = mock_iscsi.nr_log;
+	fill(0, 9, 8192);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 12 * KiB, 8192), 0);
+	assert_int_equal(mock_iscsi.nr_log - from, 2);
+	assert_int_equal(mock_iscsi.log[from].conn, 0);
+	assert_int_equal(mock_iscsi.log[from].lba, 24);
+	assert_int_equal(mock_iscsi.log[from].nr_blocks, 8);
+	assert_int_equal(mock_iscsi.log[from + 1].conn, 1);
+	assert_int_equal(mock_iscsi.log[from + 1].lba, 0);
+	assert_int_equal(mock_iscsi.log[from + 1].nr_blocks, 8);
+}
+
+static void test_fua_to_every_replica(void **state)
+{
+	unsigned int from;
+
+	start(&g3, NULL, NULL);
+	from = mock_iscsi.nr_log;
+	submit(0, TD_OP_WRITE, 0, 4096, TD_REQ_FUA);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_int_equal(mock_iscsi.nr_log - from, 3);
+	for (unsigned int e = 0; e < 3; e++)
+		assert_true(mock_iscsi.log[from + e].fua);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	for (unsigned int e = 0; e < 3; e++)
+		assert_false(mock_iscsi.log[from + e].fua);
+}
+
+/* --- replication ----------------------------------------------------------------- */
+
+static bool stale_at_completion;
+static unsigned int notes_at_completion;
+
+static void io_done_check_file(struct td_vbd_io *io, int err)
+{
+	stale_at_completion = file_stale(0, 0, 1);
+	notes_at_completion = nr_notes;
+	io_done(io, err);
+}
+
+static void test_replica_failure_marked_before_completion(void **state)
+{
+	struct stripe_map m;
+	struct stripe_map_error merr;
+	int lock_fd, calls;
+	unsigned int from;
+
+	start(&g2, NULL, NULL);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	calls = rename_calls();
+	fill(0, 3, 4096);
+	io_prep(0, TD_OP_WRITE, 0, 4096, 0)->cb = io_done_check_file;
+	assert_int_equal(td_vbd_submit(fx->vbd, &fx->io[0]), 0);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_true(stale_at_completion); /* durable before completion */
+	assert_int_equal(notes_at_completion, 1);
+	assert_int_equal(notes[0].c, 0);
+	assert_int_equal(notes[0].j, 0);
+	assert_int_equal(notes[0].r, 1);
+	assert_true(notes[0].stale);
+	assert_int_equal(rename_calls(), calls + 1);
+	assert_int_equal(nr_file_stale(), 1);
+	/* tapdisk still holds the lock of the rewritten file */
+	assert_int_equal(stripe_map_open(ts.path, &m, &lock_fd, &merr), -EBUSY);
+	assert_int_equal(dev()->replica_write_errors, 1);
+
+	/* The stale replica is read no more, written no more. */
+	from = mock_iscsi.nr_log;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(do_io(1, TD_OP_READ, 0, 4096), 0);
+		assert_memory_equal(ts.buf[1], ts.buf[0], 4096);
+	}
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_READ, from), 4);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, from), 1);
+	/* Other extents on server 1 are untouched. */
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 1);
+}
+
+static void test_all_replicas_fail_mark_none(void **state)
+{
+	int calls;
+
+	start(&g2, NULL, NULL);
+	mock_iscsi_fail(0, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	mock_iscsi_fail(1, -EROFS, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	calls = rename_calls();
+	assert_true(do_io(0, TD_OP_WRITE, 0, 4096) < 0);
+	RUN_UNTIL(true);
+	assert_int_equal(rename_calls(), calls);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	/* both replicas are still live */
+	assert_int_equal(stripe_live_replicas(dev(), 0, 0), 2);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+}
+
+/*
+ * Two writes to one extent: W1 fails on replica 0, W2 on replica 1.  W1
+ * marks replica 0; W2 then has no live replica that succeeded and fails,
+ * and replica 1, the last good copy, is never marked.
+ */
+static void test_crossed_failures_keep_a_replica(void **state)
+{
+	start(&g2, NULL, NULL);
+	mock_iscsi_hold(0, true);
+	mock_iscsi_hold(1, true);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	submit(1, TD_OP_WRITE, 8192, 4096, 0);
+	RUN_UNTIL(mock_iscsi_nr_held(0) == 2 && mock_iscsi_nr_held(1) == 2);
+	mock_iscsi_release_first(0, -EIO); /* W1 on replica 0 */
+	mock_iscsi_release_first(0, 0);	   /* W2 on replica 0 */
+	mock_iscsi_release_first(1, 0);	   /* W1 on replica 1 */
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	mock_iscsi_release_first(1, -EIO); /* W2 on replica 1 */
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], -EIO);
+	assert_true(file_stale(0, 0, 0));
+	assert_false(file_stale(0, 0, 1));
+	assert_int_equal(stripe_live_replicas(dev(), 0, 0), 1);
+}
+
+/* Writes may not be acknowledged while a mark they depend on is pending. */
+static void test_writes_wait_for_durable_mark(void **state)
+{
+	unsigned int from;
+
+	start(&g2, NULL, NULL);
+	rename_hold(true);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	for (int i = 0; i < 50; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0], 0); /* its replica mark is held */
+	from = mock_iscsi.nr_log;
+	submit(1, TD_OP_WRITE, 4096, 4096, 0); /* same extent */
+	for (int i = 0; i < 50; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(mock_iscsi.nr_log - from, 1); /* replica 0 only */
+	assert_int_equal(mock_iscsi.log[from].conn, 0);
+	assert_int_equal(fx->calls[1], 0);
+	/* a write to another extent is not held back */
+	assert_int_equal(do_io(2, TD_OP_WRITE, 64 * KiB, 4096), 0);
+	rename_hold(false);
+	RUN_UNTIL(fx->calls[0] && fx->calls[1]);
+	assert_int_equal(fx->err[0], 0);
+	assert_int_equal(fx->err[1], 0);
+	assert_true(file_stale(0, 0, 1));
+}
+
+/* A failed rewrite fails the writes that needed it; a later one retries. */
+static void test_mark_rewrite_failure(void **state)
+{
+	start(&g2, NULL, NULL);
+	rename_fail(ENOSPC);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EIO);
+	assert_int_equal(dev()->stale.rewrite_errors, 1);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	rename_fail(0);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 4096, 4096), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(nr_notes, 1);
+}
+
+/* --- reads ------------------------------------------------------------------------- */
+
+static const bool g2_stale_001[8] = {false, true};
+
+static void test_reads_avoid_stale(void **state)
+{
+	unsigned int from;
+
+	start(&g2, g2_stale_001, NULL);
+	from = mock_iscsi.nr_log;
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(do_io(0, TD_OP_READ, 0, 4096), 0);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_READ, from), 6);
+	/* live replicas share the reads: extent (0, 1) on servers 1, 2 */
+	from = mock_iscsi.nr_log;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(do_io(0, TD_OP_READ, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 2);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_READ, from), 2);
+}
+
+static void test_read_fallback(void **state)
+{
+	unsigned int from;
+
+	start(&g2, NULL, NULL);
+	fill(0, 5, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_READ), 0);
+	from = mock_iscsi.nr_log;
+	for (int i = 0; i < 4; i++) {
+		memset(ts.buf[1], 0, 4096);
+		assert_int_equal(do_io(1, TD_OP_READ, 268 * KiB, 4096), 0);
+		assert_memory_equal(ts.buf[1], ts.buf[0], 4096);
+	}
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 2);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_READ, from), 4);
+	assert_int_equal(dev()->read_fallbacks, 2);
+	/* read errors mark nothing; with every replica failing, EIO */
+	mock_iscsi_fail(2, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_READ), 0);
+	assert_int_equal(do_io(1, TD_OP_READ, 268 * KiB, 4096), -EIO);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* --- flush ---------------------------------------------------------------------- */
+
+static void test_flush_every_server(void **state)
+{
+	unsigned int from;
+
+	start(&g3, NULL, NULL);
+	from = mock_iscsi.nr_log;
+	mock_iscsi_hold(2, true);
+	submit(0, TD_OP_FLUSH, 0, 0, 0);
+	RUN_UNTIL(mock_iscsi_nr_held(2) == 1);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 0);
+	assert_int_equal(fx->calls[0], 0); /* server 2 has not answered */
+	for (unsigned int s = 0; s < 4; s++)
+		assert_int_equal(mock_iscsi_count(s, ISCSI_CMD_SYNC, from), 1);
+	/* flushes during a round wait for the next one, which covers them */
+	submit(1, TD_OP_FLUSH, 0, 0, 0);
+	submit(2, TD_OP_FLUSH, 0, 0, 0);
+	mock_iscsi_hold(2, false);
+	mock_iscsi_release(2, 0);
+	RUN_UNTIL(fx->calls[0] && fx->calls[1] && fx->calls[2]);
+	assert_int_equal(fx->err[0] | fx->err[1] | fx->err[2], 0);
+	for (unsigned int s = 0; s < 4; s++)
+		assert_int_equal(mock_iscsi_count(s, ISCSI_CMD_SYNC, from), 2);
+}
+
+/* Server 2 holds only stale replicas: it is not flushed. */
+static const bool g2_stale_server2[8] = {false, false, false, true,
+					 true,	false, false, false};
+
+static void test_flush_skips_stale_only_server(void **state)
+{
+	unsigned int from;
+
+	start(&g2, g2_stale_server2, NULL);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_SYNC, from), 1);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_SYNC, from), 1);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_SYNC, from), 0);
+}
+
+/* A failed SYNCHRONIZE CACHE: its replicas are marked where a peer synced. */
+static void test_flush_failure_marks_replicas(void **state)
+{
+	start(&g2, NULL, NULL);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_SYNC), 1);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_true(file_stale(0, 1, 0));
+	assert_true(file_stale(1, 1, 1));
+	assert_int_equal(nr_file_stale(), 3);
+}
+
+static void test_flush_failure_unreplicated(void **state)
+{
+	start(&g4, NULL, NULL);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_SYNC), 1);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), -EIO);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+}
+
+/* --- servers ------------------------------------------------------------------------ */
+
+/* G4, R=1: server 1 (column 1) down fails only column 1's I/O. */
+static void test_down_server_fails_its_extents(void **state)
+{
+	mock_iscsi.setup[1].state = ISCSI_CONN_DOWN;
+	start(&g4, NULL, NULL);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 16 * KiB, 4096), -EIO);
+	assert_int_equal(do_io(0, TD_OP_READ, 16 * KiB, 4096), -EIO);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 32 * KiB, 4096), 0);
+	assert_int_equal(do_io(0, TD_OP_READ, 96 * KiB, 4096), 0);
+	assert_int_equal(nr_file_stale(), 0);
+	/* the server comes back */
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 16 * KiB, 4096), 0);
+	assert_int_equal(dev()->servers[1].gate, STRIPE_GATE_OK);
+}
+
+/* G2, R=2: server 1 down; replicas there are marked, writes go on. */
+static void test_down_server_replicated(void **state)
+{
+	mock_iscsi.setup[1].state = ISCSI_CONN_DOWN;
+	start(&g2, NULL, NULL);
+	fill(0, 7, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(do_io(1, TD_OP_READ, 0, 4096), 0);
+	assert_memory_equal(ts.buf[1], ts.buf[0], 4096);
+	/* extent (0, 1): server 1 is replica 0; reads fall back to 2 */
+	assert_int_equal(do_io(1, TD_OP_READ, 268 * KiB, 4096), 0);
+}
+
+static void test_gate_block_size_mismatch(void **state)
+{
+	make_map(&g2, NULL);
+	/* the map says 4096-byte blocks, the LUN has 512 */
+	mock_iscsi.setup[1].block_size = 512;
+	assert_int_equal(open_stripe(NULL), 0);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(dev()->servers[1].gate, STRIPE_GATE_BAD);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, 0), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(dev()->gate_failures, 1);
+}
+
+static void test_gate_capacity_too_small(void **state)
+{
+	mock_iscsi.setup[0].nr_blocks = 100; /* extent 1 ends at 128 */
+	start(&g4, NULL, NULL);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EIO);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 16 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, 0), 0);
+}
+
+/* Commands wait while a connection is still connecting. */
+static void test_gate_waits_for_connection(void **state)
+{
+	mock_iscsi.setup[0].state = ISCSI_CONN_CONNECTING;
+	start(&g4, NULL, NULL);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	for (int i = 0; i < 5; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0], 0);
+	assert_int_equal(mock_iscsi.nr_log, 0);
+	mock_iscsi_set_state(0, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, 0), 1);
+}
+
+/* --- degraded servers ------------------------------------------------------------ */
+
+/*
+ * G2: a write to server 1 times out (the connection drops the session
+ * and reconnects: CONNECTING).  From then on writes do not wait for
+ * server 1: its replica is marked stale, durably, before the write
+ * completes, and no command reaches it; reads go elsewhere.  Back UP,
+ * it is written again; its stale replicas stay stale.
+ */
+static void test_degraded_write_skips_server(void **state)
+{
+	unsigned int from;
+
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	mock_iscsi_hold(1, true);
+	fill(0, 21, 4096);
+	submit(0, TD_OP_WRITE, 0, 4096, 0); /* (0, 0): servers 0, 1 */
+	RUN_UNTIL(mock_iscsi_nr_held(1) == 1);
+	mock_iscsi_hold(1, false);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	mock_iscsi_release(1, -ETIMEDOUT);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(dev()->degraded_skips, 0); /* that one was sent */
+
+	from = mock_iscsi.nr_log;
+	fill(1, 22, 4096);
+	/* (1, 1): servers 0 and 1, the replica on 1 is replica 1 */
+	io_prep(1, TD_OP_WRITE, 320 * KiB, 4096, 0);
+	assert_int_equal(td_vbd_submit(fx->vbd, &fx->io[1]), 0);
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], 0);
+	assert_true(file_stale(1, 1, 1));
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, from), 1);
+	assert_int_equal(dev()->degraded_skips, 1);
+	assert_true(stripe_server_degraded(dev(), &dev()->servers[1]));
+	/* (0, 1): servers 1 and 2, both live: reads go to server 2 */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(do_io(2, TD_OP_READ, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 0);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_READ, from), 4);
+
+	/* back UP: written again; (0, 0) and (1, 1) stay stale */
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(2, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(do_io(2, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 1);
+	assert_false(stripe_server_degraded(dev(), &dev()->servers[1]));
+	assert_int_equal(nr_file_stale(), 2);
+	assert_int_equal(dev()->degraded_skips, 1);
+}
+
+/* The mark a skip makes is on disk before the write completes. */
+static void test_degraded_skip_mark_durable_first(void **state)
+{
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	rename_hold(true);
+	io_prep(0, TD_OP_WRITE, 0, 4096, 0)->cb = io_done_check_file;
+	assert_int_equal(td_vbd_submit(fx->vbd, &fx->io[0]), 0);
+	for (int i = 0; i < 50; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0], 0); /* waits for the rewrite */
+	rename_hold(false);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_true(stale_at_completion);
+	assert_int_equal(notes_at_completion, 1);
+	/* a failed rewrite fails the write: the file still says "ok" */
+	rename_fail(EIO);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 320 * KiB, 4096), -EIO);
+	rename_fail(0);
+}
+
+/*
+ * The grace: a session back within it (a blip) is written as
+ * usual and nothing is marked; past it, the write goes on without it.
+ */
+static void test_degraded_grace(void **state)
+{
+	const uint64_t grace_ns = 300 * 1000000ull;
+	unsigned int from;
+	uint64_t t0;
+
+	start(&g2, NULL, ",degraded_grace_ms=300");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	submit(1, TD_OP_FLUSH, 0, 0, 0);
+	for (int i = 0; i < 5; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0] + fx->calls[1], 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0] && fx->calls[1]);
+	assert_int_equal(fx->err[0] | fx->err[1], 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 1);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_SYNC, from), 1);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(dev()->degraded_skips, 0);
+
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	t0 = td_now_ns();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_true(td_now_ns() - t0 >= grace_ns);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE, from), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(dev()->degraded_skips, 1);
+	/* the grace runs from when it was first seen degraded: no new wait */
+	t0 = td_now_ns();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 320 * KiB, 4096), 0);
+	assert_true(td_now_ns() - t0 < grace_ns);
+	assert_true(file_stale(1, 1, 1));
+}
+
+/*
+ * No other copy: a write whose only live replica is on a degraded server
+ * waits for it as before (here: until the connection is DOWN, EIO).
+ */
+static void test_degraded_last_copy_waits(void **state)
+{
+	unsigned int from;
+
+	start(&g2, g2_stale_001, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0); /* server 0 */
+	mock_iscsi_set_state(0, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0], 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, from), 1);
+	mock_iscsi_set_state(0, ISCSI_CONN_DOWN);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], -EIO);
+	assert_int_equal(nr_file_stale(), 1);
+	assert_int_equal(dev()->degraded_skips, 0);
+}
+
+/* G4, R = 1: a degraded server's extents wait, and work once it is back. */
+static void test_degraded_unreplicated_waits(void **state)
+{
+	start(&g4, NULL, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 16 * KiB, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	submit(0, TD_OP_WRITE, 16 * KiB, 4096, 0);
+	submit(1, TD_OP_FLUSH, 0, 0, 0);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 1);
+	assert_int_equal(fx->calls[0] + fx->calls[1], 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0] && fx->calls[1]);
+	assert_int_equal(fx->err[0] | fx->err[1], 0);
+	assert_int_equal(dev()->degraded_skips, 0);
+}
+
+/*
+ * A flush does not wait for a degraded server either: its live replicas
+ * are marked stale where a peer synced, as after a failed SYNCHRONIZE
+ * CACHE, and later rounds leave it out.
+ */
+static void test_degraded_flush(void **state)
+{
+	struct td_strbuf out;
+	unsigned int from;
+
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_SYNC, from), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_SYNC, from), 1);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_SYNC, from), 1);
+	assert_true(file_stale(0, 0, 1));
+	assert_true(file_stale(0, 1, 0));
+	assert_true(file_stale(1, 1, 1));
+	assert_int_equal(nr_file_stale(), 3);
+	assert_int_equal(dev()->servers[1].live_slots, 0);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(dev()->degraded_skips, 1);
+	td_strbuf_init(&out);
+	td_stripe_ops.report_text(&fx->vbd->drivers[0], &out);
+	assert_non_null(strstr(td_strbuf_str(&out), "connecting (degraded)"));
+	assert_non_null(strstr(td_strbuf_str(&out), "degraded skips 1"));
+	td_strbuf_free(&out);
+}
+
+/* --- discard, write zeroes ------------------------------------------------------ */
+
+static void test_discard_and_write_zeroes(void **state)
+{
+	unsigned int from;
+
+	mock_iscsi.setup[2].cannot_unmap = true;
+	start(&g2, NULL, NULL);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->features &
+				 (TD_FEAT_DISCARD | TD_FEAT_WRITE_ZEROES),
+			 TD_FEAT_DISCARD | TD_FEAT_WRITE_ZEROES);
+	/* extent (0, 0): servers 0 and 1 can unmap */
+	fill(0, 1, 8192);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 8192), 0);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_DISCARD, 0, 8192), 0);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_UNMAP, from), 1);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_UNMAP, from), 1);
+	/* extent (0, 1): server 2 cannot, so nothing is sent */
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_DISCARD, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi.nr_log, from);
+	/* write zeroes goes to both and zeroes both */
+	assert_int_equal(do_io(0, TD_OP_WRITE_ZEROES, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_WRITE_ZEROES, from), 1);
+	assert_int_equal(mock_iscsi_count(2, ISCSI_CMD_WRITE_ZEROES, from), 1);
+	assert_int_equal(do_io(1, TD_OP_READ, 268 * KiB, 4096), 0);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(ts.buf[1][i], 0);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* --- resync ---------------------------------------------------------------------- */
+
+static int control(const char *w0, const char *w1, struct td_strbuf *out)
+{
+	char a[32], b[32];
+	char *argv[2] = {a, b};
+
+	snprintf(a, sizeof(a), "%s", w0);
+	snprintf(b, sizeof(b), "%s", w1 ? w1 : "");
+	td_strbuf_reset(out);
+	return td_vbd_driver_control(fx->vbd, "stripe", w1 ? 2 : 1, argv, out);
+}
+
+/* Extent (0, 0) of G2: virtual [0, 64K) and [128K, 192K). */
+static void test_resync_copies_and_clears(void **state)
+{
+	struct td_strbuf out;
+	unsigned int from;
+	int step = 0;
+
+	td_strbuf_init(&out);
+	start(&g2, g2_stale_001, ",resync_chunk=16K,resync_rate=1G");
+	fill(0, 11, IO_BYTES);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, IO_BYTES), 0);
+	fill(0, 12, IO_BYTES);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 128 * KiB, IO_BYTES), 0);
+	memset(mock_iscsi_data(1), 0xee, 128 * KiB); /* the stale copy */
+	assert_int_equal(control("resync", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "resync started"));
+	assert_int_equal(control("resync", NULL, &out), -EALREADY);
+	/* writes land all over the extent while it is copied */
+	while (dev()->resync.state == STRIPE_RESYNC_RUNNING && step < 200) {
+		uint64_t off = (step * 20 * KiB) % (64 * KiB) +
+			       (step % 2 ? 128 * KiB : 0);
+
+		fill(2, 100 + step, 4096);
+		assert_int_equal(do_io(2, TD_OP_WRITE, off, 4096), 0);
+		td_loop_run_once(fx->loop, 0);
+		step++;
+	}
+	RUN_UNTIL(dev()->resync.state != STRIPE_RESYNC_RUNNING);
+	assert_int_equal(dev()->resync.state, STRIPE_RESYNC_DONE);
+	assert_true(step > 2);
+	RUN_UNTIL(!file_stale(0, 0, 1) && nr_notes == 1);
+	assert_memory_equal(mock_iscsi_data(0), mock_iscsi_data(1), 128 * KiB);
+	assert_int_equal(dev()->resync.slots_done, 1);
+	assert_int_equal(dev()->resync.bytes_copied, 128 * KiB);
+	assert_int_equal(nr_notes, 1);
+	assert_false(notes[0].stale);
+	/* the target synced its cache before the mark was cleared */
+	assert_true(mock_iscsi_count(1, ISCSI_CMD_SYNC, 0) >= 1);
+	/* now it is read again */
+	from = mock_iscsi.nr_log;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(do_io(1, TD_OP_READ, 0, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_READ, from), 2);
+	assert_non_null(strstr(td_strbuf_str(&out), "resync"));
+	assert_int_equal(control("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "resync: done"));
+	td_strbuf_free(&out);
+}
+
+static void test_resync_target_failure(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g2, g2_stale_001, ",resync_chunk=16K");
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 0);
+	assert_int_equal(control("resync", "rate=100M", &out), 0);
+	RUN_UNTIL(dev()->resync.state != STRIPE_RESYNC_RUNNING);
+	assert_int_equal(dev()->resync.state, STRIPE_RESYNC_FAILED);
+	assert_int_equal(dev()->resync.slots_failed, 1);
+	assert_true(file_stale(0, 0, 1));
+	assert_true(dev()->map.slots[1].stale);
+	assert_int_equal(control("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "last error"));
+	td_strbuf_free(&out);
+}
+
+static void test_resync_stop(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	/* 64K/s: a 16K chunk, then a pause of about 250 ms */
+	start(&g2, g2_stale_001, ",resync_chunk=16K,resync_rate=64K");
+	assert_int_equal(control("resync", NULL, &out), 0);
+	RUN_UNTIL(dev()->resync.step == RESYNC_STEP_PAUSE);
+	assert_int_equal(control("resync", "stop", &out), 0);
+	assert_int_equal(dev()->resync.state, STRIPE_RESYNC_STOPPED);
+	assert_int_equal(dev()->resync.bytes_copied, 16 * KiB);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(control("resync", "stop", &out), -EALREADY);
+	td_strbuf_free(&out);
+}
+
+/* --- control, reports, open errors ------------------------------------------- */
+
+static void test_control_and_reports(void **state)
+{
+	struct td_strbuf out, sb;
+	struct td_json j;
+	char *argv[1] = {(char *)"status"};
+
+	td_strbuf_init(&out);
+	td_strbuf_init(&sb);
+	start(&g2, NULL, NULL);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(td_vbd_driver_control(fx->vbd, "sort", 1, argv, &out),
+			 -ENOENT);
+	assert_int_equal(control("bogus", NULL, &out), -EINVAL);
+	assert_int_equal(control("resync", "fast", &out), -EINVAL);
+	assert_int_equal(control("resync", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "nothing to resync"));
+	assert_int_equal(control("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "server 2"));
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	td_vbd_report_drivers_json(fx->vbd, &j);
+	td_json_end_object(&j);
+	assert_int_equal(td_json_finish(&j), 0);
+	assert_non_null(strstr(td_strbuf_str(&sb), "\"stale_replicas\": 0"));
+	assert_non_null(strstr(td_strbuf_str(&sb), "\"geometry\": \"ok\""));
+	td_strbuf_reset(&sb);
+	td_vbd_report_drivers_text(fx->vbd, &sb);
+	assert_non_null(strstr(td_strbuf_str(&sb), "driver stripe"));
+	td_strbuf_free(&out);
+	td_strbuf_free(&sb);
+}
+
+static void test_open_errors(void **state)
+{
+	struct td_vbd *second;
+	char chain[256];
+	struct td_vbd_params p = {.name = "two", .chain = chain};
+
+	assert_int_equal(open_stripe(NULL), -ENOENT); /* no file yet */
+	make_map(&g4, NULL);
+	assert_int_equal(open_stripe(",queue_depth=0"), -EINVAL);
+	assert_int_equal(open_stripe(",resync_chunk=1000"), -EINVAL);
+	assert_int_equal(open_stripe(",colour=blue"), -EINVAL);
+	assert_int_equal(open_stripe(",degraded_grace_ms=-1"), -EINVAL);
+	assert_int_equal(open_stripe(",degraded_grace_ms=3600001"), -EINVAL);
+	assert_int_equal(mock_iscsi.nr_created, mock_iscsi.nr_destroyed);
+	assert_int_equal(open_stripe(",queue_depth=8,cmd_timeout_ms=500"), 0);
+	assert_int_equal(dev()->opts.degraded_grace_ms,
+			 STRIPE_DEFAULT_DEGRADED_GRACE_MS);
+	/* one opener at a time */
+	snprintf(chain, sizeof(chain), "stripe:%s", ts.path);
+	assert_int_equal(td_vbd_open(fx->loop, table, &p, &second), -EBUSY);
+	p.chain = "stripe:";
+	assert_int_equal(td_vbd_open(fx->loop, table, &p, &second), -EINVAL);
+}
+
+/* --- servers on a local device (a kernel iSCSI session's) ----------------------- */
+
+/*
+ * Server 2 of G2 (512-byte blocks, extents at LBA 0 and 256: 256 KiB
+ * needed) is a file of size bytes behind the device backend (libaio,
+ * O_DIRECT); servers 0 and 1 stay on the in-memory iSCSI mock.
+ */
+static void device_file(off_t size)
+{
+	int fd;
+
+	snprintf(ts.device[2], sizeof(ts.device[2]), "%s/dev2", ts.dir);
+	fd = open(ts.device[2], O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+static void device_read(uint64_t off, void *buf, size_t len)
+{
+	int fd = open(ts.device[2], O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void device_stats(struct iscsi_conn_stats *st)
+{
+	const struct stripe_server *srv = &dev()->servers[2];
+
+	srv->ops->get_stats(srv->be, st);
+}
+
+static void test_device_replica(void **state)
+{
+	static unsigned char got[IO_BYTES], zero[IO_BYTES];
+	struct iscsi_conn_stats st;
+	struct td_strbuf sb;
+	unsigned int from;
+
+	device_file(256 * KiB);
+	start(&g2, NULL, NULL);
+	assert_ptr_equal(dev()->servers[2].ops, &stripe_backend_device);
+	assert_ptr_equal(dev()->servers[0].ops, &stripe_backend_iscsi);
+	assert_int_equal(mock_iscsi.nr_created, 2); /* no session for it */
+
+	/* k=4: server 1 LBA 35 (4K blocks), server 2 LBA 24 */
+	fill(0, 5, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_memory_equal(mock_iscsi_data(1) + 35 * 4096, ts.buf[0], 4096);
+	device_read(24 * 512, got, 4096);
+	assert_memory_equal(got, ts.buf[0], 4096);
+	/* k=1 with FUA: server 2 LBA 264, server 0 LBA 264 */
+	fill(1, 6, 8192);
+	submit(1, TD_OP_WRITE, 68 * KiB, 8192, TD_REQ_FUA);
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], 0);
+	device_read(264 * 512, got, 8192);
+	assert_memory_equal(got, ts.buf[1], 8192);
+	assert_memory_equal(mock_iscsi_data(0) + 264 * 512, ts.buf[1], 8192);
+
+	/* Server 1 fails reads: they come from the device. */
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_READ), 0);
+	for (int i = 0; i < 4; i++) {
+		memset(ts.buf[2], 0xee, 4096);
+		assert_int_equal(do_io(2, TD_OP_READ, 268 * KiB, 4096), 0);
+		assert_memory_equal(ts.buf[2], ts.buf[0], 4096);
+	}
+	device_stats(&st);
+	assert_true(st.reads >= 4);
+	assert_int_equal(st.writes, 2);
+	assert_int_equal(st.write_bytes, 12 * KiB);
+	assert_int_equal(st.errors, 0);
+
+	/* A flush reaches the device (fdsync), zeroes are written. */
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+	assert_int_equal(do_io(0, TD_OP_WRITE_ZEROES, 268 * KiB, 4096), 0);
+	device_read(24 * 512, got, 4096);
+	assert_memory_equal(got, zero, 4096);
+	/* A discard would leave the device's copy: it is not sent at all. */
+	from = mock_iscsi.nr_log;
+	assert_int_equal(do_io(0, TD_OP_DISCARD, 268 * KiB, 4096), 0);
+	assert_int_equal(mock_iscsi_count(1, ISCSI_CMD_UNMAP, from), 0);
+	device_stats(&st);
+	assert_int_equal(st.syncs, 1);
+	assert_int_equal(st.write_zeroes, 1);
+	assert_int_equal(nr_file_stale(), 0);
+
+	td_strbuf_init(&sb);
+	td_stripe_ops.report_text(&fx->vbd->drivers[0], &sb);
+	assert_non_null(strstr(td_strbuf_str(&sb), "(device "));
+	assert_non_null(strstr(td_strbuf_str(&sb), ts.device[2]));
+	td_strbuf_free(&sb);
+}
+
+/* The session is not logged in: the device is DOWN, its replicas stale. */
+static void test_device_missing(void **state)
+{
+	snprintf(ts.device[2], sizeof(ts.device[2]),
+		 "/dev/disk/by-path/ip-10.0.0.3:3260-iscsi-none-lun-1");
+	start(&g2, NULL, NULL);
+	assert_int_equal(dev()->servers[2].ops->state(dev()->servers[2].be),
+			 ISCSI_CONN_DOWN);
+	fill(0, 7, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_true(file_stale(0, 1, 1));
+	assert_false(file_stale(0, 1, 0));
+	assert_int_equal(do_io(1, TD_OP_READ, 268 * KiB, 4096), 0);
+	assert_memory_equal(ts.buf[1], ts.buf[0], 4096);
+}
+
+/* The state of server 2's device backend. */
+static enum iscsi_conn_state device_state(void)
+{
+	return dev()->servers[2].ops->state(dev()->servers[2].be);
+}
+
+/* Run the loop for about ms milliseconds, or until the device is UP. */
+static void device_wait_up(unsigned int ms)
+{
+	uint64_t end = td_now_ns() + (uint64_t)ms * 1000000;
+
+	while (device_state() != ISCSI_CONN_UP && td_now_ns() < end)
+		td_loop_run_once(fx->loop, 50);
+}
+
+/*
+ * The device appears after the disk was opened (the session logged in
+ * late): it is opened again after 1 s, then 2 s, ...; once UP, writes
+ * reach it again and mark nothing.
+ */
+static void test_device_appears(void **state)
+{
+	static unsigned char got[8192];
+	struct iscsi_conn_stats st;
+
+	snprintf(ts.device[2], sizeof(ts.device[2]), "%s/dev2", ts.dir);
+	start(&g2, NULL, NULL);
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 1);
+	device_wait_up(1300); /* the retry after 1 s fails too */
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 2);
+
+	device_file(256 * KiB);
+	device_wait_up(3000); /* the next retry, 2 s after the last */
+	assert_int_equal(device_state(), ISCSI_CONN_UP);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 2);
+	/* k=1: server 2 LBA 264, server 0 LBA 264 */
+	fill(1, 9, 8192);
+	assert_int_equal(do_io(1, TD_OP_WRITE, 68 * KiB, 8192), 0);
+	device_read(264 * 512, got, 8192);
+	assert_memory_equal(got, ts.buf[1], 8192);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(dev()->servers[2].gate, STRIPE_GATE_OK);
+}
+
+/* Open file descriptors of this process. */
+static int nr_open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+/*
+ * A path that does not open with O_DIRECT (/dev/null: EINVAL): DOWN,
+ * tried again, and no try leaves a descriptor open.
+ */
+static void test_device_retry_leaks_nothing(void **state)
+{
+	struct iscsi_conn_stats st;
+	int fds;
+
+	snprintf(ts.device[2], sizeof(ts.device[2]), "/dev/null");
+	start(&g2, NULL, NULL);
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	fds = nr_open_fds();
+	device_wait_up(1300); /* the retry after 1 s: the same */
+	assert_int_equal(device_state(), ISCSI_CONN_DOWN);
+	device_stats(&st);
+	assert_int_equal(st.login_failures, 2);
+	assert_int_equal(nr_open_fds(), fds);
+}
+
+/* A device smaller than its extents: the gate refuses it. */
+static void test_device_too_small(void **state)
+{
+	device_file(64 * KiB);
+	start(&g2, NULL, NULL);
+	fill(0, 8, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(dev()->servers[2].gate, STRIPE_GATE_BAD);
+	assert_int_equal(dev()->gate_failures, 1);
+	assert_true(file_stale(0, 1, 1));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+#define T(f) cmocka_unit_test_setup_teardown(f, stripe_setup, stripe_teardown)
+		T(test_routes_g1),
+		T(test_routes_g2),
+		T(test_routes_g3),
+		T(test_routes_g4),
+		T(test_split_at_unit),
+		T(test_fua_to_every_replica),
+		T(test_replica_failure_marked_before_completion),
+		T(test_all_replicas_fail_mark_none),
+		T(test_crossed_failures_keep_a_replica),
+		T(test_writes_wait_for_durable_mark),
+		T(test_mark_rewrite_failure),
+		T(test_reads_avoid_stale),
+		T(test_read_fallback),
+		T(test_flush_every_server),
+		T(test_flush_skips_stale_only_server),
+		T(test_flush_failure_marks_replicas),
+		T(test_flush_failure_unreplicated),
+		T(test_down_server_fails_its_extents),
+		T(test_down_server_replicated),
+		T(test_gate_block_size_mismatch),
+		T(test_gate_capacity_too_small),
+		T(test_gate_waits_for_connection),
+		T(test_degraded_write_skips_server),
+		T(test_degraded_skip_mark_durable_first),
+		T(test_degraded_grace),
+		T(test_degraded_last_copy_waits),
+		T(test_degraded_unreplicated_waits),
+		T(test_degraded_flush),
+		T(test_discard_and_write_zeroes),
+		T(test_resync_copies_and_clears),
+		T(test_resync_target_failure),
+		T(test_resync_stop),
+		T(test_control_and_reports),
+		T(test_open_errors),
+		T(test_device_replica),
+		T(test_device_missing),
+		T(test_device_appears),
+		T(test_device_retry_leaks_nothing),
+		T(test_device_too_small),
+#undef T
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1043 @@
+/*
+ * test_store.c - master/store*.c on a real SQLite file in a temporary
+ * directory: registration, placement as stored (hand-written tables of
+ * which server and which offset each extent of a disk gets), idempotent
+ * repeats, refusals, release and reuse, listings, replica states,
+ * transactions, the consistency check, the one-master lock and the
+ * upgrade of a database of schema 1.
+ *
+ * The pool is 4 servers of 4 MiB cut into 1 MiB extents (E = 1 MiB), so
+ * every extent can be named: (server id, offset).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "master/reply.h"
+#include "master/server/store-int.h"
+
+#define MiB	      (1024ull * 1024)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+struct fixture {
+	char dir[64];
+	char path[96];
+	struct master_store *st;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	char msg[256];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_store.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/master.db", f->dir);
+	if (master_store_open(f->path, 1 * MiB, &f->st, msg, sizeof(msg)))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	master_store_close(f->st);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
+	free(f);
+	return system(cmd);
+}
+
+/* --- calls, each in its own transaction as the server runs them ------------ */
+
+typedef int (*store_fn)(struct master_store *st, const void *args,
+			ms_reply *rep);
+
+static int call(struct master_store *st, store_fn fn, const void *args,
+		ms_reply *rep)
+{
+	int ret;
+
+	master_reply_init(rep);
+	assert_int_equal(master_store_begin(st), 0);
+	assert_int_equal(master_store_call_begin(st), 0);
+	ret = fn(st, args, rep);
+	assert_int_equal(master_store_call_end(st, !ret && !rep->status), 0);
+	assert_int_equal(master_store_commit(st), 0);
+	if (rep->status)
+		print_message("%s: %s\n", master_status_name(rep->status),
+			      rep->message);
+	return ret;
+}
+
+static int do_add(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_server_add(st, a, rep);
+}
+
+static int do_alloc(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_vdisk_alloc(st, a, rep);
+}
+
+static int do_release(struct master_store *st, const void *id, ms_reply *rep)
+{
+	return master_store_vdisk_release(st, id, rep);
+}
+
+static int do_lookup(struct master_store *st, const void *id, ms_reply *rep)
+{
+	return master_store_vdisk_lookup(st, id, rep);
+}
+
+static int do_drain(struct master_store *st, const void *k, ms_reply *rep)
+{
+	return master_store_server_drain(st, k, rep);
+}
+
+static int do_remove(struct master_store *st, const void *k, ms_reply *rep)
+{
+	return master_store_server_remove(st, k, rep);
+}
+
+static int do_extents(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_extent_list(st, a, rep);
+}
+
+static int do_vdisks(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_vdisk_list(st, a, rep);
+}
+
+static int do_replica(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_replica_state(st, a, rep);
+}
+
+/* Register server n (1-based) as host 10.0.0.n, 4 MiB. */
+static ms_status add_server(struct master_store *st, int n, bool *changed)
+{
+	char address[32], target[64];
+	ms_server_add_args a = {address, address, target, 1, 4 * MiB, 512};
+	ms_reply rep;
+	ms_status status;
+
+	snprintf(address, sizeof(address), "10.0.0.%d", n);
+	snprintf(target, sizeof(target), "iqn.2024-01.t:s%d", n);
+	assert_int_equal(call(st, do_add, &a, &rep), 0);
+	status = rep.status;
+	if (changed)
+		*changed = rep.changed;
+	master_reply_free(&rep);
+	return status;
+}
+
+static void add_four(struct master_store *st)
+{
+	for (int n = 1; n <= 4; n++)
+		assert_int_equal(add_server(st, n, NULL), MS_OK);
+}
+
+/* (server id, offset in MiB) of every slot, column-major, replica last. */
+struct where {
+	u_int server;
+	unsigned int mib;
+};
+
+static void expect_extents(const ms_reply *rep, const struct where *want,
+			   size_t n)
+{
+	const ms_vdisk *v = &rep->body.ms_body_u.vdisk;
+
+	assert_int_equal(rep->status, MS_OK);
+	assert_int_equal(rep->body.kind, MS_BODY_VDISK);
+	assert_int_equal(v->extents.extents_len, n);
+	for (size_t i = 0; i < n; i++) {
+		print_message("slot %zu: server %u at %llu MiB\n", i,
+			      v->extents.extents_val[i].server_id,
+			      (unsigned long long)v->extents.extents_val[i]
+					      .offset_bytes /
+				      MiB);
+		assert_int_equal(v->extents.extents_val[i].server_id,
+				 want[i].server);
+		assert_int_equal(v->extents.extents_val[i].offset_bytes,
+				 want[i].mib * MiB);
+	}
+}
+
+static ms_status alloc(struct master_store *st, const char *id, u_int s,
+		       u_int j, u_int r, ms_reply *rep)
+{
+	ms_alloc_args a = {(char *)id, s, j, r, 1 * MiB};
+
+	assert_int_equal(call(st, do_alloc, &a, rep), 0);
+	return rep->status;
+}
+
+/* --- registration -------------------------------------------------------------- */
+
+static void test_server_add_idempotent(void **state)
+{
+	struct fixture *f = *state;
+	char address[] = "10.0.0.1", other[] = "10.0.0.9",
+	     target[] = "iqn.2024-01.t:s1";
+	ms_server_add_args changed_size = {address, address, target,
+					   1,	    8 * MiB, 512};
+	ms_server_add_args moved = {other, other, target, 1, 4 * MiB, 512};
+	bool changed;
+	ms_reply rep;
+
+	assert_int_equal(add_server(f->st, 1, &changed), MS_OK);
+	assert_true(changed);
+	assert_int_equal(add_server(f->st, 1, &changed), MS_OK);
+	assert_false(changed);
+	/* the same key with other values: refused, saying what is there */
+	call(f->st, do_add, &changed_size, &rep);
+	assert_int_equal(rep.status, MS_EEXIST);
+	assert_non_null(strstr(rep.message, "is already server 1"));
+	master_reply_free(&rep);
+	call(f->st, do_add, &moved, &rep);
+	assert_int_equal(rep.status, MS_EEXIST);
+	master_reply_free(&rep);
+}
+
+static void test_server_add_invalid(void **state)
+{
+	struct fixture *f = *state;
+	char ok[] = "10.0.0.1", spaced[] = "10.0 .0.1", target[] = "iqn.t:x";
+	static const struct {
+		u_int lun;
+		u_quad_t size;
+		u_int block;
+	} bad[] = {
+		{1, 512 * 1024, 512},  /* smaller than one extent */
+		{1, 4 * MiB, 1000},    /* block size */
+		{70000, 4 * MiB, 512}, /* lun */
+		{1, 32ull << 40, 512}, /* 2^25 extents of 1 MiB: too many */
+	};
+	ms_server_add_args a = {ok, ok, target, 1, 4 * MiB, 512};
+	ms_reply rep;
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		a.lun = bad[i].lun;
+		a.size_bytes = bad[i].size;
+		a.block_size = bad[i].block;
+		call(f->st, do_add, &a, &rep);
+		assert_int_equal(rep.status, MS_EINVAL);
+		master_reply_free(&rep);
+	}
+	a = (ms_server_add_args){spaced, ok, target, 1, 4 * MiB, 512};
+	call(f->st, do_add, &a, &rep);
+	assert_int_equal(rep.status, MS_EINVAL);
+	master_reply_free(&rep);
+}
+
+/* --- allocation ------------------------------------------------------------------ */
+
+/* 4 servers, 2 columns x 2 extents x 2 replicas. */
+static const struct where d1_extents[] = {
+	{1, 0}, {2, 0}, {1, 1}, {2, 1}, /* column 0 on servers 1 and 2 */
+	{3, 0}, {4, 0}, {3, 1}, {4, 1}, /* column 1 on servers 3 and 4 */
+};
+static const struct where d2_extents[] = {
+	{1, 2}, {2, 2}, {1, 3}, {2, 3}, {3, 2}, {4, 2}, {3, 3}, {4, 3},
+};
+
+static void test_alloc_table(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+	const ms_vdisk *v = &rep.body.ms_body_u.vdisk;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	assert_true(rep.changed);
+	expect_extents(&rep, d1_extents, ARRAY_SIZE(d1_extents));
+	assert_int_equal(v->servers.servers_len, 4);
+	assert_int_equal(v->servers.servers_val[2].id, 3);
+	assert_string_equal(v->servers.servers_val[2].portal, "10.0.0.3");
+	assert_int_equal(v->extent_size_bytes, 1 * MiB);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d2", 2, 2, 2, &rep), MS_OK);
+	expect_extents(&rep, d2_extents, ARRAY_SIZE(d2_extents));
+	master_reply_free(&rep);
+	/* all 16 extents are taken */
+	assert_int_equal(alloc(f->st, "d3", 1, 1, 1, &rep), MS_ENOSPC);
+	assert_non_null(strstr(rep.message, "0 free extents"));
+	master_reply_free(&rep);
+}
+
+static void test_alloc_repeat_same_extents(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	/* a retry after a lost answer: the same extents, nothing changed */
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	assert_false(rep.changed);
+	expect_extents(&rep, d1_extents, ARRAY_SIZE(d1_extents));
+	master_reply_free(&rep);
+	/* a lookup says the same */
+	call(f->st, do_lookup, "d1", &rep);
+	expect_extents(&rep, d1_extents, ARRAY_SIZE(d1_extents));
+	master_reply_free(&rep);
+	/* another shape under the same name is refused */
+	assert_int_equal(alloc(f->st, "d1", 2, 3, 2, &rep), MS_EEXIST);
+	assert_non_null(strstr(rep.message, "2 columns x 2 extents x 2"));
+	assert_non_null(strstr(rep.message, "asks for 2 x 3 x 2"));
+	master_reply_free(&rep);
+}
+
+static void test_alloc_invalid(void **state)
+{
+	struct fixture *f = *state;
+	ms_alloc_args wrong_e = {"d1", 1, 1, 1, 2 * MiB};
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "bad/name", 1, 1, 1, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d1", 0, 1, 1, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d1", 257, 1, 1, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d1", 1, 1, 5, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d1", 256, 1025, 1, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	call(f->st, do_alloc, &wrong_e, &rep);
+	assert_int_equal(rep.status, MS_EINVAL);
+	assert_non_null(strstr(rep.message, "extent size is 1048576"));
+	master_reply_free(&rep);
+}
+
+/* The cap on one allocation's extents (MASTER_DEFAULT_MAX_ALLOC_EXTENTS). */
+static void test_alloc_cap(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	add_four(f->st); /* 16 extents */
+	/* the default: 256 x 257 x 1 = 65,792 > 65,536, refused before
+	 * placement (not MS_ENOSPC), saying what to do */
+	assert_int_equal(alloc(f->st, "huge", 256, 257, 1, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "= 65792 extents"));
+	assert_non_null(strstr(rep.message, "at most 65536 in one call"));
+	assert_non_null(strstr(rep.message, "--max-alloc-extents"));
+	master_reply_free(&rep);
+
+	assert_int_equal(master_store_set_max_alloc(f->st, 0), -EINVAL);
+	assert_int_equal(master_store_set_max_alloc(f->st, MS_MAX_SLOTS + 1),
+			 -EINVAL);
+	assert_int_equal(master_store_set_max_alloc(f->st, MS_MAX_SLOTS), 0);
+	assert_int_equal(master_store_set_max_alloc(f->st, 6), 0);
+	assert_int_equal(alloc(f->st, "d8", 2, 2, 2, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "at most 6 in one call"));
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d6", 2, 3, 1, &rep), MS_OK);
+	assert_true(rep.changed);
+	master_reply_free(&rep);
+	/* one made under a higher cap is answered again */
+	assert_int_equal(master_store_set_max_alloc(f->st, 2), 0);
+	assert_int_equal(alloc(f->st, "d6", 2, 3, 1, &rep), MS_OK);
+	assert_false(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents.extents_len, 6);
+	master_reply_free(&rep);
+}
+
+static void test_release_and_reuse(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where d4_extents[] = {{1, 0}, {2, 0}};
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d2", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	call(f->st, do_release, "d1", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_true(rep.changed);
+	master_reply_free(&rep);
+	/* released already: a retry succeeds and changes nothing */
+	call(f->st, do_release, "d1", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	call(f->st, do_lookup, "d1", &rep);
+	assert_int_equal(rep.status, MS_ENOENT);
+	master_reply_free(&rep);
+	/* the lowest released extents come back first */
+	assert_int_equal(alloc(f->st, "d4", 1, 1, 2, &rep), MS_OK);
+	expect_extents(&rep, d4_extents, ARRAY_SIZE(d4_extents));
+	master_reply_free(&rep);
+}
+
+/* --- servers: drain, remove ------------------------------------------------------ */
+
+static void test_drain_and_remove(void **state)
+{
+	struct fixture *f = *state;
+	char t1[] = "iqn.2024-01.t:s1", t4[] = "iqn.2024-01.t:s4",
+	     t5[] = "iqn.2024-01.t:s5", none[] = "iqn.nobody:x";
+	ms_server_key k1 = {t1, 1}, k4 = {t4, 1}, k5 = {t5, 1},
+		      unknown = {none, 1};
+	static const struct where after_drain[] = {{1, 0}, {2, 0}, {3, 0}};
+	ms_reply rep;
+
+	add_four(f->st);
+	call(f->st, do_drain, &k4, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_true(rep.changed);
+	assert_true(rep.body.ms_body_u.server.draining);
+	master_reply_free(&rep);
+	call(f->st, do_drain, &k4, &rep);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	call(f->st, do_drain, &unknown, &rep);
+	assert_int_equal(rep.status, MS_ENOENT);
+	master_reply_free(&rep);
+	/* 3 columns on the 3 servers that are not draining */
+	assert_int_equal(alloc(f->st, "d1", 3, 1, 1, &rep), MS_OK);
+	expect_extents(&rep, after_drain, ARRAY_SIZE(after_drain));
+	master_reply_free(&rep);
+	/* server 1 holds d1's extent */
+	call(f->st, do_remove, &k1, &rep);
+	assert_int_equal(rep.status, MS_EBUSY);
+	assert_non_null(strstr(rep.message, "disks d1"));
+	master_reply_free(&rep);
+	/* an unused server goes, and going again is fine */
+	assert_int_equal(add_server(f->st, 5, NULL), MS_OK);
+	call(f->st, do_remove, &k5, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_true(rep.changed);
+	master_reply_free(&rep);
+	call(f->st, do_remove, &k5, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	/* its id is never reused */
+	assert_int_equal(add_server(f->st, 5, NULL), MS_OK);
+	master_reply_init(&rep);
+	assert_int_equal(master_store_server_list(f->st, &rep), 0);
+	assert_int_equal(rep.body.ms_body_u.servers.servers_len, 5);
+	assert_int_equal(rep.body.ms_body_u.servers.servers_val[4].id, 6);
+	master_reply_free(&rep);
+}
+
+/* --- listings ----------------------------------------------------------------------- */
+
+static void test_extent_list(void **state)
+{
+	struct fixture *f = *state;
+	ms_extent_list_args a = {.vdisk = "", .limit = 5};
+	u_int ids[] = {2};
+	ms_extent_entry *e;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 1, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	/* all 16, 5 per page: (1,0) d1, (1,1) d1, (1,2), (1,3), (2,0) d1 */
+	call(f->st, do_extents, &a, &rep);
+	e = rep.body.ms_body_u.extents.extents.extents_val;
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 5);
+	assert_true(rep.body.ms_body_u.extents.more);
+	assert_string_equal(e[0].vdisk, "d1");
+	assert_int_equal(e[1].extent, 1);
+	assert_string_equal(e[2].vdisk, "");
+	assert_int_equal(e[3].offset_bytes, 3 * MiB);
+	assert_int_equal(e[4].server_id, 2);
+	assert_int_equal(e[4].replica, 1);
+	master_reply_free(&rep);
+	/* the next page starts after (2, 0) */
+	a.has_cursor = true;
+	a.after_server = 2;
+	a.after_index = 0;
+	a.limit = 100;
+	call(f->st, do_extents, &a, &rep);
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 11);
+	assert_false(rep.body.ms_body_u.extents.more);
+	assert_int_equal(
+		rep.body.ms_body_u.extents.extents.extents_val[0].index, 1);
+	master_reply_free(&rep);
+	/* allocated ones of server 2 */
+	a = (ms_extent_list_args){.server_ids = {1, ids},
+				  .vdisk = "",
+				  .allocated_only = true,
+				  .limit = 100};
+	call(f->st, do_extents, &a, &rep);
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 2);
+	master_reply_free(&rep);
+	/* one disk's */
+	a = (ms_extent_list_args){.vdisk = "d1", .limit = 100};
+	call(f->st, do_extents, &a, &rep);
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 4);
+	master_reply_free(&rep);
+	a.limit = 0;
+	call(f->st, do_extents, &a, &rep);
+	assert_int_equal(rep.status, MS_EINVAL);
+	master_reply_free(&rep);
+}
+
+static void test_vdisk_list_and_info(void **state)
+{
+	struct fixture *f = *state;
+	ms_vdisk_list_args a = {.after = "", .limit = 2};
+	ms_reply rep;
+
+	add_four(f->st);
+	for (const char *const *id = (const char *const[]){"a", "b", "c", NULL};
+	     *id; id++) {
+		assert_int_equal(alloc(f->st, *id, 1, 1, 1, &rep), MS_OK);
+		master_reply_free(&rep);
+	}
+	call(f->st, do_vdisks, &a, &rep);
+	assert_int_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_len, 2);
+	assert_true(rep.body.ms_body_u.vdisks.more);
+	assert_string_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_val[1].id,
+			    "b");
+	master_reply_free(&rep);
+	a.after = "b";
+	call(f->st, do_vdisks, &a, &rep);
+	assert_int_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_len, 1);
+	assert_false(rep.body.ms_body_u.vdisks.more);
+	master_reply_free(&rep);
+	master_reply_init(&rep);
+	assert_int_equal(master_store_info(f->st, &rep), 0);
+	assert_int_equal(rep.body.ms_body_u.info.nr_servers, 4);
+	assert_int_equal(rep.body.ms_body_u.info.nr_vdisks, 3);
+	assert_int_equal(rep.body.ms_body_u.info.nr_extents, 16);
+	assert_int_equal(rep.body.ms_body_u.info.free_extents, 13);
+	assert_int_equal(rep.body.ms_body_u.info.extent_size_bytes, 1 * MiB);
+	master_reply_free(&rep);
+}
+
+/* --- replica states ------------------------------------------------------------------ */
+
+/* Set a replica's state; the reply's status, *changed. */
+static ms_status mark(struct master_store *st, const char *id, u_int c, u_int x,
+		      u_int r, bool stale, bool *changed)
+{
+	ms_replica_state_args a = {(char *)id, c, x, r, stale};
+	ms_reply rep;
+	ms_status status;
+
+	assert_int_equal(call(st, do_replica, &a, &rep), 0);
+	status = rep.status;
+	if (changed)
+		*changed = rep.changed;
+	if (!status) {
+		/* the body: the replica's extent, in its new state */
+		assert_int_equal(rep.body.kind, MS_BODY_REPLICA);
+		assert_string_equal(rep.body.ms_body_u.replica.vdisk, id);
+		assert_int_equal(rep.body.ms_body_u.replica.column, c);
+		assert_int_equal(rep.body.ms_body_u.replica.extent, x);
+		assert_int_equal(rep.body.ms_body_u.replica.replica, r);
+		assert_int_equal(rep.body.ms_body_u.replica.stale, stale);
+	}
+	master_reply_free(&rep);
+	return status;
+}
+
+/* A disk's replicas, in slot order, that the master says are stale. */
+static unsigned int stale_mask(struct master_store *st, const char *id)
+{
+	unsigned int mask = 0;
+	ms_reply rep;
+
+	call(st, do_lookup, id, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	for (u_int i = 0; i < rep.body.ms_body_u.vdisk.extents.extents_len; i++)
+		if (rep.body.ms_body_u.vdisk.extents.extents_val[i].stale)
+			mask |= 1u << i;
+	master_reply_free(&rep);
+	return mask;
+}
+
+static void test_replica_state(void **state)
+{
+	struct fixture *f = *state;
+	bool changed;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	for (u_int i = 0; i < 8; i++)
+		assert_false(
+			rep.body.ms_body_u.vdisk.extents.extents_val[i].stale);
+	master_reply_free(&rep);
+	/* column 1, extent 0, replica 1 is slot 5 */
+	assert_int_equal(mark(f->st, "d1", 1, 0, 1, true, &changed), MS_OK);
+	assert_true(changed);
+	assert_int_equal(stale_mask(f->st, "d1"), 1u << 5);
+	/* a retry changes nothing */
+	assert_int_equal(mark(f->st, "d1", 1, 0, 1, true, &changed), MS_OK);
+	assert_false(changed);
+	/* ok when ok already: nothing to do either */
+	assert_int_equal(mark(f->st, "d1", 0, 1, 0, false, &changed), MS_OK);
+	assert_false(changed);
+	assert_int_equal(mark(f->st, "d1", 0, 1, 0, true, &changed), MS_OK);
+	assert_int_equal(stale_mask(f->st, "d1"), 1u << 5 | 1u << 2);
+	assert_int_equal(mark(f->st, "d1", 1, 0, 1, false, &changed), MS_OK);
+	assert_true(changed);
+	assert_int_equal(stale_mask(f->st, "d1"), 1u << 2);
+}
+
+static void test_replica_state_refused(void **state)
+{
+	struct fixture *f = *state;
+	static const struct {
+		const char *id;
+		u_int c, x, r;
+		ms_status want;
+		const char *says;
+	} bad[] = {
+		{"nope", 0, 0, 0, MS_ENOENT, "no vdisk nope"},
+		{"bad/id", 0, 0, 0, MS_EINVAL, "a vdisk id is"},
+		{"", 0, 0, 0, MS_EINVAL, "a vdisk id is"},
+		{"d1", 2, 0, 0, MS_EINVAL,
+		 "column 2 extent 0 replica 0 is not"},
+		{"d1", 0, 2, 0, MS_EINVAL,
+		 "2 columns x 2 extents x 2 replicas"},
+		{"d1", 0, 0, 2, MS_EINVAL, "count from 0"},
+		{"d1", 0xffffffffu, 0xffffffffu, 0xffffffffu, MS_EINVAL,
+		 "column 4294967295"},
+	};
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		ms_replica_state_args a = {(char *)bad[i].id, bad[i].c,
+					   bad[i].x, bad[i].r, true};
+
+		call(f->st, do_replica, &a, &rep);
+		assert_int_equal(rep.status, bad[i].want);
+		assert_int_equal(rep.body.kind, MS_BODY_NONE);
+		assert_non_null(strstr(rep.message, bad[i].says));
+		master_reply_free(&rep);
+	}
+	assert_int_equal(stale_mask(f->st, "d1"), 0);
+}
+
+static void test_replica_state_listed(void **state)
+{
+	struct fixture *f = *state;
+	ms_extent_list_args all = {.vdisk = "", .limit = 100};
+	ms_extent_list_args mine = {.vdisk = "d1", .limit = 100};
+	ms_vdisk_list_args disks = {.after = "", .limit = 10};
+	static const struct where d4_extents[] = {{1, 0}, {2, 0}};
+	ms_extent_entry *e;
+	ms_reply rep;
+
+	add_four(f->st);
+	/* d1: extent 0 on (1, 0) and (2, 0), extent 1 on (1, 1), (2, 1) */
+	assert_int_equal(alloc(f->st, "d1", 1, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d2", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(mark(f->st, "d1", 0, 0, 1, true, NULL), MS_OK);
+	assert_int_equal(mark(f->st, "d1", 0, 1, 0, true, NULL), MS_OK);
+	/* every extent: (2, 0) and (1, 1) are stale; free ones are not */
+	call(f->st, do_extents, &all, &rep);
+	e = rep.body.ms_body_u.extents.extents.extents_val;
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 16);
+	for (u_int i = 0; i < 16; i++)
+		assert_int_equal(
+			e[i].stale,
+			(e[i].server_id == 2 && e[i].index == 0) ||
+				(e[i].server_id == 1 && e[i].index == 1));
+	master_reply_free(&rep);
+	/* one disk's, from the allocations alone */
+	call(f->st, do_extents, &mine, &rep);
+	e = rep.body.ms_body_u.extents.extents.extents_val;
+	assert_int_equal(rep.body.ms_body_u.extents.extents.extents_len, 4);
+	assert_false(e[0].stale); /* (1, 0) */
+	assert_true(e[1].stale);  /* (1, 1): extent 1 replica 0 */
+	assert_true(e[2].stale);  /* (2, 0): extent 0 replica 1 */
+	assert_false(e[3].stale); /* (2, 1) */
+	master_reply_free(&rep);
+	/* the disk list counts them */
+	call(f->st, do_vdisks, &disks, &rep);
+	assert_int_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_len, 2);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisks.vdisks.vdisks_val[0].stale_replicas,
+		2);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisks.vdisks.vdisks_val[1].stale_replicas,
+		0);
+	master_reply_free(&rep);
+	/* released, its extents come back to the next disk as ok ones */
+	call(f->st, do_release, "d1", &rep);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d4", 1, 1, 2, &rep), MS_OK);
+	expect_extents(&rep, d4_extents, ARRAY_SIZE(d4_extents));
+	master_reply_free(&rep);
+	assert_int_equal(stale_mask(f->st, "d4"), 0);
+}
+
+/* --- transactions, the check, the lock ------------------------------------------------ */
+
+static void test_rollback_leaves_nothing(void **state)
+{
+	struct fixture *f = *state;
+	ms_alloc_args a = {"gone", 1, 1, 1, 1 * MiB};
+	ms_reply rep;
+
+	add_four(f->st);
+	/* an allocation whose round's commit fails is rolled back whole */
+	master_reply_init(&rep);
+	assert_int_equal(master_store_begin(f->st), 0);
+	assert_int_equal(master_store_vdisk_alloc(f->st, &a, &rep), 0);
+	master_reply_free(&rep);
+	master_store_rollback(f->st);
+	call(f->st, do_lookup, "gone", &rep);
+	assert_int_equal(rep.status, MS_ENOENT);
+	master_reply_free(&rep);
+	/* a failing call inside a round undoes only itself */
+	assert_int_equal(master_store_begin(f->st), 0);
+	assert_int_equal(master_store_call_begin(f->st), 0);
+	assert_int_equal(master_store_vdisk_alloc(f->st, &a, &rep), 0);
+	assert_int_equal(master_store_call_end(f->st, true), 0);
+	master_reply_free(&rep);
+	a.id = "big";
+	a.columns = 17;
+	assert_int_equal(master_store_call_begin(f->st), 0);
+	assert_int_equal(master_store_vdisk_alloc(f->st, &a, &rep), 0);
+	assert_int_equal(rep.status, MS_ENOSPC);
+	assert_int_equal(master_store_call_end(f->st, false), 0);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_commit(f->st), 0);
+	call(f->st, do_lookup, "gone", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	call(f->st, do_lookup, "big", &rep);
+	assert_int_equal(rep.status, MS_ENOENT);
+	master_reply_free(&rep);
+}
+
+/* Run sql on the closed store's file with a connection of our own. */
+static int raw_sql(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	int rc;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* Four servers and one disk on them; the store passes its check. */
+static void one_disk_checked(struct master_store *st)
+{
+	char msg[256];
+	ms_reply rep;
+
+	add_four(st);
+	assert_int_equal(alloc(st, "d1", 2, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+}
+
+static void test_check_and_constraints(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+
+	one_disk_checked(f->st);
+	master_store_close(f->st);
+	/* the schema refuses a second owner of an extent */
+	assert_int_equal(raw_sql(f->path,
+				 "PRAGMA foreign_keys = ON; BEGIN;"
+				 "INSERT INTO vdisks VALUES ('x', 1, 1, 1);"
+				 "INSERT INTO allocations (vdisk_id, col, ext,"
+				 " replica, server_id, idx) VALUES"
+				 " ('x', 0, 0, 0, 1, 0); COMMIT;"),
+			 SQLITE_CONSTRAINT);
+	/* a counter edited by hand is found */
+	assert_int_equal(raw_sql(f->path, "UPDATE servers SET free_extents ="
+					  " free_extents - 1 WHERE id = 2;"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+	assert_non_null(strstr(msg, "free_extents"));
+}
+
+/*
+ * The check keeps its statements between calls: a second check on the
+ * same open store must see what changed since the first, and a third what
+ * was put right again.
+ */
+static void test_check_again_sees_changes(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+
+	one_disk_checked(f->st);
+	assert_int_equal(master_store_check_invariants(f->st, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(sqlite3_exec(f->st->db,
+				      "UPDATE servers SET free_extents ="
+				      " free_extents - 1 WHERE id = 2",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	for (int i = 0; i < 2; i++) {
+		msg[0] = '\0';
+		assert_int_equal(
+			master_store_check_invariants(f->st, msg, sizeof(msg)),
+			-EUCLEAN);
+		assert_non_null(strstr(msg, "free_extents"));
+	}
+	assert_int_equal(sqlite3_exec(f->st->db,
+				      "UPDATE servers SET free_extents ="
+				      " free_extents + 1 WHERE id = 2",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
+static void test_one_master_per_database(void **state)
+{
+	struct fixture *f = *state;
+	struct master_store *second;
+	char msg[256] = "";
+
+	assert_int_equal(
+		master_store_open(f->path, 0, &second, msg, sizeof(msg)),
+		-EBUSY);
+	assert_non_null(strstr(msg, "in use by another stripe-master"));
+	master_store_close(f->st);
+	/* reopened: the stored extent size holds, another one is refused */
+	assert_int_equal(
+		master_store_open(f->path, 2 * MiB, &f->st, msg, sizeof(msg)),
+		-EINVAL);
+	assert_non_null(strstr(msg, "1048576"));
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_extent_size(f->st), 1 * MiB);
+}
+
+/* Schema 1 as stripe-master created it before replica states. */
+static const char schema_v1[] =
+	"CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" schema_version INTEGER NOT NULL, extent_size_bytes INTEGER NOT NULL"
+	" CHECK (extent_size_bytes > 0));"
+	"CREATE TABLE servers (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" address TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 63),"
+	" portal TEXT NOT NULL CHECK (length(portal) BETWEEN 1 AND 261),"
+	" target TEXT NOT NULL CHECK (length(target) BETWEEN 1 AND 223),"
+	" lun INTEGER NOT NULL CHECK (lun BETWEEN 0 AND 65535),"
+	" size_bytes INTEGER NOT NULL CHECK (size_bytes > 0),"
+	" block_size INTEGER NOT NULL CHECK (block_size IN (512, 1024, 2048,"
+	"  4096)),"
+	" nr_extents INTEGER NOT NULL CHECK (nr_extents > 0),"
+	" free_extents INTEGER NOT NULL"
+	"  CHECK (free_extents BETWEEN 0 AND nr_extents),"
+	" next_fresh INTEGER NOT NULL DEFAULT 0"
+	"  CHECK (next_fresh BETWEEN 0 AND nr_extents),"
+	" draining INTEGER NOT NULL DEFAULT 0 CHECK (draining IN (0, 1)),"
+	" UNIQUE (target, lun));"
+	"CREATE TABLE vdisks ("
+	" id TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 63),"
+	" columns INTEGER NOT NULL CHECK (columns BETWEEN 1 AND 256),"
+	" extents_per_column INTEGER NOT NULL CHECK (extents_per_column >= 1),"
+	" replicas INTEGER NOT NULL CHECK (replicas BETWEEN 1 AND 4),"
+	" CHECK (columns * extents_per_column * replicas <= 262144)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE allocations ("
+	" vdisk_id TEXT NOT NULL REFERENCES vdisks (id),"
+	" col INTEGER NOT NULL CHECK (col >= 0),"
+	" ext INTEGER NOT NULL CHECK (ext >= 0),"
+	" replica INTEGER NOT NULL CHECK (replica >= 0),"
+	" server_id INTEGER NOT NULL REFERENCES servers (id),"
+	" idx INTEGER NOT NULL CHECK (idx >= 0),"
+	" PRIMARY KEY (vdisk_id, col, ext, replica),"
+	" UNIQUE (server_id, idx)"
+	") WITHOUT ROWID;"
+	"CREATE TABLE released ("
+	" server_id INTEGER NOT NULL REFERENCES servers (id),"
+	" idx INTEGER NOT NULL CHECK (idx >= 0),"
+	" PRIMARY KEY (server_id, idx)"
+	") WITHOUT ROWID;"
+	/* one server of 4 extents; disk "old" of 1 x 2 x 1 on it */
+	"INSERT INTO meta VALUES (1, 1, 1048576);"
+	"INSERT INTO servers VALUES (1, '10.0.0.1', '10.0.0.1', 'iqn.t:s1', 1,"
+	" 4194304, 512, 4, 2, 2, 0);"
+	"INSERT INTO vdisks VALUES ('old', 1, 2, 1);"
+	"INSERT INTO allocations VALUES ('old', 0, 0, 0, 1, 0),"
+	" ('old', 0, 1, 0, 1, 1);";
+
+/* 1 when sql's first row's first column is 1. */
+static int raw_query_is_one(const char *path, const char *sql)
+{
+	sqlite3_stmt *s;
+	sqlite3 *db;
+	int one;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	one = sqlite3_step(s) == SQLITE_ROW && sqlite3_column_int(s, 0) == 1;
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return one;
+}
+
+/* A database of schema 1 is upgraded when opened; its data stay. */
+static void test_schema_upgrade(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where old_extents[] = {{1, 0}, {1, 1}};
+	char path[128], msg[256];
+	struct master_store *st;
+	ms_reply rep;
+
+	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v1), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+	call(st, do_lookup, "old", &rep);
+	expect_extents(&rep, old_extents, ARRAY_SIZE(old_extents));
+	master_reply_free(&rep);
+	assert_int_equal(mark(st, "old", 0, 1, 0, true, NULL), MS_OK);
+	assert_int_equal(stale_mask(st, "old"), 1u << 1);
+	master_store_close(st);
+	/* the new version is stored; opened again, the state is there */
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 2 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
+					   " sqlite_master WHERE name ="
+					   " 'allocations_stale'"));
+	assert_int_equal(
+		master_store_open(path, 1 * MiB, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(stale_mask(st, "old"), 1u << 1);
+	master_store_close(st);
+	/* a newer schema than this master's is refused */
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 3"),
+			 SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
+			 -EINVAL);
+	assert_non_null(strstr(msg, "newer than this stripe-master's 2"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 3 FROM"
+					   " meta"));
+}
+
+/*
+ * Tables, their columns and indexes of database db (main or an attached
+ * one); db is given twice.
+ */
+#define SCHEMA_OF(db)                                                        \
+	"SELECT m.type, m.name, m.tbl_name, p.name, p.type, p.\"notnull\", " \
+	"p.dflt_value, p.pk FROM " db ".sqlite_master m LEFT JOIN "          \
+	"pragma_table_info(m.name, '" db "') p ON m.type = 'table'"
+
+/* A new database and an upgraded one have the same schema. */
+static void test_schema_new_equals_upgraded(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256], attach[1024];
+	struct master_store *st;
+	sqlite3_stmt *s;
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/v1.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v1), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	master_store_close(st);
+	master_store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	snprintf(attach, sizeof(attach), "ATTACH '%s' AS up", path);
+	assert_int_equal(sqlite3_exec(db, attach, NULL, NULL, NULL), SQLITE_OK);
+	for (int i = 0; i < 2; i++) {
+		snprintf(attach, sizeof(attach),
+			 "SELECT count(*) FROM (" SCHEMA_OF(
+				 "%s") " EXCEPT " SCHEMA_OF("%s") ")",
+			 i ? "up" : "main", i ? "up" : "main",
+			 i ? "main" : "up", i ? "main" : "up");
+		assert_int_equal(sqlite3_prepare_v2(db, attach, -1, &s, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+		assert_int_equal(sqlite3_column_int(s, 0), 0);
+		sqlite3_finalize(s);
+	}
+	sqlite3_close(db);
+}
+
+static void test_open_rejects(void **state)
+{
+	struct master_store *st;
+	char msg[256];
+
+	assert_int_equal(
+		master_store_open("/tmp/x.db", 1000, &st, msg, sizeof(msg)),
+		-EINVAL);
+	assert_int_equal(master_store_open("/nonexistent/dir/x.db", 0, &st, msg,
+					   sizeof(msg)),
+			 -ENOENT);
+}
+
+static void test_vdisk_id_rule(void **state)
+{
+	assert_true(master_vdisk_id_ok("db-1.a_b"));
+	assert_false(master_vdisk_id_ok(""));
+	assert_false(master_vdisk_id_ok("a b"));
+	assert_false(master_vdisk_id_ok("a/b"));
+	assert_false(master_vdisk_id_ok(NULL));
+	assert_true(master_vdisk_id_ok("0123456789012345678901234567890123456"
+				       "78901234567890123456789012"));
+	assert_false(master_vdisk_id_ok("0123456789012345678901234567890123456"
+					"789012345678901234567890123"));
+}
+
+int main(void)
+{
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_server_add_idempotent),
+		T(test_server_add_invalid),
+		T(test_alloc_table),
+		T(test_alloc_repeat_same_extents),
+		T(test_alloc_invalid),
+		T(test_alloc_cap),
+		T(test_release_and_reuse),
+		T(test_drain_and_remove),
+		T(test_extent_list),
+		T(test_vdisk_list_and_info),
+		T(test_replica_state),
+		T(test_replica_state_refused),
+		T(test_replica_state_listed),
+		T(test_rollback_leaves_nothing),
+		T(test_check_and_constraints),
+		T(test_check_again_sees_changes),
+		T(test_one_master_per_database),
+		T(test_schema_upgrade),
+		T(test_schema_new_equals_upgraded),
+		cmocka_unit_test(test_open_rejects),
+		cmocka_unit_test(test_vdisk_id_rule),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,317 @@
+/*
+ * stripe-ctl-output.c - stripe-ctl's shared helpers and its printing of
+ * servers, mapping files and the master's record of a disk, as text
+ * (binary units) or JSON (exact bytes).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/stripe-ctl/stripe-ctl.h"
+
+#define MS_PER_S 1000
+
+struct master_client *ctl_client(const struct ctl_opts *o)
+{
+	struct master_client_opts co = {.timeout_ms = o->timeout_s * MS_PER_S,
+					.retries = o->retries};
+	struct master_client *c;
+	int err = master_client_open(o->master, &co, &c);
+
+	if (err == -EINVAL)
+		ctl_fail("--master '%s' is not HOST[:PORT], like 10.0.0.5 or "
+			 "10.0.0.5:7700",
+			 o->master);
+	else if (err)
+		ctl_fail("%s", strerror(-err));
+	return err ? NULL : c;
+}
+
+int ctl_call_failed(struct master_client *c, const char *what)
+{
+	return ctl_fail("%s: %s", what, master_client_error(c));
+}
+
+void ctl_format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+	static const char *const units[] = {"bytes", "KiB", "MiB", "GiB",
+					    "TiB",   "PiB", "EiB"};
+	unsigned int u = 0;
+	double v = (double)bytes;
+
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (!u)
+		snprintf(buf, size, "%" PRIu64 " bytes", bytes);
+	else
+		snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+int ctl_print_json(struct td_json *j, struct td_strbuf *sb)
+{
+	int err = td_json_finish(j);
+
+	if (!err)
+		fputs(td_strbuf_str(sb), stdout);
+	td_strbuf_free(sb);
+	return err ? ctl_fail("out of memory") : 0;
+}
+
+int ctl_print_result(const char *vdisk, const char *file, bool changed)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	if (vdisk)
+		td_json_str(&j, "vdisk", vdisk);
+	if (file)
+		td_json_str(&j, "file", file);
+	td_json_bool(&j, "changed", changed);
+	td_json_end_object(&j);
+	return ctl_print_json(&j, &sb);
+}
+
+void ctl_json_server(struct td_json *j, const char *key, const ms_server *s)
+{
+	td_json_begin_object(j, key);
+	td_json_u64(j, "id", s->id);
+	td_json_str(j, "address", s->address);
+	td_json_str(j, "portal", s->portal);
+	td_json_str(j, "target", s->target);
+	td_json_u64(j, "lun", s->lun);
+	td_json_u64(j, "size_bytes", s->size_bytes);
+	td_json_u64(j, "block_size", s->block_size);
+	td_json_u64(j, "extents", s->nr_extents);
+	td_json_u64(j, "free_extents", s->free_extents);
+	td_json_bool(j, "draining", s->draining);
+	td_json_end_object(j);
+}
+
+void ctl_print_server_header(void)
+{
+	printf("%-4s %-15s %-21s %-40s %5s %10s %8s %8s %s\n", "ID", "ADDRESS",
+	       "PORTAL", "TARGET", "LUN", "SIZE", "EXTENTS", "FREE", "STATE");
+}
+
+void ctl_print_server(const ms_server *s)
+{
+	char size[32];
+
+	ctl_format_bytes(s->size_bytes, size, sizeof(size));
+	printf("%-4u %-15s %-21s %-40s %5u %10s %8u %8u %s\n", s->id,
+	       s->address, s->portal, s->target, s->lun, size, s->nr_extents,
+	       s->free_extents, s->draining ? "draining" : "active");
+}
+
+/* --- mapping files ------------------------------------------------------------- */
+
+static uint32_t map_stale(const struct stripe_map *m)
+{
+	size_t n = (size_t)m->columns * m->extents_per_column * m->replicas;
+	uint32_t stale = 0;
+
+	for (size_t i = 0; i < n; i++)
+		stale += m->slots[i].stale;
+	return stale;
+}
+
+static void json_map(struct td_json *j, const struct stripe_map *m,
+		     const char *path)
+{
+	size_t i = 0;
+
+	td_json_str(j, "file", path);
+	td_json_str(j, "vdisk", m->vdisk);
+	td_json_u64(j, "size_bytes", m->size_bytes);
+	td_json_u64(j, "stripe_unit_bytes", m->stripe_unit_bytes);
+	td_json_u64(j, "columns", m->columns);
+	td_json_u64(j, "extents_per_column", m->extents_per_column);
+	td_json_u64(j, "replicas", m->replicas);
+	td_json_u64(j, "extent_size_bytes", m->extent_size_bytes);
+	td_json_str(j, "master", m->master);
+	td_json_u64(j, "stale_replicas", map_stale(m));
+	td_json_begin_array(j, "servers");
+	for (uint32_t s = 0; s < m->nr_servers; s++) {
+		td_json_begin_object(j, NULL);
+		td_json_str(j, "address", m->servers[s].address);
+		td_json_str(j, "portal", m->servers[s].portal);
+		td_json_str(j, "target", m->servers[s].target);
+		td_json_u64(j, "lun", m->servers[s].lun);
+		td_json_u64(j, "block_size", m->servers[s].block_size);
+		td_json_bool(j, "chap", m->servers[s].chap_user[0] != '\0');
+		if (m->servers[s].device[0])
+			td_json_str(j, "device", m->servers[s].device);
+		td_json_end_object(j);
+	}
+	td_json_end_array(j);
+	td_json_begin_array(j, "extents");
+	for (uint32_t c = 0; c < m->columns; c++)
+		for (uint32_t x = 0; x < m->extents_per_column; x++)
+			for (uint32_t r = 0; r < m->replicas; r++, i++) {
+				td_json_begin_object(j, NULL);
+				td_json_u64(j, "column", c);
+				td_json_u64(j, "extent", x);
+				td_json_u64(j, "replica", r);
+				td_json_u64(j, "server", m->slots[i].server);
+				td_json_u64(j, "lba", m->slots[i].lba);
+				td_json_bool(j, "stale", m->slots[i].stale);
+				td_json_end_object(j);
+			}
+	td_json_end_array(j);
+}
+
+static void print_map(const struct stripe_map *m, const char *path)
+{
+	char size[32], unit[32], extent[32];
+	size_t i = 0;
+
+	ctl_format_bytes(m->size_bytes, size, sizeof(size));
+	ctl_format_bytes(m->stripe_unit_bytes, unit, sizeof(unit));
+	ctl_format_bytes(m->extent_size_bytes, extent, sizeof(extent));
+	printf("file:                %s\nvdisk:               %s\n"
+	       "size:                %s (%" PRIu64 " bytes)\n"
+	       "stripe unit:         %s\ncolumns:             %u\n"
+	       "extents per column:  %u\nreplicas:            %u\n"
+	       "extent size:         %s\nmaster:              %s\n"
+	       "stale replicas:      %u\n\nservers:\n",
+	       path, m->vdisk, size, m->size_bytes, unit, m->columns,
+	       m->extents_per_column, m->replicas, extent, m->master,
+	       map_stale(m));
+	for (uint32_t s = 0; s < m->nr_servers; s++)
+		printf("  %u  %s  %s  %s  lun %u  block %u%s%s%s\n", s,
+		       m->servers[s].address, m->servers[s].portal,
+		       m->servers[s].target, m->servers[s].lun,
+		       m->servers[s].block_size,
+		       m->servers[s].chap_user[0] ? "  chap" : "",
+		       m->servers[s].device[0] ? "  device " : "",
+		       m->servers[s].device);
+	printf("\n%6s %6s %7s %6s %14s %s\n", "COLUMN", "EXTENT", "REPLICA",
+	       "SERVER", "LBA", "STATE");
+	for (uint32_t c = 0; c < m->columns; c++)
+		for (uint32_t x = 0; x < m->extents_per_column; x++)
+			for (uint32_t r = 0; r < m->replicas; r++, i++)
+				printf("%6u %6u %7u %6u %14" PRIu64 " %s\n", c,
+				       x, r, m->slots[i].server,
+				       m->slots[i].lba,
+				       m->slots[i].stale ? "stale" : "ok");
+}
+
+int ctl_show_map(const struct stripe_map *m, const char *path, bool json)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	if (!json) {
+		print_map(m, path);
+		return 0;
+	}
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	json_map(&j, m, path);
+	td_json_end_object(&j);
+	return ctl_print_json(&j, &sb);
+}
+
+/* --- the master's record of a disk (vdisk show --name) ------------------------- */
+
+static u_int vdisk_stale(const ms_vdisk *v)
+{
+	u_int stale = 0;
+
+	for (u_int i = 0; i < v->extents.extents_len; i++)
+		stale += v->extents.extents_val[i].stale;
+	return stale;
+}
+
+static void json_vdisk(struct td_json *j, const ms_vdisk *v, const char *master)
+{
+	u_int i = 0;
+
+	td_json_str(j, "vdisk", v->id);
+	td_json_str(j, "master", master);
+	td_json_u64(j, "columns", v->columns);
+	td_json_u64(j, "extents_per_column", v->extents_per_column);
+	td_json_u64(j, "replicas", v->replicas);
+	td_json_u64(j, "extent_size_bytes", v->extent_size_bytes);
+	td_json_u64(j, "stale_replicas", vdisk_stale(v));
+	td_json_begin_array(j, "servers");
+	for (u_int s = 0; s < v->servers.servers_len; s++)
+		ctl_json_server(j, NULL, &v->servers.servers_val[s]);
+	td_json_end_array(j);
+	td_json_begin_array(j, "extents");
+	for (u_int c = 0; c < v->columns; c++)
+		for (u_int x = 0; x < v->extents_per_column; x++)
+			for (u_int r = 0;
+			     r < v->replicas && i < v->extents.extents_len;
+			     r++, i++) {
+				const ms_extent *e = &v->extents.extents_val[i];
+
+				td_json_begin_object(j, NULL);
+				td_json_u64(j, "column", c);
+				td_json_u64(j, "extent", x);
+				td_json_u64(j, "replica", r);
+				td_json_u64(j, "server", e->server_id);
+				td_json_u64(j, "offset_bytes", e->offset_bytes);
+				td_json_bool(j, "stale", e->stale);
+				td_json_end_object(j);
+			}
+	td_json_end_array(j);
+}
+
+static void print_vdisk(const ms_vdisk *v, const char *master)
+{
+	char extent[32];
+	u_int i = 0;
+
+	ctl_format_bytes(v->extent_size_bytes, extent, sizeof(extent));
+	printf("vdisk:               %s\nmaster:              %s\n"
+	       "columns:             %u\nextents per column:  %u\n"
+	       "replicas:            %u\nextent size:         %s\n"
+	       "stale replicas:      %u\n\nservers:\n",
+	       v->id, master, v->columns, v->extents_per_column, v->replicas,
+	       extent, vdisk_stale(v));
+	ctl_print_server_header();
+	for (u_int s = 0; s < v->servers.servers_len; s++)
+		ctl_print_server(&v->servers.servers_val[s]);
+	printf("\n%6s %6s %7s %6s %16s %s\n", "COLUMN", "EXTENT", "REPLICA",
+	       "SERVER", "OFFSET", "STATE");
+	for (u_int c = 0; c < v->columns; c++)
+		for (u_int x = 0; x < v->extents_per_column; x++)
+			for (u_int r = 0;
+			     r < v->replicas && i < v->extents.extents_len;
+			     r++, i++)
+				printf("%6u %6u %7u %6u %16llu %s\n", c, x, r,
+				       v->extents.extents_val[i].server_id,
+				       (unsigned long long)v->extents
+					       .extents_val[i]
+					       .offset_bytes,
+				       v->extents.extents_val[i].stale ? "stale"
+								       : "ok");
+}
+
+int ctl_show_vdisk(const ms_vdisk *v, const char *master, bool json)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	if (!json) {
+		print_vdisk(v, master);
+		return 0;
+	}
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	json_vdisk(&j, v, master);
+	td_json_end_object(&j);
+	return ctl_print_json(&j, &sb);
+}

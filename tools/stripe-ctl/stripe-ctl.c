@@ -1,0 +1,708 @@
+/*
+ * stripe-ctl.c - stripe-ctl's command line: commands, options, help.
+ *
+ * stripe-ctl talks to stripe-master (master/client.h) and writes and reads
+ * mapping files (drivers/mapfile.h).  The commands live in
+ * stripe-ctl-server.c, stripe-ctl-vdisk.c, stripe-ctl-resync.c and
+ * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "drivers/stripe/map/stripe-layout.h"
+#include "tapdisk/control/control.h"
+#include "tapdisk/driver.h"
+#include "tools/stripe-ctl/stripe-ctl.h"
+
+#define DEFAULT_TIMEOUT_S   10
+#define MAX_TIMEOUT_S	    86400
+#define MAX_RETRIES	    100
+#define MAX_LUN		    65535
+#define MAX_POSITIONAL	    3 /* GROUP COMMAND ARG */
+#define DEFAULT_UNIT_BYTES  (1ull << 20)
+#define DEFAULT_BLOCK_BYTES 512
+#define EXTRA_ANY	    UINT_MAX /* struct command.nr_extra */
+
+/* Options, by the commands that take them. */
+enum {
+	O_PORTAL = 1u << 0,
+	O_TARGET = 1u << 1,
+	O_LUN = 1u << 2,
+	O_SIZE = 1u << 3,
+	O_ADDRESS = 1u << 4,
+	O_BLOCK = 1u << 5,
+	O_STRIPES = 1u << 6,
+	O_UNIT = 1u << 7,
+	O_REPLICAS = 1u << 8,
+	O_OUTPUT = 1u << 9,
+	O_NAME = 1u << 10,
+	O_SERVER = 1u << 11,
+	O_VDISK = 1u << 12,
+	O_ALLOCATED = 1u << 13,
+	O_RATE = 1u << 14,
+	O_RUN_DIR = 1u << 15,
+	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
+};
+
+struct command {
+	const char *group; /* NULL for a one-word command */
+	const char *name;
+	unsigned int opts;     /* O_* it accepts */
+	unsigned int required; /* O_* it needs */
+	const char *arg;       /* its positional argument, or NULL */
+	const char *synopsis;
+	const char *help;
+	int (*run)(struct ctl_opts *o);
+	const char *extra;     /* the words after arg, as help names them */
+	unsigned int nr_extra; /* how many; EXTRA_ANY: any number */
+};
+
+static const struct command commands[] = {
+	{NULL, "info", 0, 0, NULL, "info",
+	 "Print the master's extent size and its counts of servers, disks\n"
+	 "and extents.\n",
+	 ctl_cmd_info, NULL, 0},
+	{"server", "add",
+	 O_PORTAL | O_TARGET | O_LUN | O_SIZE | O_ADDRESS | O_BLOCK,
+	 O_PORTAL | O_TARGET | O_LUN | O_SIZE, NULL,
+	 "server add --portal HOST[:PORT] --target IQN --lun N --size SIZE\n"
+	 "           [--address HOST] [--block-size BYTES]",
+	 "Register one iSCSI LUN with the master, which cuts it into extents.\n"
+	 "Running it again with the same values changes nothing; a LUN "
+	 "already\n"
+	 "registered with other values is refused.\n\n"
+	 "    --portal HOST[:PORT]  the iSCSI portal (port 3260 by default)\n"
+	 "    --target IQN          the iSCSI target name\n"
+	 "    --lun N               the LUN, 0-65535\n"
+	 "    --size SIZE           the LUN's usable size, K/M/G/T suffixes\n"
+	 "    --address HOST        the storage host, for keeping replicas on\n"
+	 "                          distinct hosts (default: the portal's "
+	 "host)\n"
+	 "    --block-size BYTES    the LUN's block size: 512 (default), "
+	 "1024,\n"
+	 "                          2048 or 4096\n",
+	 ctl_cmd_server_add, NULL, 0},
+	{"server", "drain", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
+	 "server drain --target IQN --lun N",
+	 "Place no new extents on this LUN; the disks that use it keep it.\n",
+	 ctl_cmd_server_drain, NULL, 0},
+	{"server", "remove", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
+	 "server remove --target IQN --lun N",
+	 "Forget a LUN that holds no allocated extent (destroy its disks\n"
+	 "first).  Removing a LUN that is not registered succeeds.\n",
+	 ctl_cmd_server_remove, NULL, 0},
+	{"server", "list", 0, 0, NULL, "server list",
+	 "Print every registered LUN: id, host, portal, target, LUN, size,\n"
+	 "extents, free extents, and whether it is draining.\n",
+	 ctl_cmd_server_list, NULL, 0},
+	{"vdisk", "create", O_SIZE | O_STRIPES | O_UNIT | O_REPLICAS | O_OUTPUT,
+	 O_SIZE | O_STRIPES, "NAME",
+	 "vdisk create NAME --size SIZE --stripes S [--stripe-unit U]\n"
+	 "             [--replicas R] [-o FILE]",
+	 "Allocate the extents of a striped disk of SIZE bytes and write its\n"
+	 "mapping file, the one argument tapdisk needs to serve it\n"
+	 "(stripe:FILE).  Each column gets J = ceil(ceil(SIZE/(U*S))*U/E)\n"
+	 "extents, E being the master's extent size.  Running it again with\n"
+	 "the same values returns the same extents and rewrites the file;\n"
+	 "other values for an existing NAME are refused.\n\n"
+	 "    --size SIZE          the disk's size, a multiple of 512,\n"
+	 "                         K/M/G/T suffixes (binary)\n"
+	 "    --stripes S          columns, 1-256\n"
+	 "    --stripe-unit U      a power of two from 4K to 1G (default 1M);\n"
+	 "                         it must divide the extent size\n"
+	 "    --replicas R         copies of every extent, on distinct hosts,\n"
+	 "                         1-4 (default 1)\n"
+	 "    -o, --output FILE    the mapping file (default\n"
+	 "                         " CTL_MAP_DIR "/NAME.map)\n",
+	 ctl_cmd_vdisk_create, NULL, 0},
+	{"vdisk", "show", O_NAME, 0, "FILE", "vdisk show FILE | --name NAME",
+	 "Check a mapping file and print it: geometry, servers, extents and\n"
+	 "the state of each replica (ok, or stale: it missed writes).  Needs\n"
+	 "no master.  --name NAME prints the master's record of the disk\n"
+	 "instead: its servers, extents and the replica states the master\n"
+	 "was told.\n\n"
+	 "    --name NAME          the disk, as the master knows it\n",
+	 ctl_cmd_vdisk_show, NULL, 0},
+	{"vdisk", "destroy", O_NAME, 0, "FILE",
+	 "vdisk destroy FILE | --name NAME",
+	 "Free a disk's extents at the master and remove its mapping file.\n"
+	 "Refused while the file is open (locked) by a tapdisk.  The master\n"
+	 "is the one the file names unless --master is given.  --name NAME\n"
+	 "frees the extents of a disk whose file is lost.\n\n"
+	 "    --name NAME          the disk to free, without a mapping file\n",
+	 ctl_cmd_vdisk_destroy, NULL, 0},
+	{"vdisk", "list", 0, 0, NULL, "vdisk list",
+	 "Print every disk the master knows: name, columns, extents per\n"
+	 "column, replicas, and how many replicas are stale.\n",
+	 ctl_cmd_vdisk_list, NULL, 0},
+	{"vdisk", "mark", O_NAME, 0, "FILE",
+	 "vdisk mark FILE|--name NAME COLUMN EXTENT REPLICA stale|ok",
+	 "Record at the master that one replica of one extent is stale (it\n"
+	 "missed writes its other replicas took) or ok (in step again).\n"
+	 "tapdisk does this by itself when a replica fails; this is for\n"
+	 "operators, to set the master's record right.  The mapping file is\n"
+	 "not changed: tapdisk serves the disk by the states in the file, and\n"
+	 "a note says when the file disagrees.  COLUMN, EXTENT and REPLICA\n"
+	 "count from 0, as 'vdisk show' prints them.  The master is the one\n"
+	 "the file names unless --master is given.  Marking a replica with\n"
+	 "the state it has already changes nothing.\n\n"
+	 "    --name NAME          the disk, without its mapping file\n",
+	 ctl_cmd_vdisk_mark, "COLUMN EXTENT REPLICA stale|ok", 4},
+	{"vdisk", "resync", O_RATE | O_RUN_DIR, 0, "FILE",
+	 "vdisk resync FILE [--rate RATE] [--run-dir DIR]",
+	 "Copy every stale replica of the disk from a live replica of its\n"
+	 "extent, then clear its mark in the mapping file (and tell the\n"
+	 "master).  When a tapdisk serves FILE (it holds the file's lock),\n"
+	 "that tapdisk does it online, while the disk stays in use: the one\n"
+	 "in the run directory whose chain names FILE is sent 'driver stripe\n"
+	 "resync' (as tap-ctl driver does) and followed to the end.  Else\n"
+	 "stripe-ctl opens the disk itself, with the same stripe driver, for\n"
+	 "the time of the copy.  A progress line goes to stderr.  Succeeds\n"
+	 "when no replica is stale any more (nothing stale: says so); fails\n"
+	 "when one could not be copied (its extent has no live replica, its\n"
+	 "server is down).  Ctrl-C stops after the chunk in flight: what is\n"
+	 "not copied yet stays stale.  --timeout bounds each request to the\n"
+	 "tapdisk.\n\n"
+	 "    --rate RATE          at most RATE bytes per second, at least\n"
+	 "                         64K (K/M/G; default: the chain's\n"
+	 "                         resync_rate, 64M)\n"
+	 "    --run-dir DIR        where the tapdisks' control sockets are\n"
+	 "                         (default $" TD_CTL_RUN_DIR_ENV ", else\n"
+	 "                         " TD_CTL_RUN_DIR_DEFAULT ")\n",
+	 ctl_cmd_vdisk_resync, NULL, 0},
+	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
+	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
+	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
+	 "column, extent and replica that own it.\n\n"
+	 "    --server ID          only this server (repeatable, see server "
+	 "list)\n"
+	 "    --vdisk NAME         only this disk's extents\n"
+	 "    --allocated          only allocated extents\n",
+	 ctl_cmd_extents_list, NULL, 0},
+	{"session", "login", 0, 0, "FILE", "session login FILE [SERVER]...",
+	 "Log kernel iSCSI sessions (open-iscsi's iscsiadm) in for the\n"
+	 "servers of a mapping file (all, or the SERVER numbers of 'vdisk\n"
+	 "show'), wait up to --timeout seconds for each LUN's block device,\n"
+	 "check its block size and size against the file, and write the\n"
+	 "device into the file (its 'device' key): tapdisk then reads and\n"
+	 "writes that device (O_DIRECT, libaio) instead of logging in\n"
+	 "itself.  A session already logged in is reused.  Needs iscsid\n"
+	 "running and the kernel's iscsi_tcp driver; refused while a\n"
+	 "tapdisk serves FILE.  CHAP credentials come from the file.\n",
+	 ctl_cmd_session_login, "SERVER", EXTRA_ANY},
+	{"session", "logout", 0, 0, "FILE", "session logout FILE [SERVER]...",
+	 "Remove the device of the servers (all that have one, or the\n"
+	 "SERVER numbers) from the mapping file, then log their kernel\n"
+	 "sessions out, except one that another mapping file of the same\n"
+	 "directory still names.  tapdisk goes back to its own iSCSI\n"
+	 "sessions for them.  Refused while a tapdisk serves FILE.\n",
+	 ctl_cmd_session_logout, "SERVER", EXTRA_ANY},
+	{"session", "list", 0, 0, "FILE", "session list FILE [SERVER]...",
+	 "Print each server of the mapping file: its device in the file and\n"
+	 "the kernel session and block device found for its target, portal\n"
+	 "and LUN.\n",
+	 ctl_cmd_session_list, "SERVER", EXTRA_ANY},
+};
+#define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+#define GLOBAL_HELP                                                          \
+	"    -m, --master HOST[:PORT]  the master (default $" CTL_MASTER_ENV \
+	", else\n"                                                           \
+	"                              " CTL_MASTER_DEFAULT ")\n"            \
+	"    --json                    JSON output for scripts (exact "      \
+	"bytes)\n"                                                           \
+	"    --timeout SEC             per attempt (default 10)\n"           \
+	"    --retries N               attempts after a timeout or a lost\n" \
+	"                              connection (default 3): every call "  \
+	"is\n"                                                               \
+	"                              safe to repeat\n"                     \
+	"    -h, --help                help\n"
+
+int ctl_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("stripe-ctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_FAILURE;
+}
+
+static void command_name(const struct command *c, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s%s%s", c->group ? c->group : "",
+		 c->group ? " " : "", c->name);
+}
+
+/* The message, and where help is; name "" for stripe-ctl itself. */
+static int vusage_error(const char *name, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static int vusage_error(const char *name, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "stripe-ctl%s%s: ", name[0] ? " " : "", name);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nTry 'stripe-ctl %s%s--help' for more information.\n",
+		name, name[0] ? " " : "");
+	return EXIT_USAGE;
+}
+
+static int usage_error(const struct command *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int usage_error(const struct command *c, const char *fmt, ...)
+{
+	char name[64] = "";
+	va_list ap;
+	int status;
+
+	if (c)
+		command_name(c, name, sizeof(name));
+	va_start(ap, fmt);
+	status = vusage_error(name, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+int ctl_usage_fail(const char *command, const char *fmt, ...)
+{
+	va_list ap;
+	int status;
+
+	va_start(ap, fmt);
+	status = vusage_error(command, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+static void command_usage(const struct command *c, FILE *out)
+{
+	fprintf(out, "Usage: stripe-ctl [GLOBAL OPTIONS] %s\n\n%s\n",
+		c->synopsis, c->help);
+	fputs("Global options:\n" GLOBAL_HELP, out);
+}
+
+static void global_usage(FILE *out)
+{
+	fputs("NAME\n"
+	      "    stripe-ctl - manage striped virtual disks and the master's "
+	      "servers\n\n"
+	      "SYNOPSIS\n"
+	      "    stripe-ctl [GLOBAL OPTIONS] COMMAND [OPTIONS]\n\n"
+	      "COMMANDS\n",
+	      out);
+	for (size_t i = 0; i < NR_COMMANDS; i++)
+		fprintf(out, "    %s\n", commands[i].synopsis);
+	fputs("\n    'stripe-ctl COMMAND --help' describes a command.\n\n"
+	      "GLOBAL OPTIONS (before or after the command)\n" GLOBAL_HELP "\n"
+	      "SIZES\n"
+	      "    Binary multiples: 4K = 4096, 1M, 1G, 1T; a trailing B or iB "
+	      "is\n"
+	      "    accepted (1GiB).\n\n"
+	      "EXAMPLES\n"
+	      "    stripe-ctl server add --portal 10.77.1.2 --target \\\n"
+	      "        iqn.2024-01.org.tapstripe:srv1 --lun 1 --size 100G\n"
+	      "    stripe-ctl vdisk create db1 --size 10G --stripes 4 "
+	      "--replicas 2\n"
+	      "    tap-ctl create -a stripe:" CTL_MAP_DIR
+	      "/db1.map --nbd unix\n"
+	      "    stripe-ctl vdisk mark " CTL_MAP_DIR "/db1.map 0 3 1 stale\n"
+	      "    stripe-ctl vdisk resync " CTL_MAP_DIR "/db1.map --rate 50M\n"
+	      "    stripe-ctl session login " CTL_MAP_DIR "/db1.map\n"
+	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
+	      "ENVIRONMENT\n"
+	      "    " CTL_MASTER_ENV "   the master, as --master\n"
+	      "    " TD_CTL_RUN_DIR_ENV
+	      " the tapdisks' run directory, as --run-dir\n\n"
+	      "EXIT STATUS\n"
+	      "    0 success, 1 failure (the message says what to do), 2 bad "
+	      "command line\n",
+	      out);
+}
+
+/* --- options ---------------------------------------------------------------- */
+
+enum {
+	L_JSON = 256,
+	L_TIMEOUT,
+	L_RETRIES,
+	L_PORTAL,
+	L_TARGET,
+	L_LUN,
+	L_ADDRESS,
+	L_BLOCK,
+	L_NAME,
+	L_SERVER,
+	L_VDISK,
+	L_ALLOCATED,
+	L_RATE,
+	L_RUN_DIR,
+};
+
+static const struct option long_options[] = {
+	{"master", required_argument, NULL, 'm'},
+	{"json", no_argument, NULL, L_JSON},
+	{"timeout", required_argument, NULL, L_TIMEOUT},
+	{"retries", required_argument, NULL, L_RETRIES},
+	{"portal", required_argument, NULL, L_PORTAL},
+	{"target", required_argument, NULL, L_TARGET},
+	{"lun", required_argument, NULL, L_LUN},
+	{"size", required_argument, NULL, 's'},
+	{"address", required_argument, NULL, L_ADDRESS},
+	{"block-size", required_argument, NULL, L_BLOCK},
+	{"stripes", required_argument, NULL, 'S'},
+	{"stripe-unit", required_argument, NULL, 'u'},
+	{"replicas", required_argument, NULL, 'r'},
+	{"output", required_argument, NULL, 'o'},
+	{"name", required_argument, NULL, L_NAME},
+	{"server", required_argument, NULL, L_SERVER},
+	{"vdisk", required_argument, NULL, L_VDISK},
+	{"allocated", no_argument, NULL, L_ALLOCATED},
+	{"rate", required_argument, NULL, L_RATE},
+	{"run-dir", required_argument, NULL, L_RUN_DIR},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+/* What one option letter sets: its O_* bit. */
+static unsigned int option_bit(int c)
+{
+	switch (c) {
+	case L_PORTAL:
+		return O_PORTAL;
+	case L_TARGET:
+		return O_TARGET;
+	case L_LUN:
+		return O_LUN;
+	case 's':
+		return O_SIZE;
+	case L_ADDRESS:
+		return O_ADDRESS;
+	case L_BLOCK:
+		return O_BLOCK;
+	case 'S':
+		return O_STRIPES;
+	case 'u':
+		return O_UNIT;
+	case 'r':
+		return O_REPLICAS;
+	case 'o':
+		return O_OUTPUT;
+	case L_NAME:
+		return O_NAME;
+	case L_SERVER:
+		return O_SERVER;
+	case L_VDISK:
+		return O_VDISK;
+	case L_ALLOCATED:
+		return O_ALLOCATED;
+	case L_RATE:
+		return O_RATE;
+	case L_RUN_DIR:
+		return O_RUN_DIR;
+	default:
+		return O_GLOBAL;
+	}
+}
+
+static long parse_number(const char *text, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < min || v > max)
+		return -1;
+	return v;
+}
+
+/* A bounded number option; 0 or a usage error printed (returns 2). */
+static int number_option(const char *name, const char *arg, long min, long max,
+			 long *out)
+{
+	if ((*out = parse_number(arg, min, max)) >= 0)
+		return 0;
+	return usage_error(NULL, "%s wants a number from %ld to %ld, not '%s'",
+			   name, min, max, arg);
+}
+
+static int size_option(const char *name, const char *arg, uint64_t *out)
+{
+	if (!td_parse_size(arg, out) && *out)
+		return 0;
+	return usage_error(NULL,
+			   "%s wants a size like 512, 64K, 10G or 2T, not '%s'",
+			   name, arg);
+}
+
+static int take_block_size(struct ctl_opts *o, const char *arg)
+{
+	long v = parse_number(arg, 512, 4096);
+
+	if (v != 512 && v != 1024 && v != 2048 && v != 4096)
+		return usage_error(NULL,
+				   "--block-size wants 512, 1024, 2048 "
+				   "or 4096, not '%s'",
+				   arg);
+	o->block_size = (uint32_t)v;
+	return 0;
+}
+
+static int take_unit(struct ctl_opts *o, const char *arg)
+{
+	if (td_parse_size(arg, &o->stripe_unit_bytes) ||
+	    !stripe_layout_unit_ok(o->stripe_unit_bytes))
+		return usage_error(NULL,
+				   "--stripe-unit wants a power of two "
+				   "from 4K to 1G, like 64K or 1M, not "
+				   "'%s'",
+				   arg);
+	return 0;
+}
+
+static int take_rate(struct ctl_opts *o, const char *arg)
+{
+	if (td_parse_size(arg, &o->rate_bytes_per_s) ||
+	    o->rate_bytes_per_s < CTL_MIN_RESYNC_RATE)
+		return usage_error(NULL,
+				   "--rate wants bytes per second, at least "
+				   "64K, like 50M, not '%s'",
+				   arg);
+	return 0;
+}
+
+static int take_server(struct ctl_opts *o, const char *arg)
+{
+	long v;
+
+	if (o->nr_server_ids == CTL_MAX_SERVER_IDS)
+		return usage_error(NULL, "at most %d --server options",
+				   CTL_MAX_SERVER_IDS);
+	if (number_option("--server", arg, 1, (long)UINT32_MAX, &v))
+		return EXIT_USAGE;
+	o->server_ids[o->nr_server_ids++] = (uint32_t)v;
+	return 0;
+}
+
+/* Numbers of options that need more than a pointer; 0 or exit status. */
+static int take_number_option(struct ctl_opts *o, int c, const char *arg)
+{
+	long v = 0;
+	int st = 0;
+
+	switch (c) {
+	case L_TIMEOUT:
+		st = number_option("--timeout", arg, 1, MAX_TIMEOUT_S, &v);
+		o->timeout_s = (unsigned int)v;
+		return st;
+	case L_RETRIES:
+		st = number_option("--retries", arg, 0, MAX_RETRIES, &v);
+		o->retries = (unsigned int)v;
+		return st;
+	case L_LUN:
+		st = number_option("--lun", arg, 0, MAX_LUN, &o->lun);
+		return st;
+	case 'S':
+		st = number_option("--stripes", arg, 1, STRIPE_MAX_COLUMNS, &v);
+		o->stripes = (uint32_t)v;
+		return st;
+	case 'r':
+		st = number_option("--replicas", arg, 1, STRIPE_MAX_REPLICAS,
+				   &v);
+		o->replicas = (uint32_t)v;
+		return st;
+	case 's':
+		return size_option("--size", arg, &o->size_bytes);
+	case L_RATE:
+		return take_rate(o, arg);
+	case 'u':
+		return take_unit(o, arg);
+	case L_BLOCK:
+		return take_block_size(o, arg);
+	default:
+		return take_server(o, arg);
+	}
+}
+
+/* One option; 0, or an exit status. */
+static int take_option(struct ctl_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'm':
+		o->master = arg;
+		o->master_given = true;
+		return 0;
+	case L_JSON:
+		o->json = true;
+		return 0;
+	case L_PORTAL:
+		o->portal = arg;
+		return 0;
+	case L_TARGET:
+		o->target = arg;
+		return 0;
+	case L_ADDRESS:
+		o->address = arg;
+		return 0;
+	case 'o':
+		o->output = arg;
+		return 0;
+	case L_NAME:
+	case L_VDISK:
+		o->name = arg;
+		return 0;
+	case L_ALLOCATED:
+		o->allocated = true;
+		return 0;
+	case L_RUN_DIR:
+		o->run_dir = arg;
+		return 0;
+	default:
+		return take_number_option(o, c, arg);
+	}
+}
+
+/* --- commands ---------------------------------------------------------------- */
+
+static const struct command *find_command(char **words, int n, int *used)
+{
+	for (size_t i = 0; i < NR_COMMANDS; i++) {
+		const struct command *c = &commands[i];
+
+		if (!c->group && n >= 1 && !strcmp(words[0], c->name)) {
+			*used = 1;
+			return c;
+		}
+		if (c->group && n >= 2 && !strcmp(words[0], c->group) &&
+		    !strcmp(words[1], c->name)) {
+			*used = 2;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+static const char *option_name(unsigned int bit)
+{
+	for (const struct option *lo = long_options; lo->name; lo++)
+		if (option_bit(lo->val) == bit)
+			return lo->name;
+	return "?";
+}
+
+/* FILE (or NAME) comes first unless --name gave it. */
+static int leading_args(const struct command *c, unsigned int seen)
+{
+	return c->arg && !(seen & O_NAME) ? 1 : 0;
+}
+
+/*
+ * The options seen must be the command's; the required ones present; the
+ * positional words as many as the command takes.
+ */
+static int check_options(const struct command *c, unsigned int seen,
+			 int nr_args, char **args)
+{
+	unsigned int extra = seen & ~(c->opts | O_GLOBAL);
+	unsigned int missing = c->required & ~seen;
+	int lead = leading_args(c, seen);
+	/* EXTRA_ANY: whatever follows the leading argument */
+	int any = nr_args > lead ? nr_args - lead : 0;
+	int want = lead + (c->nr_extra == EXTRA_ANY ? any : (int)c->nr_extra);
+
+	for (unsigned int bit = 1; extra; bit <<= 1)
+		if (extra & bit)
+			return usage_error(c,
+					   "--%s is not an option of this "
+					   "command",
+					   option_name(bit));
+	for (unsigned int bit = 1; missing; bit <<= 1)
+		if (missing & bit)
+			return usage_error(c, "give --%s", option_name(bit));
+	if ((seen & O_NAME) && nr_args > (int)c->nr_extra)
+		return usage_error(c, "give FILE or --name NAME, not both");
+	if (nr_args > want)
+		return usage_error(c, "unexpected argument '%s'", args[want]);
+	if (nr_args < lead)
+		return usage_error(c, "give the %s", c->arg);
+	if (nr_args < want)
+		return usage_error(c, "give %s", c->extra);
+	return 0;
+}
+
+static void defaults(struct ctl_opts *o)
+{
+	const char *env = getenv(CTL_MASTER_ENV);
+
+	memset(o, 0, sizeof(*o));
+	o->master = env && *env ? env : CTL_MASTER_DEFAULT;
+	o->master_given = env && *env;
+	o->timeout_s = DEFAULT_TIMEOUT_S;
+	o->retries = MASTER_CLIENT_DEFAULT_RETRIES;
+	o->lun = -1;
+	o->block_size = DEFAULT_BLOCK_BYTES;
+	o->stripe_unit_bytes = DEFAULT_UNIT_BYTES;
+	o->replicas = 1;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd;
+	unsigned int seen = 0;
+	bool help = false;
+	struct ctl_opts o;
+	int c, status, used = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	defaults(&o);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "m:s:S:u:r:o:h", long_options,
+				NULL)) != -1) {
+		if (c == '?')
+			return usage_error(NULL,
+					   "unknown option or missing "
+					   "argument: '%s'",
+					   argv[optind - 1]);
+		if (c == 'h') {
+			help = true;
+			continue;
+		}
+		seen |= option_bit(c);
+		if ((status = take_option(&o, c, optarg)))
+			return status;
+	}
+	if (optind == argc) {
+		if (help) {
+			global_usage(stdout);
+			return EXIT_SUCCESS;
+		}
+		return usage_error(NULL, "give a command: info, server, vdisk, "
+					 "extents or session");
+	}
+	if (!(cmd = find_command(argv + optind, argc - optind, &used)))
+		return usage_error(NULL, "unknown command '%s%s%s'",
+				   argv[optind], optind + 1 < argc ? " " : "",
+				   optind + 1 < argc ? argv[optind + 1] : "");
+	if (help) {
+		command_usage(cmd, stdout);
+		return EXIT_SUCCESS;
+	}
+	optind += used;
+	if ((status = check_options(cmd, seen, argc - optind, argv + optind)))
+		return status;
+	if (leading_args(cmd, seen))
+		o.arg = argv[optind++];
+	o.extra = argv + optind;
+	o.nr_extra = (unsigned int)(argc - optind);
+	return cmd->run(&o);
+}

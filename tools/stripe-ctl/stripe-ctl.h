@@ -1,0 +1,104 @@
+/*
+ * stripe-ctl.h - what stripe-ctl's files share.
+ */
+#ifndef TAPSTRIPE_STRIPE_CTL_H
+#define TAPSTRIPE_STRIPE_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/json.h"
+#include "drivers/stripe/map/mapfile.h"
+#include "master/client/client.h"
+
+#define EXIT_USAGE	    2
+#define CTL_MASTER_ENV	    "STRIPE_MASTER"
+#define CTL_MASTER_DEFAULT  "127.0.0.1:7700"
+#define CTL_MAP_DIR	    "/var/lib/tapstripe"
+#define CTL_MAX_SERVER_IDS  64		/* MS_MAX_FILTER */
+#define CTL_MIN_RESYNC_RATE (64u << 10) /* the stripe driver's minimum */
+
+/* The command line of one command. */
+struct ctl_opts {
+	const char *master;
+	bool master_given; /* --master or $STRIPE_MASTER */
+	bool json;
+	unsigned int timeout_s;
+	unsigned int retries;
+	const char *arg; /* the positional argument: NAME or FILE */
+	char **extra;	 /* the command's further positional words */
+	unsigned int nr_extra;
+	/* server */
+	const char *portal;
+	const char *target;
+	const char *address;
+	long lun;	     /* -1: not given */
+	uint64_t size_bytes; /* 0: not given */
+	uint32_t block_size;
+	/* vdisk */
+	uint32_t stripes;
+	uint64_t stripe_unit_bytes;
+	uint32_t replicas;
+	const char *output;
+	const char *name;
+	/* vdisk resync */
+	uint64_t rate_bytes_per_s; /* 0: the driver's default */
+	const char *run_dir;	   /* NULL: td_ctl_run_dir's default */
+	/* extents */
+	uint32_t server_ids[CTL_MAX_SERVER_IDS];
+	unsigned int nr_server_ids;
+	bool allocated;
+};
+
+/* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
+int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A bad command line found by a command ("vdisk mark"): the message and a
+ * pointer to its --help on stderr; returns EXIT_USAGE.
+ */
+int ctl_usage_fail(const char *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* A client for o->master, or NULL with the error printed. */
+struct master_client *ctl_client(const struct ctl_opts *o);
+
+/* Print the client's last error; returns EXIT_FAILURE. */
+int ctl_call_failed(struct master_client *c, const char *what);
+
+/* "256.0 MiB": binary units, one decimal. */
+void ctl_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* Print a finished JSON document (or fail on out-of-memory). */
+int ctl_print_json(struct td_json *j, struct td_strbuf *sb);
+
+/* {"vdisk": ..., "file": ..., "changed": ...}; NULL keys are left out. */
+int ctl_print_result(const char *vdisk, const char *file, bool changed);
+
+/* Output of servers, disks and extents (stripe-ctl-output.c). */
+void ctl_json_server(struct td_json *j, const char *key, const ms_server *s);
+void ctl_print_server_header(void);
+void ctl_print_server(const ms_server *s);
+int ctl_show_map(const struct stripe_map *m, const char *path, bool json);
+int ctl_show_vdisk(const ms_vdisk *v, const char *master, bool json);
+
+/* The commands; each returns the exit status. */
+int ctl_cmd_info(struct ctl_opts *o);
+int ctl_cmd_server_add(struct ctl_opts *o);
+int ctl_cmd_server_drain(struct ctl_opts *o);
+int ctl_cmd_server_remove(struct ctl_opts *o);
+int ctl_cmd_server_list(struct ctl_opts *o);
+int ctl_cmd_extents_list(struct ctl_opts *o);
+int ctl_cmd_vdisk_create(struct ctl_opts *o);
+int ctl_cmd_vdisk_show(struct ctl_opts *o);
+int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
+int ctl_cmd_vdisk_list(struct ctl_opts *o);
+int ctl_cmd_vdisk_mark(struct ctl_opts *o);
+int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
+/* Kernel iSCSI sessions (stripe-ctl-session.c). */
+int ctl_cmd_session_login(struct ctl_opts *o);
+int ctl_cmd_session_logout(struct ctl_opts *o);
+int ctl_cmd_session_list(struct ctl_opts *o);
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * stripe-master-options.c - stripe-master's command line: the help text and
+ * the parsing, with errors that say what to write instead.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "master/addr.h"
+#include "master/server/store.h"
+#include "tapdisk/driver.h"
+#include "tools/stripe-master/stripe-master.h"
+
+#define MAX_IDLE_S	    86400
+#define MAX_CONNECTIONS	    65536
+#define DEFAULT_LISTEN_TEXT "127.0.0.1:7700"
+
+static void usage(FILE *out)
+{
+	/* The text is laid out as printed. */
+	/* clang-format off */
+	fprintf(out,
+"NAME\n"
+"    stripe-master - allocate the extents of striped virtual disks\n"
+"\n"
+"SYNOPSIS\n"
+"    stripe-master [--foreground] [--listen HOST[:PORT]] [--db PATH]\n"
+"                  [--extent-size SIZE] [--allow NETWORK]... [OPTIONS]\n"
+"    stripe-master --check [--db PATH]\n"
+"\n"
+"DESCRIPTION\n"
+"    stripe-master keeps the pool of storage servers (iSCSI LUNs cut into\n"
+"    extents of one size) and hands out extents to striped virtual disks,\n"
+"    placing each column and each replica on distinct servers.  Clients\n"
+"    (stripe-ctl) talk Sun RPC over TCP to a fixed port; rpcbind is not\n"
+"    used.  Every change is committed to an SQLite database (WAL,\n"
+"    synchronous=FULL) before it is answered, and every call may be\n"
+"    repeated safely.\n"
+"\n"
+"    Anyone who can reach the port may read (list servers, disks,\n"
+"    extents); only clients inside an --allow network may change anything.\n"
+"    Without --foreground it detaches and logs to --log-file.\n"
+"\n"
+"OPTIONS\n"
+"    -l, --listen HOST[:PORT]  where to listen (default %s; [::1]:PORT\n"
+"                              for IPv6; 0.0.0.0 for every address)\n"
+"    -d, --db PATH             the database (default %s); created,\n"
+"                              with its directory, when absent\n"
+"    -E, --extent-size SIZE    extent size of a new database: a multiple of\n"
+"                              1M up to 1T, K/M/G/T suffixes (default 256M);\n"
+"                              an existing database keeps its own\n"
+"    -a, --allow NETWORK       let clients in NETWORK (ADDR[/BITS], IPv4\n"
+"                              or IPv6) change the master; repeatable; the\n"
+"                              default is loopback (127.0.0.0/8, ::1)\n"
+"    --idle-timeout SEC        close connections idle that long (default\n"
+"                              %d; 0 never)\n"
+"    --max-connections N       connections served at once (default %d);\n"
+"                              more wait in the listen queue\n"
+"    --max-alloc-extents N     extents one new disk may take (columns x\n"
+"                              extents per column x replicas; default %u,\n"
+"                              at most %d); the master answers nobody\n"
+"                              else while it allocates, ~4 us per extent\n"
+"    -f, --foreground          run in this terminal, log to stderr\n"
+"    --pid-file PATH           write the pid there (removed at exit)\n"
+"    --log-file PATH           append the log there (default in the\n"
+"                              background: the database path + \"%s\")\n"
+"    --log-level LEVEL         err, warn, info (default) or debug\n"
+"    --check                   check the database's consistency and exit\n"
+"    -h, --help                this text\n"
+"    -V, --version             the version\n"
+"\n"
+"SIGNALS\n"
+"    SIGINT, SIGTERM           finish the calls in hand, commit, exit 0\n"
+"\n"
+"EXIT STATUS\n"
+"    0  stopped cleanly (or --check found the database consistent)\n"
+"    1  could not start, or a fatal error (or --check found a problem)\n"
+"    2  bad command line\n"
+"\n"
+"EXAMPLES\n"
+"    stripe-master -f --db /tmp/master.db --extent-size 64M\n"
+"    stripe-master --listen 0.0.0.0 --allow 10.77.0.0/16 \\\n"
+"        --pid-file /run/stripe-master.pid\n"
+"    stripe-ctl --master 127.0.0.1 server list\n",
+		DEFAULT_LISTEN_TEXT, DEFAULT_DB_PATH, MASTER_DEFAULT_IDLE_S,
+		MASTER_DEFAULT_MAX_CONNECTIONS, MASTER_DEFAULT_MAX_ALLOC_EXTENTS,
+		MS_MAX_SLOTS, LOG_SUFFIX);
+	/* clang-format on */
+}
+
+static int usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("stripe-master: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'stripe-master --help' for more information.\n", stderr);
+	return EXIT_USAGE;
+}
+
+enum {
+	OPT_IDLE = 256,
+	OPT_MAX_CONNECTIONS,
+	OPT_MAX_ALLOC,
+	OPT_PID_FILE,
+	OPT_LOG_FILE,
+	OPT_LOG_LEVEL,
+	OPT_CHECK,
+};
+
+static const struct option long_options[] = {
+	{"listen", required_argument, NULL, 'l'},
+	{"db", required_argument, NULL, 'd'},
+	{"extent-size", required_argument, NULL, 'E'},
+	{"allow", required_argument, NULL, 'a'},
+	{"idle-timeout", required_argument, NULL, OPT_IDLE},
+	{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+	{"max-alloc-extents", required_argument, NULL, OPT_MAX_ALLOC},
+	{"foreground", no_argument, NULL, 'f'},
+	{"pid-file", required_argument, NULL, OPT_PID_FILE},
+	{"log-file", required_argument, NULL, OPT_LOG_FILE},
+	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+	{"check", no_argument, NULL, OPT_CHECK},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+/* A decimal in [min, max]; -1 when it is not one. */
+static long parse_number(const char *text, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < min || v > max)
+		return -1;
+	return v;
+}
+
+static int take_extent_size(struct master_options *o, const char *arg)
+{
+	if (td_parse_size(arg, &o->extent_bytes) || !o->extent_bytes ||
+	    o->extent_bytes % MASTER_MIN_EXTENT_BYTES ||
+	    o->extent_bytes > MASTER_MAX_EXTENT_BYTES)
+		return usage_error("--extent-size wants a multiple of 1M up to "
+				   "1T, like 256M, not '%s'",
+				   arg);
+	return GO_ON;
+}
+
+static int take_allow(struct master_options *o, bool *allow_given,
+		      const char *arg)
+{
+	int err;
+
+	if (!*allow_given)
+		master_netacl_init(&o->server.acl);
+	*allow_given = true;
+	err = master_netacl_add(&o->server.acl, arg);
+	if (err == -ENOSPC)
+		return usage_error("at most %d --allow networks",
+				   MASTER_NETACL_MAX);
+	if (err)
+		return usage_error("--allow wants ADDR or ADDR/BITS with no "
+				   "host bits set (10.0.0.0/8, ::1), not '%s'",
+				   arg);
+	return GO_ON;
+}
+
+static int take_number(const char *opt, const char *arg, long max,
+		       unsigned int *out)
+{
+	long v = parse_number(arg, 0, max);
+
+	if (v < 0)
+		return usage_error("%s wants a number from 0 to %ld, not '%s'",
+				   opt, max, arg);
+	*out = (unsigned int)v;
+	return GO_ON;
+}
+
+static int parse_one(struct master_options *o, bool *allow_given, int c,
+		     const char *arg)
+{
+	long v;
+
+	switch (c) {
+	case 'l':
+		o->server.listen = arg;
+		return GO_ON;
+	case 'd':
+		o->db_path = arg;
+		return GO_ON;
+	case 'E':
+		return take_extent_size(o, arg);
+	case 'a':
+		return take_allow(o, allow_given, arg);
+	case OPT_IDLE:
+		return take_number("--idle-timeout", arg, MAX_IDLE_S,
+				   &o->server.idle_timeout_s);
+	case OPT_MAX_CONNECTIONS:
+		return take_number("--max-connections", arg, MAX_CONNECTIONS,
+				   &o->server.max_connections);
+	case OPT_MAX_ALLOC:
+		if ((v = parse_number(arg, 1, MS_MAX_SLOTS)) < 0)
+			return usage_error("--max-alloc-extents wants a number "
+					   "from 1 to %d, not '%s'",
+					   MS_MAX_SLOTS, arg);
+		o->max_alloc_extents = (unsigned int)v;
+		return GO_ON;
+	case 'f':
+		o->foreground = true;
+		return GO_ON;
+	case OPT_PID_FILE:
+		o->pid_file = arg;
+		return GO_ON;
+	case OPT_LOG_FILE:
+		o->log_file = arg;
+		return GO_ON;
+	case OPT_LOG_LEVEL:
+		if ((o->log_level = td_log_parse_level(arg)) < 0)
+			return usage_error("--log-level wants err, warn, info "
+					   "or debug, not '%s'",
+					   arg);
+		return GO_ON;
+	case OPT_CHECK:
+		o->check = true;
+		return GO_ON;
+	case 'h':
+		usage(stdout);
+		return EXIT_SUCCESS;
+	case 'V':
+		printf("stripe-master (%s) %s\n", PACKAGE_NAME,
+		       PACKAGE_VERSION);
+		return EXIT_SUCCESS;
+	default:
+		return usage_error("unknown option");
+	}
+}
+
+int stripe_master_parse_options(struct master_options *o, int argc, char **argv)
+{
+	char host[MASTER_HOST_MAX], port[MASTER_PORT_MAX];
+	bool allow_given = false;
+	int c, status;
+
+	memset(o, 0, sizeof(*o));
+	o->db_path = DEFAULT_DB_PATH;
+	o->log_level = TD_LOG_INFO;
+	o->server.listen = MASTER_DEFAULT_LISTEN;
+	o->server.idle_timeout_s = MASTER_DEFAULT_IDLE_S;
+	o->server.max_connections = MASTER_DEFAULT_MAX_CONNECTIONS;
+	o->max_alloc_extents = MASTER_DEFAULT_MAX_ALLOC_EXTENTS;
+	master_netacl_loopback(&o->server.acl);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "l:d:E:a:fhV", long_options,
+				NULL)) != -1) {
+		if (c == '?')
+			return usage_error("unknown option or missing "
+					   "argument: '%s'",
+					   argv[optind - 1]);
+		if ((status = parse_one(o, &allow_given, c, optarg)) != GO_ON)
+			return status;
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (master_split_hostport(o->server.listen, MS_DEFAULT_PORT, 1, host,
+				  port))
+		return usage_error("--listen wants HOST[:PORT] (like "
+				   "127.0.0.1:7700 or [::1]:7700), not '%s'",
+				   o->server.listen);
+	if (!o->server.max_connections)
+		return usage_error("--max-connections must be at least 1");
+	if (!*o->db_path)
+		return usage_error("--db wants a path");
+	return GO_ON;
+}

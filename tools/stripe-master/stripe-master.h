@@ -1,0 +1,33 @@
+/*
+ * stripe-master.h - what stripe-master's files share.
+ */
+#ifndef TAPSTRIPE_STRIPE_MASTER_H
+#define TAPSTRIPE_STRIPE_MASTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "master/server/server.h"
+
+#define EXIT_USAGE	2
+#define DEFAULT_DB_PATH "/var/lib/tapstripe/master.db"
+#define LOG_SUFFIX	".log" /* daemon log: DB_PATH.log by default */
+#define GO_ON		(-1)
+
+struct master_options {
+	const char *db_path;
+	uint64_t extent_bytes; /* 0: the database's, or the default */
+	struct master_server_config server;
+	unsigned int max_alloc_extents; /* master_store_set_max_alloc */
+	bool foreground;
+	bool check; /* check the store and exit */
+	const char *pid_file;
+	const char *log_file;
+	int log_level;
+};
+
+/* Parse argv into o; GO_ON, or an exit status (help printed, bad usage). */
+int stripe_master_parse_options(struct master_options *o, int argc,
+				char **argv);
+
+#endif

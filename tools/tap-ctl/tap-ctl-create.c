@@ -1,0 +1,284 @@
+/*
+ * tap-ctl-create.c - "tap-ctl create": start a tapdisk in the background.
+ *
+ * fork; in the child: new session, stdin from /dev/null, stdout and stderr
+ * to RUN_DIR/tapdisk-PID.log, the write end of a pipe as fd READY_FD, exec
+ * tapdisk --ready-fd READY_FD.  tapdisk writes "OK PID" or "ERR MESSAGE"
+ * there once it serves the disk or has failed; EOF without either means it
+ * died.  The parent prints the id, or tapdisk's own error and log.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "tapdisk/control/control.h"
+#include "tools/tap-ctl/tap-ctl.h"
+
+#define READY_FD    3  /* where the child finds the ready pipe */
+#define FD_SAFE_MIN 10 /* above stdio and READY_FD */
+#define MSG_MAX	    1024
+#define LOG_MODE    0640
+/* tapdisk -a CHAIN, the --nbd and --shm pairs, seven option pairs, -r,
+ * NULL */
+#define MAX_ARGV \
+	(3 + 2 * TAPCTL_MAX_NBD_ADDRS + 2 * TAPCTL_MAX_SHM_PATHS + 2 * 7 + 2)
+#define LOG_STAMP_LEN 24 /* "2026-01-31 12:00:00.000 " in log lines */
+
+static const char *find_tapdisk(char *buf, size_t len)
+{
+	const char *env = getenv("TAPDISK");
+	ssize_t n;
+	char *slash;
+
+	if (env && *env)
+		return env;
+	n = readlink("/proc/self/exe", buf, len - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (slash &&
+		    (size_t)(slash - buf) + sizeof("/tapdisk") <= len) {
+			strcpy(slash + 1, "tapdisk");
+			if (!access(buf, X_OK))
+				return buf;
+		}
+	}
+	return "tapdisk"; /* from PATH */
+}
+
+static void build_argv(const struct cmd_opts *o, const char *tapdisk,
+		       char **argv)
+{
+	static char ready_fd[] = {'0' + READY_FD, '\0'};
+	int n = 0;
+
+	argv[n++] = (char *)tapdisk;
+	argv[n++] = "-a";
+	argv[n++] = (char *)o->chain;
+	for (int i = 0; i < o->nr_nbd; i++) {
+		argv[n++] = "--nbd";
+		argv[n++] = (char *)o->nbd[i];
+	}
+	for (int i = 0; i < o->nr_shm; i++) {
+		argv[n++] = "--shm";
+		argv[n++] = (char *)o->shm[i];
+	}
+#define PASS(opt, value)                             \
+	do {                                         \
+		if (value) {                         \
+			argv[n++] = opt;             \
+			argv[n++] = (char *)(value); \
+		}                                    \
+	} while (0)
+	PASS("--name", o->name);
+	PASS("--export-name", o->export_name);
+	PASS("--max-inflight", o->max_inflight);
+	PASS("--max-indirect-segments", o->max_indirect_segments);
+	PASS("--log-level", o->log_level);
+	PASS("--run-dir", o->run_dir);
+#undef PASS
+	argv[n++] = "--ready-fd";
+	argv[n++] = ready_fd;
+	if (o->read_only)
+		argv[n++] = "--read-only";
+	argv[n] = NULL;
+}
+
+/* In the child: tell the parent through the pipe, then die. */
+static void child_fail(int fd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+static void child_fail(int fd, const char *fmt, ...)
+{
+	char msg[MSG_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n > 0 && n < (int)sizeof(msg) - 1) {
+		msg[n++] = '\n';
+		(void)!write(fd, "ERR ", 4);
+		(void)!write(fd, msg, (size_t)n);
+	}
+	_exit(127);
+}
+
+static void child_exec(const struct cmd_opts *o, char **argv, int ready)
+{
+	char log[PATH_MAX];
+	sigset_t none;
+	int logfd, nullfd;
+
+	/* Out of the way of stdio and READY_FD before the dup2s. */
+	ready = fcntl(ready, F_DUPFD_CLOEXEC, FD_SAFE_MIN);
+	if (ready < 0)
+		_exit(127);
+	setsid();
+	snprintf(log, sizeof(log), "%s/tapdisk-%d.log", o->run_dir,
+		 (int)getpid());
+	logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, LOG_MODE);
+	nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (logfd < 0 || nullfd < 0)
+		child_fail(ready, "cannot open the log file %s: %s", log,
+			   strerror(errno));
+	if (dup2(nullfd, STDIN_FILENO) < 0 || dup2(logfd, STDOUT_FILENO) < 0 ||
+	    dup2(logfd, STDERR_FILENO) < 0 || dup2(ready, READY_FD) < 0)
+		child_fail(ready, "dup2: %s", strerror(errno));
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (strchr(argv[0], '/'))
+		execv(argv[0], argv);
+	else
+		execvp(argv[0], argv);
+	child_fail(READY_FD,
+		   "cannot run %s: %s; set TAPDISK to the tapdisk "
+		   "program",
+		   argv[0], strerror(errno));
+}
+
+/* Read tapdisk's report: "OK PID" or "ERR MESSAGE"; "" if it said nothing. */
+static int read_ready(int fd, char *buf, size_t len, int timeout_s)
+{
+	uint64_t deadline = td_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+	size_t used = 0;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		uint64_t now = td_now_ns();
+		ssize_t n;
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1)) < 0 &&
+		    errno != EINTR)
+			return -errno;
+		if (!pfd.revents)
+			continue;
+		n = read(fd, buf + used, len - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || (used += (size_t)n) == len - 1)
+			break;
+	}
+	buf[used] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/*
+ * Show what the failed tapdisk logged, without timestamps and without its
+ * last words ("tapdisk: ...", already printed), then remove the log.
+ */
+static void dump_log(const char *run_dir, int pid)
+{
+	char path[PATH_MAX], line[MSG_MAX];
+	bool header = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/tapdisk-%d.log", run_dir, pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		const char *text = line;
+
+		if (!strncmp(line, "tapdisk: ", 9))
+			continue;
+		if (strlen(line) > LOG_STAMP_LEN && line[4] == '-' &&
+		    line[LOG_STAMP_LEN - 1] == ' ')
+			text += LOG_STAMP_LEN;
+		if (!header)
+			fputs("tap-ctl: tapdisk said:\n", stderr);
+		header = true;
+		fprintf(stderr, "  %s", text);
+	}
+	fclose(f);
+	unlink(path);
+}
+
+static void describe_exit(int pid, char *buf, size_t len)
+{
+	int wstatus;
+
+	if (waitpid(pid, &wstatus, 0) != pid)
+		snprintf(buf, len, "it vanished");
+	else if (WIFEXITED(wstatus))
+		snprintf(buf, len, "it exited with status %d",
+			 WEXITSTATUS(wstatus));
+	else
+		snprintf(buf, len, "it was killed by signal %d (%s)",
+			 WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+}
+
+static int create_wait(const struct cmd_opts *o, int pid, int ready)
+{
+	char report[MSG_MAX], how[128];
+	int err = read_ready(ready, report, sizeof(report), o->timeout_s);
+
+	if (err == -ETIMEDOUT) {
+		kill(pid, SIGTERM);
+		return tapctl_fail(
+			"tapdisk %d did not report ready within %d s; "
+			"stopped it; see %s/tapdisk-%d.log",
+			pid, o->timeout_s, o->run_dir, pid);
+	}
+	if (!err && !strncmp(report, "OK ", 3) && atoi(report + 3) == pid) {
+		printf("%d\n", pid);
+		return EXIT_SUCCESS;
+	}
+	describe_exit(pid, how, sizeof(how));
+	if (!err && !strncmp(report, "ERR ", 4))
+		tapctl_fail("cannot create the tapdisk: %s", report + 4);
+	else
+		tapctl_fail("tapdisk %d failed before it was ready: %s", pid,
+			    how);
+	dump_log(o->run_dir, pid);
+	return EXIT_FAILURE;
+}
+
+int tapctl_cmd_create(struct cmd_opts *o)
+{
+	char tapdisk_buf[PATH_MAX], run_dir[PATH_MAX];
+	char *argv[MAX_ARGV];
+	int pipefd[2], err, status;
+	pid_t pid;
+
+	if ((err = td_ctl_make_run_dir(o->run_dir)))
+		return tapctl_fail(
+			"cannot create the run directory %s: %s; pick "
+			"another with --run-dir",
+			o->run_dir, strerror(-err));
+	if (!realpath(o->run_dir, run_dir))
+		return tapctl_fail("%s: %s", o->run_dir, strerror(errno));
+	o->run_dir = run_dir;
+	build_argv(o, find_tapdisk(tapdisk_buf, sizeof(tapdisk_buf)), argv);
+	if (pipe2(pipefd, O_CLOEXEC))
+		return tapctl_fail("pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		err = errno;
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return tapctl_fail("fork: %s", strerror(err));
+	}
+	if (pid == 0)
+		child_exec(o, argv, pipefd[1]);
+	close(pipefd[1]);
+	status = create_wait(o, pid, pipefd[0]);
+	close(pipefd[0]);
+	return status;
+}

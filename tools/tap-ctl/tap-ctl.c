@@ -1,0 +1,675 @@
+/*
+ * tap-ctl.c - start tapdisks and talk to them over their control sockets
+ * (protocol in tapdisk/control.h).
+ *
+ * A tapdisk's id is its pid; its control socket is
+ * RUN_DIR/tapdisk-ID.sock.  "create" and "list" have files of their own;
+ * this one has the command line and the commands that talk to one running
+ * tapdisk.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "tapdisk/control/control.h"
+#include "tools/tap-ctl/tap-ctl.h"
+
+#define DEFAULT_TIMEOUT_S 30
+#define MAX_TIMEOUT_S	  86400
+#define EXIT_POLL_MS	  20 /* how often destroy looks for the exit */
+
+enum {
+	OPT_ID = 1u << 0,
+	OPT_JSON = 1u << 1,
+	OPT_CREATE = 1u << 2,
+	OPT_XEN = 1u << 3,
+	OPT_ARGS = 1u << 4, /* takes words after its options */
+};
+
+struct subcommand {
+	const char *name;
+	unsigned int opts; /* OPT_* it accepts */
+	const char *synopsis;
+	const char *help;
+	int (*run)(struct cmd_opts *o);
+};
+
+static const struct subcommand *find_subcommand(const char *name);
+static void global_usage(FILE *out);
+
+int tapctl_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("tap-ctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_FAILURE;
+}
+
+static int usage_errorf(const struct subcommand *sc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int usage_errorf(const struct subcommand *sc, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "tap-ctl%s%s: ", sc ? " " : "", sc ? sc->name : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'tap-ctl %s%s--help' for more information.\n",
+		sc ? sc->name : "", sc ? " " : "");
+	return EXIT_USAGE;
+}
+
+/* --- shared helpers ----------------------------------------------------------- */
+
+void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf, size_t len)
+{
+	if (td_ctl_socket_path(buf, len, o->run_dir, id))
+		snprintf(buf, len, "(run dir too long)");
+}
+
+/* Connect to tapdisk id; prints why not.  0 or an exit status. */
+static int connect_id(const struct cmd_opts *o, int id, int *fd)
+{
+	char path[PATH_MAX];
+	int err;
+
+	tapctl_socket_path(o, id, path, sizeof(path));
+	err = td_ctl_connect(path, fd);
+	if (!err)
+		return 0;
+	if (err == -ENOENT)
+		return tapctl_fail("no tapdisk with id %d in %s (no %s); see "
+				   "'tap-ctl list'",
+				   id, o->run_dir, path);
+	if (err == -ECONNREFUSED && tdctl_process_gone(id)) {
+		unlink(path);
+		return tapctl_fail(
+			"tapdisk %d is not running; removed its stale "
+			"socket %s",
+			id, path);
+	}
+	if (err == -ECONNREFUSED)
+		return tapctl_fail(
+			"tapdisk %d does not answer on %s; it may be "
+			"starting or stopping: try again",
+			id, path);
+	if (err == -EACCES || err == -EPERM)
+		return tapctl_fail(
+			"%s: %s; run tap-ctl as the user that runs tapdisk",
+			path, strerror(-err));
+	return tapctl_fail("cannot connect to %s: %s", path, strerror(-err));
+}
+
+/* Send line to tapdisk id; prints errors.  0 or an exit status. */
+static int request(const struct cmd_opts *o, int id, const char *line,
+		   struct td_ctl_reply *r)
+{
+	int fd, err, status = connect_id(o, id, &fd);
+
+	if (status)
+		return status;
+	err = td_ctl_request(fd, line, o->timeout_s * 1000, r);
+	close(fd);
+	if (err == -ETIMEDOUT)
+		return tapctl_fail(
+			"tapdisk %d did not answer '%s' within %d s; "
+			"raise --timeout or look at its log",
+			id, line, o->timeout_s);
+	if (err)
+		return tapctl_fail("tapdisk %d: '%s' failed: %s", id, line,
+				   strerror(-err));
+	if (r->err)
+		return tapctl_fail("tapdisk %d: %s (%s)", id, r->message,
+				   r->errname);
+	return 0;
+}
+
+/* See tap-ctl.h. */
+int tapctl_request(const struct cmd_opts *o, int id, const char *line,
+		   struct td_ctl_reply *r)
+{
+	return request(o, id, line, r);
+}
+
+/* Simple commands: send line, print the payload. */
+static int simple_command(struct cmd_opts *o, const char *line)
+{
+	struct td_ctl_reply r;
+	int status;
+
+	td_ctl_reply_init(&r);
+	status = request(o, o->id, line, &r);
+	if (!status)
+		fputs(td_strbuf_str(&r.payload), stdout);
+	td_ctl_reply_free(&r);
+	return status;
+}
+
+static int cmd_info(struct cmd_opts *o)
+{
+	return simple_command(o, o->json ? "info json" : "info");
+}
+
+static int cmd_stats(struct cmd_opts *o)
+{
+	return simple_command(o, o->json ? "stats json" : "stats");
+}
+
+static int cmd_pause(struct cmd_opts *o)
+{
+	return simple_command(o, "pause");
+}
+
+static int cmd_resume(struct cmd_opts *o)
+{
+	return simple_command(o, "resume");
+}
+
+/* "driver NAME WORD...": one line, words checked by the protocol's rules. */
+static int cmd_driver(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("driver");
+	char line[TD_CTL_LINE_MAX];
+	size_t len;
+
+	if (o->nr_args < 2)
+		return usage_errorf(sc, "give the driver and its command, e.g. "
+					"stripe status");
+	if (o->nr_args + 1 > TD_CTL_MAX_ARGS)
+		return usage_errorf(sc, "at most %d words after the driver",
+				    TD_CTL_MAX_ARGS - 2);
+	len = (size_t)snprintf(line, sizeof(line), "driver");
+	for (int i = 0; i < o->nr_args && len < sizeof(line); i++) {
+		if (!*o->args[i] || strpbrk(o->args[i], " \t\r\n"))
+			return usage_errorf(sc, "'%s' is not one word",
+					    o->args[i]);
+		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s",
+					o->args[i]);
+	}
+	if (len >= sizeof(line))
+		return usage_errorf(sc, "the command is longer than %d bytes",
+				    TD_CTL_LINE_MAX - 1);
+	return simple_command(o, line);
+}
+
+/* --- destroy ------------------------------------------------------------------- */
+
+#define NS_PER_MS 1000000ull
+
+/* Milliseconds left until deadline_ns (0 when past). */
+static int ms_left(uint64_t deadline_ns)
+{
+	uint64_t now = td_now_ns();
+
+	return now >= deadline_ns ? 0 : (int)((deadline_ns - now) / NS_PER_MS);
+}
+
+static int wait_exit(int id, uint64_t deadline_ns)
+{
+	while (!tdctl_process_gone(id)) {
+		if (!ms_left(deadline_ns))
+			return -ETIMEDOUT;
+		poll(NULL, 0, EXIT_POLL_MS);
+	}
+	return 0;
+}
+
+/*
+ * One deadline covers the reply (sent once the disk is flushed and
+ * closed), the connection's end and the process's exit.
+ */
+static int cmd_destroy(struct cmd_opts *o)
+{
+	uint64_t deadline =
+		td_now_ns() + (uint64_t)o->timeout_s * 1000 * NS_PER_MS;
+	struct td_ctl_reply r;
+	char path[PATH_MAX];
+	int fd, err, status = connect_id(o, o->id, &fd);
+
+	if (status)
+		return status;
+	td_ctl_reply_init(&r);
+	err = td_ctl_request(fd, "destroy", ms_left(deadline), &r);
+	if (!err)
+		td_ctl_wait_closed(fd, ms_left(deadline));
+	close(fd);
+	if (err == -ETIMEDOUT)
+		status = tapctl_fail(
+			"tapdisk %d did not finish its shutdown within "
+			"%d s (I/O stuck in the backend?); look at its "
+			"log, wait longer with --timeout, or kill -9 %d "
+			"(unflushed writes would be lost)",
+			o->id, o->timeout_s, o->id);
+	else if (err)
+		status = tapctl_fail("tapdisk %d: destroy failed: %s", o->id,
+				     strerror(-err));
+	else if (r.err)
+		status = tapctl_fail("tapdisk %d: %s (%s)", o->id, r.message,
+				     r.errname);
+	if (!err && wait_exit(o->id, deadline))
+		status = tapctl_fail("tapdisk %d answered destroy but is still "
+				     "running after %d s; kill it with kill %d",
+				     o->id, o->timeout_s, o->id);
+	else if (!err && !status)
+		printf("tapdisk %d destroyed: %s", o->id,
+		       td_strbuf_str(&r.payload));
+	tapctl_socket_path(o, o->id, path, sizeof(path));
+	if (!err && tdctl_process_gone(o->id))
+		unlink(path); /* normally gone already */
+	td_ctl_reply_free(&r);
+	return status;
+}
+
+/* --- command line ---------------------------------------------------------------- */
+
+#define COMMON_HELP                                                         \
+	"    --run-dir DIR     where the tapdisks' sockets are (default\n"  \
+	"                      $" TD_CTL_RUN_DIR_ENV                        \
+	", else " TD_CTL_RUN_DIR_DEFAULT ")\n"                              \
+	"    --timeout SEC     how long to wait for tapdisk (default 30)\n" \
+	"    -h, --help        this text\n"
+
+static const struct subcommand subcommands[] = {
+	{"create", OPT_CREATE,
+	 "create -a CHAIN [--nbd ADDR]... [--shm PATH]... [--name NAME] [-r] "
+	 "[OPTIONS]",
+	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
+	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log.  When it\n"
+	 "cannot start, its own error is printed and the status is 1.\n\n"
+	 "    -a, --chain CHAIN   the disk, e.g. aio:/srv/disk.img,\n"
+	 "                        null:size=1G, sort|aio:/srv/disk.img\n"
+	 "    --nbd ADDR          serve NBD on unix:/path, tcp:HOST:PORT,\n"
+	 "                        tcp::PORT, or unix (RUN_DIR/nbd-NAME.sock);\n"
+	 "                        repeatable\n"
+	 "    --shm PATH          serve shm blkif rings (td-front) on the\n"
+	 "                        Unix socket PATH, or unix for\n"
+	 "                        RUN_DIR/shm-NAME.sock; repeatable\n"
+	 "    --max-indirect-segments N\n"
+	 "                        segments per shm request, 11-4096 (11: no\n"
+	 "                        indirect requests)\n"
+	 "    --name NAME         the vbd's name (default vbd-ID)\n"
+	 "    -r, --read-only     refuse writes\n"
+	 "    --export-name NAME  NBD export name to require\n"
+	 "    --max-inflight N    requests in flight per driver layer\n"
+	 "    --log-level LEVEL   err, warn, info or debug\n"
+	 "Environment: TAPDISK names the tapdisk program (default: the one\n"
+	 "next to tap-ctl, else tapdisk on PATH).\n",
+	 tapctl_cmd_create},
+	{"list", 0, "list",
+	 "Print one line per running tapdisk:\n"
+	 "    id=ID name=NAME state=STATE chain=CHAIN nbd=ADDR[,ADDR...]\n"
+	 "STATE is running, pausing, paused or stopping; nbd=- when it has\n"
+	 "no NBD address.  Sockets left by dead tapdisks are removed.\n",
+	 tapctl_cmd_list},
+	{"info", OPT_ID | OPT_JSON, "info -i ID [--json]",
+	 "Print what tapdisk ID serves: name, state, chain, size, features,\n"
+	 "frontends (\"key: value\" lines, or JSON).\n",
+	 cmd_info},
+	{"stats", OPT_ID | OPT_JSON, "stats -i ID [--json]",
+	 "Print tapdisk ID's counters: requests, bytes and errors per op, I/O\n"
+	 "in flight, the segments-per-request histogram, merges and backend\n"
+	 "submissions, latency percentiles, NBD clients, CPU time.  --json\n"
+	 "gives exact numbers (bytes, microseconds) for scripts.\n",
+	 cmd_stats},
+	{"pause", OPT_ID, "pause -i ID",
+	 "Hold new I/O and wait until the I/O in flight has finished; returns\n"
+	 "once nothing is in flight.  Clients' requests wait until resume.\n",
+	 cmd_pause},
+	{"resume", OPT_ID, "resume -i ID",
+	 "Release the I/O held by pause, in order.\n", cmd_resume},
+	{"destroy", OPT_ID, "destroy -i ID",
+	 "Stop tapdisk ID gracefully: it finishes the I/O in flight, flushes\n"
+	 "the disk, closes it and exits.  Waits until the process has exited\n"
+	 "(at most --timeout seconds).\n",
+	 cmd_destroy},
+	{"attach", OPT_ID | OPT_XEN,
+	 "attach -i ID --domid DOMID --vdev xvdX [--mode r|w]",
+	 "Give domain DOMID a Xen virtual disk xvdX served by tapdisk ID:\n"
+	 "write the frontend and backend xenstore nodes (backend type\n"
+	 "vbd3, as XenServer's), then wait until tapdisk has taken the "
+	 "device.\n"
+	 "The guest's blkfront connects by itself.  Needs a tapdisk serving\n"
+	 "Xen (tap-ctl info shows \"frontend: xen\").\n\n"
+	 "    --domid DOMID       the guest (0 for this domain itself)\n"
+	 "    --vdev xvdX         the guest's disk name, xvda..xvdz, or a\n"
+	 "                        numeric device id\n"
+	 "    --mode r|w          read-only or read-write (default w)\n\n"
+	 "When the disk exists already, held by another tapdisk or released\n"
+	 "by one (tap-ctl release), attach hands it over to tapdisk ID with\n"
+	 "the guest connected: the old one answers every request it took,\n"
+	 "the new one resumes the ring (--mode is then the disk's own).\n",
+	 tapctl_cmd_attach},
+	{"driver", OPT_ID | OPT_ARGS, "driver -i ID NAME WORD...",
+	 "Give a command to the driver NAME of tapdisk ID's chain and print\n"
+	 "its answer.  The stripe driver takes:\n"
+	 "    stripe status         servers, stale replicas, resync progress\n"
+	 "    stripe resync [RATE]  copy every stale replica from a live one,\n"
+	 "                          online, at most RATE bytes/s (K/M/G;\n"
+	 "                          default: the chain's resync_rate);\n"
+	 "                          returns at once: status shows progress\n"
+	 "    stripe resync stop    stop after the chunk in flight\n"
+	 "Options come before NAME.\n",
+	 cmd_driver},
+	{"detach", OPT_ID | OPT_XEN, "detach -i ID --domid DOMID --vdev xvdX",
+	 "Take the disk xvdX away from domain DOMID: set it offline, wait\n"
+	 "(at most --timeout seconds) until the guest has closed it and\n"
+	 "tapdisk has finished its I/O, then remove the xenstore nodes.\n",
+	 tapctl_cmd_detach},
+	{"release", OPT_ID | OPT_XEN, "release -i ID --domid DOMID --vdev xvdX",
+	 "Hand the disk xvdX of domain DOMID over, the guest staying\n"
+	 "connected: tapdisk ID answers every request it took, takes no\n"
+	 "more and lets go of the ring; the guest's next requests wait on\n"
+	 "it until 'tap-ctl attach' names another tapdisk (to restart or\n"
+	 "upgrade tapdisk, or to move the disk to another tapdisk).  Waits\n"
+	 "at most --timeout seconds.  In a driver domain this works for a\n"
+	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
+	 tapctl_cmd_release},
+};
+#define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void subcommand_usage(const struct subcommand *sc, FILE *out)
+{
+	fprintf(out, "Usage: tap-ctl %s\n\n%s\nOptions:\n", sc->synopsis,
+		sc->help);
+	if (sc->opts & OPT_ID)
+		fputs("    -i, --id ID       the tapdisk (its pid, as tap-ctl "
+		      "list "
+		      "shows)\n",
+		      out);
+	if (sc->opts & OPT_JSON)
+		fputs("    --json            JSON instead of text\n", out);
+	fputs(COMMON_HELP, out);
+}
+
+static void global_usage(FILE *out)
+{
+	fputs("NAME\n"
+	      "    tap-ctl - start tapdisks and control them\n\n"
+	      "SYNOPSIS\n"
+	      "    tap-ctl [--run-dir DIR] COMMAND [OPTIONS]\n\n"
+	      "COMMANDS\n",
+	      out);
+	for (size_t i = 0; i < NR_SUBCOMMANDS; i++)
+		fprintf(out, "    %s\n", subcommands[i].synopsis);
+	fputs("    help [COMMAND]\n\n"
+	      "    'tap-ctl COMMAND --help' describes a command.\n\n"
+	      "EXAMPLES\n"
+	      "    id=$(tap-ctl create -a aio:/srv/disk.img --nbd unix)\n"
+	      "    tap-ctl list\n"
+	      "    tap-ctl stats -i $id --json\n"
+	      "    tap-ctl attach -i $id --domid 5 --vdev xvdb\n"
+	      "    tap-ctl driver -i $id stripe resync 50M\n"
+	      "    tap-ctl destroy -i $id\n\n"
+	      "ENVIRONMENT\n"
+	      "    " TD_CTL_RUN_DIR_ENV
+	      "   the run directory (default " TD_CTL_RUN_DIR_DEFAULT ")\n"
+	      "    TAPDISK            the tapdisk program for create\n\n"
+	      "FILES\n"
+	      "    RUN_DIR/tapdisk-ID.sock   control sockets\n"
+	      "    RUN_DIR/tapdisk-ID.log    logs of tapdisks started by "
+	      "create\n\n"
+	      "EXIT STATUS\n"
+	      "    0 success, 1 failure, 2 bad command line\n",
+	      out);
+}
+
+static const struct subcommand *find_subcommand(const char *name)
+{
+	for (size_t i = 0; i < NR_SUBCOMMANDS; i++)
+		if (!strcmp(subcommands[i].name, name))
+			return &subcommands[i];
+	return NULL;
+}
+
+enum {
+	LOPT_NBD = 256,
+	LOPT_NAME,
+	LOPT_EXPORT_NAME,
+	LOPT_MAX_INFLIGHT,
+	LOPT_LOG_LEVEL,
+	LOPT_RUN_DIR,
+	LOPT_TIMEOUT,
+	LOPT_JSON,
+	LOPT_DOMID,
+	LOPT_VDEV,
+	LOPT_MODE,
+	LOPT_SHM,
+	LOPT_MAX_INDIRECT,
+};
+
+static const struct option long_options[] = {
+	{"id", required_argument, NULL, 'i'},
+	{"json", no_argument, NULL, LOPT_JSON},
+	{"chain", required_argument, NULL, 'a'},
+	{"nbd", required_argument, NULL, LOPT_NBD},
+	{"shm", required_argument, NULL, LOPT_SHM},
+	{"max-indirect-segments", required_argument, NULL, LOPT_MAX_INDIRECT},
+	{"name", required_argument, NULL, LOPT_NAME},
+	{"read-only", no_argument, NULL, 'r'},
+	{"export-name", required_argument, NULL, LOPT_EXPORT_NAME},
+	{"max-inflight", required_argument, NULL, LOPT_MAX_INFLIGHT},
+	{"log-level", required_argument, NULL, LOPT_LOG_LEVEL},
+	{"run-dir", required_argument, NULL, LOPT_RUN_DIR},
+	{"timeout", required_argument, NULL, LOPT_TIMEOUT},
+	{"domid", required_argument, NULL, LOPT_DOMID},
+	{"vdev", required_argument, NULL, LOPT_VDEV},
+	{"mode", required_argument, NULL, LOPT_MODE},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+static long parse_number(const char *text, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < min || v > max)
+		return -1;
+	return v;
+}
+
+/* Which OPT_* group an option belongs to (0: every command's). */
+static unsigned int option_group(int c)
+{
+	switch (c) {
+	case 'i':
+		return OPT_ID;
+	case LOPT_JSON:
+		return OPT_JSON;
+	case 'a':
+	case 'r':
+	case LOPT_NBD:
+	case LOPT_NAME:
+	case LOPT_EXPORT_NAME:
+	case LOPT_MAX_INFLIGHT:
+	case LOPT_LOG_LEVEL:
+	case LOPT_SHM:
+	case LOPT_MAX_INDIRECT:
+		return OPT_CREATE;
+	case LOPT_DOMID:
+	case LOPT_VDEV:
+	case LOPT_MODE:
+		return OPT_XEN;
+	default:
+		return 0;
+	}
+}
+
+/* -1 to go on, or an exit status. */
+static int take_option(const struct subcommand *sc, struct cmd_opts *o, int c,
+		       const char *arg)
+{
+	switch (c) {
+	case 'i':
+		if ((o->id = (int)parse_number(arg, 1, INT_MAX)) < 0)
+			return usage_errorf(sc,
+					    "-i wants a tapdisk id (a pid, "
+					    "see tap-ctl list), not '%s'",
+					    arg);
+		return -1;
+	case LOPT_JSON:
+		o->json = true;
+		return -1;
+	case 'a':
+		o->chain = arg;
+		return -1;
+	case 'r':
+		o->read_only = true;
+		return -1;
+	case LOPT_NAME:
+		o->name = arg;
+		return -1;
+	case LOPT_EXPORT_NAME:
+		o->export_name = arg;
+		return -1;
+	case LOPT_MAX_INFLIGHT:
+		o->max_inflight = arg;
+		return -1;
+	case LOPT_MAX_INDIRECT:
+		o->max_indirect_segments = arg;
+		return -1;
+	case LOPT_SHM:
+		if (o->nr_shm == TAPCTL_MAX_SHM_PATHS)
+			return usage_errorf(sc, "at most %d --shm paths",
+					    TAPCTL_MAX_SHM_PATHS);
+		o->shm[o->nr_shm++] = arg;
+		return -1;
+	case LOPT_LOG_LEVEL:
+		o->log_level = arg;
+		return -1;
+	case LOPT_RUN_DIR:
+		o->run_dir = arg;
+		return -1;
+	case LOPT_DOMID:
+		o->domid = arg;
+		return -1;
+	case LOPT_VDEV:
+		o->vdev = arg;
+		return -1;
+	case LOPT_MODE:
+		o->mode = arg;
+		return -1;
+	case LOPT_NBD:
+		if (o->nr_nbd == TAPCTL_MAX_NBD_ADDRS)
+			return usage_errorf(sc, "at most %d --nbd addresses",
+					    TAPCTL_MAX_NBD_ADDRS);
+		o->nbd[o->nr_nbd++] = arg;
+		return -1;
+	case LOPT_TIMEOUT:
+		if ((o->timeout_s = (int)parse_number(arg, 1, MAX_TIMEOUT_S)) <
+		    0)
+			return usage_errorf(sc,
+					    "--timeout wants seconds from 1 "
+					    "to %d, not '%s'",
+					    MAX_TIMEOUT_S, arg);
+		return -1;
+	case 'h':
+		subcommand_usage(sc, stdout);
+		return EXIT_SUCCESS;
+	default:
+		return usage_errorf(sc, "unknown option");
+	}
+}
+
+/* -1 to go on, or an exit status. */
+static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
+			    int argc, char **argv)
+{
+	int c, status;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+i:a:rh", long_options, NULL)) !=
+	       -1) {
+		unsigned int group = option_group(c);
+
+		if (c == '?' || (group && !(sc->opts & group)))
+			return usage_errorf(sc,
+					    "unknown option or missing "
+					    "argument: '%s'",
+					    argv[optind - 1]);
+		if ((status = take_option(sc, o, c, optarg)) >= 0)
+			return status;
+	}
+	if (optind < argc && (sc->opts & OPT_ARGS)) {
+		o->args = argv + optind;
+		o->nr_args = argc - optind;
+	} else if (optind < argc) {
+		return usage_errorf(sc, "unexpected argument '%s'",
+				    argv[optind]);
+	}
+	if ((sc->opts & OPT_ID) && !o->id)
+		return usage_errorf(sc, "which tapdisk? give -i ID (see "
+					"tap-ctl list)");
+	if ((sc->opts & OPT_XEN) && (!o->domid || !o->vdev))
+		return usage_errorf(sc, "give the guest and its disk: --domid "
+					"DOMID --vdev xvdX");
+	if ((sc->opts & OPT_CREATE) && !o->chain)
+		return usage_errorf(sc, "give the disk with -a CHAIN, e.g. "
+					"-a aio:/srv/disk.img");
+	return -1;
+}
+
+static int cmd_help(int argc, char **argv)
+{
+	const struct subcommand *sc;
+
+	if (argc < 2) {
+		global_usage(stdout);
+		return EXIT_SUCCESS;
+	}
+	if (!(sc = find_subcommand(argv[1])))
+		return usage_errorf(NULL, "no command '%s'", argv[1]);
+	subcommand_usage(sc, stdout);
+	return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmd_opts o = {.timeout_s = DEFAULT_TIMEOUT_S};
+	const struct subcommand *sc;
+	int i = 1, status;
+
+	signal(SIGPIPE, SIG_IGN);
+	/* Options before the command: --run-dir DIR, --help. */
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return cmd_help(1, argv);
+		if (!strcmp(argv[i], "--run-dir") && i + 1 < argc)
+			o.run_dir = argv[++i];
+		else if (!strncmp(argv[i], "--run-dir=", 10))
+			o.run_dir = argv[i] + 10;
+		else
+			return usage_errorf(NULL, "unknown option '%s'",
+					    argv[i]);
+	}
+	if (i == argc)
+		return usage_errorf(NULL, "give a command: create, list, info, "
+					  "stats, pause, resume, destroy, "
+					  "driver, attach, detach or release");
+	if (!strcmp(argv[i], "help"))
+		return cmd_help(argc - i, argv + i);
+	if (!(sc = find_subcommand(argv[i])))
+		return usage_errorf(NULL, "unknown command '%s'", argv[i]);
+	if ((status = parse_subcommand(sc, &o, argc - i, argv + i)) >= 0)
+		return status;
+	o.run_dir = td_ctl_run_dir(o.run_dir);
+	return sc->run(&o);
+}

@@ -1,0 +1,47 @@
+/*
+ * td-front-int.h - what the frontend library's connection half
+ * (td-front-lib.c: negotiation, mapping) and its I/O half
+ * (td-front-ring.c: requests, responses) share.  Not for other files.
+ */
+#ifndef TAPSTRIPE_TD_FRONT_INT_H
+#define TAPSTRIPE_TD_FRONT_INT_H
+
+#include "frontends/blkif/xen-ring.h"
+#include "tools/td-front/td-front-lib.h"
+
+/* Segment descriptors in one indirect page: 512. */
+#define TDF_SEGS_PER_INDIRECT_PAGE \
+	(TDF_PAGE_SIZE / sizeof(struct blkif_request_segment))
+
+TAILQ_HEAD(tdf_io_list, tdf_io);
+
+/* One ring slot's request, from its push until its response. */
+struct tdf_shadow {
+	struct tdf_io *io; /* NULL: the slot is free */
+	uint32_t next_free;
+};
+
+struct tdf_dev {
+	struct tdf_info info;
+	int sock;
+	int kick_fd, notify_fd;
+	void *sring;
+	size_t ring_bytes;
+	unsigned char *pool;
+	size_t pool_bytes;
+	blkif_front_ring_t front;
+
+	struct tdf_shadow *shadow; /* ring_slots of them */
+	uint32_t free_head;	   /* first free shadow, ring_slots: none */
+	uint32_t inflight;
+	uint32_t pages_per_ibuf; /* indirect descriptor pages per slot */
+
+	struct tdf_io_list queue; /* submitted, not wholly on the ring */
+	bool broken;		  /* -EPROTO seen: refuse everything */
+	struct tdf_stats stats;
+};
+
+/* td-front-ring.c: set up the shadows once the ring is mapped. */
+int tdf_ring_init(struct tdf_dev *dev);
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * td-front-ring.c - the frontend library's I/O path: I/Os queued, cut into
+ * blkif requests as blkfront cuts them, pushed in batches; responses
+ * taken and matched to their I/O through the ring slot's shadow.
+ *
+ * A request's id is its shadow's index, so a response that names a slot
+ * with no request in it (a confused or hostile backend) is caught, and
+ * the device refuses all further work (-EPROTO) rather than complete an
+ * I/O twice.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tools/td-front/td-front-int.h"
+
+#define TDF_KICK_VALUE 1
+#define TDF_LAST_SECT  (TDF_PAGE_SIZE / TDF_SECTOR_SIZE - 1)
+
+static uint32_t div_up(uint32_t a, uint32_t b)
+{
+	return a / b + (a % b != 0);
+}
+
+int tdf_ring_init(struct tdf_dev *dev)
+{
+	uint32_t n = RING_SIZE(&dev->front);
+
+	dev->shadow = calloc(n, sizeof(*dev->shadow));
+	if (!dev->shadow)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		dev->shadow[i].next_free = i + 1;
+	dev->free_head = 0;
+	return 0;
+}
+
+uint32_t tdf_split(uint32_t len, uint32_t max_segments,
+		   struct tdf_piece *pieces, uint32_t max_pieces)
+{
+	uint32_t chunk = max_segments * TDF_PAGE_SIZE, off = 0, n = 0;
+
+	while (off < len) {
+		uint32_t piece = len - off < chunk ? len - off : chunk;
+		uint32_t segs = div_up(piece, TDF_PAGE_SIZE);
+
+		if (n < max_pieces)
+			pieces[n] = (struct tdf_piece){
+				.offset = off,
+				.len = piece,
+				.segments = segs,
+				.indirect = segs > TDF_DIRECT_SEGMENTS,
+			};
+		n++;
+		off += piece;
+	}
+	return n;
+}
+
+/* --- submitting --------------------------------------------------------------- */
+
+static int check_range(const struct tdf_dev *dev, const struct tdf_io *io)
+{
+	uint32_t align = dev->info.backend.sector_size;
+
+	if (!io->len || io->offset % align || io->len % align)
+		return -EINVAL;
+	if (io->offset > dev->info.size_bytes ||
+	    io->len > dev->info.size_bytes - io->offset)
+		return -ERANGE;
+	return 0;
+}
+
+static int check_io(const struct tdf_dev *dev, const struct tdf_io *io)
+{
+	const struct shm_backend_msg *b = &dev->info.backend;
+	bool ro = b->info & SHM_INFO_READONLY;
+
+	if (!io->cb)
+		return -EINVAL;
+	switch (io->op) {
+	case TDF_OP_READ:
+	case TDF_OP_WRITE:
+		if (io->op == TDF_OP_WRITE && ro)
+			return -EROFS;
+		if (io->page > dev->info.data_pages ||
+		    div_up(io->len, TDF_PAGE_SIZE) >
+			    dev->info.data_pages - io->page)
+			return -EINVAL;
+		return check_range(dev, io);
+	case TDF_OP_FLUSH:
+		return !b->flush_cache ? -EOPNOTSUPP : io->len ? -EINVAL : 0;
+	case TDF_OP_DISCARD:
+		if (!b->discard)
+			return -EOPNOTSUPP;
+		return ro ? -EROFS : check_range(dev, io);
+	default:
+		return -EINVAL;
+	}
+}
+
+int tdf_submit(struct tdf_dev *dev, struct tdf_io *io)
+{
+	int err;
+
+	if (dev->broken)
+		return -EPROTO;
+	if ((err = check_io(dev, io)))
+		return err;
+	io->issued = 0;
+	io->requests = 0;
+	io->pending = 0;
+	io->error = 0;
+	TAILQ_INSERT_TAIL(&dev->queue, io, link);
+	return 0;
+}
+
+static bool all_issued(const struct tdf_io *io)
+{
+	if (io->op == TDF_OP_READ || io->op == TDF_OP_WRITE)
+		return io->issued == io->len;
+	return io->requests == 1;
+}
+
+/* The next piece of a READ or WRITE, at ring slot id. */
+static void fill_rw(struct tdf_dev *dev, struct tdf_io *io, uint32_t id,
+		    blkif_request_t *req)
+{
+	uint32_t chunk = dev->info.max_segments * TDF_PAGE_SIZE;
+	uint32_t piece =
+		io->len - io->issued < chunk ? io->len - io->issued : chunk;
+	uint32_t segs = div_up(piece, TDF_PAGE_SIZE);
+	uint32_t page = io->page + io->issued / TDF_PAGE_SIZE;
+	uint8_t op = io->op == TDF_OP_READ ? BLKIF_OP_READ : BLKIF_OP_WRITE;
+	uint8_t last =
+		(uint8_t)(((piece - 1) % TDF_PAGE_SIZE) / TDF_SECTOR_SIZE);
+	uint64_t sector = (io->offset + io->issued) / TDF_SECTOR_SIZE;
+	struct blkif_request_segment *seg = req->seg;
+
+	if (segs > TDF_DIRECT_SEGMENTS) {
+		blkif_request_indirect_t *ind = (blkif_request_indirect_t *)req;
+		uint32_t desc = dev->info.data_pages + id * dev->pages_per_ibuf;
+
+		ind->operation = BLKIF_OP_INDIRECT;
+		ind->indirect_op = op;
+		ind->nr_segments = (uint16_t)segs;
+		ind->sector_number = sector;
+		ind->handle = 0;
+		for (uint32_t p = 0;
+		     p < div_up(segs, TDF_SEGS_PER_INDIRECT_PAGE); p++)
+			ind->indirect_grefs[p] = desc + p;
+		/* The slot's descriptor pages are consecutive. */
+		seg = (struct blkif_request_segment *)(dev->pool +
+						       (size_t)desc *
+							       TDF_PAGE_SIZE);
+		dev->stats.indirect_requests++;
+	} else {
+		req->operation = op;
+		req->nr_segments = (uint8_t)segs;
+		req->handle = 0;
+		req->sector_number = sector;
+	}
+	for (uint32_t i = 0; i < segs; i++)
+		seg[i] = (struct blkif_request_segment){
+			.gref = page + i,
+			.first_sect = 0,
+			.last_sect = i + 1 == segs ? last : TDF_LAST_SECT,
+		};
+	io->issued += piece;
+	dev->stats.segments += segs;
+}
+
+/* Put io's next request on the ring (which has room). */
+static void make_request(struct tdf_dev *dev, struct tdf_io *io)
+{
+	uint32_t id = dev->free_head;
+	blkif_request_t *req =
+		RING_GET_REQUEST(&dev->front, dev->front.req_prod_pvt);
+
+	dev->free_head = dev->shadow[id].next_free;
+	dev->shadow[id].io = io;
+	dev->inflight++;
+	memset(req, 0, sizeof(*req));
+	if (io->op == TDF_OP_FLUSH) {
+		req->operation = BLKIF_OP_FLUSH_DISKCACHE;
+	} else if (io->op == TDF_OP_DISCARD) {
+		blkif_request_discard_t *d = (blkif_request_discard_t *)req;
+
+		d->operation = BLKIF_OP_DISCARD;
+		d->sector_number = io->offset / TDF_SECTOR_SIZE;
+		d->nr_sectors = io->len / TDF_SECTOR_SIZE;
+		io->issued = io->len;
+	} else {
+		fill_rw(dev, io, id, req);
+	}
+	req->id = id; /* the same place in every layout */
+	dev->front.req_prod_pvt++;
+	io->requests++;
+	io->pending++;
+	dev->stats.requests++;
+}
+
+int tdf_kick(struct tdf_dev *dev)
+{
+	uint64_t one = TDF_KICK_VALUE;
+	struct tdf_io *io;
+	int pushed = 0, notify;
+
+	if (dev->broken)
+		return -EPROTO;
+	while ((io = TAILQ_FIRST(&dev->queue)) && !RING_FULL(&dev->front)) {
+		make_request(dev, io);
+		pushed++;
+		if (all_issued(io))
+			TAILQ_REMOVE(&dev->queue, io, link);
+	}
+	if (!pushed)
+		return 0;
+	dev->stats.pushes++;
+	RING_PUSH_REQUESTS_AND_CHECK_NOTIFY(&dev->front, notify);
+	if (notify) {
+		/* EAGAIN: the counter is full, a kick is pending anyway. */
+		if (write(dev->kick_fd, &one, sizeof(one)) < 0 &&
+		    errno != EAGAIN)
+			return -errno;
+		dev->stats.kicks++;
+	}
+	return pushed;
+}
+
+/* --- completing ------------------------------------------------------------------ */
+
+static int take_response(struct tdf_dev *dev, const blkif_response_t *rsp)
+{
+	struct tdf_shadow *sh;
+	struct tdf_io *io;
+
+	if (rsp->id >= RING_SIZE(&dev->front) || !dev->shadow[rsp->id].io) {
+		dev->broken = true;
+		return -EPROTO;
+	}
+	sh = &dev->shadow[rsp->id];
+	io = sh->io;
+	sh->io = NULL;
+	sh->next_free = dev->free_head;
+	dev->free_head = (uint32_t)rsp->id;
+	dev->inflight--;
+	if (rsp->status != BLKIF_RSP_OKAY) {
+		dev->stats.errors++;
+		if (!io->error)
+			io->error = rsp->status == BLKIF_RSP_EOPNOTSUPP
+					    ? -EOPNOTSUPP
+					    : -EIO;
+	}
+	if (--io->pending || !all_issued(io))
+		return 0;
+	dev->stats.ios++;
+	io->cb(io, io->error); /* may submit */
+	return 1;
+}
+
+int tdf_poll(struct tdf_dev *dev)
+{
+	int done = 0, more;
+
+	if (dev->broken)
+		return -EPROTO;
+	do {
+		RING_IDX prod =
+			*(volatile RING_IDX *)&dev->front.sring->rsp_prod;
+
+		xen_rmb(); /* the responses up to prod are read after it */
+		if (prod - dev->front.rsp_cons >
+		    dev->front.req_prod_pvt - dev->front.rsp_cons) {
+			dev->broken = true;
+			return -EPROTO; /* more responses than requests */
+		}
+		while (dev->front.rsp_cons != prod) {
+			blkif_response_t rsp;
+			int n;
+
+			memcpy(&rsp,
+			       RING_GET_RESPONSE(&dev->front,
+						 dev->front.rsp_cons),
+			       sizeof(rsp));
+			dev->front.rsp_cons++;
+			if ((n = take_response(dev, &rsp)) < 0)
+				return n;
+			done += n;
+		}
+		RING_FINAL_CHECK_FOR_RESPONSES(&dev->front, more);
+	} while (more);
+	return done;
+}
+
+/* The socket became readable: the backend closed, or spoke out of turn. */
+static int check_socket(struct tdf_dev *dev)
+{
+	char byte;
+	ssize_t n = recv(dev->sock, &byte, 1, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n > 0) {
+		dev->broken = true;
+		return -EPROTO;
+	}
+	return -ECONNRESET;
+}
+
+int tdf_wait(struct tdf_dev *dev, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{.fd = dev->notify_fd, .events = POLLIN},
+		{.fd = dev->sock, .events = POLLIN},
+	};
+	uint64_t count;
+	int n = tdf_poll(dev);
+
+	if (n || !dev->inflight)
+		return n;
+	if (poll(pfd, 2, timeout_ms) < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (pfd[0].revents & POLLIN) {
+		/* Non-blocking (the backend's flag); EAGAIN is harmless. */
+		(void)!read(dev->notify_fd, &count, sizeof(count));
+		dev->stats.wakeups++;
+	}
+	n = tdf_poll(dev);
+	if (n || !pfd[1].revents)
+		return n;
+	return check_socket(dev);
+}
+
+uint32_t tdf_inflight(const struct tdf_dev *dev)
+{
+	return dev->inflight;
+}
