@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # setup.sh - install what is missing, build, and run the demo or every test.
 #
 #   ./setup.sh demo    install, build, serve a file over NBD with tap-ctl,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # build-fio.sh - a fio with the libiscsi engine, built from Debian's fio
 # source (Debian's own fio package has no libiscsi engine), for
 # bench/stripe-scaling.sh.  Prints the path of the fio binary on stdout.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """fio-summary.py FIO.json TARGET JOB REP CPU_TICKS
 
 Prints one line: TARGET JOB REP IOPS MiB/s IOS CPU_TICKS, read + write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * master-alloc.c - durable allocations per second against a running
  * stripe-master, from concurrent clients, with latency percentiles

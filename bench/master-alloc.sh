@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # master-alloc.sh - durable allocations per second of stripe-master, and
 # their latency, from concurrent clients (issue #5).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-peers.sh - the same fio jobs against tapstripe's NBD export,
 # qemu-nbd --cache=none --aio=native, and fio's own libaio O_DIRECT on the
 # backing file (the physical limit), all on one file in one run.

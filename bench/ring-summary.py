@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """ring-summary.py RESULTS CLK_TCK [JSON] - the tables of bench/ring.sh.
 
 RESULTS has one line per run:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ring.sh - the blkif ring over shm, measured with td-front against tapdisk.
 #
 # usage: bench/ring.sh [--dirs "DIR..."] [--size SIZE] [--runtime S]

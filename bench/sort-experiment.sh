@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # sort-experiment.sh - the thesis's sort experiment, with and without the
 # sort driver, on a local file and on an IOPS-throttled disk.
 #

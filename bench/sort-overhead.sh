@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # sort-overhead.sh - what the sort filter costs: the same fio jobs (nbd
 # engine) against `tapdisk -a aio:FILE` and `tapdisk -a 'sort|aio:FILE'`,
 # one backing file, one run.  Issue #4 asks for sort to cost at most 5 %

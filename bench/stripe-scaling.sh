@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-scaling.sh - striped disks over iSCSI servers capped in bandwidth:
 # scaling with the number of servers, against fio's libiscsi engine, the
 # thesis's figure 6.1, and the cost of a second replica.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """stripe-summary.py RESULTS [JSON_OUT] [KEY=VALUE...]: the tables, ratios,
 verdicts and JSON of bench/stripe-scaling.sh (its header documents them).
 

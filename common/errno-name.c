@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * errno-name.c - errno values by name and back, for the wire (the control
  * protocol's "ERR EINVAL" lines, the shm negotiation) and for messages.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * json.c - growable string buffer and indented JSON writer.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * json.h - a growable string buffer and a small JSON writer, for the
  * control plane's replies (info, stats).  Not for the I/O path: both

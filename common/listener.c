@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * listener.c - listening sockets: the accept loop, the back-off after
  * running out of descriptors, closing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * listener.h - listening sockets of tapdisk's servers (NBD, shm): accept
  * on the event loop, pause after running out of descriptors, and on close

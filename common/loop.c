@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * loop.c - epoll event loop with timers, deferred calls and pass-end hooks.
  */

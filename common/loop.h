@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * loop.h - the single-threaded epoll event loop of a tapdisk process.
  *

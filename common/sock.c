@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sock.c - binding Unix sockets, replacing stale ones.
  */

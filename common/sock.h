@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sock.h - Unix stream sockets for tapdisk's servers (NBD, shm).
  */

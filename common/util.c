@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * util.c - small helpers shared by the daemon and the tools.
  */

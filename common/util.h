@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * util.h - small helpers shared by the daemon and the tools: sizes with
  * binary suffixes, errno names.  A leaf: includes nothing of the project.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * aio-ring.c - a Linux AIO context reaped by the event loop (see
  * aio-ring.h).

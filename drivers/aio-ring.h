@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * aio-ring.h - a Linux AIO context whose completions the event loop
  * reaps: io_setup, an eventfd every iocb signals, the fd registered with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * drivers.c - the one explicit table of block drivers (no constructors:
  * they vanish from static archives).

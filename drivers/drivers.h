@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * drivers.h - the block drivers tapstripe ships, and the table of them.
  *

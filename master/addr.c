@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * addr.c - HOST[:PORT] parsing (addr.h).
  */

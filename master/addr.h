@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * addr.h - "HOST[:PORT]" as the master's tools and daemon write it.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reply.c - ms_reply helpers (see reply.h).
  */

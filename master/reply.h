@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reply.h - building, reading and freeing the master's one reply type,
  * ms_reply (master/stripe.x), on both sides of the wire.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # e2e-modules.sh - everything the end-to-end test bed (tests/e2e) needs to
 # load the patched Xen block drivers in its dom0 and guest and compare them
 # with Debian's, in one directory:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stats-format.c - text and JSON forms of the "info" and "stats" replies.
  */

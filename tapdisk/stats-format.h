@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stats-format.h - the text and JSON forms of a tapdisk's "info" and
  * "stats" replies.

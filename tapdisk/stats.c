@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stats.c - names and histogram arithmetic for the vbd statistics, and the
  * drivers' own reports and control commands.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vbd-int.h - the vbd's private state, shared by vbd.c (the I/O path) and
  * vbd-open.c (chains, pools, open and close).  Nothing outside tapdisk/vbd*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vbd-open.c - driver chains: parsing, request pools, open and close, and
  * the vbd's accessors.

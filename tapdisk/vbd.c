@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vbd.c - request lifecycle: validate, split, submit, complete once.
  *

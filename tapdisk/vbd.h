@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vbd.h - a virtual block device: frontends feed it I/O, a driver chain
  * serves it.

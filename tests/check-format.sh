@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # check-format.sh - fail if any C file differs from what clang-format makes
 # of it with the repository's .clang-format.  Prints the files and a diff.
 set -u
@@ -15,4 +16,15 @@ for f in $(git ls-files '*.c' '*.h' 2>/dev/null || find tapdisk drivers master t
 	fi
 done
 [ $bad -eq 0 ] && echo "format: all C files match .clang-format"
+
+# Every source file and script names its licence on an SPDX line near its
+# top (LICENSE says which: BSD-3-Clause, GPL-2.0-only for patches/).
+for f in $(git ls-files '*.c' '*.h' '*.x' '*.sh' '*.py' Makefile.am configure.ac \
+	setup.sh .ci/run tools/td-bench/td-bench patches/verify 2>/dev/null); do
+	if ! head -n 3 "$f" | grep -q 'SPDX-License-Identifier: \(BSD-3-Clause\|GPL-2.0-only\)'; then
+		echo "no SPDX licence line in the first 3 lines: $f"
+		bad=1
+	fi
+done
+[ $bad -eq 0 ] && echo "licence: every source file and script has its SPDX line"
 exit $bad

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # valgrind-integration.sh BUILDDIR [TEST...] - run integration and fault
 # tests with the daemons and control tools under valgrind memcheck.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # valgrind-unit.sh BUILDDIR - run every unit test binary under valgrind
 # memcheck; any error or definite leak fails.
 set -u

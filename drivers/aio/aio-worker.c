@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * aio-worker.c - the discard / write-zeroes thread of an aio device.
  */

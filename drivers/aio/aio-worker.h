@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * aio-worker.h - one thread per aio device for the operations libaio has
  * no asynchronous form of: DISCARD and WRITE_ZEROES.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * block-aio.c - files and block devices through libaio with O_DIRECT.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * block-null.c - a disk of a given size that reads zeroes and discards
  * writes.  For benchmarks of everything above the backend.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * block-sort.c - the sort filter: batch the requests of an event-loop pass,
  * order them by sector and merge neighbours into one forwarded request.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sort-plan.h - the sort filter's options and its merge plan: ordering a
  * released plug and cutting it into groups that one forwarded request can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * block-stripe.c - the stripe driver: an extent-striped, replicated
  * virtual disk over iSCSI servers, described by a mapping file

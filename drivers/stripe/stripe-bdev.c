@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-bdev.c - the stripe driver's device backend: a server of the map
  * whose LUN is a local block device of a kernel (open-iscsi) session (the

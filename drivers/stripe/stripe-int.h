@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-int.h - what the files of the stripe driver share (block-stripe.c:
  * open, close, options, reports, control; stripe-io.c: the request path;

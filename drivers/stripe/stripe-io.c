@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-io.c - the request path of the stripe driver: route a request to
  * its extent's replicas, fan writes out, read from one replica with

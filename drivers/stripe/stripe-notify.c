@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-notify.c - see stripe-notify.h: a wrapper over master/notify.h
  * (one notifier thread per disk that queues, coalesces and retries until

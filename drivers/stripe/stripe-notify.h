@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-notify.h - tell the master that a replica became stale or was
  * resynchronised, off the I/O path (issue #6: "master told when

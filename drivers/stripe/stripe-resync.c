@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-resync.c - online resync of stale replicas, driven by a control
  * command ("tap-ctl driver -i ID stripe resync [RATE]").

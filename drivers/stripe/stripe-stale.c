@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-stale.c - durable stale marks of the stripe driver.
  *

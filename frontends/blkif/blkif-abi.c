@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blkif-abi.c - the shared ring's slots in each protocol ABI: copy a
  * request out, converted to the native layout, and write a response.

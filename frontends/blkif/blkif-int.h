@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blkif-int.h - what blkif.c (the request path: consume, submit,
  * respond), blkif-ring.c (create, stop, quiesce, destroy) and blkif-parse.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blkif-parse.c - one blkif request: validate the private copy, plan the
  * vbd I/Os it becomes, build its iovecs.

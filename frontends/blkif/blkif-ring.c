@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blkif-ring.c - the life of a blkif ring: configuration and features,
  * create (fresh, or resumed where another backend left it), stop,

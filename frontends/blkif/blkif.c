@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blkif.c - the blkif request path: consume requests, run them on the
  * vbd, answer.  Creating, stopping and quiescing a ring: blkif-ring.c.

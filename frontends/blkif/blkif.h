@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blkif.h - the blkif request path: a Xen block ring served by a vbd.
  *

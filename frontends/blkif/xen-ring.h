@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-ring.h - Xen's public blkif and ring headers, made usable in user
  * space.  Include this, never <xen/io/blkif.h> directly.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd-cmd.c - the commands of the transmission phase: slots, data
  * buffers, submission to the vbd, replies.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd-conn.c - one NBD connection: its input state machine, socket I/O
  * and life cycle.  The steps of the handshake are in nbd-handshake.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd-handshake.c - option haggling of the fixed-newstyle handshake.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd-int.h - state shared by the NBD server (nbd.c: listening, accepting,
  * shutdown) and its connections (nbd-conn.c: input, output, life cycle;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd-proto.c - pure encoding, decoding and checks of the NBD protocol.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd-proto.h - the NBD wire protocol: constants, encoding and the pure
  * checks of the fixed-newstyle handshake and the transmission phase.

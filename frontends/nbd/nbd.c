@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd.c - the NBD server: parameters, listening sockets (unix and TCP),
  * accepting clients, the pass-end hook that writes replies and frees

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * nbd.h - fixed-newstyle NBD server frontend for a vbd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm-conn.c - one shm frontend: the negotiation, the shared memory, the
  * blkif ring's transport ops, and the end of it all (shm-int.h has the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm-int.h - what the shm server (shm.c: listening, accepting, shutdown,
  * statistics) and its connections (shm-conn.c: negotiation, shared

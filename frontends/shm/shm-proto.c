@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm-proto.c - parse and format the shm transport's negotiation lines
  * (shm-proto.h; doc/shm-protocol.md is the specification).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm-proto.h - the negotiation messages of the shm transport: parsing
  * and formatting, nothing else (no sockets, no memory), so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm.c - the shm server: parameters, listening sockets, accepting
  * frontends, shutdown and statistics.  One frontend's negotiation and

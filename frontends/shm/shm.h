@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * shm.h - the shm transport: blkif rings in shared memory, for frontends
  * on the same machine (td-front, tests, benchmarks) where there is no Xen.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-backend.c - the Xen transport's server: find the devices tap-ctl
  * attached to this tapdisk, and run the backend side of each one's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-int.h - what the files of the Xen transport share: xen-backend.c
  * (the server and each device's xenbus state machine), xen-store.c

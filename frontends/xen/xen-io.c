@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-io.c - the Xen transport's data path: the frontend's ring mapped
  * with libxengnttab, its event channel bound with libxenevtchn, and the

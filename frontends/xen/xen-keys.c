@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-keys.c - parse and validate the xenstore keys of a Xen block device
  * (see xen-keys.h).  Pure functions: no xenstore, no allocation kept.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-keys.h - the xenstore keys of a Xen virtual block device: where its
  * nodes live, and the parsing and validation of what a frontend writes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-store.c - xenstore through libxenstore for the Xen transport, and
  * the server's public life (td_xen_server_create/destroy).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen.h - the Xen transport: tapdisk as the backend of Xen virtual block
  * devices (the role of Linux's blkback, QEMU's xen-block, XenServer's

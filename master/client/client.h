@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * client.h - talking to stripe-master (issue #5): used by stripe-ctl and
  * the benchmark and master/notify.c (tapdisk's stripe driver) today.  It

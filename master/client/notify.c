@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * notify.c - the replica-state notifier (see notify.h).
  *

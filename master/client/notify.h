@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * notify.h - telling stripe-master about replica states from inside
  * tapdisk without ever blocking its event loop (issue #6).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dispatch.c - the master's own RPC dispatcher and the round's replies
  * (see server.h for the group commit).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * netacl.c - client networks allowed to change the master (netacl.h).
  */

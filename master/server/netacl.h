@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * netacl.h - the networks whose clients may change the master (issue #5).
  *

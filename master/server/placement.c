@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * placement.c - the placement rule described in placement.h.
  */

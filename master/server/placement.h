@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * placement.h - which server holds each replica of each extent of a new
  * virtual disk (issue #5).  Pure: no store, no I/O, so that tests can give

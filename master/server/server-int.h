@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * server-int.h - what server.c (the loop) and dispatch.c (the calls)
  * share.  Only master/server.c and master/dispatch.c include it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * server.c - the master's listener and poll loop (see server.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * server.h - stripe-master's Sun RPC server (issue #5): one thread, one
  * poll loop, libtirpc's TCP transport, our own dispatcher, group commit.

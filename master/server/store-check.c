@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store-check.c - the store's consistency check (master_store_check, see
  * store.h): every invariant the schema cannot express alone, and those it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store-int.h - what the store's files share: the connection, its prepared
  * statements and small helpers.  Only master/store*.c include it.

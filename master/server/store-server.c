@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store-server.c - servers and their extents: MS_SERVER_ADD, _DRAIN,
  * _REMOVE, _LIST and MS_EXTENT_LIST (see store.h and stripe.x).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store-vdisk.c - virtual disks: MS_VDISK_ALLOC, _LOOKUP, _RELEASE, _LIST
  * (see store.h and stripe.x).

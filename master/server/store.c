@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store.c - opening the master's database, its schema, transactions,
  * statements, the consistency check and MS_INFO (see store.h).

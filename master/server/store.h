@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store.h - the master's durable store: servers, their extents and the
  * virtual disks that own them, in SQLite (issue #5).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # dom0-patched.sh - runs in the end-to-end test's dom0: the request sizes
 # that reach the backend with Debian's xen-blkfront and xen-blkback and with
 # the patched ones of patches/linux-6.1, with default parameters, side by

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
 # domu-init.sh - /init of the guest that patches/e2e/dom0-patched.sh starts:
 # load the blkfront named on the kernel command line (blkfront=stock or
 # blkfront=patched, /xen-blkfront-NAME.ko), write 16 MiB of random data to

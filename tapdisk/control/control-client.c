@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * control-client.c - the client side of the control protocol (control.h),
  * and the paths that tapdisk and tap-ctl share.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * control-cmd.c - the commands of the control socket (control.h): the
  * table, the report behind info and stats, and pause/resume/destroy with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * control-int.h - what the two halves of the control server share:
  * control.c (sockets, framing, connections) and control-cmd.c (the

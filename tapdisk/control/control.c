@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * control.c - the control socket server of a tapdisk process (protocol in
  * control.h).

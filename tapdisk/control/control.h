@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * control.h - the control socket of a tapdisk process, and its client.
  *

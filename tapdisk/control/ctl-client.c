@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ctl-client.c - finding the tapdisks of a host (ctl-client.h).
  */

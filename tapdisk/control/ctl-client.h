@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ctl-client.h - finding the tapdisks of a host, for the tools that talk
  * to them (tap-ctl, stripe-ctl).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # dd-init.sh - /init of the storage driver domain that the case
 # tapdisk-xen-driver-domain starts: a PV guest (not dom0) with
 # driver_domain=1 whose own disk, xvda, dom0 gives it.  It loads the

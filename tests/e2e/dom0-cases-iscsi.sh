@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dom0-cases-iscsi.sh - kernel iSCSI sessions (open-iscsi) under a striped
 # disk (issue #6, item 4).  Sourced by dom0-cases.sh as /e2e/cases-iscsi.sh;
 # lib.sh's e2e_rootfs_iscsi puts what it needs in the initramfs: Debian's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # dom0-cases-xen.sh - the Xen transport's life-cycle, hostile-frontend and
 # request-count cases; sourced by dom0-cases.sh (as /e2e/cases-xen.sh),
 # whose helpers they use: log, detail, fail, skip, wait_for, xtool,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # dom0-cases.sh - the cases run inside the test dom0 (as /e2e/cases.sh).
 #
 #   cases.sh         run every case (or those listed in /e2e/only), each in

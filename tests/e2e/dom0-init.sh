@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # dom0-init.sh - /init of the test dom0: mount, load the Xen modules, start
 # xenstored and xenconsoled as xencommons would, run the cases of
 # /e2e/cases.sh, power off.  Every line meant for run.sh starts with

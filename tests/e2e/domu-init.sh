@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # domu-init.sh - /init of the test's PV guest: load blkfront, write 4 MiB
 # of random data to xvda with O_DIRECT, read it back, print the checksums
 # on the console ("DOMU ..." lines, in dom0's console log: dom0 checks

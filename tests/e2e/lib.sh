@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh - the steps of run.sh: host tools, Debian packages, the dom0
 # initramfs, the boot under QEMU and the report.  Sourced, not run.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run.sh - the end-to-end test bed: Debian's Xen 4.17 and 6.1 kernel booted
 # under qemu-system-x86_64 -accel tcg (no KVM), a PV dom0 from a small
 # initramfs that carries this build's tapdisk and tap-ctl, and the cases of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-badfront.c - a hostile blkif frontend for the e2e test, run in dom0:
  * a real Xen ring (a page shared with libxengnttab's gntshr, an unbound

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # disk-full.sh - a server's LUN outgrows the filesystem it lives on
 # (issue #10).
 #

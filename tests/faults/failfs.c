@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * failfs.c - a FUSE filesystem of two files that makes chosen reads and
  * writes of a disk image fail with EIO, for the fault tests (issue #10):

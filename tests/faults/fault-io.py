@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """fault-io.py - the NBD side of the lab fault cases (tests/faults/).
 
 Usage:

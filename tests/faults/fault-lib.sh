@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # fault-lib.sh - what the lab fault cases of tests/faults/ share (sourced).
 #

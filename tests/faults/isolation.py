@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """isolation.py - one stuck client must not delay another (issue #10).
 
 Usage: isolation.py TAPDISK TD_FRONT WORKDIR

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # isolation.sh - a slow NBD client and a shm frontend that stops consuming
 # its responses must not delay another client of the same tapdisk (issue
 # #10); isolation.py runs the cases and says how each bound was met.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """kill-verify.py - tapdisk killed with SIGKILL under write load, restarted.
 
 Usage: kill-verify.py TAPDISK CHAIN DISK WORKDIR [ROUNDS [SEED]]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # lun-shrink.sh - a LUN shrinks under a served disk (issue #10).
 #
 # A disk of S=1, U=64 KiB, R=2, 32 MiB (8 extents of 4 MiB per replica)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # net-cut.sh - a server's network cut (its link down inside its namespace:
 # packets dropped, no reset) under I/O, then restored (issue #10).
 #

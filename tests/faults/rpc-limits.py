@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """rpc-limits.py - stripe-master's connection limits and slow RPC clients.
 
 Usage: rpc-limits.py STRIPE_MASTER STRIPE_CTL WORKDIR

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # rpc-limits.sh - stripe-master's connection limit (back-pressure in the
 # listen queue), its idle timeout, and slow RPC clients that must not delay
 # another (issue #10); rpc-limits.py runs the cases.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # rss-verify.sh - tapdisk's memory stays flat over a long verify run
 # (issue #10).
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # scsi-errors.sh - a server answers chosen reads and writes with SCSI
 # errors (issue #10).
 #

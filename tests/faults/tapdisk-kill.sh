@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tapdisk-kill.sh - tapdisk killed with SIGKILL under write load and
 # restarted (issue #10): every write acknowledged before a completed flush
 # is present afterwards, and (a process kill, not a power cut) so is every

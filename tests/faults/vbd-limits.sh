@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # vbd-limits.sh - a vbd's limits seen from outside (issue #10; README
 # "Limits"): --max-inflight out of range is refused at start; with
 # --max-inflight 2, a td-front at queue depth 64 is held back by the pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_blkif-xen.c - libFuzzer harness for the blkif ring as the Xen
  * transport drives it: the copying ops (reserve, copy_in, copy_out,

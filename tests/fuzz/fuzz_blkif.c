@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_blkif.c - libFuzzer harness for the blkif request path: the
  * fuzzer's bytes are the frontend's shared ring and the indirect pages,

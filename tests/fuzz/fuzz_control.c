@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_control.c - libFuzzer harness for the control socket: the fuzzer's
  * bytes are everything one tap-ctl-like client sends, over a socketpair,

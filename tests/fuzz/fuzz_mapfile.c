@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_mapfile.c - libFuzzer harness for the mapping-file reader
  * (drivers/mapfile*.c: stripe_map_parse and the checks behind it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_master.c - libFuzzer harness for the master's RPC decoding: whole
  * calls go through the real dispatcher (master/dispatch.c), the real store

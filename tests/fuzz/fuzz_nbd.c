@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_nbd.c - libFuzzer harness for the NBD server: the fuzzer's bytes
  * are everything one client sends (handshake, options, commands and

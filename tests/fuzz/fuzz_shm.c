@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_shm.c - libFuzzer harness for the shm transport's negotiation: the
  * parsers of tapdisk/shm-proto.c, and the server (tapdisk/shm*.c) fed the

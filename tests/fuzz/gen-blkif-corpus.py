@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """gen-blkif-corpus.py [DIR] - write the seed corpus of fuzz_blkif.
 
 Each seed is a valid input in the layout fuzz_blkif.c documents: a config

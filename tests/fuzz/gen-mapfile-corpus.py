@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """gen-mapfile-corpus.py [DIR] - write the seed corpus of fuzz_mapfile.
 
 Each seed is a mode byte and a mapping file's text (drivers/mapfile.h):

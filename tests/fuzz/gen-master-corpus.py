@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """gen-master-corpus.py [DIR] - write the seed corpus of fuzz_master.
 
 Each seed is an input in the layout fuzz_master.c documents: a mode byte,

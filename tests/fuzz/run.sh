@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # run.sh [SECONDS [NAME...]] - build every libFuzzer harness of tests/fuzz
 # with clang (-fsanitize=fuzzer,address,undefined) and run each one (or
 # only the NAMEs: blkif, master, ...) for SECONDS (default 30) over its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iscsi-conn-harness.c - drives one iscsi_conn (drivers/iscsi-conn.h)
  * against a real server for tests/integration/iscsi-conn.sh.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # iscsi-conn.sh - the async iSCSI connection (drivers/iscsi-conn.h) against
 # a real tgtd, through tests/integration/iscsi-conn-harness.
 #

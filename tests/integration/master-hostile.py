@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """master-hostile.py - a misbehaving Sun RPC client, for master.sh.
 
 Usage: master-hostile.py PORT SCENARIO [COUNT | VDISK]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # master.sh - the real stripe-master with the real stripe-ctl (issue #5).
 #
 # Starts `stripe-master --foreground` on 127.0.0.1 (a free port, a fresh

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """nbd-hostile.py - a misbehaving NBD client, for nbd-hostile.sh.
 
 Usage: nbd-hostile.py SOCKET SCENARIO [COUNT]

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-hostile.sh - hostile NBD clients against tapdisk's NBD server.
 #
 # Starts `tapdisk --foreground -a aio:DISK --nbd unix:SOCK` and runs the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # nbd-sort.sh - the sort filter end to end: `tapdisk -a 'sort|aio:DISK'`
 # served over NBD, driven by qemu-io and fio.
 #

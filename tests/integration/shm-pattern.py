@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """shm-pattern.py FILE OFFSET:LENGTH:GENERATION:SEED...
 
 Check, without tapdisk or td-front's code, that bytes [OFFSET, OFFSET +

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # shm-verify.sh - the shm transport end to end: tapdisk, td-front, a file.
 #
 #  1. td-front --verify over aio:FILE and null: for every ring order 0..8,

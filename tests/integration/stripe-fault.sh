@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-fault.sh - a server of a disk without replicas dies and comes back.
 #
 # A disk of S=3 columns, U=64 KiB, R=1 on a lab of 3 servers, filled with

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """stripe-io.py - the I/O and the checks of the stripe integration tests.
 
 Usage:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash
 # stripe-lib.sh - what the stripe integration tests share (sourced, not run).
 #

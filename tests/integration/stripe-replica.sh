@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-replica.sh - a replica server dies in the middle of a write
 # stream, and an online resync makes the replicas exact again.
 #

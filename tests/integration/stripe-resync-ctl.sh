@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-resync-ctl.sh - stripe-ctl vdisk resync FILE, offline and online.
 #
 # A disk of S=1 column, U=64 KiB, R=2 (16 MiB, 4 extents of 4 MiB) on a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-session.sh - a replica served through a local block device (the
 # mapping file's "device" key) and the stripe-ctl session commands, on
 # this machine, which has no iscsi_tcp module.

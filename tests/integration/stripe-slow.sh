@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-slow.sh - a slow server does not stall I/O to the other servers.
 #
 # A disk of S=2 columns, U=1 MiB, R=1 on a lab of 2 servers; the server of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # stripe-verify.sh - striped disks over a lab of 4 tgtd servers, verified
 # byte for byte through NBD, through the shm ring, and in the LUN files.
 #

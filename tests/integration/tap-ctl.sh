@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tap-ctl.sh - tapdisk and tap-ctl end to end, with real NBD clients.
 #
 # Creates tapdisks over null: and aio: chains in a temporary run directory,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # td-bench-regress.sh - `td-bench regress --quick` passes on a clean tree and
 # fails on a deliberately crippled configuration.
 #

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # lab.sh - a lab of N iSCSI storage servers and a stripe master on one host.
 #
 # Each server is a tgtd in its own network namespace, reached through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mock-driver.h - a scriptable driver ("mock") and a 1:1 filter
  * ("mockfilter") for unit tests of the vbd core.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vbd-fixture.c - see vbd-fixture.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vbd-fixture.h - a loop, a vbd over the mock driver and a table of I/Os,
  * shared by the vbd unit tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-ctl-output.c - stripe-ctl's shared helpers and its printing of
  * servers, mapping files and the master's record of a disk, as text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-ctl-resync.c - stripe-ctl vdisk resync FILE: copy every stale
  * replica of a striped disk from a live one and clear its mark, with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-ctl-server.c - stripe-ctl info, server add|drain|remove|list and
  * extents list.

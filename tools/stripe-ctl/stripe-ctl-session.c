@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-ctl-session.c - "stripe-ctl session login|logout|list FILE
  * [SERVER]...": kernel iSCSI sessions (open-iscsi) for the servers of a

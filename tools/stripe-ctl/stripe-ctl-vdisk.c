@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-ctl-vdisk.c - stripe-ctl vdisk create|show|destroy|list|mark: the
  * layout (drivers/stripe-layout.h), the master's allocation and replica

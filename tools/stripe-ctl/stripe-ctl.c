@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-ctl.c - stripe-ctl's command line: commands, options, help.
  *

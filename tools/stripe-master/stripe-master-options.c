@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-master-options.c - stripe-master's command line: the help text and
  * the parsing, with errors that say what to write instead.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-master.c - the master daemon's main(): options, daemon mode, pid
  * file, signals; the work is in master/ (server.c, dispatch.c, store*.c).

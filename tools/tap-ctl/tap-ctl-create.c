@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap-ctl-create.c - "tap-ctl create": start a tapdisk in the background.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap-ctl-list.c - "tap-ctl list": one line per tapdisk whose control
  * socket is in the run directory.  A socket whose process is gone is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap-ctl-xen.c - tap-ctl attach and detach: make and unmake a Xen
  * virtual disk served by a tapdisk, the way XenServer's toolstack makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap-ctl.c - start tapdisks and talk to them over their control sockets
  * (protocol in tapdisk/control.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tap-ctl.h - what tap-ctl's files share.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tapdisk-options.c - tapdisk's command line: the help text and the
  * parsing, with an error that says what to write instead.

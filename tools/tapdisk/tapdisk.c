@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tapdisk.c - the tapdisk daemon: serve one vbd over NBD, shm and Xen, answer
  * its control socket, and on SIGINT, SIGTERM or "destroy" shut down

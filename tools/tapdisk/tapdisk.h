@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tapdisk.h - what tapdisk's two files share: the parsed command line.
  */

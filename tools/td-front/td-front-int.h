@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-int.h - what the frontend library's connection half
  * (td-front-lib.c: negotiation, mapping) and its I/O half

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-lib.c - the frontend library's connection: connect to the shm
  * socket, negotiate as blkfront does over xenbus, receive and map the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-lib.h - a blkif frontend over tapdisk's shm transport, as a
  * library: td-front is built on it, td-bench will be.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-options.c - td-front's command line: the help text, and the
  * parsing with an error that says what to write instead.

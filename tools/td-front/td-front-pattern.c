@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-pattern.c - the verification pattern (layout in
  * td-front-lib.h).  tests/integration/shm-pattern.py computes the same

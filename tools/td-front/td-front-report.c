@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-report.c - what td-front prints: the report in text (for
  * people: binary multiples, KiB/MiB) or JSON (for scripts: exact bytes

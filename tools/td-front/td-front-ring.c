@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-ring.c - the frontend library's I/O path: I/Os queued, cut into
  * blkif requests as blkfront cuts them, pushed in batches; responses

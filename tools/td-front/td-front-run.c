@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-run.c - td-front's workloads over the frontend library.
  *

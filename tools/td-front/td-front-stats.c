@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front-stats.c - the backend's counters, as tapdisk's control socket
  * gives them ("stats json", tapdisk/stats-format.c), read with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front.c - td-front: a blkif frontend for tapdisk's shm transport, as
  * a load generator and verifier.  This is main: connect, run, report.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * td-front.h - what td-front's files share: the command line (td-front.c),
  * the workloads (td-front-run.c) and the report (td-front-report.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iscsi-cmd.c - the command half of an iSCSI connection: submission, the
  * FIFO and the queue-depth bound, checks, the libiscsi task of each op,

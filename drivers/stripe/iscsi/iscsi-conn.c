@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iscsi-conn.c - the session half of an iSCSI connection: configuration,
  * the loop's fd and timers, attempts and reconnects with back-off, DOWN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iscsi-conn.h - one asynchronous iSCSI session to one LUN of one storage
  * server, driven by the tapdisk event loop (issue #6).

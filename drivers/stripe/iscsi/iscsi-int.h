@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iscsi-int.h - what iscsi-conn.c (the session: attempts, reconnect, DOWN
  * and revive, the loop's fd and timers), iscsi-login.c (connect, login,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * iscsi-login.c - one attempt of an iSCSI connection: a fresh libiscsi
  * context, TCP connect, login (CHAP when configured), then the probe of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mapfile-check.c - the semantic rules of a mapping file (see mapfile.h),
  * the CRC-32C, and allocation of a map.

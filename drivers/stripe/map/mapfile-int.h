@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mapfile-int.h - what mapfile.c (syntax, I/O) and mapfile-check.c
  * (semantics) share.  Not for other modules.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mapfile-io.c - formatting, reading, locking, atomically replacing and
  * removing mapping files (format in mapfile.h).

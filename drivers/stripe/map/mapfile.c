@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mapfile.c - the mapping file's parser (the format is documented in
  * mapfile.h; the rules that are not syntax live in mapfile-check.c, the

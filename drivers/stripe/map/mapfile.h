@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mapfile.h - the mapping file of a striped virtual disk: reader, writer,
  * validator and exclusive opener (issue #5).

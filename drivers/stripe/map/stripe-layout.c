@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-layout.c - the stripe layout arithmetic of DESIGN.md.
  */

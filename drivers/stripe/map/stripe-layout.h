@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * stripe-layout.h - where a virtual byte lives on a striped disk (DESIGN.md,
  * "Stripe layout (exact)").

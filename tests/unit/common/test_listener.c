@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_listener.c - listening sockets: accepting Unix and TCP clients with
  * their peer names, the per-event accept limit, the pause after EMFILE,

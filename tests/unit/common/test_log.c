@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_log.c - levels, the per-vbd token bucket and the printer (log.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_loop.c - the epoll event loop: fds, timers, deferred calls, hooks.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_sock.c - binding Unix sockets: stale files replaced, live servers
  * and non-sockets refused, bad paths refused, the mode applied.

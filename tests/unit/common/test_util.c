@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_util.c - td_parse_size (tapdisk/util.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_stats.c - histogram bucket arithmetic and names (tapdisk/stats.c).
  *

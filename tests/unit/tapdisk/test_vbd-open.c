@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_vbd-open.c - opening driver chains (errors, the disk info the vbd
  * exposes) and closing (busy, from inside a callback).

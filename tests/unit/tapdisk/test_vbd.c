@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_vbd.c - the request lifecycle: validation, splitting, completion
  * exactly once and always deferred, back-pressure, pause, filters, stats.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """td_bench - the modules of td-bench, tapstripe's throughput regression.
 
   core.py     finding programs, the machine and its load, units, statistics,

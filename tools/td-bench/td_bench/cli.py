@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """cli.py - td-bench's command line: one subcommand per suite, plus regress,
 compare and plot."""
 import argparse

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """core.py - what every td-bench suite shares.
 
 Programs and scripts are found the same way whether td-bench runs from a

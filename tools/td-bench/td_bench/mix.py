@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """mix.py - Zhao & Tan's workload mix: what the virtual disk loses.
 
 Sequential read, sequential write, random read, random write and a 70/30

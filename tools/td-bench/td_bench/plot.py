@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """plot.py - SVG and PNG pictures with gnuplot (Debian: gnuplot-nox).
 
 A plot spec (stored in the result file, so that `td-bench plot` can draw

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """quick.py - the probes of `td-bench regress --quick`: a minute or two, in CI.
 
 Chosen to be stable on a noisy, shared 2-core machine and yet to catch a

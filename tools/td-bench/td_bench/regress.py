@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """regress.py - compare a run's ratios with a baseline, and say so plainly.
 
 A baseline (bench/baselines/*.json) holds, per metric, the value of a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """scripts.py - the experiments that live in bench/, run from td-bench.
 
   ring    bench/ring.sh: the null driver's CPU per request, td-front through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """sweep.py - Giacobbi & Vardanega's dd sweeps, physical against virtual.
 
 Block sizes 512 B .. 1 MiB at a fixed data size, for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """targets.py - what td-bench measures, and one run against it.
 
   Lab       a private work directory and every process td-bench started,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_block-aio.c - the aio driver on real files: data round trips,
  * merging of adjacent requests, flush/FUA, discard and write-zeroes (and

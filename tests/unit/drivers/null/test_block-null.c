@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_block-null.c - the null driver, opened through td_vbd_open() with
  * the real driver table, and driven through the event loop.

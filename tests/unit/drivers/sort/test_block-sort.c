@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_block-sort.c - the sort filter over the mock driver ("sort|mock"):
  * batches of I/O written as tables go in, and the requests the mock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mock-iscsi-conn.c - see mock-iscsi-conn.h.
  */

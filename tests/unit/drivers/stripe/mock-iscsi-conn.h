@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mock-iscsi-conn.h - drivers/iscsi-conn.h implemented in memory for unit
  * tests of the stripe driver.

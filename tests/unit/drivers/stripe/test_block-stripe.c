@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_block-stripe.c - the stripe driver over in-memory iSCSI LUNs
  * (mock-iscsi-conn.c): routing against tables written by hand for four

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_blkif-abi.c - a ring in the x86_32 ABI (a 32-bit x86 guest's
  * blkfront): slots of 108 bytes written at the offsets of xen/io/blkif.h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_blkif-copy.c - the blkif ring over a copying transport (the ops
  * reserve, copy_in, copy_out and release that the Xen transport's grant

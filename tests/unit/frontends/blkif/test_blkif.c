@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_blkif.c - the blkif request path, driven as a frontend would drive
  * it: a fake transport over a malloc'd shared ring and data pool, a vbd

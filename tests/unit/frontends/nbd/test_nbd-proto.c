@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_nbd-proto.c - the NBD wire format and checks, against tables and
  * byte strings written out by hand from the protocol specification.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_nbd.c - the NBD server, driven deterministically: the client end of
  * a socketpair() talks to the server while the test runs the event loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shm-proto.c - the shm negotiation lines (tapdisk/shm-proto.c): a
  * hand-written table of good and hostile lines with the answer each must

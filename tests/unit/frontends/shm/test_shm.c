@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_shm.c - the shm transport (tapdisk/shm.c, shm-conn.c), driven by
  * frontends written here by hand over socketpairs: the negotiation, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_xen-backend.c - the Xen transport's xenbus state machine against a
  * fake xenstore (a table of keys whose writes fire the watches set on

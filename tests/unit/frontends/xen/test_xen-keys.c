@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_xen-keys.c - the xenstore keys of a Xen block device: numbers,
  * device names, protocol ABIs and the frontend's ring keys, against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_client.c - master/client.c (with addr.c and reply.c, its helpers)
  * without a master: address parsing, the errors a caller sees when nobody

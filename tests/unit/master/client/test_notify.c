@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_notify.c - master/notify.c: its queue driven by hand (coalescing, a
  * state that changes while being sent, overflow, back-off), then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_netacl.c - master/netacl.c: which networks parse, and which peers
  * each allow-list lets change the master (hand-written table).

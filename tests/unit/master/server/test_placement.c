@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_placement.c - master/placement.c with hand-written pools: which
  * server gets each (column, extent, replica), and what is left free.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_server.c - master/server.c and master/dispatch.c in one process:
  * the loop runs in a thread on 127.0.0.1 (a free port), the tests talk to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_store.c - master/store*.c on a real SQLite file in a temporary
  * directory: registration, placement as stored (hand-written tables of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_control.c - the control socket: framing, parsing, dispatch, pause
  * and destroy semantics, and the client side's reply parser.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_td-front-lib.c - the frontend library (tools/td-front-*.c) against
  * a backend written here by hand: a thread answers the negotiation on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_iscsi-conn.c - the iSCSI connection without a server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mapfile.c - the mapping file (drivers/mapfile*.c): a round trip,
  * one test per reason a file is rejected (each checks the line number and

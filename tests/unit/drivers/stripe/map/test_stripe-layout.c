@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_stripe-layout.c - drivers/stripe-layout.c against tables worked out
  * by hand from DESIGN.md's "Stripe layout (exact)" (the formula is not
