@@ -130,7 +130,7 @@ tool() { # NAME VAR
 TAPDISK=$(tool tapdisk TAPDISK) || exit 3
 TDFRONT=$(tool td-front TDFRONT) || exit 3
 STRIPECTL=$(tool stripe-ctl STRIPECTL) || exit 3
-# the lab finds stripe-ctl and stripe-master in BUILDDIR/tools, else PATH
+# the lab finds stripe-ctl and stripe-master in BUILDDIR/bin, else PATH
 [ -x "$BUILDDIR/bin/stripe-master" ] || command -v stripe-master >/dev/null ||
 	die3 "stripe-master not found (run make, or set BUILDDIR=)"
 [ -x "$LAB" ] || [ -f "$LAB" ] || die3 "$LAB missing"
