@@ -3,65 +3,14 @@
  * block-sort.c - the sort filter: batch the requests of an event-loop pass,
  * order them by sector and merge neighbours into one forwarded request.
  *
- * Chain: "sort|LOWER" or "sort:OPTIONS|LOWER", OPTIONS a ','-list of
- *   window_us=N     hold a plug up to N µs after the first request that
- *                   entered it (default 0: release it at the end of the
- *                   pass); the loop's timers have millisecond resolution
- *   max_merge=SIZE  largest request sort builds (default 4M)
- *   max_reqs=N      release a plug as soon as it holds N requests
- *                   (default and upper bound: the queue depth)
- *   max_bytes=SIZE  ... or SIZE bytes of I/O (default 64M)
- *
- * Plug.  ->submit puts a request in the plug; ->unplug, called at the end
- * of every pass with a submit, releases it, unless window_us holds it (a
- * td_timer releases it then); a bound above releases it at once.  A plug
- * that holds every request sort can hold is released too: nothing more
- * can arrive to join it.  Releasing sorts the plug by (op, flags, sector)
- * and forwards each run of requests of one op and flags that are adjacent
- * on disk as one request (td_request_get + td_forward) carrying their
- * iovecs in its own slab, entries adjacent in memory joined (sort-plan.c).
- * A run ends at the lower driver's boundary_sectors, its max_io_sectors,
- * max_merge and td_request_iov_cap() entries.  A run of one forwards the
- * original's iovecs.  DISCARD and WRITE_ZEROES merge like writes.
- *
- * Ordering rules.  Every request sort holds (waiting, plugged or in flight
- * below: "held") has an arrival number.  Before an arriving request may
- * enter the plug it waits for:
- *   (a) every held request it conflicts with to complete.  Two requests
- *       conflict when their ranges overlap and one is not a READ.  Requests
- *       forwarded together may complete in any order below (aio gives them
- *       to the kernel in one io_submit, and qsorts its batch), so a later
- *       write can only be made to land later by not forwarding it before
- *       the earlier one has completed;
- *   (b) for a FLUSH: every held request to complete.  A flush is forwarded
- *       only once everything that arrived before it is done, so it covers
- *       all of it whatever the backend does with a batch;
- *   (c) every held FLUSH not yet forwarded to be forwarded: nothing reaches
- *       the lower driver ahead of a flush that arrived before it.  It may
- *       complete before that flush, as without sort: a flush promises
- *       nothing about writes not complete when it was issued.
- * The waits are counted at arrival (sort_req.blockers); each completion,
- * and each flush forwarded, decrements the later waiters it blocks, and a
- * waiter whose count drops to 0 enters the plug (in arrival order).  As a
- * consequence a plug never holds two conflicting requests, and a FLUSH is
- * always alone in its plug (all before it completed, all after it wait):
- * ordering a plug cannot move a write past an overlapping one, nor any
- * request across a flush.  Flushes cut the stream into epochs, forwarded
- * in order; the price is that a flush drains what came before it.
- *
- * Waiters freed by a completion run from the vbd's deferred completions;
- * they join the plug and go with it when ->unplug is due this pass or the
- * window timer runs, and are forwarded at once otherwise (no unplug would
- * come).  Forwarding from a completion callback is allowed: td_forward
- * never completes inside the call, and the lower driver is unplugged at
- * the end of the pass.
- *
- * Completion.  A forwarded group's callback completes each child with the
- * group's error (every child gets it, each exactly once: the group holds
- * the only reference) and then frees its waiters.  Memory: the held set,
- * the plug and a second plug array are allocated at open, queue_depth
- * entries each; per-request state is sort_req (req_size); forwarded
- * requests come from the lower pool.  Nothing is allocated per I/O.
+ * Chain: "sort|LOWER" or "sort:OPTIONS|LOWER" (window_us, max_merge,
+ * max_reqs, max_bytes).  Guarantees: no request moves across a flush (a
+ * flush is forwarded once everything before it completed), no write
+ * overtakes an earlier overlapping request, no merge crosses the lower
+ * driver's boundary or max_io_sectors; each child completes exactly once
+ * with its group's error; nothing is allocated per I/O.  The plug, the
+ * ordering rules and their proof sketch are in doc/driver-chains.md
+ * ("Inside sort").
  */
 #include "config.h"
 

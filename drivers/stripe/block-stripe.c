@@ -2,49 +2,16 @@
 /*
  * block-stripe.c - the stripe driver: an extent-striped, replicated
  * virtual disk over iSCSI servers, described by a mapping file
- * (drivers/mapfile.h; layout in ../shared/DESIGN.md, stripe-layout.h).
+ * (drivers/stripe/map/mapfile.h; layout in stripe-layout.h).
  *
  * Chain: "stripe:/var/lib/tapstripe/NAME.map[,OPTION=VALUE]...", options
- *   queue_depth=N       commands in flight per server (default
- *                       ISCSI_CONN_DEFAULT_QUEUE_DEPTH, at most
- *                       ISCSI_CONN_MAX_QUEUE_DEPTH)
- *   cmd_timeout_ms=N    deadline of each iSCSI command (default
- *                       ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS)
- *   login_retries=N     extra login attempts per (re)connect
- *   degraded_grace_ms=N how long a replicated write or a flush waits
- *                       for a server whose session was lost to come
- *                       back before it goes on without it, marking the
- *                       replicas there stale (default
- *                       STRIPE_DEFAULT_DEGRADED_GRACE_MS; 0: no wait;
- *                       the trade-off is explained in stripe-io.c)
- *   resync_rate=SIZE    default bytes per second of an online resync
- *                       (default 64M; K/M/G suffixes, binary)
- *   resync_chunk=SIZE   bytes copied per resync step (default 1M, a
- *                       multiple of 4K, at most 64M; at most E is used)
- *   initiator=IQN       the initiator name to log in with
- * Options are cut off the end of the path.
- *
- * Open: the mapping file is opened under its exclusive lock
- * (stripe_map_open), held until close and carried over every rewrite
- * (stripe-stale.c).  The driver keeps the extent tuples in memory, one
- * backend per server of the map: an iscsi_conn (connections come up in
- * the background; I/O waits for them), or, when the server names a
- * "device" (a kernel open-iscsi session's block device), that device
- * through libaio with O_DIRECT (stripe-bdev.c); and declares:
- *   size          the map's size-bytes;
- *   sector size   the largest block size among the servers;
- *   boundary      the stripe unit, so the core splits every request there
- *                 and each request maps to one column and one extent;
- *   features      FLUSH, FUA (passed to each WRITE), DISCARD (UNMAP, sent
- *                 only when every replica's LUN can unmap: a discard may
- *                 leave any data behind) and WRITE_ZEROES (WRITE SAME).
- * The request path is in stripe-io.c, replication's stale marks in
- * stripe-stale.c, resync in stripe-resync.c.
- *
- * Control ("tap-ctl driver -i ID stripe WORD..."):
- *   resync [RATE]   start copying every stale replica from a live one
- *   resync stop     stop after the chunk in flight
- *   status          what tap-ctl stats shows for this driver
+ * queue_depth, cmd_timeout_ms, login_retries, degraded_grace_ms,
+ * resync_rate, resync_chunk, initiator (doc/driver-chains.md).  Open takes
+ * the mapping file's exclusive lock until close; the driver declares the
+ * stripe unit as its boundary.  Control ("tap-ctl driver -i ID stripe"):
+ * resync [RATE], resync stop, status.  The design of open, the request
+ * path (stripe-io.c), stale marks (stripe-stale.c) and resync
+ * (stripe-resync.c) is in doc/stripe-driver.md.
  */
 #include "config.h"
 

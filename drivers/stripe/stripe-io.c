@@ -5,80 +5,12 @@
  * fallback, run flush rounds, and pass every command through its server's
  * gate.
  *
- * A request never crosses a stripe unit (the core splits at
- * info.boundary_sectors = U), so it lies in one extent (E is a multiple of
- * U): one column c, extent j, bytes [x, x + len) of the extent, which is
- * blocks [lba + x / B, ...) of each replica's LUN (B that server's block
- * size; x and len are multiples of B because the disk's sector size is the
- * largest B of the map).
- *
- * Writes (and DISCARD, WRITE_ZEROES) go to every live replica, plus the
- * resync target when the resync has copied that part already
- * (stripe-resync.c), and complete when every child has answered: a parent
- * with a pending count.  Then, with "live" meaning not stale at that
- * moment (another write may have marked a replica meanwhile):
- *   - no live replica succeeded: the write fails (the first error, -EIO
- *     if none) and nothing is marked: marking every copy stale would lose
- *     the last good one;
- *   - some failed: they are marked stale (stripe-stale.c) and the write
- *     waits until the mark is durable, then succeeds;
- *   - it skipped a replica whose stale mark is not durable yet: it waits
- *     for that mark too, so no write is acknowledged while the file still
- *     calls a replica that missed it "ok".
- * A replica is marked only after a write that it failed succeeded on a
- * live replica, so every extent keeps at least one live replica.
- *
- * Reads go to one live replica: a server that is UP before one that is
- * connecting or down, then the one with the fewest commands in flight,
- * ties in turn; on error the next untried live replica; the request fails
- * when none is left.  Reads never mark a replica stale.
- *
- * Flush: one round of SYNCHRONIZE CACHE at a time to every server holding
- * a live replica; flushes that arrive during a round wait for the next
- * one, which covers them (a flush covers the writes completed before it).
- * A server whose SYNCHRONIZE CACHE fails may have lost acknowledged
- * writes: its live replicas are marked stale where the extent has a live
- * replica on a server whose round succeeded, and the flush fails with
- * -EIO if some extent has none.
- *
- * The gate: a server's block size and capacity are checked against the
- * map once its connection is UP, before its first command; commands for
- * a connection still CONNECTING are held (looked at every
- * STRIPE_GATE_POLL_US), for a DOWN one issued (they fail at once), for a
- * mismatched LUN failed with -EIO through a deferred call.
- *
- * Degraded servers.  A server whose session was UP and is not UP now is
- * degraded: a command to it timed out (the connection then drops the
- * session and reconnects), or the session was lost and is not yet
- * re-established, or the connection is DOWN.  Over a network cut the
- * session stays CONNECTING for about login_retries + 1 command timeouts
- * before it is DOWN, and a command queued on it meanwhile waits for its
- * own deadline: without this rule every write that touched the server
- * would wait one whole timeout before its replica was marked stale.  So
- * a write's child for a degraded server, when a live replica of the
- * extent is on a server that is not degraded, is not sent: it is parked
- * (srv->parked) until the server is UP again (then it is issued as
- * usual) or degraded_grace_ms have passed since the server was first
- * seen degraded, or the connection is DOWN; then it completes with
- * STRIPE_SKIPPED_ERR and the write goes the way of any replica failure
- * (marked stale, durably, before the write is acknowledged).  A flush
- * round skips a degraded server the same way when every extent it holds
- * a live replica of has one on a server that is not degraded (its live
- * replicas are then marked stale, as after a failed SYNCHRONIZE CACHE).
- * A write whose live replicas are all on degraded servers (R = 1, or
- * the others stale) waits as before: within the command timeout, then
- * EIO.  Reads rank a degraded server last.  Commands already issued to
- * the connection keep their semantics (reissued on a new session, or
- * -ETIMEDOUT at their deadline).  The first connect after open is not
- * degraded (the gate holds its commands), nor is a LUN the gate refused.
- *
- * The grace is the trade-off of a brief blip (one reconnect of a healthy
- * server, a few ms): writes that arrive while it reconnects wait for it
- * instead of marking their extents stale (each a whole extent to resync
- * later) — and a flush in that window would mark every replica on the
- * server.  Past the grace the server is treated as gone: guest writes
- * are not stalled for seconds, at the price of more stale extents when
- * a reconnect is slower than the grace.  degraded_grace_ms=0 never waits.
+ * A request never crosses a stripe unit (the core splits at the driver's
+ * boundary), so it lies in one column and one extent.  A write is
+ * acknowledged only once every live replica answered and the replicas
+ * that failed are durably marked stale; it fails only when no live replica
+ * took it.  The rules for writes, reads, flush rounds, the gate and
+ * degraded servers (degraded_grace_ms) are in doc/stripe-driver.md.
  */
 #include "config.h"
 

@@ -1,55 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-backend.c - the Xen transport's server: find the devices tap-ctl
- * attached to this tapdisk, and run the backend side of each one's
- * xenbus state machine (see xen.h).
+ * attached to this tapdisk (or that xl made in a driver domain and named
+ * it by --name), and run the backend side of each one's xenbus state
+ * machine (see xen.h).
  *
- * The state machine is evaluated, not stepped: every watch event on a
- * device (its backend directory, or its frontend's state node) re-reads
- * "online" and the frontend's state and moves the backend's state toward
- * what they call for (dev_update).  Our own writes fire the watches
- * again; evaluation is idempotent, so that costs one read and nothing
- * else.
- *
- *   frontend            backend does
- *   Initialising/Wait   after a Closed, with online=1: InitWait again
- *   Initialised/Conn.   in InitWait: read the ring keys, connect: Connected
- *                       (bad keys: "error" node, Closing)
- *   Closing             disconnect; Closing
- *   Closed              disconnect; Closed once drained, then InitWait
- *                       again for a frontend that comes back
- *   Unknown (gone)      disconnect; Closed once drained
- *   online=0            connected: Closing (the frontend closes, above);
- *                       not connected: Closed
- *   state written Closed by the toolstack (libxl does it to a qdisk
- *                       device of a guest being destroyed, which will
- *                       never close its ring): disconnect, Closed
- *   directory removed   disconnect, forget the device
- *
- * Devices come from tap-ctl attach (tapstripe-pid names us) or from xl
- * in a driver domain (backend/qdisk nodes whose params names us by
- * --name: claimed, and tapstripe-pid written then; or handed over to
- * us by the tapdisk that claimed them, tap-ctl attach naming us in
- * tapstripe-pid: claimed too).  tap-ctl detach removes its devices itself; a claimed device that reached Closed
- * because of the toolstack (online 0 or a Closed state) is removed by
- * tapdisk, as xl devd removes the devices of its driver domain, and
- * libxl in dom0 waits for that; so is one whose frontend directory is
- * gone (its guest was destroyed).
- *
- * Handing a device over to another tapdisk (tap-ctl release, or attach of
- * a device another tapdisk serves), with the guest connected throughout:
- *   tapstripe-pid no longer names us   quiesce the ring (answer every
- *                       request taken, take no more), unmap it, unbind the
- *                       channel, write tapstripe-owner 0 and forget the
- *                       device; no state is written, the frontend stays
- *                       Connected and its new requests wait on the ring
- *   taking a device whose backend and frontend are Connected and whose
- *                       owner is 0: resume the ring where the last tapdisk
- *                       left it, without going through InitWait.  One
- *                       Connected whose owner is not 0 was not handed over
- *                       (its tapdisk died with requests taken and not
- *                       answered, which no one can replay safely): it is
- *                       closed, and the guest must connect again.
+ * The state machine is evaluated, not stepped: every watch event re-reads
+ * "online" and the frontend's state and moves the backend toward what they
+ * call for (dev_update), idempotently.  The table of states, how devices
+ * are claimed and removed, and the hand-over between tapdisks are in
+ * doc/xen.md ("The backend state machine").
  */
 #include "config.h"
 

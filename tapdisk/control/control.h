@@ -2,57 +2,12 @@
 /*
  * control.h - the control socket of a tapdisk process, and its client.
  *
- * Every tapdisk process listens on one Unix stream socket,
- * <run dir>/tapdisk-<pid>.sock (mode 0600).  The run dir is the --run-dir
- * option, else $TAPSTRIPE_RUNDIR, else /run/tapstripe.  tap-ctl finds the
- * tapdisks of a host by listing that directory.
- *
- * Protocol (version 1).  Text, line-framed, one request at a time:
- *
- *   request  = WORD *( SP WORD ) LF
- *              at most TD_CTL_LINE_MAX bytes with the LF; a CR before the
- *              LF is ignored; words are separated by spaces or tabs; only
- *              printable ASCII (0x20-0x7e) and tab are allowed; at most
- *              TD_CTL_MAX_ARGS words.  Empty lines are ignored (no reply).
- *   response = "OK" SP LEN LF PAYLOAD
- *              LEN is the decimal byte count of PAYLOAD (0 to
- *              TD_CTL_REPLY_MAX), which is text or JSON ending with LF.
- *            | "ERR" SP ERRNO-NAME SP MESSAGE LF
- *              ERRNO-NAME as in <errno.h> ("EINVAL"), MESSAGE one line of
- *              printable ASCII saying what went wrong and what to do.
- *
- * Every request gets exactly one response, in order; the server reads the
- * next request only after the previous response has been written, so a
- * client may pipeline.  The server closes the connection after replying
- * "ERR E2BIG" to an over-long line or "ERR EPROTO" to a byte outside the
- * allowed set, and silently after TD_CTL_IDLE_TIMEOUT_MS without a
- * request or when TD_CTL_MAX_CLIENTS are already connected (after one
- * "ERR EBUSY" line).  Any other error keeps the connection.
- *
- * Commands:
- *   help              the list of commands
- *   info [json]       "key: value" lines: pid, name, state, chain,
- *                     size_bytes, size, sector_size, read_only, features,
- *                     max_io_bytes, boundary_bytes, frontend (repeated:
- *                     "frontend: nbd unix:/path", "frontend: shm /path"),
- *                     uptime_us
- *   stats [json]      counters of the vbd, the NBD server, the shm server
- *                     (its rings) and the process (see stats-format.h)
- *   pause             hold new I/O and wait for the I/O in flight; the
- *                     reply comes once nothing is in flight (ECANCELED if
- *                     a resume or destroy comes first; EALREADY if paused)
- *   resume            release the held I/O, in order (EALREADY if running)
- *   destroy           shut the process down gracefully: stop the
- *                     frontends, finish and flush every acknowledged
- *                     write, close the disk; the reply comes at the end
- *                     and the process exits right after it
- *   driver NAME WORD...
- *                     a command for the driver NAME of the chain (its
- *                     ->control op, driver.h), e.g. "driver stripe
- *                     resync 50M"; ENOENT when the chain has no such
- *                     driver, EOPNOTSUPP when it takes no commands
- * While the process shuts down only help, info, stats and destroy work;
- * pause, resume and driver answer ESHUTDOWN.
+ * Every tapdisk listens on one Unix stream socket, <run dir>/tapdisk-<pid>.sock
+ * (mode 0600; the run dir is --run-dir, else $TAPSTRIPE_RUNDIR, else
+ * /run/tapstripe).  Protocol version 1: one text line per request, answered
+ * exactly once and in order by "OK <len>\n" and a payload, or by
+ * "ERR <ERRNO-NAME> <message>\n".  The grammar, the limits and every
+ * command are specified in doc/control-protocol.md.
  */
 #ifndef TAPSTRIPE_CONTROL_H
 #define TAPSTRIPE_CONTROL_H

@@ -1,64 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_master.c - libFuzzer harness for the master's RPC decoding: whole
- * calls go through the real dispatcher (master/dispatch.c), the real store
- * (SQLite, in /dev/shm) and the group commit, over a fake libtirpc
- * transport whose getargs decodes the fuzzer's bytes with the procedure's
- * own XDR routine and whose reply encodes what the master answers.
- *
- * Every procedure of stripe.x is covered without naming any: at start the
- * harness asks the dispatcher about every number 0..255 and keeps those it
- * does not answer PROC_UNAVAIL, plus one number it does (the unknown-
- * procedure path).  A procedure added to stripe.x and to the dispatcher's
- * table is fuzzed from the next run on.
- *
- * Input: a mode byte, then
- *   mode bit 7 clear (the server side): up to MAX_CALLS records of
- *     u8  proc    an index into the procedures found (modulo their count
- *                 plus one; the extra one is the unknown number).  While
- *                 stripe.x numbers them 0..N without gaps, the index is
- *                 the procedure's number.
- *     u8  flags   FLAG_FOREIGN: the caller is outside the allow-list;
- *                 FLAG_END_ROUND: end the round (commit, reply) after it
- *     u16 len     big-endian, then len bytes: the XDR of the arguments
- *     The round is always ended after the last record.
- *   mode bit 7 set (the client side): the rest is the XDR of an ms_reply
- *     as a master would send it; decoded and freed as master_client_call
- *     does (a hostile master must not make a client crash or leak).
- *
- * Checked (a failure aborts, which libFuzzer reports):
- *   - every call is answered exactly once, after its round ends when it
- *     ran in one, and the answer encodes as XDR (a reply that cannot be
- *     encoded never reaches the client) and decodes back;
- *   - a reply carries a body only with status MS_OK;
- *   - after each input that changed the store, its tables pass
- *     master_store_check_invariants (no extent with two owners, counts
- *     consistent), and every FULL_CHECK_EVERY such inputs the whole
- *     master_store_check with SQLite's quick_check (which costs more than
- *     the rest of an input); no round is left open;
- *   - the sanitizers and libFuzzer's leak check see nothing: whatever the
- *     decoding allocated, also when it failed part-way, is freed.
- * The store's work per input is bounded (STORE_BUDGET_OPS SQLite virtual-
- * machine instructions, counted by a progress handler): past it SQLite
- * interrupts the statement and rolls the round's transaction back, as an
- * I/O error would, so an input asking for a large allocation exercises
- * the store-failure path (every call of the round answered MS_EIO, nothing
- * kept) instead of spending a minute in SQLite under ASan.  The store
- * refuses allocations above MAX_ALLOC_EXTENTS (the master's
- * --max-alloc-extents, lower than its default), so that the refusal path
- * is reached too and no input spends its time building a huge placement:
- * each extent is a row inserted under ASan, and at a cap of 4096 the
- * harness's inputs grew into allocations that took most of its time (the
- * cap of 512 runs the same corpus 3.3 times faster; the placement and
- * insert code is the same loop at any count, and a server of a few
- * extents still reaches ENOSPC).
- * A real master takes ~4 s for the largest allocation (262,144 extents):
- * see README, "Limits".
- *
- * The store is emptied after every input that changed it, so that each
- * input runs against the same empty master.  It lives in a directory
- * /dev/shm/fuzz-master.* removed at exit (a crash or an interrupted run
- * leaves it behind).
+ * calls go through the real dispatcher (master/server/dispatch.c), the real
+ * store (SQLite, in /dev/shm) and the group commit, over a fake libtirpc
+ * transport; and, with bit 7 of the mode byte set, replies decoded as a
+ * client does.  Every call must be answered exactly once, after its
+ * commit, and the store's invariants must hold after every input.  The
+ * input format, the checks and the store's budget are in tests/README.md
+ * ("Inside fuzz_master").
  */
 #include "config.h"
 

@@ -3,111 +3,17 @@
  * iscsi-conn.h - one asynchronous iSCSI session to one LUN of one storage
  * server, driven by the tapdisk event loop (issue #6).
  *
- * The stripe driver keeps one iscsi_conn per server of its mapping file
- * and queues commands on it.  Everything runs in the event-loop thread:
- * libiscsi's socket is registered with the loop (iscsi_get_fd /
- * iscsi_which_events / iscsi_service), timers drive login back-off and
- * command timeouts.  No call here blocks, none allocates per command (the
- * caller embeds struct iscsi_cmd in its per-request state).
- *
- * LIFE CYCLE OF A CONNECTION
- *
- *   CONNECTING  iscsi_conn_create starts the TCP connect and login
- *               (iscsi_connect_async, iscsi_login_async), then READ
- *               CAPACITY(16) (retried over UNIT ATTENTIONs) for the
- *               block size and size, asks the Logical Block
- *               Provisioning VPD page whether UNMAP is supported, and
- *               reads the Block Limits VPD page (0xB0) for the LUN's
- *               MAXIMUM and OPTIMAL TRANSFER LENGTH (a LUN without the
- *               page has no limit).  Commands
- *               submitted meanwhile are queued.  A failed attempt is
- *               retried after a back-off (cfg.login_backoff_ms, doubling,
- *               at most cfg.login_retries extra attempts).  An attempt
- *               that has not logged in and probed the LUN after
- *               cfg.cmd_timeout_ms counts as failed (a server that accepts
- *               TCP but never answers, e.g. a stopped tgtd).  The portal's
- *               host should be a numeric address: libiscsi resolves names
- *               with a blocking getaddrinfo() at each attempt.
- *   UP          commands are issued, at most cfg.queue_depth at once; the
- *               rest wait in FIFO order.
- *   DOWN        the login failed every attempt, or a lost connection
- *               could not be re-established within its attempts: every
- *               queued and in-flight command completes with -EIO, and
- *               commands submitted while DOWN complete with -EIO at once
- *               (through a deferred call, never inside iscsi_submit), so
- *               I/O to a dead server fails quickly.  A background attempt
- *               every cfg.revive_interval_ms moves it back to CONNECTING
- *               for one attempt (no retries: a failure goes straight back
- *               to DOWN, failing what was queued meanwhile with -EIO); a
- *               success makes it UP again (recovery after a revive).
- *
- *   A connection lost while UP (EOF, reset, a protocol error) is
- *   re-established with the same back-off; the commands that were in
- *   flight are issued again on the new session (SCSI READ/WRITE are
- *   idempotent), each keeping its own deadline.  The first reconnect
- *   attempt starts at once, the next ones after the back-off.  A LUN whose
- *   block size changed across a reconnect is refused (the attempt fails).
- *   libiscsi's own automatic reconnect is switched off: its back-off is in
- *   whole seconds (at least 3 s between attempts) and it has no deadline
- *   per command.
- *
- * COMMANDS
- *
- *   Each command has a deadline of cfg.cmd_timeout_ms from its submission
- *   (queueing included).  Past it the command completes with -ETIMEDOUT
- *   and the session is dropped and re-established (the only way to be sure
- *   a late answer cannot land in a buffer that was handed back).
- *
- *   SCSI status and sense are translated to -errno:
- *     GOOD, CONDITION MET -> 0; CHECK CONDITION with
- *       RECOVERED ERROR                       -> 0 (the command completed)
- *       MEDIUM ERROR, HARDWARE ERROR          -> -EIO
- *       ILLEGAL REQUEST (LBA out of range)    -> -ENXIO (the range passed
- *                                                the check against READ
- *                                                CAPACITY: the LUN shrank)
- *       ILLEGAL REQUEST (LU not supported)    -> -ENODEV (the LUN is gone)
- *       ILLEGAL REQUEST (invalid opcode, field in CDB or parameter list)
- *                                             -> -EOPNOTSUPP
- *       ILLEGAL REQUEST (anything else)       -> -EINVAL
- *       DATA PROTECT (space allocation failed)  -> -ENOSPC (thin pool full)
- *       DATA PROTECT (anything else)          -> -EROFS
- *       NOT READY, UNIT ATTENTION             -> retried once, then -EIO
- *       ABORTED COMMAND                       -> retried once, then -EIO
- *     RESERVATION CONFLICT -> -EBUSY; BUSY / TASK SET FULL -> retried after
- *     a short pause (the whole connection pauses ISCSI_CONN_BUSY_PAUSE_MS)
- *     until the deadline; anything else -> -EIO.
- *   A short transfer (a residual) of READ, WRITE or the WRITE(16) of a
- *   WRITE_ZEROES completes with -EIO; residuals on UNMAP and WRITE SAME
- *   parameter data are ignored (tgt reports the whole UNMAP list as
- *   residual after doing the unmap).
- *
- *   A READ or WRITE longer than the LUN's MAXIMUM TRANSFER LENGTH is
- *   carried out as several READ(16)/WRITE(16), one after the other, each
- *   at most that long and, when the LUN states an OPTIMAL TRANSFER LENGTH
- *   not above the maximum, a whole number of optimal lengths; each piece
- *   also takes at most ISCSI_CONN_PIECE_IOV iovec entries (a piece ends
- *   early, on a block boundary, where the caller's entries are small).
- *   The command keeps one deadline for all its pieces; a failed piece
- *   fails the command (pieces already written stay written, as with any
- *   failed WRITE).  Commands within the limit are sent whole.
- *
- *   Commands are checked when they are issued (the block size is known
- *   only then): a READ/WRITE whose iovecs do not add up to nr_blocks
- *   blocks, more than ISCSI_CONN_MAX_IOV entries, more than 4 GiB - 1
- *   bytes, nr_blocks 0, or a range beyond the LUN completes with -EINVAL
- *   without reaching the server.  UNMAP on a LUN without UNMAP support
- *   completes with -EOPNOTSUPP.  WRITE_ZEROES uses WRITE SAME(16) with the
- *   UNMAP bit when the LUN supports it and reads unmapped blocks as zeroes
- *   (unless cmd->no_hole), WRITE SAME(16) of a zero block otherwise; when
- *   the server refuses WRITE SAME, that command and every later one write
- *   zeroes with WRITE(16) in pieces of at most ISCSI_CONN_ZERO_CHUNK_BYTES,
- *   one after the other.
- *
- * Callbacks.  cmd->done(cmd, err) runs exactly once per iscsi_submit, from
- * the event loop, never inside iscsi_submit... except iscsi_conn_destroy,
- * which completes every remaining command with -ECANCELED before it
- * returns (the caller is closing).  A done callback may submit again and
- * may destroy the connection.
+ * Contract: everything runs in the event-loop thread; no call blocks (give
+ * the portal as a numeric address: libiscsi resolves names with a blocking
+ * getaddrinfo()) and none allocates per command (the caller embeds struct
+ * iscsi_cmd).  cmd->done(cmd, err) runs exactly once per iscsi_submit, from
+ * the event loop, never inside iscsi_submit, except that
+ * iscsi_conn_destroy completes what is left with -ECANCELED before it
+ * returns; a done callback may submit again and may destroy the
+ * connection.  err is 0 or -errno: -ETIMEDOUT past the command's deadline,
+ * -EIO on a DOWN connection, SCSI sense translated as doc/stripe-driver.md
+ * tabulates.  The connection's life cycle (CONNECTING, UP, DOWN, reconnect)
+ * and the command rules are in doc/stripe-driver.md.
  */
 #ifndef TAPSTRIPE_ISCSI_CONN_H
 #define TAPSTRIPE_ISCSI_CONN_H

@@ -4,76 +4,13 @@
  * validator and exclusive opener (issue #5).
  *
  * stripe-ctl writes it from the master's allocation; the stripe driver
- * opens it (stripe_map_open) and needs nothing else to serve the disk.  This
- * module depends on tapdisk/ only (never on master/ or RPC).
- *
- * FORMAT, VERSION 1
- *
- * A text file of lines ending in "\n", ASCII, at most STRIPE_MAP_MAX_LINE
- * bytes each.  Fields are separated by single spaces; values never contain
- * spaces.  Lines starting with "#" are comments (covered by the checksum).
- * No other blank or extra line is allowed.  Numbers are unsigned decimals
- * without sign or leading zeros.  In order:
- *
- *   tapstripe-map 1                    the magic and version: the first line
- *
- *   then each of these header lines exactly once, in any order:
- *   vdisk NAME                         the master's id: 1-63 of [A-Za-z0-9._-]
- *   size-bytes V                       the disk size: > 0, a multiple of 512
- *   stripe-unit-bytes U                a power of two, 4 KiB .. 1 GiB
- *   columns S                          1 .. 256
- *   extents-per-column J               must equal ceil(ceil(V/(U*S))*U/E)
- *   replicas R                         1 .. 4
- *   extent-size-bytes E                a multiple of U, at most 1 TiB
- *   master HOST:PORT                   the master that allocated the extents
- *
- *   then the servers, numbered 0, 1, 2 ... in order:
- *   server N address A portal P target T lun L block-size B
- *          [chap-user USER chap-secret SECRET] [device PATH]
- *       (one line; the keys after "server N" in any order, each once)
- *       A  the storage host (replicas of one extent need distinct hosts)
- *       P  the iSCSI portal, host:port
- *       T  the iSCSI target name; (T, L) is unique among the servers
- *       L  the LUN, 0 .. 65535
- *       B  the LUN's logical block size: 512, 1024, 2048 or 4096
- *       USER, SECRET  CHAP credentials for this server, both or neither,
- *           printable ASCII without spaces (the file is written mode 0600)
- *       PATH  optional: the same LUN as a local block device of a kernel
- *           (open-iscsi) session, e.g. /dev/disk/by-path/ip-A:3260-iscsi-
- *           T-lun-L; an absolute path, printable ASCII without spaces, at
- *           most STRIPE_MAP_DEVICE_SIZE - 1 bytes.  The stripe driver then
- *           reads and writes the device (O_DIRECT, libaio) instead of
- *           logging in itself; the other keys still name the LUN (its
- *           identity for the master and `stripe-ctl session`).  Written
- *           by `stripe-ctl session login`, removed by `... logout`.
- *           Files without it are unchanged, so the version stays 1; a
- *           reader older than the key rejects it as an unknown key.
- *   every server must be used by at least one extent.
- *
- *   then exactly S*J*R extent lines, column-major, replica fastest:
- *   extent C X R server N lba LBA STATE
- *       C column, X extent index in the column, R replica index;
- *       N the server line's number; LBA the extent's first block on the LUN,
- *       in units of that server's block size; STATE "ok" or "stale" (a
- *       replica that missed writes and must be resynchronised before it is
- *       read).  The R replicas of one extent are on servers with distinct
- *       addresses, and no two extents overlap on one server (LBA*B .. +E).
- *
- *   checksum crc32c XXXXXXXX           last line: CRC-32C (Castagnoli,
- *       reflected, init and final XOR 0xffffffff; "123456789" -> e3069283)
- *       of every byte before this line, as 8 lowercase hex digits.
- *
- * Anything else is rejected with the line number and the reason: a wrong
- * magic or version, unknown, duplicate or missing keys, values out of range
- * or overflowing, lines out of order, missing or extra extents, a server
- * used twice by one extent's replicas, overlapping extents, an unused
- * server, a checksum mismatch, a truncated file (no final checksum line or
- * no final newline), bytes after the checksum line.
- *
- * The writer replaces the file atomically: it writes NAME.tmp.PID, fsyncs
- * it, renames it over NAME and fsyncs the directory.  If NAME exists and is
- * locked by an opener, the writer refuses (-EBUSY) instead of replacing it
- * underneath the opener.
+ * opens it (stripe_map_open) and needs nothing else to serve the disk.
+ * This module depends on common/ only (never on master/ or RPC).
+ * Contract: the parser rejects anything but format version 1 exactly, with
+ * the line number and the reason; the writer replaces the file atomically
+ * (NAME.tmp.PID, fsync, rename, fsync of the directory) and refuses
+ * (-EBUSY) to replace a file an opener holds locked.  The format, line by
+ * line, is in doc/striped-disks.md ("The mapping file").
  */
 #ifndef TAPSTRIPE_MAPFILE_H
 #define TAPSTRIPE_MAPFILE_H
