@@ -61,6 +61,8 @@ int cli_explain(char *buf, size_t len, int err, enum cli_topic topic,
 	va_list ap;
 	size_t used;
 
+	if (!buf || !len) /* the caller wants no message */
+		return err < 0 ? err : -EINVAL;
 	va_start(ap, fmt);
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);

@@ -95,7 +95,8 @@ enum cli_topic {
 const char *cli_advice(int err, enum cli_topic topic);
 
 /*
- * The one-line message for a failed step into buf (len > 0): "CONTEXT",
+ * The one-line message for a failed step into buf (nothing when len is 0):
+ * "CONTEXT",
  * then ": " and strerror(-err) unless topic is CLI_PLAIN, then "; " and
  * cli_advice when it has any.  Returns err, or -EINVAL when err >= 0, so
  * that "return cli_explain(...)" keeps the 0-or-negative contract.

@@ -88,7 +88,7 @@ void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf, size_t len)
 /* Connect to tapdisk id; prints why not.  0 or an exit status. */
 static int connect_id(const struct cmd_opts *o, int id, int *fd)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], msg[PATH_MAX + 256];
 	int err;
 
 	tapctl_socket_path(o, id, path, sizeof(path));
@@ -106,16 +106,9 @@ static int connect_id(const struct cmd_opts *o, int id, int *fd)
 			"socket %s",
 			id, path);
 	}
-	if (err == -ECONNREFUSED)
-		return tapctl_fail(
-			"tapdisk %d does not answer on %s; it may be "
-			"starting or stopping: try again",
-			id, path);
-	if (err == -EACCES || err == -EPERM)
-		return tapctl_fail(
-			"%s: %s; run tap-ctl as the user that runs tapdisk",
-			path, strerror(-err));
-	return tapctl_fail("cannot connect to %s: %s", path, strerror(-err));
+	cli_explain(msg, sizeof(msg), err, CLI_CTL_SOCKET,
+		    "tapdisk %d: cannot connect to %s", id, path);
+	return tapctl_fail("%s", msg);
 }
 
 /* Send line to tapdisk id; prints errors.  0 or an exit status. */
