@@ -87,11 +87,6 @@ static uint64_t total_latency_samples(const struct td_vbd_stats *s)
 	return n;
 }
 
-static uint32_t seg_bucket_min(unsigned int bucket)
-{
-	return bucket ? td_seg_bucket_max(bucket - 1) + 1 : 1;
-}
-
 /* --- info ------------------------------------------------------------------- */
 
 int td_format_info_text(const struct td_report *r, struct td_strbuf *sb)
@@ -196,7 +191,7 @@ static void text_segments(const struct td_report *r, struct td_strbuf *sb)
 		td_strbuf_puts(sb, "  (no requests yet)\n");
 	for (unsigned int b = 0; b < last; b++) {
 		char label[32];
-		uint32_t lo = seg_bucket_min(b), hi = td_seg_bucket_max(b);
+		uint32_t lo = td_seg_bucket_min(b), hi = td_seg_bucket_max(b);
 
 		if (b == TD_SEG_BUCKETS - 1)
 			snprintf(label, sizeof(label), "%u+", lo);
@@ -356,7 +351,7 @@ static void json_histograms(const struct td_report *r, struct td_json *j)
 	td_json_begin_array(j, "segments_per_request");
 	for (unsigned int b = 0; b < TD_SEG_BUCKETS; b++) {
 		td_json_begin_object(j, NULL);
-		td_json_u64(j, "min", seg_bucket_min(b));
+		td_json_u64(j, "min", td_seg_bucket_min(b));
 		td_json_u64(j, "max", td_seg_bucket_max(b));
 		td_json_u64(j, "count", s->seg_hist[b]);
 		td_json_end_object(j);

@@ -54,6 +54,11 @@ uint32_t td_seg_bucket_max(unsigned int bucket)
 	return bucket < TD_SEG_BUCKETS - 1 ? 1u << bucket : UINT32_MAX;
 }
 
+uint32_t td_seg_bucket_min(unsigned int bucket)
+{
+	return bucket ? td_seg_bucket_max(bucket - 1) + 1 : 1;
+}
+
 /*
  * Latency buckets: values below TD_LAT_SUB µs map one to one; above, each
  * power of two [2^e, 2^(e+1)) is cut into TD_LAT_SUB equal parts, so a

@@ -144,6 +144,8 @@ int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);
 uint32_t td_seg_bucket_max(unsigned int bucket);
+/* The fewest segments bucket counts: 1, or one more than the last one's max. */
+uint32_t td_seg_bucket_min(unsigned int bucket);
 unsigned int td_lat_bucket(uint64_t us);
 uint64_t td_lat_bucket_max_us(unsigned int bucket);
 /* The p-th percentile (0 < p <= 100) of a latency histogram, in µs. */

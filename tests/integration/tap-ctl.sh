@@ -324,6 +324,32 @@ else
 	not_ok "create --read-only"
 fi
 
+# --- create passes tapdisk's options on (one table, tools/tapdisk/tapdisk-options.h)
+
+if create -a null:size=64M --log-file "$TMP/create.log" --xen off --name t-log; then
+	LOG_ID=$OUT
+	if grep -q "serving null:size=64M as t-log" "$TMP/create.log" 2>/dev/null; then
+		ok "create --log-file: the log lands in the file"
+	else
+		not_ok "create --log-file: the log lands in the file" "$(cat "$TMP/create.log" 2>&1)"
+	fi
+	run_ctl destroy -i "$LOG_ID"
+	[ "$RC" -eq 0 ] && ok "destroy the --log-file tapdisk" ||
+		not_ok "destroy the --log-file tapdisk" "$ERR"
+else
+	not_ok "create --log-file --xen off" "$ERR"
+fi
+expect_fail "create passes --xen on: tapdisk's own usage error is shown" 1 \
+	"xen wants auto, on or off" create -a null: --xen bogus
+same=1
+for opt in "-a, --chain" "--xen" "--log-file" "--max-inflight" "--nbd"; do
+	a=$("$TAPCTL" create --help | grep -- "^    $opt ")
+	b=$("$TAPDISK" --help | grep -- "^    $opt ")
+	[ -n "$a" ] && [ "$a" = "$b" ] || same=0
+done
+[ $same -eq 1 ] && ok "create --help and tapdisk --help describe the options alike" ||
+	not_ok "create --help and tapdisk --help describe the options alike"
+
 # --- create errors carry tapdisk's own message --------------------------------------
 
 expect_fail "bad chain: unknown driver" 1 "unknown driver 'foo'" create -a foo:bar --nbd unix

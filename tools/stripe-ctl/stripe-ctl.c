@@ -22,6 +22,7 @@
 #include "drivers/stripe/map/stripe-layout.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/driver.h"
+#include "tools/cli/cli.h"
 #include "tools/stripe-ctl/stripe-ctl.h"
 
 #define DEFAULT_TIMEOUT_S   10
@@ -231,13 +232,12 @@ static const struct command commands[] = {
 int ctl_fail(const char *fmt, ...)
 {
 	va_list ap;
+	int status;
 
-	fputs("stripe-ctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	status = cli_vfail("stripe-ctl", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return EXIT_FAILURE;
+	return status;
 }
 
 static void command_name(const struct command *c, char *buf, size_t size)
@@ -251,11 +251,11 @@ static int vusage_error(const char *name, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 static int vusage_error(const char *name, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "stripe-ctl%s%s: ", name[0] ? " " : "", name);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\nTry 'stripe-ctl %s%s--help' for more information.\n",
-		name, name[0] ? " " : "");
-	return EXIT_USAGE;
+	char prog[80];
+
+	snprintf(prog, sizeof(prog), "stripe-ctl%s%s", name[0] ? " " : "",
+		 name);
+	return cli_vusage_error(prog, fmt, ap);
 }
 
 static int usage_error(const struct command *c, const char *fmt, ...)
@@ -415,16 +415,12 @@ static unsigned int option_bit(int c)
 	}
 }
 
+/* A decimal in [min, max], or -1. */
 static long parse_number(const char *text, long min, long max)
 {
-	char *end;
-	long v;
+	long long v;
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || end == text || *end || v < min || v > max)
-		return -1;
-	return v;
+	return cli_parse_number(text, min, max, &v) ? -1 : (long)v;
 }
 
 /* A bounded number option; 0 or a usage error printed (returns 2). */

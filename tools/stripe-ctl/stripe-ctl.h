@@ -12,8 +12,9 @@
 #include "common/json.h"
 #include "drivers/stripe/map/mapfile.h"
 #include "master/client/client.h"
+#include "tools/cli/cli.h"
 
-#define EXIT_USAGE	    2
+#define EXIT_USAGE	    CLI_EXIT_USAGE
 #define CTL_MASTER_ENV	    "STRIPE_MASTER"
 #define CTL_MASTER_DEFAULT  "127.0.0.1:7700"
 #define CTL_MAP_DIR	    "/var/lib/tapstripe"

@@ -18,6 +18,7 @@
 #include "master/addr.h"
 #include "master/server/store.h"
 #include "tapdisk/driver.h"
+#include "tools/cli/cli.h"
 #include "tools/stripe-master/stripe-master.h"
 
 #define MAX_IDLE_S	    86400
@@ -97,19 +98,7 @@ static void usage(FILE *out)
 	/* clang-format on */
 }
 
-static int usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("stripe-master: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'stripe-master --help' for more information.\n", stderr);
-	return EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("stripe-master", __VA_ARGS__)
 
 enum {
 	OPT_IDLE = 256,
@@ -142,14 +131,9 @@ static const struct option long_options[] = {
 /* A decimal in [min, max]; -1 when it is not one. */
 static long parse_number(const char *text, long min, long max)
 {
-	char *end;
-	long v;
+	long long v;
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || end == text || *end || v < min || v > max)
-		return -1;
-	return v;
+	return cli_parse_number(text, min, max, &v) ? -1 : (long)v;
 }
 
 static int take_extent_size(struct master_options *o, const char *arg)
@@ -245,9 +229,7 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 		usage(stdout);
 		return EXIT_SUCCESS;
 	case 'V':
-		printf("stripe-master (%s) %s\n", PACKAGE_NAME,
-		       PACKAGE_VERSION);
-		return EXIT_SUCCESS;
+		return cli_version("stripe-master");
 	default:
 		return usage_error("unknown option");
 	}

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 #include "master/server/server.h"
+#include "tools/cli/cli.h"
 
-#define EXIT_USAGE	2
+#define EXIT_USAGE	CLI_EXIT_USAGE
 #define DEFAULT_DB_PATH "/var/lib/tapstripe/master.db"
 #define LOG_SUFFIX	".log" /* daemon log: DB_PATH.log by default */
 #define GO_ON		(-1)

@@ -4,7 +4,8 @@
  *
  * fork; in the child: new session, stdin from /dev/null, stdout and stderr
  * to RUN_DIR/tapdisk-PID.log, the write end of a pipe as fd READY_FD, exec
- * tapdisk --ready-fd READY_FD.  tapdisk writes "OK PID" or "ERR MESSAGE"
+ * tapdisk with the options given (the table of tools/tapdisk/tapdisk-options.h)
+ * and --ready-fd READY_FD.  tapdisk writes "OK PID" or "ERR MESSAGE"
  * there once it serves the disk or has failed; EOF without either means it
  * died.  The parent prints the id, or tapdisk's own error and log.
  */
@@ -25,15 +26,16 @@
 #include "common/log.h"
 #include "tapdisk/control/control.h"
 #include "tools/tap-ctl/tap-ctl.h"
+#include "tools/tapdisk/tapdisk-options.h"
 
 #define READY_FD    3  /* where the child finds the ready pipe */
 #define FD_SAFE_MIN 10 /* above stdio and READY_FD */
 #define MSG_MAX	    1024
 #define LOG_MODE    0640
-/* tapdisk -a CHAIN, the --nbd and --shm pairs, seven option pairs, -r,
+/* tapdisk, an option and its value per slot, --run-dir DIR, --ready-fd FD,
  * NULL */
-#define MAX_ARGV \
-	(3 + 2 * TAPCTL_MAX_NBD_ADDRS + 2 * TAPCTL_MAX_SHM_PATHS + 2 * 7 + 2)
+#define MAX_ARGV      (1 + 2 * TAPCTL_MAX_TAPDISK_ARGS + 4 + 1)
+#define OPT_WORD_MAX  64 /* "--max-indirect-segments" */
 #define LOG_STAMP_LEN 24 /* "2026-01-31 12:00:00.000 " in log lines */
 
 static const char *find_tapdisk(char *buf, size_t len)
@@ -58,42 +60,64 @@ static const char *find_tapdisk(char *buf, size_t len)
 	return "tapdisk"; /* from PATH */
 }
 
+/* See tap-ctl.h. */
+int tapctl_create_option(struct cmd_opts *o, const struct cli_option *opt,
+			 const char *value)
+{
+	struct tapctl_tapdisk_arg *slot = NULL;
+	long long given = 0;
+
+	for (int i = 0; i < o->nr_tapdisk_args; i++)
+		if (o->tapdisk_args[i].opt == opt) {
+			slot = &o->tapdisk_args[i];
+			given++;
+		}
+	if (opt->flags & TAPDISK_OPT_REPEAT) {
+		if (given == opt->max)
+			return -E2BIG;
+		slot = NULL;
+	}
+	if (!slot) { /* a new slot: the options keep the order given */
+		if (o->nr_tapdisk_args == TAPCTL_MAX_TAPDISK_ARGS)
+			return -E2BIG;
+		slot = &o->tapdisk_args[o->nr_tapdisk_args++];
+	}
+	*slot = (struct tapctl_tapdisk_arg){opt, value};
+	return 0;
+}
+
+/* tapdisk's command line, and the option words it points into. */
+struct create_argv {
+	char *argv[MAX_ARGV];
+	char words[TAPCTL_MAX_TAPDISK_ARGS][OPT_WORD_MAX];
+};
+
+/* tapdisk OPTIONS... --run-dir DIR --ready-fd READY_FD; a letter when the
+ * option has one (-a, -r), as the user would write them. */
 static void build_argv(const struct cmd_opts *o, const char *tapdisk,
-		       char **argv)
+		       struct create_argv *a)
 {
 	static char ready_fd[] = {'0' + READY_FD, '\0'};
 	int n = 0;
 
-	argv[n++] = (char *)tapdisk;
-	argv[n++] = "-a";
-	argv[n++] = (char *)o->chain;
-	for (int i = 0; i < o->nr_nbd; i++) {
-		argv[n++] = "--nbd";
-		argv[n++] = (char *)o->nbd[i];
+	a->argv[n++] = (char *)tapdisk;
+	for (int i = 0; i < o->nr_tapdisk_args; i++) {
+		const struct tapctl_tapdisk_arg *t = &o->tapdisk_args[i];
+
+		if (t->opt->key < CLI_KEY_LONG)
+			snprintf(a->words[i], OPT_WORD_MAX, "-%c", t->opt->key);
+		else
+			snprintf(a->words[i], OPT_WORD_MAX, "--%s",
+				 t->opt->name);
+		a->argv[n++] = a->words[i];
+		if (t->value)
+			a->argv[n++] = (char *)t->value;
 	}
-	for (int i = 0; i < o->nr_shm; i++) {
-		argv[n++] = "--shm";
-		argv[n++] = (char *)o->shm[i];
-	}
-#define PASS(opt, value)                             \
-	do {                                         \
-		if (value) {                         \
-			argv[n++] = opt;             \
-			argv[n++] = (char *)(value); \
-		}                                    \
-	} while (0)
-	PASS("--name", o->name);
-	PASS("--export-name", o->export_name);
-	PASS("--max-inflight", o->max_inflight);
-	PASS("--max-indirect-segments", o->max_indirect_segments);
-	PASS("--log-level", o->log_level);
-	PASS("--run-dir", o->run_dir);
-#undef PASS
-	argv[n++] = "--ready-fd";
-	argv[n++] = ready_fd;
-	if (o->read_only)
-		argv[n++] = "--read-only";
-	argv[n] = NULL;
+	a->argv[n++] = "--run-dir";
+	a->argv[n++] = (char *)o->run_dir;
+	a->argv[n++] = "--ready-fd";
+	a->argv[n++] = ready_fd;
+	a->argv[n] = NULL;
 }
 
 /* In the child: tell the parent through the pipe, then die. */
@@ -180,10 +204,11 @@ static int read_ready(int fd, char *buf, size_t len, int timeout_s)
 }
 
 /*
- * Show what the failed tapdisk logged, without timestamps and without its
- * last words ("tapdisk: ...", already printed), then remove the log.
+ * Show what the failed tapdisk logged, without timestamps and, when its
+ * report was printed, without its last words ("tapdisk: ..."; a usage
+ * error of an option passed on is shown), then remove the log.
  */
-static void dump_log(const char *run_dir, int pid)
+static void dump_log(const char *run_dir, int pid, bool reported)
 {
 	char path[PATH_MAX], line[MSG_MAX];
 	bool header = false;
@@ -196,7 +221,7 @@ static void dump_log(const char *run_dir, int pid)
 	while (fgets(line, sizeof(line), f)) {
 		const char *text = line;
 
-		if (!strncmp(line, "tapdisk: ", 9))
+		if (reported && !strncmp(line, "tapdisk: ", 9))
 			continue;
 		if (strlen(line) > LOG_STAMP_LEN && line[4] == '-' &&
 		    line[LOG_STAMP_LEN - 1] == ' ')
@@ -228,6 +253,7 @@ static int create_wait(const struct cmd_opts *o, int pid, int ready)
 {
 	char report[MSG_MAX], how[128];
 	int err = read_ready(ready, report, sizeof(report), o->timeout_s);
+	bool reported;
 
 	if (err == -ETIMEDOUT) {
 		kill(pid, SIGTERM);
@@ -241,19 +267,20 @@ static int create_wait(const struct cmd_opts *o, int pid, int ready)
 		return EXIT_SUCCESS;
 	}
 	describe_exit(pid, how, sizeof(how));
-	if (!err && !strncmp(report, "ERR ", 4))
+	reported = !err && !strncmp(report, "ERR ", 4);
+	if (reported)
 		tapctl_fail("cannot create the tapdisk: %s", report + 4);
 	else
 		tapctl_fail("tapdisk %d failed before it was ready: %s", pid,
 			    how);
-	dump_log(o->run_dir, pid);
+	dump_log(o->run_dir, pid, reported);
 	return EXIT_FAILURE;
 }
 
 int tapctl_cmd_create(struct cmd_opts *o)
 {
 	char tapdisk_buf[PATH_MAX], run_dir[PATH_MAX];
-	char *argv[MAX_ARGV];
+	struct create_argv a;
 	int pipefd[2], err, status;
 	pid_t pid;
 
@@ -265,7 +292,7 @@ int tapctl_cmd_create(struct cmd_opts *o)
 	if (!realpath(o->run_dir, run_dir))
 		return tapctl_fail("%s: %s", o->run_dir, strerror(errno));
 	o->run_dir = run_dir;
-	build_argv(o, find_tapdisk(tapdisk_buf, sizeof(tapdisk_buf)), argv);
+	build_argv(o, find_tapdisk(tapdisk_buf, sizeof(tapdisk_buf)), &a);
 	if (pipe2(pipefd, O_CLOEXEC))
 		return tapctl_fail("pipe: %s", strerror(errno));
 	fflush(NULL);
@@ -277,7 +304,7 @@ int tapctl_cmd_create(struct cmd_opts *o)
 		return tapctl_fail("fork: %s", strerror(err));
 	}
 	if (pid == 0)
-		child_exec(o, argv, pipefd[1]);
+		child_exec(o, a.argv, pipefd[1]);
 	close(pipefd[1]);
 	status = create_wait(o, pid, pipefd[0]);
 	close(pipefd[0]);

@@ -23,7 +23,9 @@
 
 #include "common/log.h"
 #include "tapdisk/control/control.h"
+#include "tools/cli/cli.h"
 #include "tools/tap-ctl/tap-ctl.h"
+#include "tools/tapdisk/tapdisk-options.h"
 
 #define DEFAULT_TIMEOUT_S 30
 #define MAX_TIMEOUT_S	  86400
@@ -51,28 +53,28 @@ static void global_usage(FILE *out);
 int tapctl_fail(const char *fmt, ...)
 {
 	va_list ap;
+	int status;
 
-	fputs("tap-ctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	status = cli_vfail("tap-ctl", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	return EXIT_FAILURE;
+	return status;
 }
 
 static int usage_errorf(const struct subcommand *sc, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int usage_errorf(const struct subcommand *sc, const char *fmt, ...)
 {
+	char prog[64];
 	va_list ap;
+	int status;
 
-	fprintf(stderr, "tap-ctl%s%s: ", sc ? " " : "", sc ? sc->name : "");
+	snprintf(prog, sizeof(prog), "tap-ctl%s%s", sc ? " " : "",
+		 sc ? sc->name : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	status = cli_vusage_error(prog, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'tap-ctl %s%s--help' for more information.\n",
-		sc ? sc->name : "", sc ? " " : "");
-	return EXIT_USAGE;
+	return status;
 }
 
 /* --- shared helpers ----------------------------------------------------------- */
@@ -86,7 +88,7 @@ void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf, size_t len)
 /* Connect to tapdisk id; prints why not.  0 or an exit status. */
 static int connect_id(const struct cmd_opts *o, int id, int *fd)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], msg[PATH_MAX + 256];
 	int err;
 
 	tapctl_socket_path(o, id, path, sizeof(path));
@@ -104,16 +106,9 @@ static int connect_id(const struct cmd_opts *o, int id, int *fd)
 			"socket %s",
 			id, path);
 	}
-	if (err == -ECONNREFUSED)
-		return tapctl_fail(
-			"tapdisk %d does not answer on %s; it may be "
-			"starting or stopping: try again",
-			id, path);
-	if (err == -EACCES || err == -EPERM)
-		return tapctl_fail(
-			"%s: %s; run tap-ctl as the user that runs tapdisk",
-			path, strerror(-err));
-	return tapctl_fail("cannot connect to %s: %s", path, strerror(-err));
+	cli_explain(msg, sizeof(msg), err, CLI_CTL_SOCKET,
+		    "tapdisk %d: cannot connect to %s", id, path);
+	return tapctl_fail("%s", msg);
 }
 
 /* Send line to tapdisk id; prints errors.  0 or an exit status. */
@@ -290,26 +285,10 @@ static const struct subcommand subcommands[] = {
 	 "create -a CHAIN [--nbd ADDR]... [--shm PATH]... [--name NAME] [-r] "
 	 "[OPTIONS]",
 	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
-	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log.  When it\n"
-	 "cannot start, its own error is printed and the status is 1.\n\n"
-	 "    -a, --chain CHAIN   the disk, e.g. aio:/srv/disk.img,\n"
-	 "                        null:size=1G, sort|aio:/srv/disk.img\n"
-	 "    --nbd ADDR          serve NBD on unix:/path, tcp:HOST:PORT,\n"
-	 "                        tcp::PORT, or unix (RUN_DIR/nbd-NAME.sock);\n"
-	 "                        repeatable\n"
-	 "    --shm PATH          serve shm blkif rings (td-front) on the\n"
-	 "                        Unix socket PATH, or unix for\n"
-	 "                        RUN_DIR/shm-NAME.sock; repeatable\n"
-	 "    --max-indirect-segments N\n"
-	 "                        segments per shm request, 11-4096 (11: no\n"
-	 "                        indirect requests)\n"
-	 "    --name NAME         the vbd's name (default vbd-ID)\n"
-	 "    -r, --read-only     refuse writes\n"
-	 "    --export-name NAME  NBD export name to require\n"
-	 "    --max-inflight N    requests in flight per driver layer\n"
-	 "    --log-level LEVEL   err, warn, info or debug\n"
-	 "Environment: TAPDISK names the tapdisk program (default: the one\n"
-	 "next to tap-ctl, else tapdisk on PATH).\n",
+	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log, or to\n"
+	 "--log-file PATH.  When it cannot start, its own error is printed\n"
+	 "and the status is 1.  The options are tapdisk's, passed on (see\n"
+	 "tapdisk --help):\n",
 	 tapctl_cmd_create},
 	{"list", 0, "list",
 	 "Print one line per running tapdisk:\n"
@@ -385,8 +364,16 @@ static const struct subcommand subcommands[] = {
 
 static void subcommand_usage(const struct subcommand *sc, FILE *out)
 {
-	fprintf(out, "Usage: tap-ctl %s\n\n%s\nOptions:\n", sc->synopsis,
-		sc->help);
+	fprintf(out, "Usage: tap-ctl %s\n\n%s", sc->synopsis, sc->help);
+	if (sc->opts & OPT_CREATE) {
+		cli_print_options(out, tapdisk_options, tapdisk_nr_options,
+				  TAPDISK_OPT_CREATE);
+		fputs("Environment: TAPDISK names the tapdisk program "
+		      "(default: the one\n"
+		      "next to tap-ctl, else tapdisk on PATH).\n",
+		      out);
+	}
+	fputs("\nOptions:\n", out);
 	if (sc->opts & OPT_ID)
 		fputs("    -i, --id ID       the tapdisk (its pid, as tap-ctl "
 		      "list "
@@ -437,73 +424,49 @@ static const struct subcommand *find_subcommand(const char *name)
 	return NULL;
 }
 
+/* Keys of tap-ctl's own long options, above those of tapdisk's. */
 enum {
-	LOPT_NBD = 256,
-	LOPT_NAME,
-	LOPT_EXPORT_NAME,
-	LOPT_MAX_INFLIGHT,
-	LOPT_LOG_LEVEL,
-	LOPT_RUN_DIR,
+	LOPT_RUN_DIR = TAPDISK_KEY_END,
 	LOPT_TIMEOUT,
 	LOPT_JSON,
 	LOPT_DOMID,
 	LOPT_VDEV,
 	LOPT_MODE,
-	LOPT_SHM,
-	LOPT_MAX_INDIRECT,
 };
 
-static const struct option long_options[] = {
+/* tap-ctl's own options; create's come from tapdisk_options. */
+static const struct option own_options[] = {
 	{"id", required_argument, NULL, 'i'},
 	{"json", no_argument, NULL, LOPT_JSON},
-	{"chain", required_argument, NULL, 'a'},
-	{"nbd", required_argument, NULL, LOPT_NBD},
-	{"shm", required_argument, NULL, LOPT_SHM},
-	{"max-indirect-segments", required_argument, NULL, LOPT_MAX_INDIRECT},
-	{"name", required_argument, NULL, LOPT_NAME},
-	{"read-only", no_argument, NULL, 'r'},
-	{"export-name", required_argument, NULL, LOPT_EXPORT_NAME},
-	{"max-inflight", required_argument, NULL, LOPT_MAX_INFLIGHT},
-	{"log-level", required_argument, NULL, LOPT_LOG_LEVEL},
 	{"run-dir", required_argument, NULL, LOPT_RUN_DIR},
 	{"timeout", required_argument, NULL, LOPT_TIMEOUT},
 	{"domid", required_argument, NULL, LOPT_DOMID},
 	{"vdev", required_argument, NULL, LOPT_VDEV},
 	{"mode", required_argument, NULL, LOPT_MODE},
 	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
 };
+#define NR_OWN_OPTIONS (sizeof(own_options) / sizeof(own_options[0]))
+#define OWN_SHORTS     "+i:h"
 
-static long parse_number(const char *text, long min, long max)
+/* The options create passes on to tapdisk; NULL for tap-ctl's own. */
+static const struct cli_option *create_option(int c)
 {
-	char *end;
-	long v;
+	const struct cli_option *opt =
+		cli_option_find(tapdisk_options, tapdisk_nr_options, c);
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || end == text || *end || v < min || v > max)
-		return -1;
-	return v;
+	return opt && (opt->flags & TAPDISK_OPT_CREATE) ? opt : NULL;
 }
 
 /* Which OPT_* group an option belongs to (0: every command's). */
 static unsigned int option_group(int c)
 {
+	if (create_option(c))
+		return OPT_CREATE;
 	switch (c) {
 	case 'i':
 		return OPT_ID;
 	case LOPT_JSON:
 		return OPT_JSON;
-	case 'a':
-	case 'r':
-	case LOPT_NBD:
-	case LOPT_NAME:
-	case LOPT_EXPORT_NAME:
-	case LOPT_MAX_INFLIGHT:
-	case LOPT_LOG_LEVEL:
-	case LOPT_SHM:
-	case LOPT_MAX_INDIRECT:
-		return OPT_CREATE;
 	case LOPT_DOMID:
 	case LOPT_VDEV:
 	case LOPT_MODE:
@@ -514,46 +477,36 @@ static unsigned int option_group(int c)
 }
 
 /* -1 to go on, or an exit status. */
+static int take_create_option(const struct subcommand *sc, struct cmd_opts *o,
+			      const struct cli_option *opt, const char *arg)
+{
+	if (opt->key == 'a')
+		o->chain = arg;
+	if (tapctl_create_option(o, opt, arg))
+		return usage_errorf(sc, "at most %lld --%s options", opt->max,
+				    opt->name);
+	return -1;
+}
+
 static int take_option(const struct subcommand *sc, struct cmd_opts *o, int c,
 		       const char *arg)
 {
+	const struct cli_option *opt = create_option(c);
+	long long v;
+
+	if (opt)
+		return take_create_option(sc, o, opt, arg);
 	switch (c) {
 	case 'i':
-		if ((o->id = (int)parse_number(arg, 1, INT_MAX)) < 0)
+		if (cli_parse_number(arg, 1, INT_MAX, &v))
 			return usage_errorf(sc,
 					    "-i wants a tapdisk id (a pid, "
 					    "see tap-ctl list), not '%s'",
 					    arg);
+		o->id = (int)v;
 		return -1;
 	case LOPT_JSON:
 		o->json = true;
-		return -1;
-	case 'a':
-		o->chain = arg;
-		return -1;
-	case 'r':
-		o->read_only = true;
-		return -1;
-	case LOPT_NAME:
-		o->name = arg;
-		return -1;
-	case LOPT_EXPORT_NAME:
-		o->export_name = arg;
-		return -1;
-	case LOPT_MAX_INFLIGHT:
-		o->max_inflight = arg;
-		return -1;
-	case LOPT_MAX_INDIRECT:
-		o->max_indirect_segments = arg;
-		return -1;
-	case LOPT_SHM:
-		if (o->nr_shm == TAPCTL_MAX_SHM_PATHS)
-			return usage_errorf(sc, "at most %d --shm paths",
-					    TAPCTL_MAX_SHM_PATHS);
-		o->shm[o->nr_shm++] = arg;
-		return -1;
-	case LOPT_LOG_LEVEL:
-		o->log_level = arg;
 		return -1;
 	case LOPT_RUN_DIR:
 		o->run_dir = arg;
@@ -567,19 +520,13 @@ static int take_option(const struct subcommand *sc, struct cmd_opts *o, int c,
 	case LOPT_MODE:
 		o->mode = arg;
 		return -1;
-	case LOPT_NBD:
-		if (o->nr_nbd == TAPCTL_MAX_NBD_ADDRS)
-			return usage_errorf(sc, "at most %d --nbd addresses",
-					    TAPCTL_MAX_NBD_ADDRS);
-		o->nbd[o->nr_nbd++] = arg;
-		return -1;
 	case LOPT_TIMEOUT:
-		if ((o->timeout_s = (int)parse_number(arg, 1, MAX_TIMEOUT_S)) <
-		    0)
+		if (cli_parse_number(arg, 1, MAX_TIMEOUT_S, &v))
 			return usage_errorf(sc,
 					    "--timeout wants seconds from 1 "
 					    "to %d, not '%s'",
 					    MAX_TIMEOUT_S, arg);
+		o->timeout_s = (int)v;
 		return -1;
 	case 'h':
 		subcommand_usage(sc, stdout);
@@ -593,11 +540,20 @@ static int take_option(const struct subcommand *sc, struct cmd_opts *o, int c,
 static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 			    int argc, char **argv)
 {
+	struct option long_options[NR_OWN_OPTIONS + TAPDISK_MAX_OPTIONS + 1];
+	char shorts[sizeof(OWN_SHORTS) + 2 * TAPDISK_MAX_OPTIONS] = OWN_SHORTS;
 	int c, status;
 
+	memcpy(long_options, own_options, sizeof(own_options));
+	long_options[NR_OWN_OPTIONS] = (struct option){NULL, 0, NULL, 0};
+	if (cli_getopt_table(tapdisk_options, tapdisk_nr_options,
+			     TAPDISK_OPT_CREATE, long_options,
+			     sizeof(long_options) / sizeof(long_options[0]),
+			     shorts, sizeof(shorts)))
+		return usage_errorf(sc, "too many options");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+i:a:rh", long_options, NULL)) !=
+	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) !=
 	       -1) {
 		unsigned int group = option_group(c);
 

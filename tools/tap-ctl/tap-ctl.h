@@ -9,10 +9,18 @@
 #include <stddef.h>
 
 #include "tapdisk/control/ctl-client.h" /* tdctl_process_gone & co. */
+#include "tools/cli/cli.h"
 
-#define EXIT_USAGE	     2
-#define TAPCTL_MAX_NBD_ADDRS 4
-#define TAPCTL_MAX_SHM_PATHS 4
+#define EXIT_USAGE CLI_EXIT_USAGE
+/* tapdisk options create passes on: one each, the repeatable ones up to
+ * their max (a unit test checks the table fits). */
+#define TAPCTL_MAX_TAPDISK_ARGS 32
+
+/* One tapdisk option given to create: an entry of tapdisk_options. */
+struct tapctl_tapdisk_arg {
+	const struct cli_option *opt;
+	const char *value; /* NULL when the option takes none */
+};
 
 /* The command line of one subcommand. */
 struct cmd_opts {
@@ -20,18 +28,11 @@ struct cmd_opts {
 	int id;
 	bool json;
 	int timeout_s;
-	/* create */
+	/* create: tapdisk's options to pass on, one slot per option except
+	 * the repeatable ones (tap-ctl-create.c) */
 	const char *chain;
-	const char *nbd[TAPCTL_MAX_NBD_ADDRS];
-	int nr_nbd;
-	const char *shm[TAPCTL_MAX_SHM_PATHS];
-	int nr_shm;
-	const char *max_indirect_segments;
-	const char *name;
-	const char *export_name;
-	const char *max_inflight;
-	const char *log_level;
-	bool read_only;
+	struct tapctl_tapdisk_arg tapdisk_args[TAPCTL_MAX_TAPDISK_ARGS];
+	int nr_tapdisk_args;
 	/* attach, detach, release */
 	const char *domid;
 	const char *vdev;
@@ -55,6 +56,14 @@ void tapctl_socket_path(const struct cmd_opts *o, int id, char *buf,
 struct td_ctl_reply;
 int tapctl_request(const struct cmd_opts *o, int id, const char *line,
 		   struct td_ctl_reply *r);
+
+/*
+ * Take one of tapdisk's options for create (opt from tapdisk_options with
+ * TAPDISK_OPT_CREATE).  0, or -E2BIG when a repeatable one is given more
+ * than opt->max times.
+ */
+int tapctl_create_option(struct cmd_opts *o, const struct cli_option *opt,
+			 const char *value);
 
 /* The subcommands in files of their own; each returns the exit status. */
 int tapctl_cmd_create(struct cmd_opts *o);

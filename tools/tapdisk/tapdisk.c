@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +43,7 @@
 #include "frontends/xen/xen.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/vbd.h"
+#include "tools/cli/cli.h"
 #include "tools/tapdisk/tapdisk.h"
 
 #define ADDR_MAX	    (PATH_MAX + 16)
@@ -82,17 +82,9 @@ struct tapdisk {
 
 /* --- start-up ------------------------------------------------------------------- */
 
-static int fail(struct tapdisk *td, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(struct tapdisk *td, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(td->msg, sizeof(td->msg), fmt, ap);
-	va_end(ap);
-	return err < 0 ? err : -EINVAL;
-}
+/* Why start-up failed, into td->msg (reported by report_ready); err. */
+#define fail(td, err, ...) \
+	cli_explain((td)->msg, sizeof((td)->msg), err, CLI_PLAIN, __VA_ARGS__)
 
 static int setup_names(struct tapdisk *td)
 {
@@ -148,28 +140,6 @@ static int resolve_nbd_addr(struct tapdisk *td, const char *addr, char *out)
 	return 0;
 }
 
-static const char *chain_advice(int err)
-{
-	switch (err) {
-	case -ENOENT:
-		return "check the driver name and the path in -a";
-	case -EACCES:
-	case -EPERM:
-		return "check the file's permissions (or add --read-only)";
-	case -EROFS:
-		return "add --read-only";
-	case -EBUSY:
-	case -EAGAIN:
-		return "is another tapdisk serving it? see tap-ctl list";
-	case -EINVAL:
-	case -E2BIG:
-		return "check the syntax of -a, e.g. aio:/srv/disk.img or "
-		       "null:size=1G";
-	default:
-		return "see the messages above";
-	}
-}
-
 static int open_vbd(struct tapdisk *td)
 {
 	struct td_vbd_params vp = {
@@ -181,8 +151,8 @@ static int open_vbd(struct tapdisk *td)
 	int err = td_vbd_open(td->loop, td_driver_table, &vp, &td->vbd);
 
 	if (err)
-		return fail(td, err, "cannot open -a %s: %s; %s", td->opt.chain,
-			    strerror(-err), chain_advice(err));
+		return cli_explain(td->msg, sizeof(td->msg), err, CLI_CHAIN,
+				   "cannot open -a %s", td->opt.chain);
 	return 0;
 }
 

@@ -25,22 +25,10 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "tools/cli/cli.h"
 #include "tools/td-front/td-front-int.h"
 
 #define NS_PER_MS 1000000ull
-
-static int __attribute__((format(printf, 4, 5)))
-say(int err, char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
 
 static int connect_unix(const char *path, int *out)
 {
@@ -157,11 +145,12 @@ static int plan(struct tdf_dev *dev, const struct tdf_config *cfg,
 
 	if (cfg->ring_order > SHM_MAX_RING_PAGE_ORDER ||
 	    wanted < TDF_DIRECT_SEGMENTS || wanted > TDF_MAX_SEGMENTS)
-		return say(-EINVAL, why, len,
-			   "ring order %" PRIu32 " or %" PRIu32
-			   " segments out of range (0..%d, %d..%d)",
-			   cfg->ring_order, wanted, SHM_MAX_RING_PAGE_ORDER,
-			   TDF_DIRECT_SEGMENTS, TDF_MAX_SEGMENTS);
+		return cli_explain(why, len, -EINVAL, CLI_PLAIN,
+				   "ring order %" PRIu32 " or %" PRIu32
+				   " segments out of range (0..%d, %d..%d)",
+				   cfg->ring_order, wanted,
+				   SHM_MAX_RING_PAGE_ORDER, TDF_DIRECT_SEGMENTS,
+				   TDF_MAX_SEGMENTS);
 	info->size_bytes = b->sectors * TDF_SECTOR_SIZE;
 	info->ring_order = min_u32(cfg->ring_order, b->max_ring_page_order);
 	info->ring_slots = __CONST_RING_SIZE(
@@ -178,12 +167,13 @@ static int plan(struct tdf_dev *dev, const struct tdf_config *cfg,
 	if (!total)
 		total = 1; /* the protocol wants a pool */
 	if (total > b->max_data_pages)
-		return say(-E2BIG, why, len,
-			   "%" PRIu64 " pool pages needed (%" PRIu32
-			   " for buffers, %" PRIu32 " for indirect "
-			   "descriptors); the backend maps at most %" PRIu32,
-			   total, info->data_pages, info->indirect_pages,
-			   b->max_data_pages);
+		return cli_explain(
+			why, len, -E2BIG, CLI_PLAIN,
+			"%" PRIu64 " pool pages needed (%" PRIu32
+			" for buffers, %" PRIu32 " for indirect "
+			"descriptors); the backend maps at most %" PRIu32,
+			total, info->data_pages, info->indirect_pages,
+			b->max_data_pages);
 	m->version = SHM_PROTO_VERSION;
 	m->ring_page_order = info->ring_order;
 	m->data_pages = (uint32_t)total;
@@ -199,15 +189,16 @@ static int read_offer(struct tdf_dev *dev, uint64_t deadline, char *why,
 		read_line(dev->sock, line, sizeof(line), NULL, NULL, deadline);
 
 	if (err)
-		return say(err, why, len, "no offer from the backend: %s",
-			   strerror(-err));
+		return cli_explain(why, len, err, CLI_ERRNO,
+				   "no offer from the backend");
 	if (shm_msg_kind(line, strlen(line)) == SHM_KIND_ERROR &&
 	    !shm_parse_error(line, strlen(line), &err, detail, sizeof(detail)))
-		return say(err, why, len, "the backend refused: %s", detail);
+		return cli_explain(why, len, err, CLI_PLAIN,
+				   "the backend refused: %s", detail);
 	err = shm_parse_backend(line, strlen(line), &dev->info.backend, detail,
 				sizeof(detail));
-	return err ? say(err, why, len, "bad offer from the backend: %s",
-			 detail)
+	return err ? cli_explain(why, len, err, CLI_PLAIN,
+				 "bad offer from the backend: %s", detail)
 		   : 0;
 }
 
@@ -222,24 +213,26 @@ static int read_answer(struct tdf_dev *dev, const struct shm_connect_msg *m,
 		read_line(dev->sock, line, sizeof(line), fds, &nfds, deadline);
 
 	if (err)
-		return say(err, why, len, "no answer from the backend: %s",
-			   strerror(-err));
+		return cli_explain(why, len, err, CLI_ERRNO,
+				   "no answer from the backend");
 	if (shm_msg_kind(line, strlen(line)) == SHM_KIND_ERROR &&
 	    !shm_parse_error(line, strlen(line), &err, detail, sizeof(detail)))
-		return say(err, why, len, "the backend refused: %s", detail);
+		return cli_explain(why, len, err, CLI_PLAIN,
+				   "the backend refused: %s", detail);
 	err = shm_parse_connected(line, strlen(line), &c, detail,
 				  sizeof(detail));
 	if (err)
-		return say(err, why, len, "bad answer from the backend: %s",
-			   detail);
+		return cli_explain(why, len, err, CLI_PLAIN,
+				   "bad answer from the backend: %s", detail);
 	if (c.ring_page_order != m->ring_page_order ||
 	    c.data_pages != m->data_pages ||
 	    c.max_indirect_segments != m->max_indirect_segments ||
 	    nfds != SHM_NR_FDS)
-		return say(-EPROTO, why, len,
-			   "the backend set up something else than asked "
-			   "(or sent %u descriptors): %s",
-			   nfds, line);
+		return cli_explain(
+			why, len, -EPROTO, CLI_PLAIN,
+			"the backend set up something else than asked "
+			"(or sent %u descriptors): %s",
+			nfds, line);
 	dev->ring_bytes = (size_t)c.ring_bytes;
 	dev->pool_bytes = (size_t)c.data_bytes;
 	return 0;
@@ -269,8 +262,8 @@ static int map_all(struct tdf_dev *dev, int *fds, char *why, size_t len)
 	if (!err && !(err = map_fd(fds[SHM_FD_DATA], dev->pool_bytes, &pool)))
 		dev->pool = pool;
 	if (err)
-		return say(err, why, len, "cannot map the shared memory: %s",
-			   strerror(-err));
+		return cli_explain(why, len, err, CLI_ERRNO,
+				   "cannot map the shared memory");
 	dev->kick_fd = fds[SHM_FD_KICK];
 	dev->notify_fd = fds[SHM_FD_NOTIFY];
 	fds[SHM_FD_KICK] = fds[SHM_FD_NOTIFY] = -1;
@@ -295,9 +288,8 @@ static int negotiate(struct tdf_dev *dev, const struct tdf_config *cfg,
 		return err;
 	n = shm_format_connect(&m, line, sizeof(line));
 	if (n < 0 || send(dev->sock, line, (size_t)n, MSG_NOSIGNAL) != n)
-		return say(n < 0 ? n : -errno, why, len,
-			   "cannot send the connect line: %s",
-			   strerror(n < 0 ? -n : errno));
+		return cli_explain(why, len, n < 0 ? n : -errno, CLI_ERRNO,
+				   "cannot send the connect line");
 	err = read_answer(dev, &m, deadline, fds, why, len);
 	if (!err)
 		err = map_all(dev, fds, why, len);
@@ -316,13 +308,14 @@ int tdf_open(const struct tdf_config *cfg, struct tdf_dev **out, char *why,
 	int err;
 
 	if (!dev)
-		return say(-ENOMEM, why, why_len, "out of memory");
+		return cli_explain(why, why_len, -ENOMEM, CLI_PLAIN,
+				   "out of memory");
 	dev->sock = dev->kick_fd = dev->notify_fd = -1;
 	TAILQ_INIT(&dev->queue);
 	err = connect_unix(cfg->path, &dev->sock);
 	if (err) {
-		say(err, why, why_len, "cannot connect to %s: %s", cfg->path,
-		    strerror(-err));
+		cli_explain(why, why_len, err, CLI_SHM_SOCKET,
+			    "cannot connect to %s", cfg->path);
 		goto fail;
 	}
 	if (!getsockopt(dev->sock, SOL_SOCKET, SO_PEERCRED, &cred, &clen))

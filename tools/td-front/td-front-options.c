@@ -15,12 +15,12 @@
 
 #include "common/util.h"
 #include "tapdisk/control/control.h"
+#include "tools/cli/cli.h"
 #include "tools/td-front/td-front.h"
 
 #define MAX_PASSES 1000000
 #define MAX_ROUNDS 100000000
 #define MAX_TIME_S (365.0 * 86400)
-#define EXIT_USAGE 2
 
 static void usage(FILE *out)
 {
@@ -142,19 +142,7 @@ static void usage(FILE *out)
 	/* clang-format on */
 }
 
-static int usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("td-front: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'td-front --help' for more information.\n", stderr);
-	return EXIT_USAGE;
-}
+#define usage_error(...) cli_usage_error("td-front", __VA_ARGS__)
 
 /* --- options ---------------------------------------------------------------- */
 
@@ -226,14 +214,9 @@ static const struct option long_options[] = {
 /* A decimal in [min, max], or -1. */
 static long long number(const char *text, long long min, long long max)
 {
-	char *end;
 	long long v;
 
-	errno = 0;
-	v = strtoll(text, &end, 10);
-	if (errno || end == text || *end || v < min || v > max)
-		return -1;
-	return v;
+	return cli_parse_number(text, min, max, &v) ? -1 : v;
 }
 
 static int size_arg(const char *name, const char *arg, uint64_t *out)
@@ -423,8 +406,7 @@ static int parse_output(struct front_opts *o, int c, const char *arg)
 		usage(stdout);
 		return EXIT_SUCCESS;
 	case 'V':
-		printf("td-front (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
-		return EXIT_SUCCESS;
+		return cli_version("td-front");
 	default:
 		return usage_error("unknown option");
 	}

@@ -56,11 +56,6 @@ static uint64_t backend_requests(const struct tdf_backend_stats *b)
 	return n;
 }
 
-static uint32_t seg_bucket_min(unsigned int b)
-{
-	return b ? td_seg_bucket_max(b - 1) + 1 : 1;
-}
-
 /* --- text --------------------------------------------------------------------- */
 
 static void text_lat(const char *what, const struct front_lat *l)
@@ -145,7 +140,7 @@ static void text_backend(const struct front_result *res)
 	for (unsigned int k = 0; k < TDF_SEG_BUCKETS; k++)
 		if (b->seg_hist[k])
 			printf(" %" PRIu32 "-%" PRIu32 ": %" PRIu64,
-			       seg_bucket_min(k), td_seg_bucket_max(k),
+			       td_seg_bucket_min(k), td_seg_bucket_max(k),
 			       b->seg_hist[k]);
 	printf("\n");
 }
@@ -295,7 +290,7 @@ static void json_backend(struct td_json *j, const struct front_result *res)
 	td_json_begin_array(j, "segments_per_request");
 	for (unsigned int k = 0; k < TDF_SEG_BUCKETS; k++) {
 		td_json_begin_object(j, NULL);
-		td_json_u64(j, "min", seg_bucket_min(k));
+		td_json_u64(j, "min", td_seg_bucket_min(k));
 		td_json_u64(j, "max", td_seg_bucket_max(k));
 		td_json_u64(j, "count", b->seg_hist[k]);
 		td_json_end_object(j);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "tapdisk/control/control.h"
+#include "tools/cli/cli.h"
 #include "tools/td-front/td-front-lib.h"
 
 #define JSON_MAX_DEPTH	   32
@@ -297,7 +298,7 @@ int tdf_backend_stats(const char *ctl_path, struct tdf_backend_stats *out,
 			 r.errname);
 		err = r.err;
 	} else if (err) {
-		snprintf(why, why_len, "%s: %s", ctl_path, strerror(-err));
+		cli_explain(why, why_len, err, CLI_CTL_SOCKET, "%s", ctl_path);
 	} else if ((err = parse_stats(td_strbuf_str(&r.payload), out))) {
 		snprintf(why, why_len, "%s: stats not understood (%s)",
 			 ctl_path, strerror(-err));

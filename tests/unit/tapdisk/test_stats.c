@@ -86,6 +86,22 @@ static void test_seg_bucket_max_table(void **state)
 	}
 }
 
+static void test_seg_bucket_min_table(void **state)
+{
+	static const struct {
+		unsigned int bucket;
+		uint32_t min;
+	} rows[] = {
+		{0, 1}, {1, 2}, {2, 3}, {3, 5}, {4, 9}, {11, 1025}, {12, 2049},
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		print_message("td_seg_bucket_min(%u)\n", rows[i].bucket);
+		assert_int_equal(td_seg_bucket_min(rows[i].bucket),
+				 rows[i].min);
+	}
+}
+
 /* --- latency ----------------------------------------------------------------- */
 
 static void test_lat_bucket_table(void **state)
@@ -348,6 +364,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seg_bucket_table),
 		cmocka_unit_test(test_seg_bucket_max_table),
+		cmocka_unit_test(test_seg_bucket_min_table),
 		cmocka_unit_test(test_lat_bucket_table),
 		cmocka_unit_test(test_lat_bucket_max_table),
 		cmocka_unit_test(test_lat_bucket_invariant),

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tapdisk-option-table.c - tapdisk's options: names, arguments, ranges,
+ * help, and which ones tap-ctl create passes on (tapdisk-options.h).
+ * Linked into tapdisk and tap-ctl both.
+ */
+#include "config.h"
+
+#include <limits.h>
+
+#include "frontends/blkif/blkif.h"
+#include "tapdisk/control/control.h"
+#include "tapdisk/vbd.h"
+#include "tools/tapdisk/tapdisk-options.h"
+#include "tools/tapdisk/tapdisk.h"
+
+/* Far above any useful queue, low enough to keep per-layer state small. */
+#define MAX_INFLIGHT_LIMIT 65536
+
+#define CREATE TAPDISK_OPT_CREATE
+#define REPEAT TAPDISK_OPT_REPEAT
+
+/* The help is laid out as printed. */
+/* clang-format off */
+const struct cli_option tapdisk_options[] = {
+	{"chain", 'a', "CHAIN",
+	 "the disk: drivers top first, joined by '|',\n"
+	 "e.g. aio:/srv/disk.img, null:size=1G,\n"
+	 "sort|aio:/srv/disk.img",
+	 0, 0, 0, CREATE},
+	{"nbd", TAPDISK_KEY_NBD, "ADDR",
+	 "serve NBD on ADDR (repeatable, at most {max}):\n"
+	 "unix:/path/to.sock, tcp:HOST:PORT, tcp::PORT\n"
+	 "(all addresses), or unix for\n"
+	 "RUN_DIR/nbd-NAME.sock",
+	 0, TAPDISK_MAX_NBD_ADDRS, 0, CREATE | REPEAT},
+	{"shm", TAPDISK_KEY_SHM, "PATH",
+	 "serve blkif rings in shared memory on the Unix\n"
+	 "socket PATH (repeatable, at most {max}; unix for\n"
+	 "RUN_DIR/shm-NAME.sock); the protocol is in\n"
+	 "doc/shm-protocol.md",
+	 0, TAPDISK_MAX_SHM_PATHS, 0, CREATE | REPEAT},
+	{"max-indirect-segments", TAPDISK_KEY_MAX_INDIRECT, "N",
+	 "segments a blkif frontend may put in one request\n"
+	 "({min}-{max}, default {default}; {min} refuses indirect\n"
+	 "requests)",
+	 BLKIF_NO_INDIRECT, BLKIF_MAX_INDIRECT_SEGMENTS,
+	 BLKIF_MAX_INDIRECT_SEGMENTS, CREATE},
+	{"xen", TAPDISK_KEY_XEN, "MODE",
+	 "serve Xen guests' blkfront: auto (default: when\n"
+	 "this is a Xen domain with xenstore), on (fail\n"
+	 "without it) or off; devices are attached with\n"
+	 "tap-ctl attach",
+	 0, 0, 0, CREATE},
+	{"name", TAPDISK_KEY_NAME, "NAME",
+	 "the vbd's name in logs, stats and tap-ctl list\n"
+	 "(letters, digits, '.', '_', '-'; default\n"
+	 "vbd-PID)",
+	 0, 0, 0, CREATE},
+	{"read-only", 'r', NULL, "refuse writes", 0, 0, 0, CREATE},
+	{"export-name", TAPDISK_KEY_EXPORT_NAME, "NAME",
+	 "the NBD export name clients must ask for\n"
+	 "(default: any name is accepted)",
+	 0, 0, 0, CREATE},
+	{"max-inflight", TAPDISK_KEY_MAX_INFLIGHT, "N",
+	 "requests in flight per driver layer ({min}-{max},\n"
+	 "default {default})",
+	 1, MAX_INFLIGHT_LIMIT, TD_VBD_DEFAULT_MAX_INFLIGHT, CREATE},
+	{"log-level", TAPDISK_KEY_LOG_LEVEL, "LEVEL",
+	 "err, warn, info (default) or debug",
+	 0, 0, 0, CREATE},
+	{"log-file", TAPDISK_KEY_LOG_FILE, "PATH",
+	 "append the log to PATH instead of stderr",
+	 0, 0, 0, CREATE},
+	/* tap-ctl has --run-dir of its own and passes it on itself. */
+	{"run-dir", TAPDISK_KEY_RUN_DIR, "DIR",
+	 "where sockets live (default $" TD_CTL_RUN_DIR_ENV ", else "
+	 TD_CTL_RUN_DIR_DEFAULT ")",
+	 0, 0, 0, 0},
+	{"foreground", 'f', NULL, "run in this terminal until a signal",
+	 0, 0, 0, 0},
+	{"ready-fd", TAPDISK_KEY_READY_FD, "FD",
+	 "(used by tap-ctl) write \"OK PID\" or\n"
+	 "\"ERR MESSAGE\" to FD once started, then close it",
+	 0, INT_MAX, 0, 0},
+	{"help", 'h', NULL, "this text", 0, 0, 0, 0},
+	{"version", 'V', NULL, "the version", 0, 0, 0, 0},
+};
+/* clang-format on */
+
+_Static_assert(sizeof(tapdisk_options) / sizeof(tapdisk_options[0]) <=
+		       TAPDISK_MAX_OPTIONS,
+	       "raise TAPDISK_MAX_OPTIONS");
+
+const size_t tapdisk_nr_options =
+	sizeof(tapdisk_options) / sizeof(tapdisk_options[0]);
