@@ -253,7 +253,7 @@ static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
 
 static void be_iscsi_submit(void *be, struct iscsi_cmd *cmd)
 {
-	iscsi_submit(be, cmd);
+	iscsi_conn_submit(be, cmd);
 }
 
 static enum iscsi_conn_state be_iscsi_state(const void *be)

@@ -62,7 +62,7 @@ struct stripe_server;
  * How a server's LUN is reached: "iscsi", a libiscsi session of tapdisk's
  * own (iscsi-conn.h, wrapped in block-stripe.c), or "device", the block
  * device of a kernel (open-iscsi) session, the map's "device" key
- * (stripe-bdev.c).  Both run struct iscsi_cmd with iscsi_submit's
+ * (stripe-bdev.c).  Both run struct iscsi_cmd with iscsi_conn_submit's
  * contract.  Every op is required and runs in the event-loop thread; be is
  * what the backend's create returned.
  */

@@ -34,7 +34,7 @@
  *               could not be re-established within its attempts: every
  *               queued and in-flight command completes with -EIO, and
  *               commands submitted while DOWN complete with -EIO at once
- *               (through a deferred call, never inside iscsi_submit), so
+ *               (through a deferred call, never inside iscsi_conn_submit), so
  *               I/O to a dead server fails quickly.  A background attempt
  *               every cfg.revive_interval_ms moves it back to CONNECTING
  *               for one attempt (no retries: a failure goes straight back
@@ -103,8 +103,8 @@
  *   zeroes with WRITE(16) in pieces of at most ISCSI_CONN_ZERO_CHUNK_BYTES,
  *   one after the other.
  *
- * Callbacks.  cmd->done(cmd, err) runs exactly once per iscsi_submit, from
- * the event loop, never inside iscsi_submit... except iscsi_conn_destroy,
+ * Callbacks.  cmd->done(cmd, err) runs exactly once per iscsi_conn_submit, from
+ * the event loop, never inside iscsi_conn_submit... except iscsi_conn_destroy,
  * which completes every remaining command with -ECANCELED before it
  * returns (the caller is closing).  A done callback may submit again and
  * may destroy the connection.
@@ -244,7 +244,7 @@ void iscsi_conn_destroy(struct iscsi_conn *c);
  * caller fills op, lba, nr_blocks, iov/iovcnt, fua, no_hole, done, opaque
  * and leaves cmd alone until done runs.
  */
-void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
+void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
 
 enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c);
 
