@@ -2,7 +2,7 @@
 /*
  * block-stripe.c - the stripe driver: an extent-striped, replicated
  * virtual disk over iSCSI servers, described by a mapping file
- * (drivers/mapfile.h; layout in ../shared/DESIGN.md, stripe-layout.h).
+ * (map/map.h; layout in ../shared/DESIGN.md, stripe-layout.h).
  *
  * Chain: "stripe:/var/lib/tapstripe/NAME.map[,OPTION=VALUE]...", options
  *   queue_depth=N       commands in flight per server (default

@@ -19,7 +19,7 @@
 #include <sys/queue.h>
 
 #include "drivers/stripe/iscsi/iscsi-conn.h"
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 #include "drivers/stripe/map/stripe-layout.h"
 #include "drivers/stripe/stripe-notify.h"
 #include "tapdisk/driver.h"

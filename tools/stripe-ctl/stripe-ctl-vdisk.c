@@ -2,7 +2,7 @@
 /*
  * stripe-ctl-vdisk.c - stripe-ctl vdisk create|show|destroy|list|mark: the
  * layout (drivers/stripe-layout.h), the master's allocation and replica
- * states, and the mapping file (drivers/mapfile.h).
+ * states, and the mapping file (drivers/stripe/map/map.h).
  */
 #include "config.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile-check.c - the semantic rules of a mapping file (see mapfile.h),
+ * map-check.c - the semantic rules of a mapping file (see map.h),
  * the CRC-32C, and allocation of a map.
  *
  * Everything here works on a struct stripe_map, whether it came from a file
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/stripe/map/mapfile-int.h"
+#include "drivers/stripe/map/map-int.h"
 
 #define SECTOR_BYTES 512u
 #define CRC32C_POLY  0x82f63b78u /* Castagnoli, reflected */

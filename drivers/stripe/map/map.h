@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile.h - the mapping file of a striped virtual disk: reader, writer,
+ * map.h - the mapping file of a striped virtual disk: reader, writer,
  * validator and exclusive opener (issue #5).
  *
  * stripe-ctl writes it from the master's allocation; the stripe driver
@@ -75,8 +75,8 @@
  * locked by an opener, the writer refuses (-EBUSY) instead of replacing it
  * underneath the opener.
  */
-#ifndef TAPSTRIPE_MAPFILE_H
-#define TAPSTRIPE_MAPFILE_H
+#ifndef TAPSTRIPE_STRIPE_MAP_H
+#define TAPSTRIPE_STRIPE_MAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
