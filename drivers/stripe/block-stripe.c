@@ -67,14 +67,6 @@ static struct stripe_dev *dev_of(struct td_driver *drv)
 	return drv->data;
 }
 
-size_t stripe_slot_index(const struct stripe_dev *dev, uint32_t c, uint32_t j,
-			 uint32_t r)
-{
-	return ((size_t)c * dev->map.extents_per_column + j) *
-		       dev->map.replicas +
-	       r;
-}
-
 uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
 			      uint32_t j)
 {

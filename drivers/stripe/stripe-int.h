@@ -304,8 +304,6 @@ struct stripe_dev {
 };
 
 /* --- block-stripe.c ------------------------------------------------------ */
-size_t stripe_slot_index(const struct stripe_dev *dev, uint32_t c, uint32_t j,
-			 uint32_t r);
 /* How many replicas of extent (c, j) are live (not stale). */
 uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
 			      uint32_t j);

@@ -348,7 +348,7 @@ static int check_extent(const struct stripe_map *m, uint32_t c, uint32_t j,
 			const struct stripe_map_lines *w, bool *used,
 			struct stripe_map_error *err)
 {
-	size_t first = ((size_t)c * m->extents_per_column + j) * m->replicas;
+	size_t first = stripe_map_slot_index(m, c, j, 0);
 
 	for (uint32_t r = 0; r < m->replicas; r++) {
 		const struct stripe_map_replica *p = &m->slots[first + r];

@@ -153,12 +153,21 @@ int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers);
 /* Free what stripe_map_alloc or a reader allocated; m may be zeroed. */
 void stripe_map_free(struct stripe_map *m);
 
+/*
+ * Where the replica r of extent j of column c is in m->slots (the slot
+ * index the stale marks use too); the caller keeps them in range.
+ */
+static inline size_t stripe_map_slot_index(const struct stripe_map *m,
+					   uint32_t c, uint32_t j, uint32_t r)
+{
+	return ((size_t)c * m->extents_per_column + j) * m->replicas + r;
+}
+
 /* The replica r of extent j of column c; the caller keeps them in range. */
 static inline struct stripe_map_replica *
 stripe_map_slot(const struct stripe_map *m, uint32_t c, uint32_t j, uint32_t r)
 {
-	return &m->slots[((size_t)c * m->extents_per_column + j) * m->replicas +
-			 r];
+	return &m->slots[stripe_map_slot_index(m, c, j, r)];
 }
 
 static inline size_t stripe_map_nr_slots(const struct stripe_map *m)
