@@ -38,6 +38,18 @@ void iscsi_conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
 	va_end(ap);
 }
 
+void iscsi_conn_fail_attempt(struct iscsi_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->attempt_err) {
+		va_start(ap, fmt);
+		vsnprintf(c->error, sizeof(c->error), fmt, ap);
+		va_end(ap);
+	}
+	c->attempt_err = true;
+}
+
 const char *iscsi_conn_state_name(enum iscsi_conn_state s)
 {
 	switch (s) {
@@ -135,10 +147,8 @@ static void conn_service(struct iscsi_conn *c, int revents)
 						     iscsi_get_error(c->ctx));
 			c->session_lost = true;
 		} else {
-			if (!c->attempt_err)
-				iscsi_conn_set_error(c, "%s",
-						     iscsi_get_error(c->ctx));
-			c->attempt_err = true;
+			iscsi_conn_fail_attempt(c, "%s",
+						iscsi_get_error(c->ctx));
 		}
 	}
 	iscsi_conn_settle(c);
@@ -231,10 +241,8 @@ static void conn_login_timeout_cb(struct td_timer *t, void *opaque)
 {
 	struct iscsi_conn *c = opaque;
 
-	if (!c->attempt_err)
-		iscsi_conn_set_error(c, "no login to %s within %u ms",
-				     c->portal, c->cmd_timeout_ms);
-	c->attempt_err = true;
+	iscsi_conn_fail_attempt(c, "no login to %s within %u ms", c->portal,
+				c->cmd_timeout_ms);
 	iscsi_conn_settle(c);
 }
 

@@ -115,6 +115,13 @@ struct iscsi_conn {
 /* iscsi-conn.c */
 void iscsi_conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * Fail the running attempt (connect, login, probe): set attempt_err, and
+ * the error text unless the attempt already failed (the first reason is
+ * the one worth reporting; the later ones follow from it).
+ */
+void iscsi_conn_fail_attempt(struct iscsi_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /* Act on the callbacks' flags, issue what may be issued, update the fd. */
 void iscsi_conn_settle(struct iscsi_conn *c);
 /* Drop a session that was UP (a command expired) and reconnect. */

@@ -195,10 +195,8 @@ static void login_done_cb(struct iscsi_context *ctx, int status, void *data,
 	if (c->dropping)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		if (!c->attempt_err)
-			iscsi_conn_set_error(c, "login to %s %s: %s", c->portal,
-					     c->target, iscsi_get_error(ctx));
-		c->attempt_err = true;
+		iscsi_conn_fail_attempt(c, "login to %s %s: %s", c->portal,
+					c->target, iscsi_get_error(ctx));
 		return;
 	}
 	c->logged_in = true;
@@ -220,10 +218,8 @@ static void login_tcp_cb(struct iscsi_context *ctx, int status, void *data,
 	if (c->dropping)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		if (!c->attempt_err)
-			iscsi_conn_set_error(c, "connect to %s: %s", c->portal,
-					     iscsi_get_error(ctx));
-		c->attempt_err = true;
+		iscsi_conn_fail_attempt(c, "connect to %s: %s", c->portal,
+					iscsi_get_error(ctx));
 		return;
 	}
 	if (iscsi_login_async(ctx, login_done_cb, c) < 0) {
