@@ -61,7 +61,7 @@
 #   LAB_EXTENT=64M *  extent size of the lab's own master
 #   LAB_KEEP=0        1: "down" keeps the LUN files
 #   BUILDDIR          where stripe-master and stripe-ctl were built
-#                (BUILDDIR/tools); default ../../build/tools, else PATH
+#                (BUILDDIR/bin); default ../../build/bin, else PATH
 #
 # Every process the lab starts is recorded with its PID and start time and
 # is the only thing it ever signals.  Needs root, iproute2 and tgt.
@@ -94,8 +94,8 @@ server_index() { # I: a server number of the running lab
 
 find_tool() { # NAME: the path of a tapstripe program
 	local d
-	for d in ${BUILDDIR:+"$BUILDDIR/tools"} "$TOP/build/tools"; do
-		[ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
+	for d in ${BUILDDIR:+"$BUILDDIR/bin"} "$TOP/build/bin"; do
+		[ -f "$d/$1" ] && [ -x "$d/$1" ] && { echo "$d/$1"; return 0; }
 	done
 	command -v "$1" 2>/dev/null && return 0
 	die "$1 not found: build tapstripe (./setup.sh build) or set BUILDDIR"
