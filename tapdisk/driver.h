@@ -115,6 +115,17 @@ struct td_request {
 	struct iovec *iov_slab;	 /* td_request_iov_cap() entries */
 };
 
+/*
+ * One of a driver's own counters: a uint64_t in its per-device state
+ * (dev_size), which the driver updates and the core reads for tap-ctl
+ * stats.
+ */
+struct td_driver_counter {
+	const char *name; /* its key in tap-ctl stats, e.g. "sort_in" */
+	size_t offset;	  /* offsetof(the per-device state, the counter) */
+	bool max;	  /* a largest value: instances take the maximum */
+};
+
 struct td_driver_ops {
 	const char *name; /* as written in chains: "aio", "null", "sort" */
 	unsigned int flags;
@@ -162,6 +173,19 @@ struct td_driver_ops {
 	void (*report_text)(struct td_driver *drv, struct td_strbuf *sb);
 
 	/*
+	 * Optional (nr_counters 0).  The driver's own counters, listed among
+	 * the vbd's "driver counters" of tap-ctl stats ("counters" in
+	 * --json), between backend_merges and merged_iov_entries in the
+	 * order of the driver table.  The core reads them in the event loop
+	 * when stats are asked for; instances of one driver in a chain add up
+	 * (or take the maximum).  Every driver of the table given to
+	 * td_vbd_open shows its counters for every vbd, at 0 when the chain
+	 * does not hold it, so that the keys do not depend on the chain.
+	 */
+	const struct td_driver_counter *counters;
+	unsigned int nr_counters;
+
+	/*
 	 * Optional.  A command for this driver from the control socket
 	 * ("driver NAME WORD...", tap-ctl driver): argv holds the words
 	 * after the driver's name, argc >= 1.  Runs in the event loop and
@@ -201,21 +225,20 @@ void td_request_put(struct td_request *req);
 void td_forward(struct td_driver *filter, struct td_request *req,
 		td_request_cb cb, void *opaque);
 
-/* Per-vbd counters a driver reports (see vbd.h, td_vbd_stats). */
+/*
+ * The vbd's own counters, which any driver adds to (see vbd.h,
+ * td_vbd_stats): what reached the backend and what was merged on the way,
+ * whichever drivers did it.  A driver's own counters are its
+ * ops->counters.
+ */
 enum td_stat {
-	TD_STAT_BACKEND_SUBMITS = 0,  /* I/Os handed to the backend */
-	TD_STAT_BACKEND_MERGES,	      /* requests joined to a neighbour's I/O */
-	TD_STAT_SORT_IN,	      /* requests that entered sort */
-	TD_STAT_SORT_OUT,	      /* requests sort forwarded */
-	TD_STAT_SORT_MERGES,	      /* requests sort joined to another */
-	TD_STAT_SORT_MAX_MERGE_BYTES, /* largest merged request (a maximum) */
-	TD_STAT_MERGED_IOV_ENTRIES,   /* iovec entries carried by merged I/Os */
+	TD_STAT_BACKEND_SUBMITS = 0, /* I/Os handed to the backend */
+	TD_STAT_BACKEND_MERGES,	     /* requests joined to a neighbour's I/O */
+	TD_STAT_MERGED_IOV_ENTRIES,  /* iovec entries carried by merged I/Os */
 	TD_STAT_COUNT
 };
 
 void td_driver_stat_add(struct td_driver *drv, enum td_stat stat, uint64_t n);
-void td_driver_stat_max(struct td_driver *drv, enum td_stat stat,
-			uint64_t value);
 
 /* For drivers' log messages (td_vbd_err & co. in log.h) and output. */
 const char *td_vbd_name(const struct td_vbd *vbd);

@@ -204,21 +204,43 @@ static void text_segments(const struct td_report *r, struct td_strbuf *sb)
 	}
 }
 
+/*
+ * Call fn for the vbd's counters and, among them, the drivers' own
+ * (ops->counters): after backend_merges, where tap-ctl stats has always
+ * shown sort's.  The text and the JSON list them alike.
+ */
+static void each_counter(const struct td_vbd_stats *s,
+			 void (*fn)(void *out, const char *name, uint64_t v),
+			 void *out)
+{
+	for (unsigned int i = 0; i < TD_STAT_COUNT; i++) {
+		if (i == TD_STAT_MERGED_IOV_ENTRIES)
+			for (unsigned int k = 0; k < s->nr_driver_counters; k++)
+				fn(out, s->driver_counters[k].name,
+				   s->driver_counters[k].value);
+		fn(out, td_stat_name(i), s->counters[i]);
+	}
+}
+
+static void text_counter(void *sb, const char *name, uint64_t v)
+{
+	td_strbuf_printf(sb, "  %-24s %14" PRIu64 "\n", name, v);
+}
+
 static void text_counters(const struct td_report *r, struct td_strbuf *sb)
 {
 	const struct td_vbd_stats *s = &r->stats;
 
 	td_strbuf_puts(sb, "\ndriver counters\n");
-	for (unsigned int i = 0; i < TD_STAT_COUNT; i++)
-		td_strbuf_printf(sb, "  %-24s %14" PRIu64 "\n", td_stat_name(i),
-				 s->counters[i]);
+	each_counter(s, text_counter, sb);
+	/* sort_merges: the sort driver's counter (0 without it). */
 	td_strbuf_printf(sb,
 			 "  (%" PRIu64 " pieces became %" PRIu64
 			 " backend submissions; %" PRIu64
 			 " merged in the backend, %" PRIu64 " by sort)\n",
 			 s->pieces, s->counters[TD_STAT_BACKEND_SUBMITS],
 			 s->counters[TD_STAT_BACKEND_MERGES],
-			 s->counters[TD_STAT_SORT_MERGES]);
+			 td_vbd_driver_counter(s, "sort_merges"));
 }
 
 static void text_latency(const struct td_report *r, struct td_strbuf *sb)
@@ -344,6 +366,11 @@ static void json_ops(const struct td_report *r, struct td_json *j)
 	td_json_u64(j, "waits", s->waits);
 }
 
+static void json_counter(void *j, const char *name, uint64_t v)
+{
+	td_json_u64(j, name, v);
+}
+
 static void json_histograms(const struct td_report *r, struct td_json *j)
 {
 	const struct td_vbd_stats *s = &r->stats;
@@ -358,8 +385,7 @@ static void json_histograms(const struct td_report *r, struct td_json *j)
 	}
 	td_json_end_array(j);
 	td_json_begin_object(j, "counters");
-	for (unsigned int i = 0; i < TD_STAT_COUNT; i++)
-		td_json_u64(j, td_stat_name(i), s->counters[i]);
+	each_counter(s, json_counter, j);
 	td_json_end_object(j);
 	td_json_begin_object(j, "latency_us");
 	td_json_u64(j, "count", total_latency_samples(s));

@@ -14,10 +14,6 @@
 static const char *const stat_names[TD_STAT_COUNT] = {
 	[TD_STAT_BACKEND_SUBMITS] = "backend_submits",
 	[TD_STAT_BACKEND_MERGES] = "backend_merges",
-	[TD_STAT_SORT_IN] = "sort_in",
-	[TD_STAT_SORT_OUT] = "sort_out",
-	[TD_STAT_SORT_MERGES] = "sort_merges",
-	[TD_STAT_SORT_MAX_MERGE_BYTES] = "sort_max_merge_bytes",
 	[TD_STAT_MERGED_IOV_ENTRIES] = "merged_iov_entries",
 };
 
@@ -106,6 +102,74 @@ uint64_t td_lat_percentile(const uint64_t *hist, double p)
 	}
 	return td_lat_bucket_max_us(TD_LAT_BUCKETS - 1);
 }
+
+/* --- the drivers' own counters (ops->counters) ------------------------------ */
+
+static struct td_driver_counter_value *counter_find(struct td_vbd_stats *s,
+						    const char *name)
+{
+	for (unsigned int i = 0; i < s->nr_driver_counters; i++)
+		if (!strcmp(s->driver_counters[i].name, name))
+			return &s->driver_counters[i];
+	return NULL;
+}
+
+int vbd_driver_counters_init(struct td_vbd *vbd)
+{
+	struct td_vbd_stats *s = &vbd->stats;
+
+	for (const struct td_driver_ops *const *t = vbd->table; *t; t++) {
+		for (unsigned int k = 0; k < (*t)->nr_counters; k++) {
+			const char *name = (*t)->counters[k].name;
+
+			if (counter_find(s, name))
+				continue; /* another driver counts it too */
+			if (s->nr_driver_counters == TD_DRIVER_COUNTERS_MAX) {
+				td_err("the drivers declare more than %u "
+				       "counters",
+				       TD_DRIVER_COUNTERS_MAX);
+				return -EINVAL;
+			}
+			s->driver_counters[s->nr_driver_counters++].name = name;
+		}
+	}
+	return 0;
+}
+
+/* Add one instance's counters to the snapshot out. */
+static void counters_add(const struct td_driver *drv, struct td_vbd_stats *out)
+{
+	for (unsigned int k = 0; drv->data && k < drv->ops->nr_counters; k++) {
+		const struct td_driver_counter *dc = &drv->ops->counters[k];
+		struct td_driver_counter_value *v = counter_find(out, dc->name);
+		uint64_t value;
+
+		memcpy(&value, (const char *)drv->data + dc->offset,
+		       sizeof(value));
+		if (!dc->max)
+			v->value += value;
+		else if (value > v->value)
+			v->value = value;
+	}
+}
+
+void vbd_driver_counters(const struct td_vbd *vbd, struct td_vbd_stats *out)
+{
+	for (unsigned int i = 0; i < out->nr_driver_counters; i++)
+		out->driver_counters[i].value = 0;
+	for (unsigned int i = 0; i < vbd->nr_layers; i++)
+		counters_add(&vbd->drivers[i], out);
+}
+
+uint64_t td_vbd_driver_counter(const struct td_vbd_stats *s, const char *name)
+{
+	for (unsigned int i = 0; i < s->nr_driver_counters; i++)
+		if (!strcmp(s->driver_counters[i].name, name))
+			return s->driver_counters[i].value;
+	return 0;
+}
+
+/* --- the drivers' reports and commands -------------------------------------- */
 
 void td_vbd_report_drivers_json(struct td_vbd *vbd, struct td_json *j)
 {

@@ -30,6 +30,7 @@ struct td_vbd {
 	char *chain;	 /* as given */
 	char *chain_buf; /* cut up by parsing; drivers' args point here */
 	struct td_loop *loop;
+	const struct td_driver_ops *const *table; /* given to td_vbd_open */
 	unsigned int nr_layers;
 	struct td_driver drivers[VBD_MAX_LAYERS]; /* [0] is the top */
 	struct vbd_pool pools[VBD_MAX_LAYERS];
@@ -60,6 +61,14 @@ struct td_vbd {
 int vbd_pool_init(struct td_vbd *vbd, struct vbd_pool *pool, uint32_t size,
 		  size_t req_size);
 void vbd_pool_fini(struct vbd_pool *pool);
+
+/*
+ * stats.c: lay out vbd->stats.driver_counters, one per name the driver
+ * table declares (0 or -EINVAL when they are more than
+ * TD_DRIVER_COUNTERS_MAX); fill a snapshot's values from the chain.
+ */
+int vbd_driver_counters_init(struct td_vbd *vbd);
+void vbd_driver_counters(const struct td_vbd *vbd, struct td_vbd_stats *out);
 
 /* vbd.c: the pass-end hook that unplugs the chain, top first. */
 void vbd_unplug(struct td_hook *h, void *opaque);

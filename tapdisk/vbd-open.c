@@ -225,11 +225,14 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 	snprintf(vbd->name, sizeof(vbd->name), "%s",
 		 params->name ? params->name : "vbd");
 	vbd->loop = loop;
+	vbd->table = table;
 	TAILQ_INIT(&vbd->waiting);
 	vbd->done_tail = &vbd->done_head;
 	td_ratelimit_init(&vbd->rl);
 
 	err = vbd_parse_chain(vbd, table, args);
+	if (!err)
+		err = vbd_driver_counters_init(vbd);
 	for (unsigned int i = 0; !err && i < vbd->nr_layers; i++)
 		err = vbd_pool_init(vbd, &vbd->pools[i], inflight,
 				    vbd->drivers[i].ops->req_size);
@@ -304,4 +307,5 @@ struct td_loop *td_vbd_loop(const struct td_vbd *vbd)
 void td_vbd_get_stats(const struct td_vbd *vbd, struct td_vbd_stats *out)
 {
 	*out = vbd->stats;
+	vbd_driver_counters(vbd, out);
 }

@@ -159,13 +159,6 @@ void td_driver_stat_add(struct td_driver *drv, enum td_stat stat, uint64_t n)
 	drv->vbd->stats.counters[stat] += n;
 }
 
-void td_driver_stat_max(struct td_driver *drv, enum td_stat stat,
-			uint64_t value)
-{
-	if (value > drv->vbd->stats.counters[stat])
-		drv->vbd->stats.counters[stat] = value;
-}
-
 void vbd_unplug(struct td_hook *h, void *opaque)
 {
 	struct td_vbd *vbd = opaque;

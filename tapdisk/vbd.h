@@ -107,6 +107,14 @@ bool td_vbd_paused(const struct td_vbd *vbd); /* paused and drained */
 #define TD_LAT_SUB     8
 #define TD_LAT_BUCKETS (32 * TD_LAT_SUB)
 
+/* Most driver counters (ops->counters) one table may declare, all told. */
+#define TD_DRIVER_COUNTERS_MAX 16
+
+struct td_driver_counter_value {
+	const char *name; /* the td_driver_counter's */
+	uint64_t value;
+};
+
 struct td_vbd_stats {
 	uint64_t reqs[TD_OP_COUNT];   /* I/Os completed, by op */
 	uint64_t bytes[TD_OP_COUNT];  /* bytes they covered */
@@ -117,12 +125,18 @@ struct td_vbd_stats {
 	uint64_t seg_hist[TD_SEG_BUCKETS];
 	uint64_t counters[TD_STAT_COUNT];  /* reported by drivers */
 	uint64_t lat_hist[TD_LAT_BUCKETS]; /* all ops, in µs */
+	/* The drivers' own counters, those of the whole driver table. */
+	struct td_driver_counter_value driver_counters[TD_DRIVER_COUNTERS_MAX];
+	unsigned int nr_driver_counters;
 };
 
 void td_vbd_get_stats(const struct td_vbd *vbd, struct td_vbd_stats *out);
 
 /* Names of enum td_stat and enum td_op, for output. */
 const char *td_stat_name(enum td_stat stat);
+
+/* A driver counter of a snapshot by name; 0 when no driver declares it. */
+uint64_t td_vbd_driver_counter(const struct td_vbd_stats *s, const char *name);
 
 /*
  * The report_json / report_text output of every driver of the chain that

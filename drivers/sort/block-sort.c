@@ -53,6 +53,11 @@ struct sort_dev {
 	struct sort_req **batch; /* the plug being released */
 	struct td_timer window;	 /* armed while window_us holds the plug */
 	bool unplug_due;	 /* ->submit ran: ->unplug ends this pass */
+	/* Its counters (td_sort_ops.counters, tap-ctl stats). */
+	uint64_t in;		  /* requests that entered sort */
+	uint64_t out;		  /* requests sort forwarded */
+	uint64_t merges;	  /* requests joined to another */
+	uint64_t max_merge_bytes; /* the largest merged request */
 };
 
 static struct sort_dev *dev_of(struct td_driver *drv)
@@ -193,12 +198,15 @@ static void sort_group_done(struct td_request *lower, int err, void *opaque);
 
 static void sort_count_group(struct td_driver *drv, const struct sort_group *g)
 {
-	td_driver_stat_add(drv, TD_STAT_SORT_OUT, 1);
+	struct sort_dev *dev = dev_of(drv);
+	uint64_t bytes = (uint64_t)g->nr_sectors << TD_SECTOR_SHIFT;
+
+	dev->out++;
 	if (g->members < 2)
 		return;
-	td_driver_stat_add(drv, TD_STAT_SORT_MERGES, g->members - 1);
-	td_driver_stat_max(drv, TD_STAT_SORT_MAX_MERGE_BYTES,
-			   g->nr_sectors << TD_SECTOR_SHIFT);
+	dev->merges += g->members - 1;
+	if (bytes > dev->max_merge_bytes)
+		dev->max_merge_bytes = bytes;
 	td_driver_stat_add(drv, TD_STAT_MERGED_IOV_ENTRIES,
 			   (uint64_t)g->iovcnt);
 }
@@ -330,7 +338,7 @@ static int sort_submit(struct td_driver *drv, struct td_request *req)
 	sr->seq = dev->next_seq++;
 	sr->next_child = NULL;
 	held_add(dev, sr);
-	td_driver_stat_add(drv, TD_STAT_SORT_IN, 1);
+	dev->in++;
 	dev->unplug_due = true;
 	if (sr->blockers) {
 		sr->state = SORT_WAITING;
@@ -405,6 +413,14 @@ static int sort_open(struct td_driver *drv, const char *args)
 	return 0;
 }
 
+static const struct td_driver_counter sort_counters[] = {
+	{"sort_in", offsetof(struct sort_dev, in), false},
+	{"sort_out", offsetof(struct sort_dev, out), false},
+	{"sort_merges", offsetof(struct sort_dev, merges), false},
+	{"sort_max_merge_bytes", offsetof(struct sort_dev, max_merge_bytes),
+	 true},
+};
+
 const struct td_driver_ops td_sort_ops = {
 	.name = "sort",
 	.flags = TD_DRV_FILTER,
@@ -414,4 +430,6 @@ const struct td_driver_ops td_sort_ops = {
 	.close = sort_close,
 	.submit = sort_submit,
 	.unplug = sort_unplug,
+	.counters = sort_counters,
+	.nr_counters = sizeof(sort_counters) / sizeof(sort_counters[0]),
 };

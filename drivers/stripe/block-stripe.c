@@ -2,7 +2,7 @@
 /*
  * block-stripe.c - the stripe driver: an extent-striped, replicated
  * virtual disk over iSCSI servers, described by a mapping file
- * (drivers/stripe/map/mapfile.h; layout in stripe-layout.h).
+ * (map/map.h; layout in map/stripe-layout.h).
  *
  * Chain: "stripe:/var/lib/tapstripe/NAME.map[,OPTION=VALUE]...", options
  * queue_depth, cmd_timeout_ms, login_retries, degraded_grace_ms,
@@ -32,14 +32,6 @@
 static struct stripe_dev *dev_of(struct td_driver *drv)
 {
 	return drv->data;
-}
-
-size_t stripe_slot_index(const struct stripe_dev *dev, uint32_t c, uint32_t j,
-			 uint32_t r)
-{
-	return ((size_t)c * dev->map.extents_per_column + j) *
-		       dev->map.replicas +
-	       r;
 }
 
 uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
@@ -220,7 +212,7 @@ static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
 
 static void be_iscsi_submit(void *be, struct iscsi_cmd *cmd)
 {
-	iscsi_submit(be, cmd);
+	iscsi_conn_submit(be, cmd);
 }
 
 static enum iscsi_conn_state be_iscsi_state(const void *be)

@@ -19,7 +19,7 @@
 #include <sys/queue.h>
 
 #include "drivers/stripe/iscsi/iscsi-conn.h"
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 #include "drivers/stripe/map/stripe-layout.h"
 #include "drivers/stripe/stripe-notify.h"
 #include "tapdisk/driver.h"
@@ -62,7 +62,7 @@ struct stripe_server;
  * How a server's LUN is reached: "iscsi", a libiscsi session of tapdisk's
  * own (iscsi-conn.h, wrapped in block-stripe.c), or "device", the block
  * device of a kernel (open-iscsi) session, the map's "device" key
- * (stripe-bdev.c).  Both run struct iscsi_cmd with iscsi_submit's
+ * (stripe-bdev.c).  Both run struct iscsi_cmd with iscsi_conn_submit's
  * contract.  Every op is required and runs in the event-loop thread; be is
  * what the backend's create returned.
  */
@@ -304,8 +304,6 @@ struct stripe_dev {
 };
 
 /* --- block-stripe.c ------------------------------------------------------ */
-size_t stripe_slot_index(const struct stripe_dev *dev, uint32_t c, uint32_t j,
-			 uint32_t r);
 /* How many replicas of extent (c, j) are live (not stale). */
 uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
 			      uint32_t j);

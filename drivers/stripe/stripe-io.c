@@ -481,7 +481,8 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 	if (stripe_resync_route_write(dev, sr))
 		return; /* waits for the resync lock */
 	for (uint32_t r = 0; r < dev->map.replicas; r++) {
-		size_t slot = stripe_slot_index(dev, sr->column, sr->extent, r);
+		size_t slot = stripe_map_slot_index(&dev->map, sr->column,
+						    sr->extent, r);
 		uint64_t g;
 
 		if (!dev->map.slots[slot].stale) {
@@ -558,7 +559,8 @@ static uint64_t write_mark(struct stripe_dev *dev, struct stripe_req *sr,
 
 		if (!(failed & (1u << r)))
 			continue;
-		slot = stripe_slot_index(dev, sr->column, sr->extent, r);
+		slot = stripe_map_slot_index(&dev->map, sr->column, sr->extent,
+					     r);
 		if (sr->child[r].err == STRIPE_SKIPPED_ERR)
 			td_vbd_err(dev->drv->vbd,
 				   "stripe: %s of column %u extent %u replica "
@@ -740,7 +742,7 @@ static int round_failures(struct stripe_dev *dev, uint64_t *gen)
 			if (!bad || !good)
 				continue;
 			for (uint32_t r = 0; r < m->replicas; r++) {
-				size_t s = stripe_slot_index(dev, c, j, r);
+				size_t s = stripe_map_slot_index(m, c, j, r);
 
 				if (!m->slots[s].stale &&
 				    dev->servers[m->slots[s].server].sync_err)

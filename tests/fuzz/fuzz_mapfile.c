@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_mapfile.c - libFuzzer harness for the mapping-file reader
- * (drivers/mapfile*.c: stripe_map_parse and the checks behind it).
+ * (drivers/stripe/map/map*.c: stripe_map_parse and the checks behind it).
  *
  * Input: one mode byte, then the file's text.  Mode bit 0 set: the harness
  * appends the right "checksum crc32c XXXXXXXX" line itself ("seals" the
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 #include "common/json.h"
 #include "common/log.h"
 

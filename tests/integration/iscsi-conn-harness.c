@@ -9,7 +9,7 @@
  *              (--expect-unmap yes|no), WRITE_ZEROES, -EINVAL checks, the
  *              queue-depth bound
  *     down     the portal does not listen: DOWN and -EIO within 2 s, and
- *              -EIO at once (never inside iscsi_submit) while DOWN
+ *              -EIO at once (never inside iscsi_conn_submit) while DOWN
  *     stream   writes to distinct slots for --seconds, with the server
  *              killed and restarted meanwhile by the script: no command
  *              fails, every slot reads back as last written, and the
@@ -110,7 +110,7 @@ static void hcmd_done(struct iscsi_cmd *cmd, int err)
 	struct hcmd *h = (struct hcmd *)cmd;
 
 	if (in_submit) {
-		check(false, "a completion ran inside iscsi_submit");
+		check(false, "a completion ran inside iscsi_conn_submit");
 	}
 	if (!h->busy)
 		check(false, "a command completed twice");
@@ -171,7 +171,7 @@ static void submit(struct hcmd *h, enum iscsi_cmd_op op, uint64_t lba,
 	h->busy = true;
 	outstanding++;
 	in_submit = true;
-	iscsi_submit(conn, &h->cmd);
+	iscsi_conn_submit(conn, &h->cmd);
 	in_submit = false;
 }
 
@@ -364,7 +364,7 @@ static void case_verify(void)
 		h->cmd.done = hcmd_done;
 		h->busy = true;
 		outstanding++;
-		iscsi_submit(conn, &h->cmd);
+		iscsi_conn_submit(conn, &h->cmd);
 		run_until(all_done, 5000);
 		check(h->err == -EINVAL, "iovecs not adding up: %d", h->err);
 		hcmd_put(h);
@@ -391,7 +391,7 @@ static void case_down(void)
 	h->busy = true;
 	outstanding++;
 	in_submit = true;
-	iscsi_submit(conn, &h->cmd);
+	iscsi_conn_submit(conn, &h->cmd);
 	in_submit = false;
 	run_until(all_done, 5000);
 	t1 = now_ms();
@@ -406,9 +406,9 @@ static void case_down(void)
 	h->busy = true;
 	outstanding++;
 	in_submit = true;
-	iscsi_submit(conn, &h->cmd);
+	iscsi_conn_submit(conn, &h->cmd);
 	in_submit = false;
-	check(h->busy, "not completed inside iscsi_submit");
+	check(h->busy, "not completed inside iscsi_conn_submit");
 	run_until(all_done, 5000);
 	check(h->err == -EIO && now_ms() - t0 < 100,
 	      "while DOWN: %d after %llu ms", h->err,

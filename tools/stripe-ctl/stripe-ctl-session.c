@@ -3,7 +3,7 @@
  * stripe-ctl-session.c - "stripe-ctl session login|logout|list FILE
  * [SERVER]...": kernel iSCSI sessions (open-iscsi) for the servers of a
  * mapping file, so that tapdisk reads and writes their block devices
- * (the map's "device" key, drivers/mapfile.h) instead of logging in with
+ * (the map's "device" key, drivers/stripe/map/map.h) instead of logging in with
  * libiscsi itself.
  *
  * login   for each server (all, or the SERVER numbers given) that has no

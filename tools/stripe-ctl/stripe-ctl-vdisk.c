@@ -2,7 +2,7 @@
 /*
  * stripe-ctl-vdisk.c - stripe-ctl vdisk create|show|destroy|list|mark: the
  * layout (drivers/stripe-layout.h), the master's allocation and replica
- * states, and the mapping file (drivers/mapfile.h).
+ * states, and the mapping file (drivers/stripe/map/map.h).
  */
 #include "config.h"
 
@@ -424,9 +424,7 @@ static int compare_with_file(const struct stripe_map *m, const char *path,
 				"them (they count from 0)",
 				path, m->columns, m->extents_per_column,
 				m->replicas, a->column, a->extent, a->replica);
-	slot = ((size_t)a->column * m->extents_per_column + a->extent) *
-		       m->replicas +
-	       a->replica;
+	slot = stripe_map_slot_index(m, a->column, a->extent, a->replica);
 	if (!json && m->slots[slot].stale != (a->stale != 0))
 		fprintf(stderr,
 			"stripe-ctl: note: %s says this replica is %s; tapdisk "

@@ -3,7 +3,7 @@
  * stripe-ctl.c - stripe-ctl's command line: commands, options, help.
  *
  * stripe-ctl talks to stripe-master (master/client.h) and writes and reads
- * mapping files (drivers/mapfile.h).  The commands live in
+ * mapping files (drivers/stripe/map/map.h).  The commands live in
  * stripe-ctl-server.c, stripe-ctl-vdisk.c, stripe-ctl-resync.c and
  * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm).
  */

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "common/json.h"
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 #include "master/client/client.h"
 #include "tools/cli/cli.h"
 

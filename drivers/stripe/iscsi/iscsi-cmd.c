@@ -110,7 +110,7 @@ static void cmd_account(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 		st->latency_max_us = us;
 }
 
-void cmd_finish(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
+void iscsi_conn_complete(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 {
 	TAILQ_REMOVE(&c->by_age, cmd, age_link);
 	cmd_account(c, cmd, err);
@@ -120,10 +120,11 @@ void cmd_finish(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 	c->nr_done++;
 	/* iscsi_conn_destroy runs the callbacks itself. */
 	if (!c->destroyed)
-		td_loop_defer(c->loop, &c->done_defer, cmd_dispatch_done, c);
+		td_loop_defer(c->loop, &c->done_defer, iscsi_conn_dispatch_done,
+			      c);
 }
 
-void cmd_dispatch_done(struct td_defer *d, void *opaque)
+void iscsi_conn_dispatch_done(struct td_defer *d, void *opaque)
 {
 	struct iscsi_conn *c = opaque;
 	/* Only those done before this call: a callback that submits to a
@@ -144,25 +145,26 @@ void cmd_dispatch_done(struct td_defer *d, void *opaque)
 	if (c->destroyed) {
 		/* iscsi_conn_destroy ran inside a callback and left c to us. */
 		if (!c->dispatching)
-			conn_free(c);
+			iscsi_conn_free(c);
 		return;
 	}
 	if (!TAILQ_EMPTY(&c->done))
-		td_loop_defer(c->loop, &c->done_defer, cmd_dispatch_done, c);
+		td_loop_defer(c->loop, &c->done_defer, iscsi_conn_dispatch_done,
+			      c);
 }
 
-void cmd_fail_waiting(struct iscsi_conn *c, int err)
+void iscsi_conn_fail_waiting(struct iscsi_conn *c, int err)
 {
 	struct iscsi_cmd *cmd;
 
 	while ((cmd = TAILQ_FIRST(&c->waiting))) {
 		TAILQ_REMOVE(&c->waiting, cmd, link);
 		c->nr_waiting--;
-		cmd_finish(c, cmd, err);
+		iscsi_conn_complete(c, cmd, err);
 	}
 }
 
-void cmd_requeue_front(struct iscsi_conn *c, struct iscsi_cmd_list *list)
+void iscsi_conn_requeue_front(struct iscsi_conn *c, struct iscsi_cmd_list *list)
 {
 	struct iscsi_cmd *cmd;
 
@@ -179,6 +181,23 @@ static void cmd_requeue(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	cmd->state = ISCSI_CMD_WAITING;
 	TAILQ_INSERT_HEAD(&c->waiting, cmd, link);
 	c->nr_waiting++;
+}
+
+static void cmd_time_out(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+{
+	c->stats.timeouts++;
+	iscsi_conn_complete(c, cmd, -ETIMEDOUT);
+}
+
+void iscsi_conn_cmd_lost(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+{
+	if (cmd->expired) {
+		cmd_time_out(c, cmd);
+		return;
+	}
+	cmd->reissued = true;
+	cmd->state = ISCSI_CMD_WAITING;
+	TAILQ_INSERT_TAIL(&c->lost, cmd, link);
 }
 
 /* --- deadlines and BUSY pauses ------------------------------------------ */
@@ -202,20 +221,19 @@ static void cmd_deadline_cb(struct td_timer *t, void *opaque)
 		} else if (cmd->state == ISCSI_CMD_WAITING) {
 			TAILQ_REMOVE(&c->waiting, cmd, link);
 			c->nr_waiting--;
-			c->stats.timeouts++;
-			cmd_finish(c, cmd, -ETIMEDOUT);
+			cmd_time_out(c, cmd);
 		}
 	}
 	if (drop) {
-		conn_set_error(c, "a command had no answer within %u ms",
-			       c->cmd_timeout_ms);
-		conn_lose_session(c, c->error);
+		iscsi_conn_set_error(c, "a command had no answer within %u ms",
+				     c->cmd_timeout_ms);
+		iscsi_conn_lose_session(c, c->error);
 	}
-	cmd_arm_deadline(c);
-	conn_settle(c);
+	iscsi_conn_arm_deadline(c);
+	iscsi_conn_settle(c);
 }
 
-void cmd_arm_deadline(struct iscsi_conn *c)
+void iscsi_conn_arm_deadline(struct iscsi_conn *c)
 {
 	struct iscsi_cmd *head = TAILQ_FIRST(&c->by_age);
 	uint64_t now = td_now_ns();
@@ -236,7 +254,7 @@ static void cmd_busy_end_cb(struct td_timer *t, void *opaque)
 	struct iscsi_conn *c = opaque;
 
 	c->busy_paused = false;
-	conn_settle(c);
+	iscsi_conn_settle(c);
 }
 
 /* --- issuing ---------------------------------------------------------- */
@@ -368,11 +386,12 @@ static struct scsi_task *cmd_rw_task(struct iscsi_conn *c,
 	cmd->piece_blocks = 0;
 	if (c->max_xfer_blocks && cmd->nr_blocks > c->max_xfer_blocks) {
 		if (!(blocks = cmd_piece(c, cmd, limit))) {
-			conn_set_error(c,
-				       "cannot cut a command into pieces of "
-				       "%u blocks: its iovec entries are too "
-				       "small",
-				       limit);
+			iscsi_conn_set_error(
+				c,
+				"cannot cut a command into pieces of "
+				"%u blocks: its iovec entries are too "
+				"small",
+				limit);
 			return NULL;
 		}
 		iov = (struct scsi_iovec *)cmd->piece_iov;
@@ -424,7 +443,7 @@ static struct scsi_task *cmd_new_task(struct iscsi_conn *c,
 	return NULL;
 }
 
-void cmd_issue_waiting(struct iscsi_conn *c)
+void iscsi_conn_issue_waiting(struct iscsi_conn *c)
 {
 	struct iscsi_cmd *cmd;
 	struct scsi_task *task;
@@ -437,14 +456,14 @@ void cmd_issue_waiting(struct iscsi_conn *c)
 		c->nr_waiting--;
 		err = cmd_check(c, cmd);
 		if (err) {
-			cmd_finish(c, cmd, err);
+			iscsi_conn_complete(c, cmd, err);
 			continue;
 		}
 		task = cmd_new_task(c, cmd);
 		if (!task) {
 			conn_err(c, "cannot issue a command: %s",
 				 iscsi_get_error(c->ctx));
-			cmd_finish(c, cmd, -EIO);
+			iscsi_conn_complete(c, cmd, -EIO);
 			continue;
 		}
 		cmd->task = task;
@@ -573,21 +592,13 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 		scsi_free_scsi_task(data);
 		if (!c->dropping)
 			c->session_lost = true;
-		if (cmd->expired) {
-			c->stats.timeouts++;
-			cmd_finish(c, cmd, -ETIMEDOUT);
-		} else {
-			cmd->reissued = true;
-			cmd->state = ISCSI_CMD_WAITING;
-			TAILQ_INSERT_TAIL(&c->lost, cmd, link);
-		}
+		iscsi_conn_cmd_lost(c, cmd);
 		return;
 	}
 	err = cmd_task_result(c, cmd, status, data, &retry);
 	scsi_free_scsi_task(data);
 	if (cmd->expired) {
-		c->stats.timeouts++;
-		cmd_finish(c, cmd, -ETIMEDOUT);
+		cmd_time_out(c, cmd);
 	} else if (status == SCSI_STATUS_BUSY ||
 		   status == SCSI_STATUS_TASK_SET_FULL) {
 		/* The target's queue is full: pause the connection briefly;
@@ -611,13 +622,13 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 	} else if (!err && cmd_piece_next(c, cmd)) {
 		cmd_requeue(c, cmd); /* the next piece, before anything else */
 	} else {
-		cmd_finish(c, cmd, err);
+		iscsi_conn_complete(c, cmd, err);
 	}
 }
 
 /* --- submission -------------------------------------------------------- */
 
-void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 {
 	uint64_t now = td_now_ns();
 
@@ -635,13 +646,13 @@ void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	TAILQ_INSERT_TAIL(&c->by_age, cmd, age_link);
 	if (c->state == ISCSI_CONN_DOWN || c->destroyed) {
 		/* Completed from the loop (or by the running destroy). */
-		cmd_finish(c, cmd, c->destroyed ? -ECANCELED : -EIO);
+		iscsi_conn_complete(c, cmd, c->destroyed ? -ECANCELED : -EIO);
 		return;
 	}
 	cmd->state = ISCSI_CMD_WAITING;
 	TAILQ_INSERT_TAIL(&c->waiting, cmd, link);
 	c->nr_waiting++;
 	if (!td_timer_armed(&c->deadline_timer))
-		cmd_arm_deadline(c);
-	conn_settle(c);
+		iscsi_conn_arm_deadline(c);
+	iscsi_conn_settle(c);
 }

@@ -13,7 +13,7 @@
  * Dropping a logged-in context makes libiscsi call every outstanding
  * task's callback with SCSI_STATUS_CANCELLED; iscsi-cmd.c puts those
  * commands back at the head of the queue (the matching requeue is
- * cmd_requeue_front, called right after conn_drop_ctx).
+ * iscsi_conn_requeue_front, called right after conn_drop_ctx).
  */
 #include "config.h"
 
@@ -29,13 +29,25 @@
 
 static void conn_start_attempt(struct iscsi_conn *c);
 
-void conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
+void iscsi_conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(c->error, sizeof(c->error), fmt, ap);
 	va_end(ap);
+}
+
+void iscsi_conn_fail_attempt(struct iscsi_conn *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->attempt_err) {
+		va_start(ap, fmt);
+		vsnprintf(c->error, sizeof(c->error), fmt, ap);
+		va_end(ap);
+	}
+	c->attempt_err = true;
 }
 
 const char *iscsi_conn_state_name(enum iscsi_conn_state s)
@@ -122,14 +134,7 @@ static void conn_drop_ctx(struct iscsi_conn *c)
 		c->nr_in_flight--;
 		scsi_free_scsi_task(cmd->task);
 		cmd->task = NULL;
-		if (cmd->expired) {
-			c->stats.timeouts++;
-			cmd_finish(c, cmd, -ETIMEDOUT);
-		} else {
-			cmd->reissued = true;
-			cmd->state = ISCSI_CMD_WAITING;
-			TAILQ_INSERT_TAIL(&c->lost, cmd, link);
-		}
+		iscsi_conn_cmd_lost(c, cmd);
 	}
 }
 
@@ -138,17 +143,15 @@ static void conn_service(struct iscsi_conn *c, int revents)
 	if (iscsi_service(c->ctx, revents) < 0) {
 		if (c->state == ISCSI_CONN_UP) {
 			if (!c->session_lost)
-				conn_set_error(c, "%s",
-					       iscsi_get_error(c->ctx));
+				iscsi_conn_set_error(c, "%s",
+						     iscsi_get_error(c->ctx));
 			c->session_lost = true;
 		} else {
-			if (!c->attempt_err)
-				conn_set_error(c, "%s",
-					       iscsi_get_error(c->ctx));
-			c->attempt_err = true;
+			iscsi_conn_fail_attempt(c, "%s",
+						iscsi_get_error(c->ctx));
 		}
 	}
-	conn_settle(c);
+	iscsi_conn_settle(c);
 }
 
 static void conn_fd_cb(struct td_fd *fde, uint32_t events, void *opaque)
@@ -184,7 +187,7 @@ static void conn_retry_cb(struct td_timer *t, void *opaque)
 		c->attempts = 0;
 	}
 	conn_start_attempt(c);
-	conn_settle(c);
+	iscsi_conn_settle(c);
 }
 
 static uint64_t conn_backoff_ms(const struct iscsi_conn *c)
@@ -203,7 +206,7 @@ static void conn_go_down(struct iscsi_conn *c)
 	c->reviving = false;
 	td_loop_timer_cancel(&c->busy_timer);
 	c->busy_paused = false;
-	cmd_fail_waiting(c, -EIO);
+	iscsi_conn_fail_waiting(c, -EIO);
 	td_loop_timer_arm(c->loop, &c->retry_timer,
 			  c->revive_interval_ms * 1000ull, conn_retry_cb, c);
 }
@@ -214,7 +217,7 @@ static void conn_attempt_failed(struct iscsi_conn *c)
 
 	conn_drop_ctx(c);
 	/* A session lost during the probe gives its commands back too. */
-	cmd_requeue_front(c, &c->lost);
+	iscsi_conn_requeue_front(c, &c->lost);
 	c->stats.login_failures++;
 	c->attempts++;
 	if (reviving || c->attempts > c->login_retries) {
@@ -238,11 +241,9 @@ static void conn_login_timeout_cb(struct td_timer *t, void *opaque)
 {
 	struct iscsi_conn *c = opaque;
 
-	if (!c->attempt_err)
-		conn_set_error(c, "no login to %s within %u ms", c->portal,
-			       c->cmd_timeout_ms);
-	c->attempt_err = true;
-	conn_settle(c);
+	iscsi_conn_fail_attempt(c, "no login to %s within %u ms", c->portal,
+				c->cmd_timeout_ms);
+	iscsi_conn_settle(c);
 }
 
 static void conn_become_up(struct iscsi_conn *c)
@@ -264,12 +265,12 @@ static void conn_become_up(struct iscsi_conn *c)
 }
 
 /* Drop a session that was UP and start again at once (see the header). */
-void conn_lose_session(struct iscsi_conn *c, const char *why)
+void iscsi_conn_lose_session(struct iscsi_conn *c, const char *why)
 {
 	conn_warn(c, "%s lun %u: session lost (%s); reconnecting", c->portal,
 		  c->lun, why);
 	conn_drop_ctx(c);
-	cmd_requeue_front(c, &c->lost);
+	iscsi_conn_requeue_front(c, &c->lost);
 	td_loop_timer_cancel(&c->busy_timer);
 	c->busy_paused = false;
 	c->state = ISCSI_CONN_CONNECTING;
@@ -283,7 +284,7 @@ static void conn_start_attempt(struct iscsi_conn *c)
 	c->logged_in = c->probed = c->attempt_err = c->session_lost = false;
 	td_loop_timer_arm(c->loop, &c->login_timer, c->cmd_timeout_ms * 1000ull,
 			  conn_login_timeout_cb, c);
-	if (login_begin(c) < 0) {
+	if (iscsi_conn_login_begin(c) < 0) {
 		c->attempt_err = true;
 		conn_attempt_failed(c);
 		return;
@@ -291,7 +292,7 @@ static void conn_start_attempt(struct iscsi_conn *c)
 	conn_update_fd(c);
 }
 
-void conn_settle(struct iscsi_conn *c)
+void iscsi_conn_settle(struct iscsi_conn *c)
 {
 	if (c->state == ISCSI_CONN_CONNECTING && c->ctx) {
 		if (c->attempt_err)
@@ -299,10 +300,10 @@ void conn_settle(struct iscsi_conn *c)
 		else if (c->probed)
 			conn_become_up(c);
 	} else if (c->state == ISCSI_CONN_UP && c->session_lost) {
-		conn_lose_session(c,
-				  c->error[0] ? c->error : "connection closed");
+		iscsi_conn_lose_session(c, c->error[0] ? c->error
+						       : "connection closed");
 	}
-	cmd_issue_waiting(c);
+	iscsi_conn_issue_waiting(c);
 	conn_update_fd(c);
 }
 
@@ -372,7 +373,7 @@ static int conn_check_cfg(const struct iscsi_conn_cfg *cfg)
 	return 0;
 }
 
-void conn_free(struct iscsi_conn *c)
+void iscsi_conn_free(struct iscsi_conn *c)
 {
 	free(c->portal);
 	free(c->target);
@@ -422,7 +423,7 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 	c->name = dup_or_null(cfg->name ? cfg->name : cfg->portal, &oom);
 	c->zero_buf = calloc(1, ISCSI_CONN_ZERO_CHUNK_BYTES);
 	if (oom || !c->zero_buf) {
-		conn_free(c);
+		iscsi_conn_free(c);
 		return -ENOMEM;
 	}
 	c->lun = cfg->lun;
@@ -443,7 +444,7 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 	td_ratelimit_init(&c->rl);
 	c->state = ISCSI_CONN_CONNECTING;
 	conn_start_attempt(c);
-	conn_settle(c);
+	iscsi_conn_settle(c);
 	*out = c;
 	return 0;
 }
@@ -469,11 +470,11 @@ void iscsi_conn_destroy(struct iscsi_conn *c)
 	td_loop_timer_cancel(&c->retry_timer);
 	td_loop_timer_cancel(&c->deadline_timer);
 	td_loop_timer_cancel(&c->busy_timer);
-	cmd_requeue_front(c, &c->lost);
-	cmd_fail_waiting(c, -ECANCELED);
+	iscsi_conn_requeue_front(c, &c->lost);
+	iscsi_conn_fail_waiting(c, -ECANCELED);
 	td_loop_defer_cancel(c->loop, &c->done_defer);
 	/* The callbacks run here, before destroy returns (see header); one
-	 * of them may submit again: cmd_finish queues it here too. */
+	 * of them may submit again: iscsi_conn_complete queues it here too. */
 	while ((cmd = TAILQ_FIRST(&c->done))) {
 		TAILQ_REMOVE(&c->done, cmd, link);
 		c->nr_done--;
@@ -481,9 +482,10 @@ void iscsi_conn_destroy(struct iscsi_conn *c)
 		cmd->done(cmd, cmd->result);
 	}
 	td_loop_defer_cancel(c->loop, &c->done_defer);
-	/* Inside a done callback: cmd_dispatch_done frees c on return. */
+	/* Inside a done callback: iscsi_conn_dispatch_done frees c on
+	 * return. */
 	if (!c->dispatching)
-		conn_free(c);
+		iscsi_conn_free(c);
 }
 
 /* --- accessors and stats ------------------------------------------------ */

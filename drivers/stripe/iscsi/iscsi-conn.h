@@ -6,8 +6,9 @@
  * Contract: everything runs in the event-loop thread; no call blocks (give
  * the portal as a numeric address: libiscsi resolves names with a blocking
  * getaddrinfo()) and none allocates per command (the caller embeds struct
- * iscsi_cmd).  cmd->done(cmd, err) runs exactly once per iscsi_submit, from
- * the event loop, never inside iscsi_submit, except that
+ * iscsi_cmd).  cmd->done(cmd, err) runs exactly once per
+ * iscsi_conn_submit, from the event loop, never inside iscsi_conn_submit,
+ * except that
  * iscsi_conn_destroy completes what is left with -ECANCELED before it
  * returns; a done callback may submit again and may destroy the
  * connection.  err is 0 or -errno: -ETIMEDOUT past the command's deadline,
@@ -150,7 +151,7 @@ void iscsi_conn_destroy(struct iscsi_conn *c);
  * caller fills op, lba, nr_blocks, iov/iovcnt, fua, no_hole, done, opaque
  * and leaves cmd alone until done runs.
  */
-void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
+void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
 
 enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c);
 

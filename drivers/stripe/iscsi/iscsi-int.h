@@ -8,8 +8,8 @@
  * Everything runs in the event-loop thread.  libiscsi calls back only from
  * inside iscsi_service() or iscsi_destroy_context(); those callbacks never
  * call a user's cmd->done and never destroy the libiscsi context: they
- * move commands between lists and set flags, and conn_settle() acts on the
- * flags once libiscsi has returned.
+ * move commands between lists and set flags, and iscsi_conn_settle() acts
+ * on the flags once libiscsi has returned.
  */
 #ifndef TAPSTRIPE_ISCSI_INT_H
 #define TAPSTRIPE_ISCSI_INT_H
@@ -62,7 +62,7 @@ struct iscsi_conn {
 	bool reviving;		   /* this attempt is DOWN's single one */
 	bool ever_up;		   /* a later UP is a reconnect */
 
-	/* Flags set by libiscsi's callbacks, acted on by conn_settle(). */
+	/* Flags set by libiscsi's callbacks, acted on by iscsi_conn_settle. */
 	bool logged_in;	    /* login done */
 	uint32_t probe_uas; /* UNIT ATTENTIONs seen by the probe */
 	bool probed;	    /* READ CAPACITY and VPD done: may go UP */
@@ -113,32 +113,46 @@ struct iscsi_conn {
 	td_log(TD_LOG_DBG, __func__, (c)->name, &(c)->rl, __VA_ARGS__)
 
 /* iscsi-conn.c */
-void conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
+void iscsi_conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/*
+ * Fail the running attempt (connect, login, probe): set attempt_err, and
+ * the error text unless the attempt already failed (the first reason is
+ * the one worth reporting; the later ones follow from it).
+ */
+void iscsi_conn_fail_attempt(struct iscsi_conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Act on the callbacks' flags, issue what may be issued, update the fd. */
-void conn_settle(struct iscsi_conn *c);
+void iscsi_conn_settle(struct iscsi_conn *c);
 /* Drop a session that was UP (a command expired) and reconnect. */
-void conn_lose_session(struct iscsi_conn *c, const char *why);
+void iscsi_conn_lose_session(struct iscsi_conn *c, const char *why);
 /* Free c; every list is empty and nothing is registered with the loop. */
-void conn_free(struct iscsi_conn *c);
+void iscsi_conn_free(struct iscsi_conn *c);
 
 /* iscsi-login.c */
 /* New context for c->ctx, TCP connect started; 0 or -errno (error set). */
-int login_begin(struct iscsi_conn *c);
+int iscsi_conn_login_begin(struct iscsi_conn *c);
 
 /* iscsi-cmd.c */
 /* Issue waiting commands while UP, unpaused and below the queue depth. */
-void cmd_issue_waiting(struct iscsi_conn *c);
+void iscsi_conn_issue_waiting(struct iscsi_conn *c);
 /* Complete cmd (in no list but by_age) with err through done_defer. */
-void cmd_finish(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err);
+void iscsi_conn_complete(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err);
+/*
+ * A command taken off c->in_flight because its session went away: an
+ * expired one completes with -ETIMEDOUT, any other goes to c->lost, to be
+ * reissued first (iscsi_conn_requeue_front).
+ */
+void iscsi_conn_cmd_lost(struct iscsi_conn *c, struct iscsi_cmd *cmd);
 /* Complete every waiting command with err (DOWN, destroy). */
-void cmd_fail_waiting(struct iscsi_conn *c, int err);
+void iscsi_conn_fail_waiting(struct iscsi_conn *c, int err);
 /* Move the commands libiscsi gave back (session lost) before waiting. */
-void cmd_requeue_front(struct iscsi_conn *c, struct iscsi_cmd_list *list);
+void iscsi_conn_requeue_front(struct iscsi_conn *c,
+			      struct iscsi_cmd_list *list);
 /* Arm the deadline timer for the oldest outstanding command. */
-void cmd_arm_deadline(struct iscsi_conn *c);
+void iscsi_conn_arm_deadline(struct iscsi_conn *c);
 /* Run the done callbacks of c->done (the deferred call). */
-void cmd_dispatch_done(struct td_defer *d, void *opaque);
+void iscsi_conn_dispatch_done(struct td_defer *d, void *opaque);
 /* Where a command is issued: the step it is at (cmd->state's companion). */
 enum iscsi_cmd_step {
 	ISCSI_STEP_MAIN = 0,   /* the command itself */

@@ -8,7 +8,7 @@
  * WRITE SAME with UNMAP, then the Block Limits VPD page (0xB0) for the
  * transfer lengths.  The callbacks run inside iscsi_service(); they
  * only set c->logged_in, c->probed or c->attempt_err (with the error
- * text), which conn_settle() in iscsi-conn.c acts on.
+ * text), which iscsi_conn_settle() in iscsi-conn.c acts on.
  */
 #include "config.h"
 
@@ -43,7 +43,7 @@ static bool probe_cancelled(struct iscsi_conn *c, int status,
 	if (status != SCSI_STATUS_CANCELLED && !c->dropping)
 		return false;
 	if (!c->dropping && !c->attempt_err) {
-		conn_set_error(c, "session lost during the probe");
+		iscsi_conn_set_error(c, "session lost during the probe");
 		c->attempt_err = true;
 	}
 	scsi_free_scsi_task(task);
@@ -69,7 +69,7 @@ static void login_limits(struct iscsi_conn *c)
 	if (!iscsi_inquiry_task(c->ctx, c->lun, 1,
 				SCSI_INQUIRY_PAGECODE_BLOCK_LIMITS, 255,
 				login_bl_cb, c)) {
-		conn_set_error(c, "INQUIRY: %s", iscsi_get_error(c->ctx));
+		iscsi_conn_set_error(c, "INQUIRY: %s", iscsi_get_error(c->ctx));
 		c->attempt_err = true;
 	}
 }
@@ -101,18 +101,20 @@ static int login_take_capacity(struct iscsi_conn *c, struct scsi_task *task)
 	uint32_t bs;
 
 	if (!rc) {
-		conn_set_error(c, "READ CAPACITY(16): unreadable answer");
+		iscsi_conn_set_error(c, "READ CAPACITY(16): unreadable answer");
 		return -EIO;
 	}
 	bs = rc->block_length;
 	if (bs < 512 || bs > (1u << 20) || (bs & (bs - 1)) ||
 	    rc->returned_lba == UINT64_MAX) {
-		conn_set_error(c, "READ CAPACITY(16): bad block size %u", bs);
+		iscsi_conn_set_error(c, "READ CAPACITY(16): bad block size %u",
+				     bs);
 		return -EIO;
 	}
 	if (c->ever_up && bs != c->block_size) {
-		conn_set_error(c, "block size changed from %u to %u bytes",
-			       c->block_size, bs);
+		iscsi_conn_set_error(c,
+				     "block size changed from %u to %u bytes",
+				     c->block_size, bs);
 		return -EIO;
 	}
 	if (c->ever_up && rc->returned_lba + 1 != c->nr_blocks)
@@ -132,8 +134,8 @@ static void login_rc16_cb(struct iscsi_context *ctx, int status, void *data,
 static void login_probe(struct iscsi_conn *c)
 {
 	if (!iscsi_readcapacity16_task(c->ctx, c->lun, login_rc16_cb, c)) {
-		conn_set_error(c, "READ CAPACITY(16): %s",
-			       iscsi_get_error(c->ctx));
+		iscsi_conn_set_error(c, "READ CAPACITY(16): %s",
+				     iscsi_get_error(c->ctx));
 		c->attempt_err = true;
 	}
 }
@@ -160,12 +162,12 @@ static void login_rc16_cb(struct iscsi_context *ctx, int status, void *data,
 	if (status == SCSI_STATUS_GOOD)
 		r = login_take_capacity(c, task);
 	else if (status == SCSI_STATUS_CHECK_CONDITION)
-		conn_set_error(c, "READ CAPACITY(16): %s (0x%04x)",
-			       scsi_sense_key_str(task->sense.key),
-			       task->sense.ascq);
+		iscsi_conn_set_error(c, "READ CAPACITY(16): %s (0x%04x)",
+				     scsi_sense_key_str(task->sense.key),
+				     task->sense.ascq);
 	else
-		conn_set_error(c, "READ CAPACITY(16): status 0x%x: %s", status,
-			       iscsi_get_error(ctx));
+		iscsi_conn_set_error(c, "READ CAPACITY(16): status 0x%x: %s",
+				     status, iscsi_get_error(ctx));
 	scsi_free_scsi_task(task);
 	if (r < 0) {
 		c->attempt_err = true;
@@ -180,7 +182,7 @@ static void login_rc16_cb(struct iscsi_context *ctx, int status, void *data,
 		    ctx, c->lun, 1,
 		    SCSI_INQUIRY_PAGECODE_LOGICAL_BLOCK_PROVISIONING, 255,
 		    login_lbp_cb, c)) {
-		conn_set_error(c, "INQUIRY: %s", iscsi_get_error(ctx));
+		iscsi_conn_set_error(c, "INQUIRY: %s", iscsi_get_error(ctx));
 		c->attempt_err = true;
 	}
 }
@@ -193,10 +195,8 @@ static void login_done_cb(struct iscsi_context *ctx, int status, void *data,
 	if (c->dropping)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		if (!c->attempt_err)
-			conn_set_error(c, "login to %s %s: %s", c->portal,
-				       c->target, iscsi_get_error(ctx));
-		c->attempt_err = true;
+		iscsi_conn_fail_attempt(c, "login to %s %s: %s", c->portal,
+					c->target, iscsi_get_error(ctx));
 		return;
 	}
 	c->logged_in = true;
@@ -218,15 +218,13 @@ static void login_tcp_cb(struct iscsi_context *ctx, int status, void *data,
 	if (c->dropping)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		if (!c->attempt_err)
-			conn_set_error(c, "connect to %s: %s", c->portal,
-				       iscsi_get_error(ctx));
-		c->attempt_err = true;
+		iscsi_conn_fail_attempt(c, "connect to %s: %s", c->portal,
+					iscsi_get_error(ctx));
 		return;
 	}
 	if (iscsi_login_async(ctx, login_done_cb, c) < 0) {
-		conn_set_error(c, "login to %s: %s", c->portal,
-			       iscsi_get_error(ctx));
+		iscsi_conn_set_error(c, "login to %s: %s", c->portal,
+				     iscsi_get_error(ctx));
 		c->attempt_err = true;
 	}
 }
@@ -236,7 +234,7 @@ static int login_new_ctx(struct iscsi_conn *c)
 	struct iscsi_context *ctx = iscsi_create_context(c->initiator);
 
 	if (!ctx) {
-		conn_set_error(c, "cannot create a libiscsi context");
+		iscsi_conn_set_error(c, "cannot create a libiscsi context");
 		return -ENOMEM;
 	}
 	if (iscsi_set_targetname(ctx, c->target) ||
@@ -244,7 +242,8 @@ static int login_new_ctx(struct iscsi_conn *c)
 	    iscsi_set_header_digest(ctx, ISCSI_HEADER_DIGEST_NONE) ||
 	    (c->chap_user && iscsi_set_initiator_username_pwd(
 				     ctx, c->chap_user, c->chap_secret))) {
-		conn_set_error(c, "libiscsi set-up: %s", iscsi_get_error(ctx));
+		iscsi_conn_set_error(c, "libiscsi set-up: %s",
+				     iscsi_get_error(ctx));
 		iscsi_destroy_context(ctx);
 		return -EINVAL;
 	}
@@ -253,15 +252,15 @@ static int login_new_ctx(struct iscsi_conn *c)
 	return 0;
 }
 
-int login_begin(struct iscsi_conn *c)
+int iscsi_conn_login_begin(struct iscsi_conn *c)
 {
 	int r = login_new_ctx(c);
 
 	if (r < 0)
 		return r;
 	if (iscsi_connect_async(c->ctx, c->portal, login_tcp_cb, c) < 0) {
-		conn_set_error(c, "connect to %s: %s", c->portal,
-			       iscsi_get_error(c->ctx));
+		iscsi_conn_set_error(c, "connect to %s: %s", c->portal,
+				     iscsi_get_error(c->ctx));
 		return -EIO;
 	}
 	return 0;

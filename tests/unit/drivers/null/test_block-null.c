@@ -20,6 +20,7 @@
 #include "drivers/drivers.h"
 #include "common/log.h"
 #include "common/loop.h"
+#include "tapdisk/stats-format.h"
 #include "tapdisk/vbd.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -385,6 +386,55 @@ static void test_stats(void **state)
 	free(buf);
 }
 
+/*
+ * tap-ctl stats names the same driver counters, in the same order, for
+ * every chain of the real driver table: the vbd's and, at 0 here, sort's
+ * (td-front and td-bench read them by name).
+ */
+static void test_stats_counter_keys(void **state)
+{
+	static const char *const keys[] = {
+		"backend_submits",    "backend_merges", "sort_in",
+		"sort_out",	      "sort_merges",	"sort_max_merge_bytes",
+		"merged_iov_entries",
+	};
+	struct fixture *f = *state;
+	struct td_report r = {.name = "vbd-null",
+			      .chain = "null:size=1M",
+			      .state = "running"};
+	struct td_strbuf text, json;
+	const char *at_text, *at_json;
+	char line[64];
+
+	assert_int_equal(open_chain(f, "null:size=1M"), 0);
+	td_vbd_get_stats(f->vbd, &r.stats);
+	assert_int_equal(r.stats.nr_driver_counters, 4);
+	td_strbuf_init(&text);
+	td_strbuf_init(&json);
+	assert_int_equal(td_format_stats_text(&r, &text), 0);
+	assert_int_equal(td_format_stats_json(&r, &json), 0);
+	at_text = strstr(text.data, "\ndriver counters\n");
+	at_json = strstr(json.data, "\"counters\": {");
+	assert_non_null(at_text);
+	assert_non_null(at_json);
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		print_message("%s\n", keys[i]);
+		/* text: the next line of the section */
+		at_text = strchr(at_text + 1, '\n');
+		snprintf(line, sizeof(line), "\n  %-24s %14d\n", keys[i], 0);
+		assert_memory_equal(at_text, line, strlen(line));
+		/* JSON: the next key of the object */
+		snprintf(line, sizeof(line), "\"%s\": 0", keys[i]);
+		at_json = strstr(at_json, line);
+		assert_non_null(at_json);
+	}
+	assert_non_null(strstr(at_text, "\n  (0 pieces became 0 backend "
+					"submissions; 0 merged in the backend, "
+					"0 by sort)\n"));
+	td_strbuf_free(&text);
+	td_strbuf_free(&json);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -398,6 +448,7 @@ int main(void)
 		T(test_io_past_end),
 		T(test_close_busy_until_completed),
 		T(test_stats),
+		T(test_stats_counter_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -115,6 +115,15 @@ static uint64_t counter(enum td_stat s)
 	return st.counters[s];
 }
 
+/* One of sort's own counters (td_sort_ops.counters). */
+static uint64_t sort_counter(const char *name)
+{
+	struct td_vbd_stats st;
+
+	td_vbd_get_stats(T.vbd, &st);
+	return td_vbd_driver_counter(&st, name);
+}
+
 /* --- tables ----------------------------------------------------------------- */
 
 /* One I/O given to the vbd: {op, flags, sector, nr_sectors, buf_kib}. */
@@ -259,10 +268,10 @@ static void test_interleaved_writes(void **state)
 	expect_rows(0, want, N(want));
 	run(2);
 	expect_all_done(0);
-	assert_int_equal(counter(TD_STAT_SORT_IN), 28);
-	assert_int_equal(counter(TD_STAT_SORT_OUT), 1);
-	assert_int_equal(counter(TD_STAT_SORT_MERGES), 27);
-	assert_int_equal(counter(TD_STAT_SORT_MAX_MERGE_BYTES), 112 * KIB);
+	assert_int_equal(sort_counter("sort_in"), 28);
+	assert_int_equal(sort_counter("sort_out"), 1);
+	assert_int_equal(sort_counter("sort_merges"), 27);
+	assert_int_equal(sort_counter("sort_max_merge_bytes"), 112 * KIB);
 	assert_int_equal(counter(TD_STAT_MERGED_IOV_ENTRIES), 28);
 }
 
@@ -335,9 +344,9 @@ static void test_reads_writes_mixed(void **state)
 	expect_rows(0, want, N(want));
 	run(2);
 	expect_all_done(0);
-	assert_int_equal(counter(TD_STAT_SORT_IN), 8);
-	assert_int_equal(counter(TD_STAT_SORT_OUT), 5);
-	assert_int_equal(counter(TD_STAT_SORT_MERGES), 3);
+	assert_int_equal(sort_counter("sort_in"), 8);
+	assert_int_equal(sort_counter("sort_out"), 5);
+	assert_int_equal(sort_counter("sort_merges"), 3);
 }
 
 /* DISCARD and WRITE_ZEROES merge like writes, by op and flags only. */
@@ -440,7 +449,7 @@ static void test_flush_epochs_flowing(void **state)
 	expect_all_done(0);
 	/* Epoch 0 was complete before the flush was even forwarded. */
 	assert_int_equal(T.order[0] + T.order[1], 0 + 1);
-	assert_int_equal(counter(TD_STAT_SORT_MERGES), 0);
+	assert_int_equal(sort_counter("sort_merges"), 0);
 }
 
 /* A flush behind requests of an earlier pass still in flight waits. */
@@ -587,7 +596,7 @@ static void test_max_merge(void **state)
 	expect_rows(0, want, N(want));
 	run(2);
 	expect_all_done(0);
-	assert_int_equal(counter(TD_STAT_SORT_MAX_MERGE_BYTES), 16 * KIB);
+	assert_int_equal(sort_counter("sort_max_merge_bytes"), 16 * KIB);
 }
 
 /* The lower driver's max_io_sectors (12 KiB) bounds a merge too. */
@@ -664,7 +673,7 @@ static void test_iov_max_overflow(void **state)
 	expect_rows(0, want, N(want));
 	run(2);
 	expect_all_done(0);
-	assert_int_equal(counter(TD_STAT_SORT_MERGES), 0);
+	assert_int_equal(sort_counter("sort_merges"), 0);
 }
 
 /* --- errors ---------------------------------------------------------------- */
@@ -760,7 +769,7 @@ static void test_no_window_holds_nothing(void **state)
 			 0);
 	run(1);
 	assert_int_equal(mock.nr_seen, 2);
-	assert_int_equal(counter(TD_STAT_SORT_MERGES), 0);
+	assert_int_equal(sort_counter("sort_merges"), 0);
 	run(2);
 	expect_all_done(0);
 }
@@ -915,10 +924,10 @@ static void test_stats(void **state)
 	submit_rows(pass2, N(pass2));
 	run(3);
 	expect_all_done(0);
-	assert_int_equal(counter(TD_STAT_SORT_IN), 6);
-	assert_int_equal(counter(TD_STAT_SORT_OUT), 3);
-	assert_int_equal(counter(TD_STAT_SORT_MERGES), 3);
-	assert_int_equal(counter(TD_STAT_SORT_MAX_MERGE_BYTES), 12 * KIB);
+	assert_int_equal(sort_counter("sort_in"), 6);
+	assert_int_equal(sort_counter("sort_out"), 3);
+	assert_int_equal(sort_counter("sort_merges"), 3);
+	assert_int_equal(sort_counter("sort_max_merge_bytes"), 12 * KIB);
 	assert_int_equal(counter(TD_STAT_MERGED_IOV_ENTRIES), 3 + 2);
 }
 

@@ -204,7 +204,7 @@ static void make_ready(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 	td_loop_defer(c->loop, &c->defer, run_ready, c);
 }
 
-void iscsi_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 {
 	if (mock_iscsi.nr_log < MOCK_ISCSI_MAX_LOG) {
 		struct mock_iscsi_rec *r = &mock_iscsi.log[mock_iscsi.nr_log++];

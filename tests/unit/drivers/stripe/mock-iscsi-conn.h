@@ -7,7 +7,7 @@
  * order for the stripe driver) is a LUN in memory: READ and WRITE move
  * real bytes, UNMAP and WRITE_ZEROES zero them, SYNC does nothing.
  * Commands complete from a deferred call of the event loop, never inside
- * iscsi_submit.  A test scripts, per connection: its state (a DOWN one
+ * iscsi_conn_submit.  A test scripts, per connection: its state (a DOWN one
  * fails every command with -EIO, a CONNECTING one keeps them until it is
  * set UP), its geometry, errors (every command of some ops, or the next
  * N), and holding commands until it releases them.  Every command

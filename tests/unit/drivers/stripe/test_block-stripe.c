@@ -30,7 +30,7 @@
 #include <cmocka.h>
 
 #include "drivers/drivers.h"
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 #include "drivers/stripe/stripe-int.h"
 #include "master/client/notify.h"
 #include "tapdisk/vbd-int.h"

@@ -491,7 +491,7 @@ static void prep(int i, enum iscsi_cmd_op op, uint64_t lba, uint32_t nr)
 static void sub(struct iscsi_conn *c, int i)
 {
 	in_submit = true;
-	iscsi_submit(c, &tc[i].cmd);
+	iscsi_conn_submit(c, &tc[i].cmd);
 	in_submit = false;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile-check.c - the semantic rules of a mapping file (see mapfile.h),
+ * map-check.c - the semantic rules of a mapping file (see map.h),
  * the CRC-32C, and allocation of a map.
  *
  * Everything here works on a struct stripe_map, whether it came from a file
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/stripe/map/mapfile-int.h"
+#include "drivers/stripe/map/map-int.h"
 
 #define SECTOR_BYTES 512u
 #define CRC32C_POLY  0x82f63b78u /* Castagnoli, reflected */
@@ -348,7 +348,7 @@ static int check_extent(const struct stripe_map *m, uint32_t c, uint32_t j,
 			const struct stripe_map_lines *w, bool *used,
 			struct stripe_map_error *err)
 {
-	size_t first = ((size_t)c * m->extents_per_column + j) * m->replicas;
+	size_t first = stripe_map_slot_index(m, c, j, 0);
 
 	for (uint32_t r = 0; r < m->replicas; r++) {
 		const struct stripe_map_replica *p = &m->slots[first + r];

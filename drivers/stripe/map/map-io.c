@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile-io.c - formatting, reading, locking, atomically replacing and
- * removing mapping files (format in mapfile.h).
+ * map-io.c - formatting, reading, locking, atomically replacing and
+ * removing mapping files (format in map.h).
  *
  * The lock is flock(2) on the mapping file itself, exclusive and
  * non-blocking: the stripe driver holds it while the disk is open, and
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "drivers/stripe/map/mapfile-int.h"
+#include "drivers/stripe/map/map-int.h"
 
 #define FILE_MODE	 0600 /* it may hold CHAP secrets */
 #define OPEN_ATTEMPTS	 3    /* a rename may race with an opener */

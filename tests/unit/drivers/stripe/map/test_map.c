@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_mapfile.c - the mapping file (drivers/mapfile*.c): a round trip,
+ * test_map.c - the mapping file (drivers/stripe/map/map*.c): a round trip,
  * one test per reason a file is rejected (each checks the line number and
  * the reason), truncation, a flipped bit, atomic writing, and the lock
  * that refuses a second opener.
@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 
 #define MiB	      (1024ull * 1024)
 #define CHECKSUM_LINE "checksum crc32c "
@@ -580,7 +580,7 @@ static char tmpdir[64];
 
 static int make_tmpdir(void **state)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_mapfile.XXXXXX");
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_map.XXXXXX");
 	return mkdtemp(tmpdir) ? 0 : -1;
 }
 

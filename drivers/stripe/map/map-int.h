@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile-int.h - what mapfile.c (syntax, I/O) and mapfile-check.c
+ * map-int.h - what map.c (syntax), map-io.c (I/O) and map-check.c
  * (semantics) share.  Not for other modules.
  */
-#ifndef TAPSTRIPE_MAPFILE_INT_H
-#define TAPSTRIPE_MAPFILE_INT_H
+#ifndef TAPSTRIPE_STRIPE_MAP_INT_H
+#define TAPSTRIPE_STRIPE_MAP_INT_H
 
 #include <stdarg.h>
 
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 
 #define CHECKSUM_PREFIX "checksum crc32c "
 #define CHECKSUM_HEX	8

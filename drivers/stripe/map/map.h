@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile.h - the mapping file of a striped virtual disk: reader, writer,
+ * map.h - the mapping file of a striped virtual disk: reader, writer,
  * validator and exclusive opener (issue #5).
  *
  * stripe-ctl writes it from the master's allocation; the stripe driver
@@ -12,8 +12,8 @@
  * (-EBUSY) to replace a file an opener holds locked.  The format, line by
  * line, is in doc/striped-disks.md ("The mapping file").
  */
-#ifndef TAPSTRIPE_MAPFILE_H
-#define TAPSTRIPE_MAPFILE_H
+#ifndef TAPSTRIPE_STRIPE_MAP_H
+#define TAPSTRIPE_STRIPE_MAP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,12 +90,21 @@ int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers);
 /* Free what stripe_map_alloc or a reader allocated; m may be zeroed. */
 void stripe_map_free(struct stripe_map *m);
 
+/*
+ * Where the replica r of extent j of column c is in m->slots (the slot
+ * index the stale marks use too); the caller keeps them in range.
+ */
+static inline size_t stripe_map_slot_index(const struct stripe_map *m,
+					   uint32_t c, uint32_t j, uint32_t r)
+{
+	return ((size_t)c * m->extents_per_column + j) * m->replicas + r;
+}
+
 /* The replica r of extent j of column c; the caller keeps them in range. */
 static inline struct stripe_map_replica *
 stripe_map_slot(const struct stripe_map *m, uint32_t c, uint32_t j, uint32_t r)
 {
-	return &m->slots[((size_t)c * m->extents_per_column + j) * m->replicas +
-			 r];
+	return &m->slots[stripe_map_slot_index(m, c, j, r)];
 }
 
 static inline size_t stripe_map_nr_slots(const struct stripe_map *m)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mapfile.c - the mapping file's parser (the format is documented in
- * mapfile.h; the rules that are not syntax live in mapfile-check.c, the
- * writer and the file I/O in mapfile-io.c).
+ * map.c - the mapping file's parser (the format is documented in
+ * map.h; the rules that are not syntax live in map-check.c, the
+ * writer and the file I/O in map-io.c).
  *
  * The parser trusts nothing: every line is bounded, every number checked
  * for overflow before it is stored, every count against its bound before
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "drivers/stripe/map/mapfile-int.h"
+#include "drivers/stripe/map/map-int.h"
 
 #define MAX_TOKENS    20
 #define MAX_DIGITS    20 /* UINT64_MAX has 20 */
