@@ -50,18 +50,9 @@ static void ctl_report(const struct td_ctl_server *ctl, struct td_report *r)
 	r->state = ctl_state(ctl);
 	r->info = *td_vbd_get_info(ctl->vbd);
 	td_vbd_get_stats(ctl->vbd, &r->stats);
-	if (ctl->nbd) {
-		r->has_nbd = true;
-		td_nbd_server_get_stats(ctl->nbd, &r->nbd);
-	}
-	if (ctl->shm) {
-		r->has_shm = true;
-		td_shm_server_get_stats(ctl->shm, &r->shm);
-	}
-	if (ctl->xen) {
-		r->has_xen = true;
-		td_xen_server_get_stats(ctl->xen, &r->xen);
-	}
+	r->kinds = ctl->kinds;
+	r->servers = ctl->servers;
+	r->nr_servers = ctl->nr_servers;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		r->cpu_user_us = timeval_us(&ru.ru_utime);
 		r->cpu_sys_us = timeval_us(&ru.ru_stime);

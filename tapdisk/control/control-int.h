@@ -37,10 +37,10 @@ TAILQ_HEAD(ctl_client_list, ctl_client);
 
 struct td_ctl_server {
 	struct td_loop *loop;
-	struct td_vbd *vbd;	   /* NULL once finished */
-	struct td_nbd_server *nbd; /* NULL when none, or once finished */
-	struct td_shm_server *shm; /* NULL when none, or once finished */
-	struct td_xen_server *xen; /* NULL when none, or once finished */
+	struct td_vbd *vbd; /* NULL once finished */
+	const struct td_frontend_ops *const *kinds;
+	struct td_frontend *servers[TD_CTL_MAX_FRONTENDS];
+	unsigned int nr_servers; /* 0 once finished */
 	void (*destroy_cb)(void *opaque);
 	void *opaque;
 	unsigned int max_clients;

@@ -409,16 +409,17 @@ int td_ctl_server_create(struct td_loop *loop,
 	struct td_ctl_server *ctl;
 	int err;
 
-	if (!params->vbd)
+	if (!params->vbd || params->nr_frontends > TD_CTL_MAX_FRONTENDS)
 		return -EINVAL;
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
 		return -ENOMEM;
 	ctl->loop = loop;
 	ctl->vbd = params->vbd;
-	ctl->nbd = params->nbd;
-	ctl->shm = params->shm;
-	ctl->xen = params->xen;
+	ctl->kinds = params->frontend_table;
+	for (unsigned int i = 0; i < params->nr_frontends; i++)
+		ctl->servers[i] = params->frontends[i];
+	ctl->nr_servers = params->nr_frontends;
 	ctl->destroy_cb = params->destroy;
 	ctl->opaque = params->opaque;
 	ctl->max_clients = params->max_clients ?: TD_CTL_MAX_CLIENTS;
@@ -468,9 +469,7 @@ void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 
 	td_ctl_server_begin_shutdown(ctl);
 	ctl->vbd = NULL;
-	ctl->nbd = NULL;
-	ctl->shm = NULL;
-	ctl->xen = NULL;
+	ctl->nr_servers = 0;
 	td_loop_defer_cancel(ctl->loop, &ctl->destroy_defer);
 	td_strbuf_init(&payload);
 	td_strbuf_printf(&payload, "%s\n", message);

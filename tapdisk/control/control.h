@@ -36,8 +36,10 @@
  *                     max_io_bytes, boundary_bytes, frontend (repeated:
  *                     "frontend: nbd unix:/path", "frontend: shm /path"),
  *                     uptime_us
- *   stats [json]      counters of the vbd, the NBD server, the shm server
- *                     (its rings) and the process (see stats-format.h)
+ *   stats [json]      counters of the vbd, of each frontend (NBD, shm
+ *                     and Xen, their rings included: each frontend's
+ *                     report op, frontend.h) and of the process (see
+ *                     stats-format.h)
  *   pause             hold new I/O and wait for the I/O in flight; the
  *                     reply comes once nothing is in flight (ECANCELED if
  *                     a resume or destroy comes first; EALREADY if paused)
@@ -62,9 +64,7 @@
 
 #include "common/json.h"
 #include "common/loop.h"
-#include "frontends/nbd/nbd.h"
-#include "frontends/shm/shm.h"
-#include "frontends/xen/xen.h"
+#include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
 #define TD_CTL_PROTOCOL_VERSION 1
@@ -88,11 +88,19 @@ struct td_ctl_params {
 	/* Socket to listen on; NULL listens nowhere (clients come from
 	 * td_ctl_server_add_client, as in tests). */
 	const char *path;
-	struct td_vbd *vbd;	   /* required; must outlive the server or
-				    * be detached by td_ctl_server_finish */
-	struct td_nbd_server *nbd; /* NULL when the process has none */
-	struct td_shm_server *shm; /* NULL when the process has none */
-	struct td_xen_server *xen; /* NULL when the process has none */
+	struct td_vbd *vbd; /* required; must outlive the server or be
+			     * detached by td_ctl_server_finish */
+	/*
+	 * The frontend kinds the process knows, NULL-terminated, in the
+	 * order "stats" reports them (a kind with no server is null in
+	 * JSON); NULL: none.  Must outlive the server.
+	 */
+	const struct td_frontend_ops *const *frontend_table;
+	/* The frontends serving the vbd (copied), at most
+	 * TD_CTL_MAX_FRONTENDS; each must outlive the server or be detached
+	 * by td_ctl_server_finish. */
+	struct td_frontend *const *frontends;
+	unsigned int nr_frontends;
 	/*
 	 * Called once, from the event loop (never inside a request's
 	 * handling), when a client sends "destroy".  The owner starts its
@@ -132,8 +140,8 @@ void td_ctl_server_begin_shutdown(struct td_ctl_server *ctl);
 /*
  * The shutdown is over: answer every waiting destroy with OK and message
  * (err == 0) or with ERR err message, try once to write every pending
- * reply, and forget the vbd and the NBD and shm servers (later requests
- * get ESHUTDOWN), so that they may be freed.
+ * reply, and forget the vbd and the frontends (later requests get
+ * ESHUTDOWN), so that they may be freed.
  */
 void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 			  const char *message);

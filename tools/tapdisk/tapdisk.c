@@ -11,11 +11,10 @@
  *   1. the control server refuses pause/resume; a paused vbd is resumed so
  *      that the I/O it holds can finish;
  *   2. the NBD server stops accepting and reading, and lets the commands
- *      in flight finish and be answered (td_nbd_server_shutdown); at the
- *      same time the shm server stops taking requests from its rings,
- *      lets those in flight be answered and closes the rings
- *      (td_shm_server_shutdown), and the Xen server disconnects its
- *      rings and marks its devices Closed (td_xen_server_shutdown);
+ *      in flight finish and be answered; at the same time the shm server
+ *      stops taking requests from its rings, lets those in flight be
+ *      answered and closes the rings, and the Xen server disconnects its
+ *      rings and marks its devices Closed (td_frontend_shutdown);
  *   3. the vbd drains (td_vbd_pause), then one TD_OP_FLUSH goes through
  *      td_vbd_submit when the disk is writable and the chain can flush;
  *   4. the vbd closes, destroy waiters get the result, sockets go away,
@@ -46,9 +45,10 @@
 #include "tapdisk/vbd.h"
 #include "tools/tapdisk/tapdisk.h"
 
-#define ADDR_MAX	    (PATH_MAX + 16)
-#define MSG_MAX		    1024
-#define SHUTDOWN_TIMEOUT_US (60ull * 1000000)
+#define ADDR_MAX	      (PATH_MAX + 16)
+#define TAPDISK_MAX_FRONTENDS 3 /* one server of each kind */
+#define MSG_MAX		      1024
+#define SHUTDOWN_TIMEOUT_US   (60ull * 1000000)
 
 struct tapdisk {
 	struct options opt;
@@ -61,9 +61,9 @@ struct tapdisk {
 
 	struct td_loop *loop;
 	struct td_vbd *vbd;
-	struct td_nbd_server *nbd;
-	struct td_shm_server *shm;
-	struct td_xen_server *xen;
+	struct td_frontend *frontends[TAPDISK_MAX_FRONTENDS];
+	unsigned int nr_frontends;
+	struct td_frontend *xen; /* also in frontends; for "info" */
 	struct td_ctl_server *ctl;
 	int sig_fd;
 	struct td_fd sig_fde;
@@ -75,8 +75,7 @@ struct tapdisk {
 	char stop_msg[MSG_MAX];
 	struct td_vbd_io flush_io;
 	bool stopping;
-	bool nbd_stopped;
-	unsigned int frontends_stopping; /* NBD and shm shutting down */
+	unsigned int frontends_stopping; /* frontends shutting down */
 	int exit_status;
 };
 
@@ -186,9 +185,30 @@ static int open_vbd(struct tapdisk *td)
 	return 0;
 }
 
+/* Every frontend kind, in the order "stats" reports them. */
+static const struct td_frontend_ops *const frontend_table[] = {
+	&td_nbd_frontend,
+	&td_shm_frontend,
+	&td_xen_frontend,
+	NULL,
+};
+
+/* Create a server of kind ops; *out is kept for the control socket,
+ * the shutdown and the cleanup. */
+static int start_frontend(struct tapdisk *td, const struct td_frontend_ops *ops,
+			  const void *params, struct td_frontend **out)
+{
+	int err = ops->create(td->loop, td->vbd, params, out);
+
+	if (!err)
+		td->frontends[td->nr_frontends++] = *out;
+	return err;
+}
+
 static int start_nbd(struct tapdisk *td)
 {
 	struct td_nbd_params np = {.export_name = td->opt.export_name ?: ""};
+	struct td_frontend *fe;
 	int err;
 
 	if (!td->opt.nr_nbd) {
@@ -197,7 +217,7 @@ static int start_nbd(struct tapdisk *td)
 				"will reach this disk but the control socket");
 		return 0;
 	}
-	err = td_nbd_server_create(td->loop, td->vbd, &np, &td->nbd);
+	err = start_frontend(td, &td_nbd_frontend, &np, &fe);
 	if (err)
 		return fail(td, err, "cannot start the NBD server: %s",
 			    strerror(-err));
@@ -205,7 +225,7 @@ static int start_nbd(struct tapdisk *td)
 		if ((err = resolve_nbd_addr(td, td->opt.nbd[i],
 					    td->nbd_addr[i])))
 			return err;
-		err = td_nbd_server_listen(td->nbd, td->nbd_addr[i]);
+		err = td_frontend_listen(fe, td->nbd_addr[i]);
 		if (err)
 			return fail(td, err,
 				    "cannot serve NBD on %s: %s; pick "
@@ -240,6 +260,7 @@ static int start_shm(struct tapdisk *td)
 {
 	struct blkif_config cfg;
 	struct td_shm_params sp = {.blkif = &cfg};
+	struct td_frontend *fe;
 	int err;
 
 	if (!td->opt.nr_shm)
@@ -248,7 +269,7 @@ static int start_shm(struct tapdisk *td)
 	cfg.max_ring_order = BLKIF_MAX_RING_ORDER;
 	if (td->opt.max_indirect_segments)
 		cfg.max_indirect_segments = td->opt.max_indirect_segments;
-	err = td_shm_server_create(td->loop, td->vbd, &sp, &td->shm);
+	err = start_frontend(td, &td_shm_frontend, &sp, &fe);
 	if (err)
 		return fail(td, err, "cannot start the shm server: %s",
 			    strerror(-err));
@@ -256,7 +277,7 @@ static int start_shm(struct tapdisk *td)
 		if ((err = resolve_shm_path(td, td->opt.shm[i],
 					    td->shm_path[i])))
 			return err;
-		err = td_shm_server_listen(td->shm, td->shm_path[i]);
+		err = td_frontend_listen(fe, td->shm_path[i]);
 		if (err)
 			return fail(td, err,
 				    "cannot serve shm on %s: %s; pick another "
@@ -279,7 +300,7 @@ static int start_xen(struct tapdisk *td)
 	blkif_config_init(&cfg);
 	if (td->opt.max_indirect_segments)
 		cfg.max_indirect_segments = td->opt.max_indirect_segments;
-	err = td_xen_server_create(td->loop, td->vbd, &xp, &td->xen);
+	err = start_frontend(td, &td_xen_frontend, &xp, &td->xen);
 	if (err && td->opt.xen == TAPDISK_XEN_AUTO)
 		return 0; /* not a Xen domain: logged */
 	if (err)
@@ -311,9 +332,9 @@ static int start_control(struct tapdisk *td)
 	struct td_ctl_params cp = {
 		.path = td->ctl_path,
 		.vbd = td->vbd,
-		.nbd = td->nbd,
-		.shm = td->shm,
-		.xen = td->xen,
+		.frontend_table = frontend_table,
+		.frontends = td->frontends,
+		.nr_frontends = td->nr_frontends,
 		.destroy = on_destroy,
 		.opaque = td,
 	};
@@ -328,8 +349,9 @@ static int start_control(struct tapdisk *td)
 	for (unsigned int i = 0; i < td->opt.nr_shm; i++)
 		td_ctl_server_add_frontend(td->ctl, "shm", td->shm_path[i]);
 	if (td->xen)
-		td_ctl_server_add_frontend(td->ctl, "xen",
-					   td_xen_server_root(td->xen));
+		td_ctl_server_add_frontend(
+			td->ctl, "xen",
+			td_xen_server_root(td_xen_server_of(td->xen)));
 	/* The signals were blocked at the start of main. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -445,29 +467,13 @@ static void stop_drain(struct tapdisk *td)
 	}
 }
 
-/* One frontend server has stopped; the drain starts after the last. */
-static void frontend_stopped(struct tapdisk *td)
-{
-	if (--td->frontends_stopping == 0)
-		stop_drain(td);
-}
-
-static void nbd_stopped(void *opaque)
+/* One frontend has stopped; the drain starts after the last. */
+static void frontend_stopped(void *opaque)
 {
 	struct tapdisk *td = opaque;
 
-	td->nbd_stopped = true;
-	frontend_stopped(td);
-}
-
-static void xen_stopped(void *opaque)
-{
-	frontend_stopped(opaque);
-}
-
-static void shm_stopped(void *opaque)
-{
-	frontend_stopped(opaque);
+	if (--td->frontends_stopping == 0)
+		stop_drain(td);
 }
 
 static void stop_timeout(struct td_timer *t, void *opaque)
@@ -493,18 +499,10 @@ static void stop_start(struct td_defer *d, void *opaque)
 	/* Held at one until all have started: their callbacks are
 	 * deferred, but the count must not reach zero in between. */
 	td->frontends_stopping = 1;
-	if (td->nbd) {
-		td->frontends_stopping++;
-		td_nbd_server_shutdown(td->nbd, nbd_stopped, td);
-	}
-	if (td->xen) {
-		td->frontends_stopping++;
-		td_xen_server_shutdown(td->xen, xen_stopped, td);
-	}
-	if (td->shm) {
-		td->frontends_stopping++;
-		td_shm_server_shutdown(td->shm, shm_stopped, td);
-	}
+	for (unsigned int i = 0; i < td->nr_frontends; i++)
+		if (!td_frontend_shutdown(td->frontends[i], frontend_stopped,
+					  td))
+			td->frontends_stopping++;
 	frontend_stopped(td);
 }
 
@@ -542,36 +540,15 @@ static void report_ready(struct tapdisk *td, int err)
 	td->opt.ready_fd = -1;
 }
 
-static void nbd_flag_stopped(void *opaque)
-{
-	struct tapdisk *td = opaque;
-
-	td->nbd_stopped = true;
-}
-
-/* A start-up failed after the NBD server listened: stop it properly. */
-static void nbd_stop_now(struct tapdisk *td)
-{
-	td_nbd_server_shutdown(td->nbd, nbd_flag_stopped, td);
-	while (!td->nbd_stopped)
-		if (td_loop_run_once(td->loop, -1))
-			break;
-}
-
 /* Remove what this process created, in the reverse order. */
 static void tapdisk_cleanup(struct tapdisk *td)
 {
 	struct stat st;
 
 	td_ctl_server_destroy(td->ctl);
-	if (td->nbd && !td->stopping)
-		nbd_stop_now(td);
-	/* After a shutdown timeout the server may still be stopping. */
-	if (td->nbd && td->nbd_stopped)
-		td_nbd_server_destroy(td->nbd);
-	/* Unlinks its sockets; a ring still busy after a timeout is left. */
-	td_shm_server_destroy(td->shm);
-	td_xen_server_destroy(td->xen);
+	/* A connection or ring still busy after a timeout is left. */
+	for (unsigned int i = 0; i < td->nr_frontends; i++)
+		td_frontend_destroy(td->frontends[i]);
 	for (unsigned int i = 0; i < td->opt.nr_nbd; i++) {
 		const char *path = td->nbd_addr[i] + 5;
 
