@@ -7,20 +7,10 @@
  * This is the only place besides tests that knows every driver: it hands
  * td_driver_table to the core.  The command line is in tapdisk-options.c.
  *
- * Shutdown, in order (tapdisk_stop and the callbacks after it):
- *   1. the control server refuses pause/resume; a paused vbd is resumed so
- *      that the I/O it holds can finish;
- *   2. the NBD server stops accepting and reading, and lets the commands
- *      in flight finish and be answered; at the same time the shm server
- *      stops taking requests from its rings, lets those in flight be
- *      answered and closes the rings, and the Xen server disconnects its
- *      rings and marks its devices Closed (td_frontend_shutdown);
- *   3. the vbd drains (td_vbd_pause), then one TD_OP_FLUSH goes through
- *      td_vbd_submit when the disk is writable and the chain can flush;
- *   4. the vbd closes, destroy waiters get the result, sockets go away,
- *      exit 0 ("all acknowledged writes flushed") or 1.
- * A shutdown that takes longer than SHUTDOWN_TIMEOUT_US exits 1 without
- * closing the disk, saying so.
+ * Shutdown (tapdisk_stop): the control server refuses pause/resume, then
+ * td_shutdown_start (tapdisk/shutdown.h) stops the frontends, drains and
+ * flushes the vbd and closes it; destroy waiters get the result, sockets
+ * go away, exit 0 ("all acknowledged writes flushed") or 1.
  */
 #include "config.h"
 
@@ -42,13 +32,13 @@
 #include "frontends/shm/shm.h"
 #include "frontends/xen/xen.h"
 #include "tapdisk/control/control.h"
+#include "tapdisk/shutdown.h"
 #include "tapdisk/vbd.h"
 #include "tools/tapdisk/tapdisk.h"
 
 #define ADDR_MAX	      (PATH_MAX + 16)
 #define TAPDISK_MAX_FRONTENDS 3 /* one server of each kind */
 #define MSG_MAX		      1024
-#define SHUTDOWN_TIMEOUT_US   (60ull * 1000000)
 
 struct tapdisk {
 	struct options opt;
@@ -68,14 +58,8 @@ struct tapdisk {
 	int sig_fd;
 	struct td_fd sig_fde;
 
-	struct td_timer shutdown_timer;
-	struct td_defer stop_defer;  /* runs stop_start */
-	struct td_defer close_defer; /* runs stop_close */
-	int stop_err;
-	char stop_msg[MSG_MAX];
-	struct td_vbd_io flush_io;
+	struct td_shutdown shutdown;
 	bool stopping;
-	unsigned int frontends_stopping; /* frontends shutting down */
 	int exit_status;
 };
 
@@ -389,125 +373,33 @@ static int tapdisk_start(struct tapdisk *td)
 
 /* --- shutdown ----------------------------------------------------------------- */
 
-/*
- * Close the vbd, answer destroy, stop the loop.  A step of its own: the
- * callers run inside the vbd's completion or drain callbacks, and closing
- * the vbd there would free the requests the vbd is still walking.
- */
-static void stop_close(struct td_defer *d, void *opaque)
+/* The vbd is closed (or left open after a timeout): answer destroy. */
+static void stopped(struct td_shutdown *sd, void *opaque)
 {
 	struct tapdisk *td = opaque;
 
-	if (td_vbd_close(td->vbd) == 0)
-		td->vbd = NULL;
-	td_ctl_server_finish(td->ctl, td->stop_err, td->stop_msg);
-	td_loop_stop(td->loop);
-}
-
-static void stop_finish(struct tapdisk *td, int err, const char *message)
-{
-	td_loop_timer_cancel(&td->shutdown_timer);
-	if (err)
-		td_err("%s", message);
+	if (sd->err)
+		td_err("%s", sd->msg);
 	else
-		td_info("exiting: %s", message);
-	td->stop_err = err;
-	snprintf(td->stop_msg, sizeof(td->stop_msg), "%s", message);
-	td->exit_status = err ? EXIT_FAILURE : EXIT_SUCCESS;
-	td_loop_defer(td->loop, &td->close_defer, stop_close, td);
-}
-
-static void flush_done(struct td_vbd_io *io, int err)
-{
-	struct tapdisk *td = io->opaque;
-	char msg[MSG_MAX];
-
-	if (err)
-		snprintf(msg, sizeof(msg),
-			 "the final flush failed: %s; acknowledged writes may "
-			 "not be on stable storage",
-			 strerror(-err));
-	stop_finish(td, err, err ? msg : "all acknowledged writes flushed");
-}
-
-static void vbd_drained(struct td_vbd *vbd, void *opaque)
-{
-	struct tapdisk *td = opaque;
-	const struct td_disk_info *info = td_vbd_get_info(vbd);
-	int err;
-
-	/* No frontend submits any more: let the flush through. */
-	td_vbd_resume(vbd);
-	if (info->read_only) {
-		stop_finish(td, 0, "read-only disk: nothing to flush");
-		return;
-	}
-	if (!(info->features & TD_FEAT_FLUSH)) {
-		stop_finish(td, 0,
-			    "the chain cannot flush: every write was "
-			    "complete when acknowledged");
-		return;
-	}
-	memset(&td->flush_io, 0, sizeof(td->flush_io));
-	td->flush_io.op = TD_OP_FLUSH;
-	td->flush_io.cb = flush_done;
-	td->flush_io.opaque = td;
-	err = td_vbd_submit(vbd, &td->flush_io);
-	if (err)
-		flush_done(&td->flush_io, err);
-}
-
-static void stop_drain(struct tapdisk *td)
-{
-	int err = td_vbd_pause(td->vbd, vbd_drained, td);
-
-	if (err) {
-		td_err("cannot drain the vbd: %s", strerror(-err));
-		stop_finish(td, err, "cannot drain the vbd before closing it");
-	}
-}
-
-/* One frontend has stopped; the drain starts after the last. */
-static void frontend_stopped(void *opaque)
-{
-	struct tapdisk *td = opaque;
-
-	if (--td->frontends_stopping == 0)
-		stop_drain(td);
-}
-
-static void stop_timeout(struct td_timer *t, void *opaque)
-{
-	struct tapdisk *td = opaque;
-	struct td_vbd_stats st;
-	char msg[MSG_MAX];
-
-	td_vbd_get_stats(td->vbd, &st);
-	snprintf(msg, sizeof(msg),
-		 "shutdown timed out after %llu s with %llu I/Os in flight: "
-		 "exiting without closing the disk; acknowledged writes may "
-		 "not be on stable storage",
-		 SHUTDOWN_TIMEOUT_US / 1000000,
-		 (unsigned long long)st.inflight);
-	stop_finish(td, -ETIMEDOUT, msg);
-}
-
-static void stop_start(struct td_defer *d, void *opaque)
-{
-	struct tapdisk *td = opaque;
-
-	/* Held at one until all have started: their callbacks are
-	 * deferred, but the count must not reach zero in between. */
-	td->frontends_stopping = 1;
-	for (unsigned int i = 0; i < td->nr_frontends; i++)
-		if (!td_frontend_shutdown(td->frontends[i], frontend_stopped,
-					  td))
-			td->frontends_stopping++;
-	frontend_stopped(td);
+		td_info("exiting: %s", sd->msg);
+	if (sd->vbd_closed)
+		td->vbd = NULL;
+	td->exit_status = sd->err ? EXIT_FAILURE : EXIT_SUCCESS;
+	td_ctl_server_finish(td->ctl, sd->err, sd->msg);
+	td_loop_stop(td->loop);
 }
 
 static void tapdisk_stop(struct tapdisk *td, const char *why)
 {
+	struct td_shutdown_params sp = {
+		.vbd = td->vbd,
+		.frontends = td->frontends,
+		.nr_frontends = td->nr_frontends,
+		.done = stopped,
+		.opaque = td,
+	};
+	int err;
+
 	if (td->stopping) {
 		td_info("%s: already stopping", why);
 		return;
@@ -515,10 +407,13 @@ static void tapdisk_stop(struct tapdisk *td, const char *why)
 	td->stopping = true;
 	td_info("stopping (%s): finishing the I/O in flight", why);
 	td_ctl_server_begin_shutdown(td->ctl);
-	td_vbd_resume(td->vbd); /* held I/O must finish too */
-	td_loop_timer_arm(td->loop, &td->shutdown_timer, SHUTDOWN_TIMEOUT_US,
-			  stop_timeout, td);
-	td_loop_defer(td->loop, &td->stop_defer, stop_start, td);
+	err = td_shutdown_start(&td->shutdown, td->loop, &sp);
+	if (err) {
+		td_err("cannot shut down: %s", strerror(-err));
+		td->exit_status = EXIT_FAILURE;
+		td_ctl_server_finish(td->ctl, err, "cannot shut down");
+		td_loop_stop(td->loop);
+	}
 }
 
 /* --- main ----------------------------------------------------------------------- */
