@@ -67,24 +67,24 @@ struct td_ctl_server {
 };
 
 /* Queue "OK <len>\n<payload>" on c. */
-void tapdisk_ctl_send_ok(struct ctl_client *c, const struct td_strbuf *payload);
+void td_ctl_send_ok(struct ctl_client *c, const struct td_strbuf *payload);
 
 /* Queue "ERR <NAME> <msg>\n" on c, msg made one printable line. */
-void tapdisk_ctl_send_err(struct ctl_client *c, int err, const char *msg);
+void td_ctl_send_err(struct ctl_client *c, int err, const char *msg);
 
 /*
  * Advance c as far as it goes without waiting: write, then handle the
  * next buffered request.  May free c.
  */
-void tapdisk_ctl_pump(struct ctl_client *c);
+void td_ctl_pump(struct ctl_client *c);
 
 /*
  * Run one request (argv[0] the command): queue its reply, or mark c busy
  * when the reply comes later.
  */
-void tapdisk_ctl_dispatch(struct ctl_client *c, int argc, char **argv);
+void td_ctl_dispatch(struct ctl_client *c, int argc, char **argv);
 
 /* Call off a pause still waiting for its drain; its client gets ECANCELED. */
-void tapdisk_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why);
+void td_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why);
 
 #endif
