@@ -212,6 +212,7 @@ run_tests() {
 	local b=$top/build s=$top/build-san failed=0
 	say "format check (clang-format, .clang-format)"
 	"$top/tests/check-format.sh" || failed=1
+	"$top/tests/check-layers.py" || failed=1
 	say "unit and integration tests (make check)"
 	(cd "$b" && make -j"$jobs" check) || { failed_logs "$b"; failed=1; }
 	if [ "${E2E:-1}" = 0 ]; then

@@ -35,20 +35,6 @@ static const struct {
 };
 #define NR_FEATURES (sizeof(feature_names) / sizeof(feature_names[0]))
 
-/* The blkif operations a ring counts (blkif.h, BLKIF_STAT_*). */
-static const struct {
-	unsigned int op;
-	const char *name;
-} ring_ops[] = {
-	{BLKIF_OP_READ, "read"},
-	{BLKIF_OP_WRITE, "write"},
-	{BLKIF_OP_WRITE_BARRIER, "write_barrier"},
-	{BLKIF_OP_FLUSH_DISKCACHE, "flush_diskcache"},
-	{BLKIF_OP_DISCARD, "discard"},
-	{BLKIF_STAT_OP_OTHER, "other"},
-};
-#define NR_RING_OPS (sizeof(ring_ops) / sizeof(ring_ops[0]))
-
 const char *td_format_bytes(uint64_t bytes, char *buf, unsigned int len)
 {
 	static const char *const units[] = {"KiB", "MiB", "GiB",
@@ -254,51 +240,23 @@ static void text_latency(const struct td_report *r, struct td_strbuf *sb)
 	td_strbuf_puts(sb, "\n");
 }
 
-/* The blkif rings' counters, shared by the shm and Xen transports. */
-static void text_ring(const struct blkif_ring_stats *ring, struct td_strbuf *sb)
+/* The server of kind ops, or NULL when none serves. */
+static struct td_frontend *report_server(const struct td_report *r,
+					 const struct td_frontend_ops *ops)
 {
-	td_strbuf_puts(sb, "ring requests:");
-	for (unsigned int i = 0; i < NR_RING_OPS; i++)
-		td_strbuf_printf(sb, "%s %s %" PRIu64, i ? "," : "",
-				 ring_ops[i].name, ring->reqs[ring_ops[i].op]);
-	td_strbuf_printf(sb,
-			 "; %" PRIu64 " indirect, %" PRIu64
-			 " segments\nring answers: %" PRIu64
-			 " refused as bad, %" PRIu64 " unsupported, %" PRIu64
-			 " I/O errors, %" PRIu64 " notifications, %" PRIu64
-			 " indirect-buffer waits, %" PRIu64 " rings given up\n",
-			 ring->indirect_reqs, ring->segments, ring->bad_reqs,
-			 ring->unsupported, ring->io_errors,
-			 ring->notifications, ring->indirect_waits,
-			 ring->protocol_errors);
+	for (unsigned int i = 0; i < r->nr_servers; i++)
+		if (r->servers[i]->ops == ops)
+			return r->servers[i];
+	return NULL;
 }
 
-static void text_shm(const struct td_report *r, struct td_strbuf *sb)
+static void text_frontends(const struct td_report *r, struct td_strbuf *sb)
 {
-	const struct td_shm_stats *s = &r->shm;
+	struct td_frontend *fe;
 
-	td_strbuf_printf(sb,
-			 "\nshm: %" PRIu64 " frontends connected (%" PRIu64
-			 " rings), %" PRIu64 " accepted, %" PRIu64
-			 " refused, %" PRIu64 " protocol errors, %" PRIu64
-			 " kicks\n",
-			 s->clients, s->rings, s->clients_total, s->refused,
-			 s->protocol_errors, s->kicks);
-	text_ring(&s->ring, sb);
-}
-
-static void text_xen(const struct td_report *r, struct td_strbuf *sb)
-{
-	const struct td_xen_stats *s = &r->xen;
-
-	td_strbuf_printf(sb,
-			 "\nxen: %" PRIu64 " devices taken, %" PRIu64
-			 " rings connected, %" PRIu64
-			 " frontends refused; grant copy: %" PRIu64
-			 " segments in, %" PRIu64 " out, %" PRIu64 " refused\n",
-			 s->devices, s->connects, s->connect_errors,
-			 s->copy_in_segs, s->copy_out_segs, s->copy_errors);
-	text_ring(&s->ring, sb);
+	for (unsigned int k = 0; r->kinds && r->kinds[k]; k++)
+		if ((fe = report_server(r, r->kinds[k])))
+			td_frontend_report_text(fe, sb);
 }
 
 static void text_process(const struct td_report *r, struct td_strbuf *sb)
@@ -306,20 +264,7 @@ static void text_process(const struct td_report *r, struct td_strbuf *sb)
 	uint64_t reqs = total_requests(&r->stats);
 	uint64_t cpu = r->cpu_user_us + r->cpu_sys_us;
 
-	if (r->has_nbd)
-		td_strbuf_printf(sb,
-				 "\nnbd: %" PRIu64
-				 " clients connected, %" PRIu64
-				 " accepted, %" PRIu64 " refused, %" PRIu64
-				 " protocol errors, %" PRIu64
-				 " commands, %" PRIu64 " error replies\n",
-				 r->nbd.clients, r->nbd.clients_total,
-				 r->nbd.refused, r->nbd.protocol_errors,
-				 r->nbd.commands, r->nbd.error_replies);
-	if (r->has_shm)
-		text_shm(r, sb);
-	if (r->has_xen)
-		text_xen(r, sb);
+	text_frontends(r, sb);
 	td_strbuf_printf(sb,
 			 "\ncpu: user %" PRIu64 " us, sys %" PRIu64
 			 " us, uptime %" PRIu64 ".%03" PRIu64 " s",
@@ -395,88 +340,27 @@ static void json_histograms(const struct td_report *r, struct td_json *j)
 	td_json_end_object(j);
 }
 
-static void json_ring(const struct blkif_ring_stats *ring, struct td_json *j)
+/* Every kind's object, in the table's order; null when none serves. */
+static void json_frontends(const struct td_report *r, struct td_json *j)
 {
-	uint64_t total = 0;
+	struct td_frontend *fe;
 
-	td_json_begin_object(j, "ring");
-	td_json_begin_object(j, "requests");
-	for (unsigned int i = 0; i < NR_RING_OPS; i++) {
-		td_json_u64(j, ring_ops[i].name, ring->reqs[ring_ops[i].op]);
-		total += ring->reqs[ring_ops[i].op];
+	for (unsigned int k = 0; r->kinds && r->kinds[k]; k++) {
+		const char *name = r->kinds[k]->name;
+
+		if (!(fe = report_server(r, r->kinds[k]))) {
+			td_json_null(j, name);
+			continue;
+		}
+		td_json_begin_object(j, name);
+		td_frontend_report_json(fe, j);
+		td_json_end_object(j);
 	}
-	td_json_end_object(j);
-	td_json_u64(j, "requests_total", total);
-	td_json_u64(j, "indirect_requests", ring->indirect_reqs);
-	td_json_u64(j, "segments", ring->segments);
-	td_json_u64(j, "bad_requests", ring->bad_reqs);
-	td_json_u64(j, "unsupported", ring->unsupported);
-	td_json_u64(j, "io_errors", ring->io_errors);
-	td_json_u64(j, "protocol_errors", ring->protocol_errors);
-	td_json_u64(j, "notifications", ring->notifications);
-	td_json_u64(j, "indirect_waits", ring->indirect_waits);
-	td_json_end_object(j);
-}
-
-/* One counter of a frontend's JSON object. */
-struct json_counter {
-	const char *key;
-	uint64_t value;
-};
-#define NR_COUNTERS(a) (sizeof(a) / sizeof((a)[0]))
-
-/*
- * A frontend's object: its counters in order, then its rings' (shm, Xen;
- * ring NULL for NBD); null when the process does not serve it.
- */
-static void json_frontend(struct td_json *j, const char *name, bool present,
-			  const struct json_counter *c, size_t n,
-			  const struct blkif_ring_stats *ring)
-{
-	if (!present) {
-		td_json_null(j, name);
-		return;
-	}
-	td_json_begin_object(j, name);
-	for (size_t i = 0; i < n; i++)
-		td_json_u64(j, c[i].key, c[i].value);
-	if (ring)
-		json_ring(ring, j);
-	td_json_end_object(j);
 }
 
 static void json_process(const struct td_report *r, struct td_json *j)
 {
-	const struct json_counter nbd[] = {
-		{"clients", r->nbd.clients},
-		{"clients_total", r->nbd.clients_total},
-		{"refused", r->nbd.refused},
-		{"protocol_errors", r->nbd.protocol_errors},
-		{"commands", r->nbd.commands},
-		{"error_replies", r->nbd.error_replies},
-	};
-	const struct json_counter shm[] = {
-		{"clients", r->shm.clients},
-		{"rings", r->shm.rings},
-		{"clients_total", r->shm.clients_total},
-		{"refused", r->shm.refused},
-		{"protocol_errors", r->shm.protocol_errors},
-		{"kicks", r->shm.kicks},
-	};
-	const struct json_counter xen[] = {
-		{"devices", r->xen.devices},
-		{"connects", r->xen.connects},
-		{"connect_errors", r->xen.connect_errors},
-		{"copy_in_segments", r->xen.copy_in_segs},
-		{"copy_out_segments", r->xen.copy_out_segs},
-		{"copy_errors", r->xen.copy_errors},
-	};
-
-	json_frontend(j, "nbd", r->has_nbd, nbd, NR_COUNTERS(nbd), NULL);
-	json_frontend(j, "shm", r->has_shm, shm, NR_COUNTERS(shm),
-		      &r->shm.ring);
-	json_frontend(j, "xen", r->has_xen, xen, NR_COUNTERS(xen),
-		      &r->xen.ring);
+	json_frontends(r, j);
 	td_json_begin_object(j, "cpu_us");
 	td_json_u64(j, "user", r->cpu_user_us);
 	td_json_u64(j, "sys", r->cpu_sys_us);

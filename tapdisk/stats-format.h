@@ -19,9 +19,7 @@
 #include <stdint.h>
 
 #include "common/json.h"
-#include "frontends/nbd/nbd.h"
-#include "frontends/shm/shm.h"
-#include "frontends/xen/xen.h"
+#include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
 /* A frontend serving the vbd, e.g. kind "nbd", addr "unix:/run/x.sock". */
@@ -40,14 +38,15 @@ struct td_report {
 	const char *state; /* "running", "pausing", "paused", "stopping" */
 	struct td_disk_info info;
 	struct td_vbd_stats stats;
-	bool has_nbd;
-	struct td_nbd_stats nbd;
-	bool has_shm;
-	/* The shm server's counters, its rings' included. */
-	struct td_shm_stats shm;
-	bool has_xen;
-	/* The Xen server's counters, its rings' included. */
-	struct td_xen_stats xen;
+	/*
+	 * The frontend kinds this tapdisk knows, NULL-terminated (may be
+	 * NULL), in the order "stats" reports them: each kind's report op
+	 * runs for the server of that kind in servers, and a kind with none
+	 * is null in JSON, absent in text.
+	 */
+	const struct td_frontend_ops *const *kinds;
+	struct td_frontend *const *servers;
+	unsigned int nr_servers;
 	uint64_t cpu_user_us; /* getrusage(RUSAGE_SELF) */
 	uint64_t cpu_sys_us;
 	uint64_t uptime_us;

@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/json.h"
 #include "frontends/blkif/xen-ring.h"
 #include "tapdisk/vbd.h"
 
@@ -250,6 +251,15 @@ struct blkif_ring_stats {
 	uint64_t data_waits;	  /* times it waited for ops->reserve */
 	uint64_t copy_batches;	  /* ops->copy_in and copy_out calls */
 };
+
+/*
+ * A ring's counters for "tap-ctl stats" (blkif-report.c): text lines, and
+ * a JSON object "ring" added to the object that is open.
+ */
+void blkif_ring_report_text(const struct blkif_ring_stats *ring,
+			    struct td_strbuf *sb);
+void blkif_ring_report_json(const struct blkif_ring_stats *ring,
+			    struct td_json *j);
 
 /*
  * Attach to a shared ring the frontend has initialised (SHARED_RING_INIT)

@@ -115,7 +115,7 @@ static void slot_io_done(struct td_vbd_io *io, int err)
 	conn->vbd_inflight--;
 	if (conn->dead) {
 		nbd_slot_put(conn, slot);
-		/* Orphaned by td_nbd_server_destroy: last one out frees. */
+		/* Orphaned by the destroy op (nbd.c): last one out frees. */
 		if (!conn->srv && !conn->vbd_inflight)
 			nbd_conn_free(conn);
 		return;

@@ -115,6 +115,7 @@ struct nbd_conn {
 TAILQ_HEAD(nbd_conn_list, nbd_conn);
 
 struct td_nbd_server {
+	struct td_frontend fe; /* its shutdown state included */
 	struct td_loop *loop;
 	struct td_vbd *vbd;
 	char *export_name;
@@ -130,13 +131,6 @@ struct td_nbd_server {
 	uint32_t nr_dead;
 	struct nbd_conn_list dirty; /* output queued */
 	struct td_hook hook;
-
-	bool shutting_down;
-	struct td_timer shutdown_timer;
-	void (*done)(void *opaque);
-	void *done_opaque;
-	bool done_called;
-	struct td_defer done_defer;
 
 	struct td_nbd_stats stats;
 };

@@ -8,6 +8,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -32,13 +34,13 @@ static int nbd_serve(struct td_nbd_server *srv, int fd, const char *peer)
 {
 	int err;
 
-	if (srv->shutting_down ||
+	if (srv->fe.stopping ||
 	    srv->stats.clients + srv->nr_dead >= srv->max_clients) {
 		close(fd);
 		srv->stats.refused++;
 		td_vbd_warn(srv->vbd, "nbd %s: refused: %s", peer,
-			    srv->shutting_down ? "shutting down"
-					       : "too many clients");
+			    srv->fe.stopping ? "shutting down"
+					     : "too many clients");
 		return -EBUSY;
 	}
 	err = nbd_conn_create(srv, fd, peer);
@@ -163,7 +165,7 @@ static int nbd_listen_tcp(struct td_nbd_server *srv, const char *hostport)
 
 int td_nbd_server_listen(struct td_nbd_server *srv, const char *addr)
 {
-	if (srv->shutting_down)
+	if (srv->fe.stopping)
 		return -ESHUTDOWN;
 	if (!strncmp(addr, NBD_UNIX_PREFIX, strlen(NBD_UNIX_PREFIX)))
 		return nbd_listen_unix(srv, addr + strlen(NBD_UNIX_PREFIX));
@@ -195,22 +197,9 @@ int td_nbd_server_add_client(struct td_nbd_server *srv, int fd,
 
 /* --- pass end, shutdown ------------------------------------------------------ */
 
-static void nbd_done(struct td_defer *d, void *opaque)
+static bool nbd_idle(const struct td_nbd_server *srv)
 {
-	struct td_nbd_server *srv = opaque;
-
-	if (srv->done)
-		srv->done(srv->done_opaque);
-}
-
-static void nbd_check_done(struct td_nbd_server *srv)
-{
-	if (!srv->shutting_down || srv->done_called ||
-	    !TAILQ_EMPTY(&srv->conns) || !TAILQ_EMPTY(&srv->dead))
-		return;
-	srv->done_called = true;
-	td_loop_timer_cancel(&srv->shutdown_timer);
-	td_loop_defer(srv->loop, &srv->done_defer, nbd_done, srv);
+	return TAILQ_EMPTY(&srv->conns) && TAILQ_EMPTY(&srv->dead);
 }
 
 /*
@@ -236,7 +225,7 @@ static void nbd_pass_end(struct td_hook *h, void *opaque)
 		srv->nr_dead--;
 		nbd_conn_free(conn);
 	}
-	nbd_check_done(srv);
+	td_frontend_stop_check(&srv->fe, nbd_idle(srv));
 }
 
 static void nbd_shutdown_timeout(struct td_timer *t, void *opaque)
@@ -253,26 +242,27 @@ static void nbd_shutdown_timeout(struct td_timer *t, void *opaque)
 		nbd_conn_close(conn);
 }
 
-void td_nbd_server_shutdown(struct td_nbd_server *srv,
-			    void (*done)(void *opaque), void *opaque)
+/* The frontend op (frontend.h): the commands in flight are answered. */
+static int nbd_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
+			void *opaque)
 {
+	struct td_nbd_server *srv = td_nbd_server_of(fe);
 	struct nbd_conn *conn, *next;
+	int err = td_frontend_stop_begin(fe, done, opaque);
 
-	srv->done = done;
-	srv->done_opaque = opaque;
-	if (srv->shutting_down)
-		return;
-	srv->shutting_down = true;
+	if (err)
+		return err;
 	td_listener_close_all(&srv->listeners);
 	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
 		next = TAILQ_NEXT(conn, link);
 		nbd_conn_shutdown(conn);
 	}
 	if (!TAILQ_EMPTY(&srv->conns))
-		td_loop_timer_arm(srv->loop, &srv->shutdown_timer,
+		td_loop_timer_arm(srv->loop, &fe->stop_timer,
 				  NBD_SHUTDOWN_TIMEOUT_MS * 1000ull,
 				  nbd_shutdown_timeout, srv);
-	nbd_check_done(srv);
+	td_frontend_stop_check(fe, nbd_idle(srv));
+	return 0;
 }
 
 /* --- create, destroy ------------------------------------------------------------ */
@@ -335,6 +325,7 @@ int td_nbd_server_create(struct td_loop *loop, struct td_vbd *vbd,
 		free(srv);
 		return err;
 	}
+	td_frontend_init(&srv->fe, &td_nbd_frontend, loop);
 	srv->loop = loop;
 	srv->vbd = vbd;
 	srv->exp.size_bytes = info->size_sectors << TD_SECTOR_SHIFT;
@@ -348,12 +339,12 @@ int td_nbd_server_create(struct td_loop *loop, struct td_vbd *vbd,
 	return 0;
 }
 
-void td_nbd_server_destroy(struct td_nbd_server *srv)
+/* The frontend op (frontend.h). */
+static void nbd_destroy(struct td_frontend *fe)
 {
+	struct td_nbd_server *srv = td_nbd_server_of(fe);
 	struct nbd_conn *conn;
 
-	if (!srv)
-		return;
 	td_listener_close_all(&srv->listeners);
 	while ((conn = TAILQ_FIRST(&srv->conns)))
 		nbd_conn_close(conn);
@@ -370,8 +361,7 @@ void td_nbd_server_destroy(struct td_nbd_server *srv)
 		conn->srv = NULL;
 	}
 	td_loop_del_hook(&srv->hook);
-	td_loop_timer_cancel(&srv->shutdown_timer);
-	td_loop_defer_cancel(srv->loop, &srv->done_defer);
+	td_frontend_fini(&srv->fe);
 	free(srv->export_name);
 	free(srv);
 }
@@ -380,4 +370,69 @@ void td_nbd_server_get_stats(const struct td_nbd_server *srv,
 			     struct td_nbd_stats *out)
 {
 	*out = srv->stats;
+}
+
+static int nbd_create(struct td_loop *loop, struct td_vbd *vbd,
+		      const void *params, struct td_frontend **out)
+{
+	struct td_nbd_server *srv;
+	int err = td_nbd_server_create(loop, vbd, params, &srv);
+
+	if (!err)
+		*out = &srv->fe;
+	return err;
+}
+
+static int nbd_listen(struct td_frontend *fe, const char *addr)
+{
+	return td_nbd_server_listen(td_nbd_server_of(fe), addr);
+}
+
+/* The names of the counters, as "stats" prints them; never change them. */
+static void nbd_report_json(struct td_frontend *fe, struct td_json *j)
+{
+	struct td_nbd_stats s;
+
+	td_nbd_server_get_stats(td_nbd_server_of(fe), &s);
+	td_json_u64(j, "clients", s.clients);
+	td_json_u64(j, "clients_total", s.clients_total);
+	td_json_u64(j, "refused", s.refused);
+	td_json_u64(j, "protocol_errors", s.protocol_errors);
+	td_json_u64(j, "commands", s.commands);
+	td_json_u64(j, "error_replies", s.error_replies);
+}
+
+static void nbd_report_text(struct td_frontend *fe, struct td_strbuf *sb)
+{
+	struct td_nbd_stats s;
+
+	td_nbd_server_get_stats(td_nbd_server_of(fe), &s);
+	td_strbuf_printf(sb,
+			 "\nnbd: %" PRIu64 " clients connected, %" PRIu64
+			 " accepted, %" PRIu64 " refused, %" PRIu64
+			 " protocol errors, %" PRIu64 " commands, %" PRIu64
+			 " error replies\n",
+			 s.clients, s.clients_total, s.refused,
+			 s.protocol_errors, s.commands, s.error_replies);
+}
+
+const struct td_frontend_ops td_nbd_frontend = {
+	.name = "nbd",
+	.create = nbd_create,
+	.listen = nbd_listen,
+	.shutdown = nbd_shutdown,
+	.destroy = nbd_destroy,
+	.report_json = nbd_report_json,
+	.report_text = nbd_report_text,
+};
+
+struct td_nbd_server *td_nbd_server_of(struct td_frontend *fe)
+{
+	return (struct td_nbd_server *)((char *)fe -
+					offsetof(struct td_nbd_server, fe));
+}
+
+struct td_frontend *td_nbd_server_frontend(struct td_nbd_server *srv)
+{
+	return srv ? &srv->fe : NULL;
 }

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "common/loop.h"
+#include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
 #define TD_NBD_DEFAULT_MAX_CLIENTS	    16
@@ -98,22 +99,20 @@ int td_nbd_server_add_client(struct td_nbd_server *srv, int fd,
 			     const char *peer);
 
 /*
- * Stop accepting, stop reading commands, let in-flight commands finish and
+ * The NBD frontend (frontend.h): create takes a struct td_nbd_params,
+ * listen an address as td_nbd_server_listen.  Its shutdown stops
+ * accepting and reading commands, lets the commands in flight finish and
  * their replies go out (connections still busy after a short timeout are
- * closed), close every connection, then call done(opaque) from the event
- * loop, never from inside this call.  Connections still in the handshake
- * are closed at once.  done waits for the vbd to complete what it was
- * given: memory the vbd may still write is never freed.
+ * closed), closes every connection, then calls done; connections still
+ * in the handshake are closed at once.  done waits for the vbd to
+ * complete what it was given: memory the vbd may still write is never
+ * freed.  Its report is the counters of struct td_nbd_stats.
  */
-void td_nbd_server_shutdown(struct td_nbd_server *srv,
-			    void (*done)(void *opaque), void *opaque);
+extern const struct td_frontend_ops td_nbd_frontend;
 
-/*
- * Free a server that has finished shutting down (or never listened).
- * Called earlier it closes every connection at once; a connection with
- * I/O still in the vbd is then freed when that I/O completes.
- */
-void td_nbd_server_destroy(struct td_nbd_server *srv);
+/* The generic handle of srv (NULL for NULL), and back. */
+struct td_frontend *td_nbd_server_frontend(struct td_nbd_server *srv);
+struct td_nbd_server *td_nbd_server_of(struct td_frontend *fe);
 
 void td_nbd_server_get_stats(const struct td_nbd_server *srv,
 			     struct td_nbd_stats *out);

@@ -72,6 +72,7 @@ struct shm_conn {
 TAILQ_HEAD(shm_conn_list, shm_conn);
 
 struct td_shm_server {
+	struct td_frontend fe; /* its shutdown state included */
 	struct td_loop *loop;
 	struct td_vbd *vbd;
 	struct blkif_config cfg; /* what rings accept at most */
@@ -83,13 +84,7 @@ struct td_shm_server {
 	struct shm_conn_list conns; /* every state, CLOSING included */
 	uint32_t nr_conns;
 
-	bool shutting_down;
 	uint64_t shutdown_deadline_ns;
-	struct td_timer shutdown_timer;
-	void (*done)(void *opaque);
-	void *done_opaque;
-	bool done_called;
-	struct td_defer done_defer;
 
 	struct td_shm_stats stats;	     /* ring: of closed rings only */
 	struct blkif_ring_stats closed_ring; /* summed at each ring's end */

@@ -7,6 +7,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,7 @@ static int shm_serve(struct td_shm_server *srv, int fd, const char *what)
 	socklen_t len = sizeof(cred);
 	int err;
 
-	if (srv->shutting_down)
+	if (srv->fe.stopping)
 		return shm_refuse(srv, fd, SHM_REFUSE_SHUTTING_DOWN);
 	if (srv->nr_conns >= srv->max_clients)
 		return shm_refuse(srv, fd, SHM_REFUSE_BUSY);
@@ -97,7 +99,7 @@ int td_shm_server_listen(struct td_shm_server *srv, const char *path)
 {
 	int fd, err;
 
-	if (srv->shutting_down)
+	if (srv->fe.stopping)
 		return -ESHUTDOWN;
 	if ((fd = td_sock_bind_unix("shm", path, SHM_SOCKET_MODE)) < 0)
 		return fd;
@@ -116,29 +118,11 @@ int td_shm_server_add_client(struct td_shm_server *srv, int fd,
 
 /* --- shutdown ----------------------------------------------------------------- */
 
-static void shm_done(struct td_defer *d, void *opaque)
-{
-	struct td_shm_server *srv = opaque;
-
-	if (srv->done)
-		srv->done(srv->done_opaque);
-}
-
-static void shm_check_done(struct td_shm_server *srv)
-{
-	if (!srv->shutting_down || srv->done_called ||
-	    !TAILQ_EMPTY(&srv->conns))
-		return;
-	srv->done_called = true;
-	td_loop_timer_cancel(&srv->shutdown_timer);
-	td_loop_defer(srv->loop, &srv->done_defer, shm_done, srv);
-}
-
 void shm_server_conn_gone(struct td_shm_server *srv, struct shm_conn *conn)
 {
 	TAILQ_REMOVE(&srv->conns, conn, link);
 	srv->nr_conns--;
-	shm_check_done(srv);
+	td_frontend_stop_check(&srv->fe, TAILQ_EMPTY(&srv->conns));
 }
 
 static void shm_close_all(struct td_shm_server *srv)
@@ -165,7 +149,7 @@ static void shm_shutdown_poll(struct td_timer *t, void *opaque)
 
 	td_vbd_get_stats(srv->vbd, &st);
 	if (st.inflight && td_now_ns() < srv->shutdown_deadline_ns) {
-		td_loop_timer_arm(srv->loop, &srv->shutdown_timer,
+		td_loop_timer_arm(srv->loop, &srv->fe.stop_timer,
 				  SHM_SHUTDOWN_POLL_US, shm_shutdown_poll, srv);
 		return;
 	}
@@ -177,16 +161,16 @@ static void shm_shutdown_poll(struct td_timer *t, void *opaque)
 	shm_close_all(srv);
 }
 
-void td_shm_server_shutdown(struct td_shm_server *srv,
-			    void (*done)(void *opaque), void *opaque)
+/* The frontend op (frontend.h). */
+static int shm_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
+			void *opaque)
 {
+	struct td_shm_server *srv = td_shm_server_of(fe);
 	struct shm_conn *conn, *next;
+	int err = td_frontend_stop_begin(fe, done, opaque);
 
-	srv->done = done;
-	srv->done_opaque = opaque;
-	if (srv->shutting_down)
-		return;
-	srv->shutting_down = true;
+	if (err)
+		return err;
 	td_listener_close_all(&srv->listeners);
 	for (conn = TAILQ_FIRST(&srv->conns); conn; conn = next) {
 		next = TAILQ_NEXT(conn, link);
@@ -197,9 +181,10 @@ void td_shm_server_shutdown(struct td_shm_server *srv,
 	}
 	srv->shutdown_deadline_ns =
 		td_now_ns() + TD_SHM_SHUTDOWN_TIMEOUT_MS * SHM_NS_PER_MS;
-	td_loop_timer_arm(srv->loop, &srv->shutdown_timer, 0, shm_shutdown_poll,
+	td_loop_timer_arm(srv->loop, &fe->stop_timer, 0, shm_shutdown_poll,
 			  srv);
-	shm_check_done(srv);
+	td_frontend_stop_check(fe, TAILQ_EMPTY(&srv->conns));
+	return 0;
 }
 
 /* --- create, destroy, stats -------------------------------------------------------- */
@@ -247,6 +232,7 @@ int td_shm_server_create(struct td_loop *loop, struct td_vbd *vbd,
 		free(srv);
 		return err;
 	}
+	td_frontend_init(&srv->fe, &td_shm_frontend, loop);
 	srv->loop = loop;
 	srv->vbd = vbd;
 	TAILQ_INIT(&srv->listeners);
@@ -255,12 +241,12 @@ int td_shm_server_create(struct td_loop *loop, struct td_vbd *vbd,
 	return 0;
 }
 
-void td_shm_server_destroy(struct td_shm_server *srv)
+/* The frontend op (frontend.h). */
+static void shm_destroy(struct td_frontend *fe)
 {
+	struct td_shm_server *srv = td_shm_server_of(fe);
 	struct shm_conn *conn;
 
-	if (!srv)
-		return;
 	td_listener_close_all(&srv->listeners);
 	shm_close_all(srv);
 	/*
@@ -281,8 +267,7 @@ void td_shm_server_destroy(struct td_shm_server *srv)
 		conn->ring = NULL;
 		shm_conn_free(conn);
 	}
-	td_loop_timer_cancel(&srv->shutdown_timer);
-	td_loop_defer_cancel(srv->loop, &srv->done_defer);
+	td_frontend_fini(fe);
 	free(srv);
 }
 
@@ -303,4 +288,71 @@ void td_shm_server_get_stats(const struct td_shm_server *srv,
 		if (conn->state == SHM_CONN_CONNECTED)
 			out->rings++;
 	}
+}
+
+static int shm_create(struct td_loop *loop, struct td_vbd *vbd,
+		      const void *params, struct td_frontend **out)
+{
+	struct td_shm_server *srv;
+	int err = td_shm_server_create(loop, vbd, params, &srv);
+
+	if (!err)
+		*out = &srv->fe;
+	return err;
+}
+
+static int shm_listen(struct td_frontend *fe, const char *path)
+{
+	return td_shm_server_listen(td_shm_server_of(fe), path);
+}
+
+/* The names of the counters, as "stats" prints them; never change them. */
+static void shm_report_json(struct td_frontend *fe, struct td_json *j)
+{
+	struct td_shm_stats s;
+
+	td_shm_server_get_stats(td_shm_server_of(fe), &s);
+	td_json_u64(j, "clients", s.clients);
+	td_json_u64(j, "rings", s.rings);
+	td_json_u64(j, "clients_total", s.clients_total);
+	td_json_u64(j, "refused", s.refused);
+	td_json_u64(j, "protocol_errors", s.protocol_errors);
+	td_json_u64(j, "kicks", s.kicks);
+	blkif_ring_report_json(&s.ring, j);
+}
+
+static void shm_report_text(struct td_frontend *fe, struct td_strbuf *sb)
+{
+	struct td_shm_stats s;
+
+	td_shm_server_get_stats(td_shm_server_of(fe), &s);
+	td_strbuf_printf(sb,
+			 "\nshm: %" PRIu64 " frontends connected (%" PRIu64
+			 " rings), %" PRIu64 " accepted, %" PRIu64
+			 " refused, %" PRIu64 " protocol errors, %" PRIu64
+			 " kicks\n",
+			 s.clients, s.rings, s.clients_total, s.refused,
+			 s.protocol_errors, s.kicks);
+	blkif_ring_report_text(&s.ring, sb);
+}
+
+const struct td_frontend_ops td_shm_frontend = {
+	.name = "shm",
+	.create = shm_create,
+	.listen = shm_listen,
+	.shutdown = shm_shutdown,
+	.destroy = shm_destroy,
+	.report_json = shm_report_json,
+	.report_text = shm_report_text,
+};
+
+struct td_shm_server *td_shm_server_of(struct td_frontend *fe)
+{
+	return (struct td_shm_server *)((char *)fe -
+					offsetof(struct td_shm_server, fe));
+}
+
+struct td_frontend *td_shm_server_frontend(struct td_shm_server *srv)
+{
+	return srv ? &srv->fe : NULL;
 }

@@ -35,6 +35,7 @@
 
 #include "common/loop.h"
 #include "frontends/blkif/blkif.h"
+#include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
 #define TD_SHM_DEFAULT_MAX_CLIENTS	    16
@@ -100,20 +101,20 @@ int td_shm_server_add_client(struct td_shm_server *srv, int fd,
 			     const char *peer);
 
 /*
- * Stop accepting, close the connections still negotiating, stop taking
- * requests from the rings, let what they have in flight complete and be
- * answered (at most TD_SHM_SHUTDOWN_TIMEOUT_MS), then close every ring
- * and call done(opaque) from the event loop, never from inside this call.
+ * The shm frontend (frontend.h): create takes a struct td_shm_params,
+ * listen a socket path as td_shm_server_listen.  Its shutdown stops
+ * accepting, closes the connections still negotiating, stops taking
+ * requests from the rings, lets what they have in flight complete and be
+ * answered (at most TD_SHM_SHUTDOWN_TIMEOUT_MS), then closes every ring
+ * and calls done.  Destroyed before that, a ring with I/O still in the
+ * vbd frees itself when that I/O completes.  Its report is the counters
+ * of struct td_shm_stats, its rings' included.
  */
-void td_shm_server_shutdown(struct td_shm_server *srv,
-			    void (*done)(void *opaque), void *opaque);
+extern const struct td_frontend_ops td_shm_frontend;
 
-/*
- * Free the server.  Called before the shutdown has finished it closes
- * every connection at once; a ring with I/O still in the vbd frees itself
- * when that I/O completes, so the vbd never writes to freed memory.
- */
-void td_shm_server_destroy(struct td_shm_server *srv);
+/* The generic handle of srv (NULL for NULL), and back. */
+struct td_frontend *td_shm_server_frontend(struct td_shm_server *srv);
+struct td_shm_server *td_shm_server_of(struct td_frontend *fe);
 
 void td_shm_server_get_stats(const struct td_shm_server *srv,
 			     struct td_shm_stats *out);

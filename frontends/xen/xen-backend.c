@@ -302,8 +302,8 @@ static bool dev_still_ours(struct xen_dev *dev)
 /* online=0 or tapdisk stopping: leave, politely when connected. */
 static void dev_leave(struct xen_dev *dev, int fe_state)
 {
-	if (dev->ring && !dev->srv->stopping && fe_state != XenbusStateClosed &&
-	    fe_state != XenbusStateUnknown) {
+	if (dev->ring && !dev->srv->fe.stopping &&
+	    fe_state != XenbusStateClosed && fe_state != XenbusStateUnknown) {
 		dev_switch(dev, XenbusStateClosing);
 		return;
 	}
@@ -404,7 +404,7 @@ static void dev_update(struct xen_dev *dev)
 		dev_forget(dev);
 		return;
 	}
-	if (!srv->stopping && !dev_still_ours(dev)) {
+	if (!srv->fe.stopping && !dev_still_ours(dev)) {
 		free(online);
 		dev_release(dev);
 		return;
@@ -420,15 +420,15 @@ static void dev_update(struct xen_dev *dev)
 	fe_state = dev_frontend_state(dev);
 	if (dev->forced)
 		dev_leave(dev, XenbusStateClosed); /* no frontend to wait for */
-	else if (!on || srv->stopping)
+	else if (!on || srv->fe.stopping)
 		dev_leave(dev, fe_state);
 	else
 		dev_follow(dev, fe_state);
 	/* The frontend's directory gone: its guest is gone. */
 	if (dev->claimed &&
 	    (dev->forced || !on || fe_state == XenbusStateUnknown) &&
-	    !srv->stopping && !dev->ring && dev->state == XenbusStateClosed &&
-	    !td_timer_armed(&dev->rm_timer))
+	    !srv->fe.stopping && !dev->ring &&
+	    dev->state == XenbusStateClosed && !td_timer_armed(&dev->rm_timer))
 		td_loop_timer_arm(srv->loop, &dev->rm_timer,
 				  srv->remove_delay_us, dev_remove, dev);
 }
@@ -652,7 +652,7 @@ void xen_server_watch_event(struct td_xen_server *srv, const char *path,
 	size_t n = strlen(ROOT_TOKEN);
 	struct xen_dev *dev;
 
-	if (srv->stopping)
+	if (srv->fe.stopping)
 		return;
 	if (!strncmp(token, ROOT_TOKEN, n)) {
 		for (unsigned int t = 0; t < XEN_NR_BACKEND_TYPES; t++)
@@ -678,6 +678,7 @@ int xen_server_init(struct td_xen_server *srv, struct td_loop *loop,
 {
 	int err;
 
+	td_frontend_init(&srv->fe, &td_xen_frontend, loop);
 	srv->loop = loop;
 	srv->vbd = vbd;
 	srv->xs = xs;
@@ -740,38 +741,26 @@ const char *td_xen_server_root(const struct td_xen_server *srv)
 	return srv->root;
 }
 
-static void server_stopped(struct td_defer *d, void *opaque)
-{
-	struct td_xen_server *srv = opaque;
-	void (*cb)(void *) = srv->stopped_cb;
-
-	srv->stopped_cb = NULL;
-	if (cb)
-		cb(srv->stopped_opaque);
-}
-
 static void server_check_stopped(struct td_xen_server *srv)
 {
 	struct xen_dev *dev;
+	bool idle = true;
 
-	if (!srv->stopping || !srv->stopped_cb)
-		return;
 	LIST_FOREACH(dev, &srv->devs, link)
 	if (dev->ring)
-		return;
-	td_loop_defer(srv->loop, &srv->stopped_defer, server_stopped, srv);
+		idle = false;
+	td_frontend_stop_check(&srv->fe, idle);
 }
 
-int td_xen_server_shutdown(struct td_xen_server *srv, void (*cb)(void *),
-			   void *opaque)
+int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
+			void *opaque)
 {
+	struct td_xen_server *srv = td_xen_server_of(fe);
 	struct xen_dev *dev, *next;
+	int err = td_frontend_stop_begin(fe, done, opaque);
 
-	if (srv->stopping)
-		return -EALREADY;
-	srv->stopping = true;
-	srv->stopped_cb = cb;
-	srv->stopped_opaque = opaque;
+	if (err)
+		return err;
 	server_unwatch_roots(srv);
 	for (dev = LIST_FIRST(&srv->devs); dev; dev = next) {
 		next = LIST_NEXT(dev, link);
@@ -802,5 +791,5 @@ void xen_server_fini(struct td_xen_server *srv)
 		dev_unwatch(dev);
 		dev_free(dev);
 	}
-	td_loop_defer_cancel(srv->loop, &srv->stopped_defer);
+	td_frontend_fini(&srv->fe);
 }

@@ -123,6 +123,7 @@ struct xen_dev {
 LIST_HEAD(xen_dev_list, xen_dev);
 
 struct td_xen_server {
+	struct td_frontend fe; /* its shutdown state included */
 	struct td_loop *loop;
 	struct td_vbd *vbd;
 	struct blkif_config cfg;
@@ -138,11 +139,6 @@ struct td_xen_server {
 	uint64_t remove_delay_us;
 	struct xen_dev_list devs;
 	struct td_xen_stats stats;
-
-	bool stopping;
-	void (*stopped_cb)(void *);
-	void *stopped_opaque;
-	struct td_defer stopped_defer;
 };
 
 /*
@@ -157,6 +153,10 @@ int xen_server_init(struct td_xen_server *srv, struct td_loop *loop,
 /* A watch fired: path changed, token as given to watch. */
 void xen_server_watch_event(struct td_xen_server *srv, const char *path,
 			    const char *token);
+
+/* The shutdown op (frontend.h, xen.h): the rings' I/O finishes unanswered. */
+int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
+			void *opaque);
 
 /* Free the devices (not the server, nor the store). */
 void xen_server_fini(struct td_xen_server *srv);

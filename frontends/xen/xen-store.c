@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * xen-store.c - xenstore through libxenstore for the Xen transport, and
- * the server's public life (td_xen_server_create/destroy).
+ * the server's public life (td_xen_server_create, the frontend ops).
  *
  * libxenstore delivers watch events on a pipe (xs_fileno) that the event
  * loop watches; each wake-up drains them with xs_check_watch, which never
@@ -11,6 +11,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xenstore.h>
@@ -168,11 +170,73 @@ int td_xen_server_create(struct td_loop *loop, struct td_vbd *vbd,
 	return 0;
 }
 
-void td_xen_server_destroy(struct td_xen_server *srv)
+/* The frontend op (frontend.h). */
+static void xen_destroy(struct td_frontend *fe)
 {
-	if (!srv)
-		return;
+	struct td_xen_server *srv = td_xen_server_of(fe);
+
 	xen_server_fini(srv);
 	srv->xs->close(srv->xsh);
 	free(srv);
+}
+
+static int xen_create(struct td_loop *loop, struct td_vbd *vbd,
+		      const void *params, struct td_frontend **out)
+{
+	struct td_xen_server *srv;
+	int err = td_xen_server_create(loop, vbd, params, &srv);
+
+	if (!err)
+		*out = &srv->fe;
+	return err;
+}
+
+/* The names of the counters, as "stats" prints them; never change them. */
+static void xen_report_json(struct td_frontend *fe, struct td_json *j)
+{
+	struct td_xen_stats s;
+
+	td_xen_server_get_stats(td_xen_server_of(fe), &s);
+	td_json_u64(j, "devices", s.devices);
+	td_json_u64(j, "connects", s.connects);
+	td_json_u64(j, "connect_errors", s.connect_errors);
+	td_json_u64(j, "copy_in_segments", s.copy_in_segs);
+	td_json_u64(j, "copy_out_segments", s.copy_out_segs);
+	td_json_u64(j, "copy_errors", s.copy_errors);
+	blkif_ring_report_json(&s.ring, j);
+}
+
+static void xen_report_text(struct td_frontend *fe, struct td_strbuf *sb)
+{
+	struct td_xen_stats s;
+
+	td_xen_server_get_stats(td_xen_server_of(fe), &s);
+	td_strbuf_printf(sb,
+			 "\nxen: %" PRIu64 " devices taken, %" PRIu64
+			 " rings connected, %" PRIu64
+			 " frontends refused; grant copy: %" PRIu64
+			 " segments in, %" PRIu64 " out, %" PRIu64 " refused\n",
+			 s.devices, s.connects, s.connect_errors,
+			 s.copy_in_segs, s.copy_out_segs, s.copy_errors);
+	blkif_ring_report_text(&s.ring, sb);
+}
+
+const struct td_frontend_ops td_xen_frontend = {
+	.name = "xen",
+	.create = xen_create,
+	.shutdown = xen_server_shutdown,
+	.destroy = xen_destroy,
+	.report_json = xen_report_json,
+	.report_text = xen_report_text,
+};
+
+struct td_xen_server *td_xen_server_of(struct td_frontend *fe)
+{
+	return (struct td_xen_server *)((char *)fe -
+					offsetof(struct td_xen_server, fe));
+}
+
+struct td_frontend *td_xen_server_frontend(struct td_xen_server *srv)
+{
+	return srv ? &srv->fe : NULL;
 }

@@ -35,6 +35,7 @@
 
 #include "common/loop.h"
 #include "frontends/blkif/blkif.h"
+#include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
 struct td_xen_server;
@@ -73,15 +74,18 @@ int td_xen_server_create(struct td_loop *loop, struct td_vbd *vbd,
 const char *td_xen_server_root(const struct td_xen_server *srv);
 
 /*
- * Stop taking devices, disconnect every ring (its I/O in flight finishes
- * without a response) and mark each device Closed, then call cb(opaque)
- * once from the event loop.
+ * The Xen frontend (frontend.h): create takes a struct td_xen_params; it
+ * has no listen (devices come through xenstore).  Its shutdown stops
+ * taking devices, disconnects every ring (its I/O in flight finishes
+ * without a response) and marks each device Closed, then calls done.
+ * Destroyed before that, a ring still draining is left (logged).  Its
+ * report is the counters of struct td_xen_stats, its rings' included.
  */
-int td_xen_server_shutdown(struct td_xen_server *srv, void (*cb)(void *),
-			   void *opaque);
+extern const struct td_frontend_ops td_xen_frontend;
 
-/* Free the server; a ring still draining is left (logged). */
-void td_xen_server_destroy(struct td_xen_server *srv);
+/* The generic handle of srv (NULL for NULL), and back. */
+struct td_frontend *td_xen_server_frontend(struct td_xen_server *srv);
+struct td_xen_server *td_xen_server_of(struct td_frontend *fe);
 
 void td_xen_server_get_stats(const struct td_xen_server *srv,
 			     struct td_xen_stats *out);

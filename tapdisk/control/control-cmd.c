@@ -50,18 +50,9 @@ static void ctl_report(const struct td_ctl_server *ctl, struct td_report *r)
 	r->state = ctl_state(ctl);
 	r->info = *td_vbd_get_info(ctl->vbd);
 	td_vbd_get_stats(ctl->vbd, &r->stats);
-	if (ctl->nbd) {
-		r->has_nbd = true;
-		td_nbd_server_get_stats(ctl->nbd, &r->nbd);
-	}
-	if (ctl->shm) {
-		r->has_shm = true;
-		td_shm_server_get_stats(ctl->shm, &r->shm);
-	}
-	if (ctl->xen) {
-		r->has_xen = true;
-		td_xen_server_get_stats(ctl->xen, &r->xen);
-	}
+	r->kinds = ctl->kinds;
+	r->servers = ctl->servers;
+	r->nr_servers = ctl->nr_servers;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		r->cpu_user_us = timeval_us(&ru.ru_utime);
 		r->cpu_sys_us = timeval_us(&ru.ru_stime);
@@ -134,14 +125,14 @@ static void ctl_drained(struct td_vbd *vbd, void *opaque)
 	td_strbuf_init(&payload);
 	td_strbuf_puts(&payload, "paused: no I/O in flight, new I/O is held "
 				 "until resume\n");
-	tapdisk_ctl_send_ok(c, &payload);
+	td_ctl_send_ok(c, &payload);
 	td_strbuf_free(&payload);
 	c->busy = false;
-	tapdisk_ctl_pump(c);
+	td_ctl_pump(c);
 }
 
 /* A pause that had not drained yet is called off. */
-void tapdisk_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why)
+void td_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why)
 {
 	struct ctl_client *c = ctl->pause_waiter;
 
@@ -149,9 +140,9 @@ void tapdisk_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why)
 	ctl->pause_waiter = NULL;
 	if (!c)
 		return;
-	tapdisk_ctl_send_err(c, -ECANCELED, why);
+	td_ctl_send_err(c, -ECANCELED, why);
 	c->busy = false;
-	tapdisk_ctl_pump(c);
+	td_ctl_pump(c);
 }
 
 static int cmd_pause(struct ctl_client *c, struct ctl_req *req)
@@ -190,9 +181,9 @@ static int cmd_resume(struct ctl_client *c, struct ctl_req *req)
 		return err;
 	}
 	if (was_pausing)
-		tapdisk_ctl_cancel_pause(
-			ctl, "pause cancelled by a resume before the "
-			     "I/O in flight had finished");
+		td_ctl_cancel_pause(ctl,
+				    "pause cancelled by a resume before the "
+				    "I/O in flight had finished");
 	td_strbuf_puts(req->payload,
 		       was_pausing ? "resumed (the pause in progress was "
 				     "cancelled)\n"
@@ -328,7 +319,7 @@ static int ctl_check_command(struct ctl_client *c,
 	return 0;
 }
 
-void tapdisk_ctl_dispatch(struct ctl_client *c, int argc, char **argv)
+void td_ctl_dispatch(struct ctl_client *c, int argc, char **argv)
 {
 	const struct ctl_command *cmd = ctl_find_command(argv[0]);
 	struct td_strbuf payload;
@@ -339,7 +330,7 @@ void tapdisk_ctl_dispatch(struct ctl_client *c, int argc, char **argv)
 		snprintf(req.msg, sizeof(req.msg),
 			 "unknown command '%.64s'; send 'help' for the list",
 			 argv[0]);
-		tapdisk_ctl_send_err(c, -ENOSYS, req.msg);
+		td_ctl_send_err(c, -ENOSYS, req.msg);
 		return;
 	}
 	td_strbuf_init(&payload);
@@ -350,8 +341,8 @@ void tapdisk_ctl_dispatch(struct ctl_client *c, int argc, char **argv)
 	if (err == CTL_DEFERRED)
 		c->busy = true;
 	else if (err)
-		tapdisk_ctl_send_err(c, err, req.msg);
+		td_ctl_send_err(c, err, req.msg);
 	else
-		tapdisk_ctl_send_ok(c, &payload);
+		td_ctl_send_ok(c, &payload);
 	td_strbuf_free(&payload);
 }

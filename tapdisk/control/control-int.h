@@ -37,10 +37,10 @@ TAILQ_HEAD(ctl_client_list, ctl_client);
 
 struct td_ctl_server {
 	struct td_loop *loop;
-	struct td_vbd *vbd;	   /* NULL once finished */
-	struct td_nbd_server *nbd; /* NULL when none, or once finished */
-	struct td_shm_server *shm; /* NULL when none, or once finished */
-	struct td_xen_server *xen; /* NULL when none, or once finished */
+	struct td_vbd *vbd; /* NULL once finished */
+	const struct td_frontend_ops *const *kinds;
+	struct td_frontend *servers[TD_CTL_MAX_FRONTENDS];
+	unsigned int nr_servers; /* 0 once finished */
 	void (*destroy_cb)(void *opaque);
 	void *opaque;
 	unsigned int max_clients;
@@ -67,24 +67,24 @@ struct td_ctl_server {
 };
 
 /* Queue "OK <len>\n<payload>" on c. */
-void tapdisk_ctl_send_ok(struct ctl_client *c, const struct td_strbuf *payload);
+void td_ctl_send_ok(struct ctl_client *c, const struct td_strbuf *payload);
 
 /* Queue "ERR <NAME> <msg>\n" on c, msg made one printable line. */
-void tapdisk_ctl_send_err(struct ctl_client *c, int err, const char *msg);
+void td_ctl_send_err(struct ctl_client *c, int err, const char *msg);
 
 /*
  * Advance c as far as it goes without waiting: write, then handle the
  * next buffered request.  May free c.
  */
-void tapdisk_ctl_pump(struct ctl_client *c);
+void td_ctl_pump(struct ctl_client *c);
 
 /*
  * Run one request (argv[0] the command): queue its reply, or mark c busy
  * when the reply comes later.
  */
-void tapdisk_ctl_dispatch(struct ctl_client *c, int argc, char **argv);
+void td_ctl_dispatch(struct ctl_client *c, int argc, char **argv);
 
 /* Call off a pause still waiting for its drain; its client gets ECANCELED. */
-void tapdisk_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why);
+void td_ctl_cancel_pause(struct td_ctl_server *ctl, const char *why);
 
 #endif

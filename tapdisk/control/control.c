@@ -3,7 +3,7 @@
  * control.c - the control socket server of a tapdisk process (protocol in
  * control.h).
  *
- * Each connection is a small state machine driven by tapdisk_ctl_pump():
+ * Each connection is a small state machine driven by td_ctl_pump():
  * write the pending reply, then take the next complete line from the input
  * buffer, then wait for input.  At most one reply is pending per
  * connection, and the input buffer holds at most one line, so a client
@@ -33,14 +33,14 @@
 
 /* --- replies ----------------------------------------------------------------- */
 
-void tapdisk_ctl_send_ok(struct ctl_client *c, const struct td_strbuf *payload)
+void td_ctl_send_ok(struct ctl_client *c, const struct td_strbuf *payload)
 {
 	td_strbuf_printf(&c->out, "OK %zu\n", payload->len);
 	td_strbuf_append(&c->out, td_strbuf_str(payload), payload->len);
 }
 
 /* "ERR NAME message\n", the message made one printable line that fits. */
-void tapdisk_ctl_send_err(struct ctl_client *c, int err, const char *msg)
+void td_ctl_send_err(struct ctl_client *c, int err, const char *msg)
 {
 	char name[32], line[TD_CTL_LINE_MAX];
 	int n = snprintf(line, sizeof(line), "ERR %s ",
@@ -72,7 +72,7 @@ static void ctl_client_line(struct ctl_client *c, char *line, size_t len)
 				 "byte 0x%02x at offset %zu is not printable "
 				 "ASCII; requests are text lines",
 				 ch, i);
-			tapdisk_ctl_send_err(c, -EPROTO, msg);
+			td_ctl_send_err(c, -EPROTO, msg);
 			c->closing = true;
 			return;
 		}
@@ -83,14 +83,14 @@ static void ctl_client_line(struct ctl_client *c, char *line, size_t len)
 			snprintf(msg, sizeof(msg),
 				 "too many words in the request (at most %d)",
 				 TD_CTL_MAX_ARGS);
-			tapdisk_ctl_send_err(c, -E2BIG, msg);
+			td_ctl_send_err(c, -E2BIG, msg);
 			return;
 		}
 		argv[argc++] = word;
 	}
 	argv[argc] = NULL;
 	if (argc)
-		tapdisk_ctl_dispatch(c, argc, argv);
+		td_ctl_dispatch(c, argc, argv);
 }
 
 /* Take the next request from the input buffer.  False when there is none. */
@@ -108,13 +108,13 @@ static bool ctl_client_next_line(struct ctl_client *c)
 				 "request line too long: the limit is %d bytes "
 				 "with the newline",
 				 TD_CTL_LINE_MAX);
-			tapdisk_ctl_send_err(c, -E2BIG, msg);
+			td_ctl_send_err(c, -E2BIG, msg);
 			c->closing = true;
 			return true;
 		}
 		if (c->eof && c->in_len) {
-			tapdisk_ctl_send_err(c, -EPROTO,
-					     "request not ended by a newline");
+			td_ctl_send_err(c, -EPROTO,
+					"request not ended by a newline");
 			c->closing = true;
 			return true;
 		}
@@ -186,7 +186,7 @@ static int ctl_client_watch(struct ctl_client *c, uint32_t events)
 }
 
 /* See control-int.h. */
-void tapdisk_ctl_pump(struct ctl_client *c)
+void td_ctl_pump(struct ctl_client *c)
 {
 	for (;;) {
 		if (td_strbuf_error(&c->out) || ctl_client_write(c))
@@ -240,7 +240,7 @@ static void ctl_client_event(struct td_fd *fde, uint32_t events, void *opaque)
 		ctl_client_close(c);
 		return;
 	}
-	tapdisk_ctl_pump(c);
+	td_ctl_pump(c);
 }
 
 /* --- connections ------------------------------------------------------------- */
@@ -409,16 +409,17 @@ int td_ctl_server_create(struct td_loop *loop,
 	struct td_ctl_server *ctl;
 	int err;
 
-	if (!params->vbd)
+	if (!params->vbd || params->nr_frontends > TD_CTL_MAX_FRONTENDS)
 		return -EINVAL;
 	ctl = calloc(1, sizeof(*ctl));
 	if (!ctl)
 		return -ENOMEM;
 	ctl->loop = loop;
 	ctl->vbd = params->vbd;
-	ctl->nbd = params->nbd;
-	ctl->shm = params->shm;
-	ctl->xen = params->xen;
+	ctl->kinds = params->frontend_table;
+	for (unsigned int i = 0; i < params->nr_frontends; i++)
+		ctl->servers[i] = params->frontends[i];
+	ctl->nr_servers = params->nr_frontends;
 	ctl->destroy_cb = params->destroy;
 	ctl->opaque = params->opaque;
 	ctl->max_clients = params->max_clients ?: TD_CTL_MAX_CLIENTS;
@@ -456,8 +457,7 @@ void td_ctl_server_begin_shutdown(struct td_ctl_server *ctl)
 	if (ctl->shutting_down)
 		return;
 	ctl->shutting_down = true;
-	tapdisk_ctl_cancel_pause(ctl,
-				 "pause cancelled: tapdisk is shutting down");
+	td_ctl_cancel_pause(ctl, "pause cancelled: tapdisk is shutting down");
 }
 
 void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
@@ -468,9 +468,7 @@ void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 
 	td_ctl_server_begin_shutdown(ctl);
 	ctl->vbd = NULL;
-	ctl->nbd = NULL;
-	ctl->shm = NULL;
-	ctl->xen = NULL;
+	ctl->nr_servers = 0;
 	td_loop_defer_cancel(ctl->loop, &ctl->destroy_defer);
 	td_strbuf_init(&payload);
 	td_strbuf_printf(&payload, "%s\n", message);
@@ -478,14 +476,14 @@ void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 		next = TAILQ_NEXT(c, link);
 		if (c->wants_destroy) {
 			if (err)
-				tapdisk_ctl_send_err(c, err, message);
+				td_ctl_send_err(c, err, message);
 			else
-				tapdisk_ctl_send_ok(c, &payload);
+				td_ctl_send_ok(c, &payload);
 			c->wants_destroy = false;
 			c->busy = false;
 			c->closing = true;
 		}
-		tapdisk_ctl_pump(c); /* may free c */
+		td_ctl_pump(c); /* may free c */
 	}
 	td_strbuf_free(&payload);
 }

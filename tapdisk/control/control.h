@@ -17,9 +17,7 @@
 
 #include "common/json.h"
 #include "common/loop.h"
-#include "frontends/nbd/nbd.h"
-#include "frontends/shm/shm.h"
-#include "frontends/xen/xen.h"
+#include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
 #define TD_CTL_PROTOCOL_VERSION 1
@@ -43,11 +41,19 @@ struct td_ctl_params {
 	/* Socket to listen on; NULL listens nowhere (clients come from
 	 * td_ctl_server_add_client, as in tests). */
 	const char *path;
-	struct td_vbd *vbd;	   /* required; must outlive the server or
-				    * be detached by td_ctl_server_finish */
-	struct td_nbd_server *nbd; /* NULL when the process has none */
-	struct td_shm_server *shm; /* NULL when the process has none */
-	struct td_xen_server *xen; /* NULL when the process has none */
+	struct td_vbd *vbd; /* required; must outlive the server or be
+			     * detached by td_ctl_server_finish */
+	/*
+	 * The frontend kinds the process knows, NULL-terminated, in the
+	 * order "stats" reports them (a kind with no server is null in
+	 * JSON); NULL: none.  Must outlive the server.
+	 */
+	const struct td_frontend_ops *const *frontend_table;
+	/* The frontends serving the vbd (copied), at most
+	 * TD_CTL_MAX_FRONTENDS; each must outlive the server or be detached
+	 * by td_ctl_server_finish. */
+	struct td_frontend *const *frontends;
+	unsigned int nr_frontends;
 	/*
 	 * Called once, from the event loop (never inside a request's
 	 * handling), when a client sends "destroy".  The owner starts its
@@ -87,8 +93,8 @@ void td_ctl_server_begin_shutdown(struct td_ctl_server *ctl);
 /*
  * The shutdown is over: answer every waiting destroy with OK and message
  * (err == 0) or with ERR err message, try once to write every pending
- * reply, and forget the vbd and the NBD and shm servers (later requests
- * get ESHUTDOWN), so that they may be freed.
+ * reply, and forget the vbd and the frontends (later requests get
+ * ESHUTDOWN), so that they may be freed.
  */
 void td_ctl_server_finish(struct td_ctl_server *ctl, int err,
 			  const char *message);

@@ -7,21 +7,10 @@
  * This is the only place besides tests that knows every driver: it hands
  * td_driver_table to the core.  The command line is in tapdisk-options.c.
  *
- * Shutdown, in order (tapdisk_stop and the callbacks after it):
- *   1. the control server refuses pause/resume; a paused vbd is resumed so
- *      that the I/O it holds can finish;
- *   2. the NBD server stops accepting and reading, and lets the commands
- *      in flight finish and be answered (td_nbd_server_shutdown); at the
- *      same time the shm server stops taking requests from its rings,
- *      lets those in flight be answered and closes the rings
- *      (td_shm_server_shutdown), and the Xen server disconnects its
- *      rings and marks its devices Closed (td_xen_server_shutdown);
- *   3. the vbd drains (td_vbd_pause), then one TD_OP_FLUSH goes through
- *      td_vbd_submit when the disk is writable and the chain can flush;
- *   4. the vbd closes, destroy waiters get the result, sockets go away,
- *      exit 0 ("all acknowledged writes flushed") or 1.
- * A shutdown that takes longer than SHUTDOWN_TIMEOUT_US exits 1 without
- * closing the disk, saying so.
+ * Shutdown (tapdisk_stop): the control server refuses pause/resume, then
+ * td_shutdown_start (tapdisk/shutdown.h) stops the frontends, drains and
+ * flushes the vbd and closes it; destroy waiters get the result, sockets
+ * go away, exit 0 ("all acknowledged writes flushed") or 1.
  */
 #include "config.h"
 
@@ -42,13 +31,14 @@
 #include "frontends/shm/shm.h"
 #include "frontends/xen/xen.h"
 #include "tapdisk/control/control.h"
+#include "tapdisk/shutdown.h"
 #include "tapdisk/vbd.h"
 #include "tools/cli/cli.h"
 #include "tools/tapdisk/tapdisk.h"
 
-#define ADDR_MAX	    (PATH_MAX + 16)
-#define MSG_MAX		    1024
-#define SHUTDOWN_TIMEOUT_US (60ull * 1000000)
+#define ADDR_MAX	      (PATH_MAX + 16)
+#define TAPDISK_MAX_FRONTENDS 3 /* one server of each kind */
+#define MSG_MAX		      1024
 
 struct tapdisk {
 	struct options opt;
@@ -61,22 +51,15 @@ struct tapdisk {
 
 	struct td_loop *loop;
 	struct td_vbd *vbd;
-	struct td_nbd_server *nbd;
-	struct td_shm_server *shm;
-	struct td_xen_server *xen;
+	struct td_frontend *frontends[TAPDISK_MAX_FRONTENDS];
+	unsigned int nr_frontends;
+	struct td_frontend *xen; /* also in frontends; for "info" */
 	struct td_ctl_server *ctl;
 	int sig_fd;
 	struct td_fd sig_fde;
 
-	struct td_timer shutdown_timer;
-	struct td_defer stop_defer;  /* runs stop_start */
-	struct td_defer close_defer; /* runs stop_close */
-	int stop_err;
-	char stop_msg[MSG_MAX];
-	struct td_vbd_io flush_io;
+	struct td_shutdown shutdown;
 	bool stopping;
-	bool nbd_stopped;
-	unsigned int frontends_stopping; /* NBD and shm shutting down */
 	int exit_status;
 };
 
@@ -156,9 +139,30 @@ static int open_vbd(struct tapdisk *td)
 	return 0;
 }
 
+/* Every frontend kind, in the order "stats" reports them. */
+static const struct td_frontend_ops *const frontend_table[] = {
+	&td_nbd_frontend,
+	&td_shm_frontend,
+	&td_xen_frontend,
+	NULL,
+};
+
+/* Create a server of kind ops; *out is kept for the control socket,
+ * the shutdown and the cleanup. */
+static int start_frontend(struct tapdisk *td, const struct td_frontend_ops *ops,
+			  const void *params, struct td_frontend **out)
+{
+	int err = ops->create(td->loop, td->vbd, params, out);
+
+	if (!err)
+		td->frontends[td->nr_frontends++] = *out;
+	return err;
+}
+
 static int start_nbd(struct tapdisk *td)
 {
 	struct td_nbd_params np = {.export_name = td->opt.export_name ?: ""};
+	struct td_frontend *fe;
 	int err;
 
 	if (!td->opt.nr_nbd) {
@@ -167,7 +171,7 @@ static int start_nbd(struct tapdisk *td)
 				"will reach this disk but the control socket");
 		return 0;
 	}
-	err = td_nbd_server_create(td->loop, td->vbd, &np, &td->nbd);
+	err = start_frontend(td, &td_nbd_frontend, &np, &fe);
 	if (err)
 		return fail(td, err, "cannot start the NBD server: %s",
 			    strerror(-err));
@@ -175,7 +179,7 @@ static int start_nbd(struct tapdisk *td)
 		if ((err = resolve_nbd_addr(td, td->opt.nbd[i],
 					    td->nbd_addr[i])))
 			return err;
-		err = td_nbd_server_listen(td->nbd, td->nbd_addr[i]);
+		err = td_frontend_listen(fe, td->nbd_addr[i]);
 		if (err)
 			return fail(td, err,
 				    "cannot serve NBD on %s: %s; pick "
@@ -210,6 +214,7 @@ static int start_shm(struct tapdisk *td)
 {
 	struct blkif_config cfg;
 	struct td_shm_params sp = {.blkif = &cfg};
+	struct td_frontend *fe;
 	int err;
 
 	if (!td->opt.nr_shm)
@@ -218,7 +223,7 @@ static int start_shm(struct tapdisk *td)
 	cfg.max_ring_order = BLKIF_MAX_RING_ORDER;
 	if (td->opt.max_indirect_segments)
 		cfg.max_indirect_segments = td->opt.max_indirect_segments;
-	err = td_shm_server_create(td->loop, td->vbd, &sp, &td->shm);
+	err = start_frontend(td, &td_shm_frontend, &sp, &fe);
 	if (err)
 		return fail(td, err, "cannot start the shm server: %s",
 			    strerror(-err));
@@ -226,7 +231,7 @@ static int start_shm(struct tapdisk *td)
 		if ((err = resolve_shm_path(td, td->opt.shm[i],
 					    td->shm_path[i])))
 			return err;
-		err = td_shm_server_listen(td->shm, td->shm_path[i]);
+		err = td_frontend_listen(fe, td->shm_path[i]);
 		if (err)
 			return fail(td, err,
 				    "cannot serve shm on %s: %s; pick another "
@@ -249,7 +254,7 @@ static int start_xen(struct tapdisk *td)
 	blkif_config_init(&cfg);
 	if (td->opt.max_indirect_segments)
 		cfg.max_indirect_segments = td->opt.max_indirect_segments;
-	err = td_xen_server_create(td->loop, td->vbd, &xp, &td->xen);
+	err = start_frontend(td, &td_xen_frontend, &xp, &td->xen);
 	if (err && td->opt.xen == TAPDISK_XEN_AUTO)
 		return 0; /* not a Xen domain: logged */
 	if (err)
@@ -281,9 +286,9 @@ static int start_control(struct tapdisk *td)
 	struct td_ctl_params cp = {
 		.path = td->ctl_path,
 		.vbd = td->vbd,
-		.nbd = td->nbd,
-		.shm = td->shm,
-		.xen = td->xen,
+		.frontend_table = frontend_table,
+		.frontends = td->frontends,
+		.nr_frontends = td->nr_frontends,
 		.destroy = on_destroy,
 		.opaque = td,
 	};
@@ -298,8 +303,9 @@ static int start_control(struct tapdisk *td)
 	for (unsigned int i = 0; i < td->opt.nr_shm; i++)
 		td_ctl_server_add_frontend(td->ctl, "shm", td->shm_path[i]);
 	if (td->xen)
-		td_ctl_server_add_frontend(td->ctl, "xen",
-					   td_xen_server_root(td->xen));
+		td_ctl_server_add_frontend(
+			td->ctl, "xen",
+			td_xen_server_root(td_xen_server_of(td->xen)));
 	/* The signals were blocked at the start of main. */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -337,149 +343,33 @@ static int tapdisk_start(struct tapdisk *td)
 
 /* --- shutdown ----------------------------------------------------------------- */
 
-/*
- * Close the vbd, answer destroy, stop the loop.  A step of its own: the
- * callers run inside the vbd's completion or drain callbacks, and closing
- * the vbd there would free the requests the vbd is still walking.
- */
-static void stop_close(struct td_defer *d, void *opaque)
+/* The vbd is closed (or left open after a timeout): answer destroy. */
+static void stopped(struct td_shutdown *sd, void *opaque)
 {
 	struct tapdisk *td = opaque;
 
-	if (td_vbd_close(td->vbd) == 0)
-		td->vbd = NULL;
-	td_ctl_server_finish(td->ctl, td->stop_err, td->stop_msg);
-	td_loop_stop(td->loop);
-}
-
-static void stop_finish(struct tapdisk *td, int err, const char *message)
-{
-	td_loop_timer_cancel(&td->shutdown_timer);
-	if (err)
-		td_err("%s", message);
+	if (sd->err)
+		td_err("%s", sd->msg);
 	else
-		td_info("exiting: %s", message);
-	td->stop_err = err;
-	snprintf(td->stop_msg, sizeof(td->stop_msg), "%s", message);
-	td->exit_status = err ? EXIT_FAILURE : EXIT_SUCCESS;
-	td_loop_defer(td->loop, &td->close_defer, stop_close, td);
-}
-
-static void flush_done(struct td_vbd_io *io, int err)
-{
-	struct tapdisk *td = io->opaque;
-	char msg[MSG_MAX];
-
-	if (err)
-		snprintf(msg, sizeof(msg),
-			 "the final flush failed: %s; acknowledged writes may "
-			 "not be on stable storage",
-			 strerror(-err));
-	stop_finish(td, err, err ? msg : "all acknowledged writes flushed");
-}
-
-static void vbd_drained(struct td_vbd *vbd, void *opaque)
-{
-	struct tapdisk *td = opaque;
-	const struct td_disk_info *info = td_vbd_get_info(vbd);
-	int err;
-
-	/* No frontend submits any more: let the flush through. */
-	td_vbd_resume(vbd);
-	if (info->read_only) {
-		stop_finish(td, 0, "read-only disk: nothing to flush");
-		return;
-	}
-	if (!(info->features & TD_FEAT_FLUSH)) {
-		stop_finish(td, 0,
-			    "the chain cannot flush: every write was "
-			    "complete when acknowledged");
-		return;
-	}
-	memset(&td->flush_io, 0, sizeof(td->flush_io));
-	td->flush_io.op = TD_OP_FLUSH;
-	td->flush_io.cb = flush_done;
-	td->flush_io.opaque = td;
-	err = td_vbd_submit(vbd, &td->flush_io);
-	if (err)
-		flush_done(&td->flush_io, err);
-}
-
-static void stop_drain(struct tapdisk *td)
-{
-	int err = td_vbd_pause(td->vbd, vbd_drained, td);
-
-	if (err) {
-		td_err("cannot drain the vbd: %s", strerror(-err));
-		stop_finish(td, err, "cannot drain the vbd before closing it");
-	}
-}
-
-/* One frontend server has stopped; the drain starts after the last. */
-static void frontend_stopped(struct tapdisk *td)
-{
-	if (--td->frontends_stopping == 0)
-		stop_drain(td);
-}
-
-static void nbd_stopped(void *opaque)
-{
-	struct tapdisk *td = opaque;
-
-	td->nbd_stopped = true;
-	frontend_stopped(td);
-}
-
-static void xen_stopped(void *opaque)
-{
-	frontend_stopped(opaque);
-}
-
-static void shm_stopped(void *opaque)
-{
-	frontend_stopped(opaque);
-}
-
-static void stop_timeout(struct td_timer *t, void *opaque)
-{
-	struct tapdisk *td = opaque;
-	struct td_vbd_stats st;
-	char msg[MSG_MAX];
-
-	td_vbd_get_stats(td->vbd, &st);
-	snprintf(msg, sizeof(msg),
-		 "shutdown timed out after %llu s with %llu I/Os in flight: "
-		 "exiting without closing the disk; acknowledged writes may "
-		 "not be on stable storage",
-		 SHUTDOWN_TIMEOUT_US / 1000000,
-		 (unsigned long long)st.inflight);
-	stop_finish(td, -ETIMEDOUT, msg);
-}
-
-static void stop_start(struct td_defer *d, void *opaque)
-{
-	struct tapdisk *td = opaque;
-
-	/* Held at one until all have started: their callbacks are
-	 * deferred, but the count must not reach zero in between. */
-	td->frontends_stopping = 1;
-	if (td->nbd) {
-		td->frontends_stopping++;
-		td_nbd_server_shutdown(td->nbd, nbd_stopped, td);
-	}
-	if (td->xen) {
-		td->frontends_stopping++;
-		td_xen_server_shutdown(td->xen, xen_stopped, td);
-	}
-	if (td->shm) {
-		td->frontends_stopping++;
-		td_shm_server_shutdown(td->shm, shm_stopped, td);
-	}
-	frontend_stopped(td);
+		td_info("exiting: %s", sd->msg);
+	if (sd->vbd_closed)
+		td->vbd = NULL;
+	td->exit_status = sd->err ? EXIT_FAILURE : EXIT_SUCCESS;
+	td_ctl_server_finish(td->ctl, sd->err, sd->msg);
+	td_loop_stop(td->loop);
 }
 
 static void tapdisk_stop(struct tapdisk *td, const char *why)
 {
+	struct td_shutdown_params sp = {
+		.vbd = td->vbd,
+		.frontends = td->frontends,
+		.nr_frontends = td->nr_frontends,
+		.done = stopped,
+		.opaque = td,
+	};
+	int err;
+
 	if (td->stopping) {
 		td_info("%s: already stopping", why);
 		return;
@@ -487,10 +377,13 @@ static void tapdisk_stop(struct tapdisk *td, const char *why)
 	td->stopping = true;
 	td_info("stopping (%s): finishing the I/O in flight", why);
 	td_ctl_server_begin_shutdown(td->ctl);
-	td_vbd_resume(td->vbd); /* held I/O must finish too */
-	td_loop_timer_arm(td->loop, &td->shutdown_timer, SHUTDOWN_TIMEOUT_US,
-			  stop_timeout, td);
-	td_loop_defer(td->loop, &td->stop_defer, stop_start, td);
+	err = td_shutdown_start(&td->shutdown, td->loop, &sp);
+	if (err) {
+		td_err("cannot shut down: %s", strerror(-err));
+		td->exit_status = EXIT_FAILURE;
+		td_ctl_server_finish(td->ctl, err, "cannot shut down");
+		td_loop_stop(td->loop);
+	}
 }
 
 /* --- main ----------------------------------------------------------------------- */
@@ -512,36 +405,15 @@ static void report_ready(struct tapdisk *td, int err)
 	td->opt.ready_fd = -1;
 }
 
-static void nbd_flag_stopped(void *opaque)
-{
-	struct tapdisk *td = opaque;
-
-	td->nbd_stopped = true;
-}
-
-/* A start-up failed after the NBD server listened: stop it properly. */
-static void nbd_stop_now(struct tapdisk *td)
-{
-	td_nbd_server_shutdown(td->nbd, nbd_flag_stopped, td);
-	while (!td->nbd_stopped)
-		if (td_loop_run_once(td->loop, -1))
-			break;
-}
-
 /* Remove what this process created, in the reverse order. */
 static void tapdisk_cleanup(struct tapdisk *td)
 {
 	struct stat st;
 
 	td_ctl_server_destroy(td->ctl);
-	if (td->nbd && !td->stopping)
-		nbd_stop_now(td);
-	/* After a shutdown timeout the server may still be stopping. */
-	if (td->nbd && td->nbd_stopped)
-		td_nbd_server_destroy(td->nbd);
-	/* Unlinks its sockets; a ring still busy after a timeout is left. */
-	td_shm_server_destroy(td->shm);
-	td_xen_server_destroy(td->xen);
+	/* A connection or ring still busy after a timeout is left. */
+	for (unsigned int i = 0; i < td->nr_frontends; i++)
+		td_frontend_destroy(td->frontends[i]);
 	for (unsigned int i = 0; i < td->opt.nr_nbd; i++) {
 		const char *path = td->nbd_addr[i] + 5;
 

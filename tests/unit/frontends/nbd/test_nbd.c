@@ -187,12 +187,12 @@ static void env_stop(struct env *e)
 	if (e->cfd >= 0)
 		close(e->cfd);
 	ram_release();
-	td_nbd_server_shutdown(e->srv, env_done, e);
+	td_frontend_shutdown(td_nbd_server_frontend(e->srv), env_done, e);
 	assert_false(e->done); /* never from inside the call */
 	for (int i = 0; i < 1000 && !e->done; i++)
 		td_loop_run_once(e->loop, 1);
 	assert_true(e->done);
-	td_nbd_server_destroy(e->srv);
+	td_frontend_destroy(td_nbd_server_frontend(e->srv));
 	assert_int_equal(td_vbd_close(e->vbd), 0);
 	td_loop_destroy(e->loop);
 }
@@ -1134,7 +1134,7 @@ static void test_destroy_inflight(void **state)
 	cl_req(&e, 0, 0, 1, 0, 65536);
 	pump(&e, 5);
 	assert_int_equal(ram.nr_held, 1);
-	td_nbd_server_destroy(e.srv);
+	td_frontend_destroy(td_nbd_server_frontend(e.srv));
 	cl_expect_eof(&e);
 	ram_release();
 	pump(&e, 5);
@@ -1407,7 +1407,7 @@ static void test_shutdown(void **state)
 	pump(&e, 2);
 	assert_int_equal(recv(hs, g, sizeof(g), 0), 18);
 
-	td_nbd_server_shutdown(e.srv, env_done, &e);
+	td_frontend_shutdown(td_nbd_server_frontend(e.srv), env_done, &e);
 	assert_false(e.done);
 	pump(&e, 5);
 	assert_int_equal(recv(hs, g, 1, MSG_DONTWAIT), 0); /* closed */
@@ -1431,7 +1431,7 @@ static void test_shutdown(void **state)
 	pump(&e, 3);
 	assert_true(e.done);
 	assert_int_equal(ram.count[TD_OP_READ], 1);
-	td_nbd_server_destroy(e.srv);
+	td_frontend_destroy(td_nbd_server_frontend(e.srv));
 	close(e.cfd);
 	assert_int_equal(td_vbd_close(e.vbd), 0);
 	td_loop_destroy(e.loop);
@@ -1450,7 +1450,7 @@ static void test_shutdown_stuck_client(void **state)
 	pump(&e, 50);
 	assert_true(env_conn(&e)->want_out);
 	start = td_now_ns();
-	td_nbd_server_shutdown(e.srv, env_done, &e);
+	td_frontend_shutdown(td_nbd_server_frontend(e.srv), env_done, &e);
 	while (!e.done &&
 	       td_now_ns() - start < 3ull * NBD_SHUTDOWN_TIMEOUT_MS * 1000000)
 		td_loop_run_once(e.loop, 50);
@@ -1458,7 +1458,7 @@ static void test_shutdown_stuck_client(void **state)
 	assert_true(td_now_ns() - start >=
 		    (NBD_SHUTDOWN_TIMEOUT_MS - 100) * 1000000ull);
 	assert_int_equal(env_stats(&e).clients, 0);
-	td_nbd_server_destroy(e.srv);
+	td_frontend_destroy(td_nbd_server_frontend(e.srv));
 	close(e.cfd);
 	assert_int_equal(td_vbd_close(e.vbd), 0);
 	td_loop_destroy(e.loop);
@@ -1535,14 +1535,14 @@ static void test_create_params(void **state)
 			 -EINVAL);
 	memset(long_name + 4096, 0, 2);
 	assert_int_equal(td_nbd_server_create(e.loop, e.vbd, &p, &srv), 0);
-	td_nbd_server_destroy(srv);
+	td_frontend_destroy(td_nbd_server_frontend(srv));
 	/* A small max_request raises the buffer budget to fit one. */
 	p.export_name = NULL;
 	p.max_request_bytes = 1u << 20;
 	p.max_buffer_bytes = 4096;
 	assert_int_equal(td_nbd_server_create(e.loop, e.vbd, &p, &srv), 0);
 	assert_int_equal(srv->max_buffer_bytes, 1u << 20);
-	td_nbd_server_destroy(srv);
+	td_frontend_destroy(td_nbd_server_frontend(srv));
 	env_stop(&e);
 }
 

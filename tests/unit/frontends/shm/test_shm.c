@@ -140,7 +140,7 @@ static void run(void)
 static int teardown(void **state)
 {
 	run();
-	td_shm_server_destroy(T.srv);
+	td_frontend_destroy(td_shm_server_frontend(T.srv));
 	if (T.vbd)
 		assert_int_equal(td_vbd_close(T.vbd), 0);
 	td_loop_destroy(T.loop);
@@ -820,7 +820,7 @@ static void test_shutdown_answers_in_flight(void **state)
 	assert_int_equal(attach(&hs), 0); /* still negotiating */
 	req_rw(&f, BLKIF_OP_READ, 1, 0, 1, 0);
 	kick(&f);
-	td_shm_server_shutdown(T.srv, shm_done, NULL);
+	td_frontend_shutdown(td_shm_server_frontend(T.srv), shm_done, NULL);
 	run();
 	expect_closed(&hs);
 	assert_int_equal(T.done, 0);
@@ -853,7 +853,7 @@ static void test_destroy_with_io_in_flight(void **state)
 	connect_front(&f, 0, 16, 0);
 	req_rw(&f, BLKIF_OP_READ, 1, 0, 1, 0);
 	kick(&f);
-	td_shm_server_destroy(T.srv);
+	td_frontend_destroy(td_shm_server_frontend(T.srv));
 	T.srv = NULL;
 	expect_closed(&f);
 	assert_int_equal(count_maps(DATA_MEMFD), 2);
@@ -907,11 +907,11 @@ static void test_listen(void **state)
 	/* A live one is not taken over. */
 	assert_int_equal(td_shm_server_create(T.loop, T.vbd, NULL, &other), 0);
 	assert_int_equal(td_shm_server_listen(other, path), -EADDRINUSE);
-	td_shm_server_destroy(other);
+	td_frontend_destroy(td_shm_server_frontend(other));
 	front_close(&f);
 	run();
 	/* Destroy removes the socket. */
-	td_shm_server_destroy(T.srv);
+	td_frontend_destroy(td_shm_server_frontend(T.srv));
 	T.srv = NULL;
 	assert_int_equal(stat(path, &st), -1);
 	/* A file that is not a socket is left alone. */
@@ -941,23 +941,31 @@ static void test_bad_params(void **state)
 			 -EINVAL);
 }
 
-/* The shm counters in tapdisk's stats reply. */
+/* The shm counters in tapdisk's stats reply: the frontend's report op. */
 static void test_stats_format(void **state)
 {
-	struct td_report r = {
-		.pid = 1, .name = "v", .chain = "null:", .state = "running"};
+	static const struct td_frontend_ops *const kinds[] = {&td_shm_frontend,
+							      NULL};
+	struct td_frontend *fe;
+	struct td_report r = {.pid = 1,
+			      .name = "v",
+			      .chain = "null:",
+			      .state = "running",
+			      .kinds = kinds,
+			      .servers = &fe,
+			      .nr_servers = 1};
 	struct td_strbuf sb;
 
-	r.has_shm = true;
-	r.shm.clients = 2;
-	r.shm.rings = 1;
-	r.shm.kicks = 77;
-	r.shm.ring.reqs[BLKIF_OP_WRITE] = 5;
-	r.shm.ring.segments = 1280;
+	start("null:size=1M");
+	fe = td_shm_server_frontend(T.srv);
+	T.srv->stats.clients_total = 2;
+	T.srv->stats.kicks = 77;
+	T.srv->closed_ring.reqs[BLKIF_OP_WRITE] = 5;
+	T.srv->closed_ring.segments = 1280;
 	td_strbuf_init(&sb);
 	assert_int_equal(td_format_stats_text(&r, &sb), 0);
-	assert_non_null(
-		strstr(sb.data, "shm: 2 frontends connected (1 rings)"));
+	assert_non_null(strstr(sb.data, "shm: 0 frontends connected (0 rings), "
+					"2 accepted"));
 	assert_non_null(strstr(sb.data, "write 5"));
 	assert_non_null(strstr(sb.data, "1280 segments"));
 	td_strbuf_reset(&sb);
@@ -965,7 +973,7 @@ static void test_stats_format(void **state)
 	assert_non_null(strstr(sb.data, "\"kicks\": 77"));
 	assert_non_null(strstr(sb.data, "\"write\": 5"));
 	td_strbuf_reset(&sb);
-	r.has_shm = false;
+	r.nr_servers = 0;
 	assert_int_equal(td_format_stats_json(&r, &sb), 0);
 	assert_non_null(strstr(sb.data, "\"shm\": null"));
 	td_strbuf_free(&sb);

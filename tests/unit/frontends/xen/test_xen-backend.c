@@ -378,7 +378,7 @@ static void stopped(void *opaque);
 static int teardown(void **state)
 {
 	/* A ring still connected is disconnected first, as tapdisk does. */
-	td_xen_server_shutdown(&T.srv, stopped, NULL);
+	td_frontend_shutdown(&T.srv.fe, stopped, NULL);
 	if (io.done)
 		io.done(io.done_opaque);
 	pump();
@@ -719,8 +719,8 @@ static void test_release_unconnected(void **state)
 static void test_shutdown(void **state)
 {
 	connect_dev();
-	assert_int_equal(td_xen_server_shutdown(&T.srv, stopped, NULL), 0);
-	assert_int_equal(td_xen_server_shutdown(&T.srv, stopped, NULL),
+	assert_int_equal(td_frontend_shutdown(&T.srv.fe, stopped, NULL), 0);
+	assert_int_equal(td_frontend_shutdown(&T.srv.fe, stopped, NULL),
 			 -EALREADY);
 	assert_int_equal(io.disconnects, 1);
 	pump();
@@ -737,9 +737,42 @@ static void test_shutdown(void **state)
 
 static void test_shutdown_idle(void **state)
 {
-	assert_int_equal(td_xen_server_shutdown(&T.srv, stopped, NULL), 0);
+	assert_int_equal(td_frontend_shutdown(&T.srv.fe, stopped, NULL), 0);
 	pump();
 	assert_int_equal(T.stopped, 1);
+}
+
+/* The Xen section of tap-ctl stats, text and JSON, rings included. */
+static void test_report(void **state)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	T.srv.stats.devices = 2;
+	T.srv.stats.connects = 3;
+	T.srv.stats.copy_in_segs = 4096;
+	T.srv.stats.copy_out_segs = 11;
+	T.srv.stats.ring.reqs[BLKIF_OP_WRITE] = 16;
+	T.srv.stats.ring.indirect_reqs = 5;
+	T.srv.stats.ring.protocol_errors = 1;
+	td_strbuf_init(&sb);
+	td_frontend_report_text(&T.srv.fe, &sb);
+	assert_non_null(strstr(sb.data, "\nxen: 2 devices taken, 3 rings "
+					"connected"));
+	assert_non_null(strstr(sb.data, "4096 segments in, 11 out"));
+	assert_non_null(strstr(sb.data, "write 16"));
+	assert_non_null(strstr(sb.data, "5 indirect"));
+	assert_non_null(strstr(sb.data, "1 rings given up"));
+	td_strbuf_reset(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	td_frontend_report_json(&T.srv.fe, &j);
+	td_json_end_object(&j);
+	assert_int_equal(td_json_finish(&j), 0);
+	assert_non_null(strstr(sb.data, "\"copy_in_segments\": 4096"));
+	assert_non_null(strstr(sb.data, "\"requests_total\": 16"));
+	assert_non_null(strstr(sb.data, "\"protocol_errors\": 1"));
+	td_strbuf_free(&sb);
 }
 
 /* --- devices xl made in a driver domain (backendtype=qdisk) ----------------------- */
@@ -844,7 +877,7 @@ static void test_claim_plain_params(void **state)
 /* Made before the tapdisk started: found when it starts. */
 static void test_qdisk_there_before(void **state)
 {
-	td_xen_server_shutdown(&T.srv, stopped, NULL);
+	td_frontend_shutdown(&T.srv.fe, stopped, NULL);
 	pump();
 	xen_server_fini(&T.srv);
 	for (int i = 0; i < MAX_WATCHES; i++) {
@@ -1003,6 +1036,7 @@ int main(void)
 		TEST(test_ring_fatal),
 		TEST(test_shutdown),
 		TEST(test_shutdown_idle),
+		TEST(test_report),
 		TEST(test_release),
 		TEST(test_take_over),
 		TEST(test_take_over_not_handed_over),
