@@ -189,6 +189,24 @@ static const struct geom g4 = {
 	100 * KiB, 16 * KiB, 32 * KiB, 3, 1, 3, {512, 512, 512}, g4_slots, 6,
 };
 
+/*
+ * G5: S=3, U=64K, E=1M, R=2, V=4M: 64 units, ceil(4M / 192K) = 22 rows,
+ * columns of 1408K, J=2; the last row holds column 0 only.  Server 2 has
+ * 4 KiB blocks: 1 MiB is 2048 blocks of 512, 256 of 4096.
+ */
+static const struct slot_row g5_slots[] = {
+	{0, 0, 0, 0, 0, false},	   {0, 0, 1, 1, 0, false},
+	{0, 1, 0, 2, 0, false},	   {0, 1, 1, 3, 0, false},
+	{1, 0, 0, 1, 2048, false}, {1, 0, 1, 2, 256, false},
+	{1, 1, 0, 3, 2048, false}, {1, 1, 1, 0, 2048, false},
+	{2, 0, 0, 2, 512, false},  {2, 0, 1, 3, 4096, false},
+	{2, 1, 0, 0, 4096, false}, {2, 1, 1, 1, 4096, false},
+};
+static const struct geom g5 = {
+	4 * MiB,  64 * KiB, 1 * MiB, 3, 2, 4, {512, 512, 4096, 512},
+	g5_slots, 12,
+};
+
 /* One I/O and where each replica must see it (server, LBA, blocks). */
 struct route_row {
 	uint64_t off;
@@ -238,6 +256,18 @@ static const struct route_row g4_routes[] = {
 	{40 * KiB, 8192, 1, {{2, 16, 16}}},
 	/* the partial last row: k=6, 3K in */
 	{99 * KiB, 1024, 1, {{0, 70, 2}}},
+};
+
+static const struct route_row g5_routes[] = {
+	/* k=0: column 0, the unit's last 4K: 61440 into extent 0 */
+	{60 * KiB, 4096, 2, {{0, 120, 8}, {1, 120, 8}}},
+	/* k=4: column 1, row 1, 8K in: 73728 into extent 0 */
+	{264 * KiB, 4096, 2, {{1, 2192, 8}, {2, 274, 1}}},
+	/* k=50: column 2, row 16: the first byte of extent 1 */
+	{3200 * KiB, 64 * KiB, 2, {{0, 4096, 128}, {1, 4096, 128}}},
+	/* k=63, the last unit (row 21, column 0): the disk's last 4K,
+	 * 1437696 into the column, 389120 into extent 1 */
+	{4 * MiB - 4096, 4096, 2, {{2, 95, 1}, {3, 760, 8}}},
 };
 
 /* --- fixture ------------------------------------------------------------------ */
@@ -482,6 +512,12 @@ static void test_routes_g3(void **state)
 static void test_routes_g4(void **state)
 {
 	check_routes(&g4, g4_routes, 3);
+}
+
+static void test_routes_g5(void **state)
+{
+	check_routes(&g5, g5_routes, 4);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->sector_size, 4096);
 }
 
 /* A write across a stripe unit is split by the core: two columns. */
@@ -1439,6 +1475,7 @@ int main(void)
 		T(test_routes_g2),
 		T(test_routes_g3),
 		T(test_routes_g4),
+		T(test_routes_g5),
 		T(test_split_at_unit),
 		T(test_fua_to_every_replica),
 		T(test_replica_failure_marked_before_completion),

@@ -62,6 +62,16 @@ static void test_extents_per_column(void **state)
 		{1ull << 40, 4 * KiB, 1, 4 * KiB, -EOVERFLOW, 0},
 		/* exactly 2^20 is allowed */
 		{1ull << 32, 4 * KiB, 1, 4 * KiB, 0, 1u << 20},
+		/* the geometries of test_locate_geometries */
+		{3 * MiB, 64 * KiB, 1, 1 * MiB, 0, 3},
+		/* 10 MiB / 192 KiB = 53.3 -> 54 rows = 3456 KiB = 3.4 MiB */
+		{10 * MiB, 64 * KiB, 3, 1 * MiB, 0, 4},
+		/* 100 KiB / 16 KiB = 6.25 -> 7 rows = 28 KiB = 3.5 x 8 KiB */
+		{100 * KiB, 4 * KiB, 4, 8 * KiB, 0, 4},
+		/* 150 KiB / 40 KiB = 3.75 -> 4 rows = 32 KiB = 1.3 x 24 KiB */
+		{150 * KiB, 8 * KiB, 5, 24 * KiB, 0, 2},
+		/* 2^20 units / 7 = 149796.6 -> 149797 rows of 1 MiB / 256 */
+		{1ull << 40, 1 * MiB, 7, 256 * MiB, 0, 586},
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
@@ -116,6 +126,134 @@ static void test_locate(void **state)
 	}
 }
 
+/*
+ * More geometries, each row worked out by hand from DESIGN.md (k = v / U,
+ * c = k % S, off = (k / S) * U + v % U, j = off / E, x = off % E); the
+ * comment gives k and the stripe row k / S.  Both sides of unit, row and
+ * extent boundaries, and the last byte of a disk whose last stripe row is
+ * partial.
+ */
+struct geom_case {
+	const char *name;
+	uint64_t size, unit;
+	uint32_t columns;
+	uint64_t extent;
+	uint32_t j;
+	const struct loc_row *rows;
+	size_t nr_rows;
+};
+
+/* S = 1, U = 64 KiB, E = 1 MiB, V = 3 MiB: the column is the disk. */
+static const struct loc_row s1_rows[] = {
+	{0, 0, 0, 0, 0},
+	{1 * MiB - 1, 0, 0, 1048575, 1048575},
+	{1 * MiB, 0, 1, 1048576, 0},
+	{2 * MiB + 64 * KiB + 5, 0, 2, 2162693, 65541},
+	{3 * MiB - 1, 0, 2, 3145727, 1048575},
+};
+
+/*
+ * S = 3, U = 64 KiB, E = 1 MiB (16 rows), V = 10 MiB = 160 units: rows
+ * 0..53, the last (k = 159..161) holding column 0 only.
+ */
+static const struct loc_row s3_rows[] = {
+	{0, 0, 0, 0, 0},
+	{65535, 0, 0, 65535, 65535},	       /* k=0, the unit's end */
+	{65536, 1, 0, 0, 0},		       /* k=1 */
+	{131072, 2, 0, 0, 0},		       /* k=2 */
+	{196608, 0, 0, 65536, 65536},	       /* k=3, row 1 */
+	{3 * MiB - 1, 2, 0, 1048575, 1048575}, /* k=47, row 15 */
+	{3 * MiB, 0, 1, 1048576, 0},	       /* k=48, row 16 */
+	{3 * MiB + 64 * KiB + 100, 1, 1, 1048676, 100}, /* k=49 */
+	{53 * 64 * KiB, 2, 1, 1114112, 65536},		/* k=53, row 17 */
+	{10 * MiB - 64 * KiB, 0, 3, 3473408, 327680},	/* k=159, row 53 */
+	{10 * MiB - 1, 0, 3, 3538943, 393215},		/* the last byte */
+};
+
+/*
+ * S = 4, U = 4 KiB, E = 8 KiB (2 rows), V = 100 KiB = 25 units: rows
+ * 0..6, the last (k = 24) holding column 0 only.
+ */
+static const struct loc_row s4_rows[] = {
+	{0, 0, 0, 0, 0},
+	{4095, 0, 0, 4095, 4095},
+	{4096, 1, 0, 0, 0},		    /* k=1 */
+	{12289, 3, 0, 1, 1},		    /* k=3 */
+	{16384, 0, 0, 4096, 4096},	    /* k=4, row 1 */
+	{32767, 3, 0, 8191, 8191},	    /* k=7, row 1: extent 0's end */
+	{32768, 0, 1, 8192, 0},		    /* k=8, row 2: extent 1 */
+	{45063, 3, 1, 8199, 7},		    /* k=11, row 2 */
+	{61440, 3, 1, 12288, 4096},	    /* k=15, row 3 */
+	{98304, 0, 3, 24576, 0},	    /* k=24, row 6: extent 3 */
+	{100 * KiB - 1, 0, 3, 28671, 4095}, /* the last byte */
+};
+
+/*
+ * S = 5 (not a power of two), U = 8 KiB, E = 24 KiB (3 rows), V = 150 KiB
+ * = 18.75 units: rows 0..3, the last holding columns 0..3, the last of
+ * them (k = 18) in part.
+ */
+static const struct loc_row s5_rows[] = {
+	{0, 0, 0, 0, 0},
+	{32778, 4, 0, 10, 10},		    /* k=4 */
+	{40960, 0, 0, 8192, 8192},	    /* k=5, row 1 */
+	{65535, 2, 0, 16383, 16383},	    /* k=7, row 1 */
+	{122879, 4, 0, 24575, 24575},	    /* k=14, row 2: extent 0's end */
+	{122880, 0, 1, 24576, 0},	    /* k=15, row 3: extent 1 */
+	{139265, 2, 1, 24577, 1},	    /* k=17, row 3 */
+	{150 * KiB - 1, 3, 1, 30719, 6143}, /* k=18: the last byte */
+};
+
+/*
+ * S = 7, U = 1 MiB, E = 256 MiB, V = 1 TiB: offsets beyond 32 bits.
+ * 2^20 units: the last, k = 1048575 = 7 * 149796 + 3.
+ */
+static const struct loc_row s7_rows[] = {
+	{7 * 256 * MiB - 1, 6, 0, 268435455, 268435455}, /* k=1791, row 255 */
+	{7 * 256 * MiB, 0, 1, 268435456, 0},		 /* k=1792, row 256 */
+	{(1ull << 40) - 1, 3, 585, 157073539071ull, 38797311},
+};
+
+#define GEOM(n, v, u, s, e, j, rows)                     \
+	{                                                \
+		n, v, u, s, e, j, rows, ARRAY_SIZE(rows) \
+	}
+
+static void test_locate_geometries(void **state)
+{
+	static const struct geom_case cases[] = {
+		GEOM("S=1", 3 * MiB, 64 * KiB, 1, 1 * MiB, 3, s1_rows),
+		GEOM("S=3", 10 * MiB, 64 * KiB, 3, 1 * MiB, 4, s3_rows),
+		GEOM("S=4", 100 * KiB, 4 * KiB, 4, 8 * KiB, 4, s4_rows),
+		GEOM("S=5", 150 * KiB, 8 * KiB, 5, 24 * KiB, 2, s5_rows),
+		GEOM("S=7", 1ull << 40, 1 * MiB, 7, 256 * MiB, 586, s7_rows),
+	};
+
+	for (size_t g = 0; g < ARRAY_SIZE(cases); g++) {
+		const struct geom_case *gc = &cases[g];
+		struct stripe_layout l;
+
+		assert_int_equal(stripe_layout_init(&l, gc->size, gc->unit,
+						    gc->columns, gc->extent),
+				 0);
+		assert_int_equal(l.extents_per_column, gc->j);
+		for (size_t i = 0; i < gc->nr_rows; i++) {
+			const struct loc_row *r = &gc->rows[i];
+			struct stripe_loc loc;
+
+			print_message("%s v=%llu\n", gc->name,
+				      (unsigned long long)r->v);
+			stripe_layout_locate(&l, r->v, &loc);
+			assert_int_equal(loc.column, r->column);
+			assert_int_equal(loc.extent, r->extent);
+			assert_int_equal(loc.column_offset, r->column_offset);
+			assert_int_equal(loc.extent_offset, r->extent_offset);
+			/* every place lies inside the disk's J extents */
+			assert_true(loc.extent < l.extents_per_column);
+		}
+	}
+}
+
 static void test_unit_ok(void **state)
 {
 	assert_true(stripe_layout_unit_ok(4 * KiB));
@@ -143,6 +281,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_extents_per_column),
 		cmocka_unit_test(test_locate),
+		cmocka_unit_test(test_locate_geometries),
 		cmocka_unit_test(test_unit_ok),
 		cmocka_unit_test(test_init_rejects),
 	};
