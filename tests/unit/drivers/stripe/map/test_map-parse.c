@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_mapfile-parse.c - stripe_map_parse (drivers/stripe/map/mapfile*.c)
+ * test_map-parse.c - stripe_map_parse (drivers/stripe/map/map*.c)
  * against tables of map texts written by hand: the fields each valid text
  * gives, and for each malformed one the exact error (-EINVAL, the line
- * and the whole reason).  test_mapfile.c starts from the writer's output;
+ * and the whole reason).  test_map.c starts from the writer's output;
  * these texts owe nothing to it.
  *
  * Texts are written without their last line; seal() appends the checksum
  * line, computed with the library's CRC-32C (its value against a known
- * vector is checked in test_mapfile.c), so that the rule under test, not
+ * vector is checked in test_map.c), so that the rule under test, not
  * the checksum, rejects a text.
  */
 #include "config.h"
@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "drivers/stripe/map/mapfile.h"
+#include "drivers/stripe/map/map.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_EDITS     3
