@@ -209,7 +209,8 @@ static void xr_copy(struct xen_ring *r, const uint32_t *tags, int *errs,
 	else
 		r->stats->copy_in_segs += nseg;
 	if (xengnttab_grant_copy(r->xgt, nseg, r->batch)) {
-		err = -errno;
+		/* A failure must fail the requests even without an errno. */
+		err = errno ? -errno : -EIO;
 		td_vbd_err(r->vbd, "grant copy of %" PRIu32 " segments: %s",
 			   nseg, strerror(-err));
 		for (uint32_t i = 0; i < n; i++)

@@ -184,7 +184,8 @@ int __wrap_xengnttab_grant_copy(xengnttab_handle *xgt, uint32_t count,
 	memcpy(&hv.copies[hv.nr_copies], segs, count * sizeof(*segs));
 	hv.nr_copies += count;
 	if (hv.copy_errno) {
-		errno = hv.copy_errno;
+		errno = hv.copy_errno < 0 ? 0
+					  : hv.copy_errno; /* -1: no errno */
 		return -1;
 	}
 	for (uint32_t i = 0; i < count; i++)
@@ -791,6 +792,24 @@ static void test_failed_read_not_stored(void **state)
 }
 
 /*
+ * The grant-copy call fails with -1 but leaves errno at 0: the requests
+ * still fail (-EIO), never answered OK with nothing copied.
+ */
+static void test_copy_call_fails_without_errno(void **state)
+{
+	assert_int_equal(connect_ring(BLKIF_NO_INDIRECT), 0);
+	hv.copy_errno = -1;
+	queue_pages(BLKIF_OP_WRITE, 1, 0, 1, 1);
+	kick();
+	assert_int_equal(hv.nr_calls, 1);
+	assert_int_equal(status_of(1), BLKIF_RSP_ERROR);
+	assert_int_equal(mock.nr_seen, 0);
+	assert_non_null(strstr(T.log_buf,
+			       "grant copy of 1 segments: Input/output error"));
+	hv.copy_errno = 0;
+}
+
+/*
  * The grant-copy call itself fails (-1, errno): every request of that
  * call is answered BLKIF_RSP_ERROR; writes never reach the driver.
  */
@@ -1023,6 +1042,7 @@ int main(void)
 		T(test_write_segment_refused),
 		T(test_read_segment_refused),
 		T(test_failed_read_not_stored),
+		T(test_copy_call_fails_without_errno),
 		T(test_copy_call_fails),
 		T(test_segment_bounds),
 		T(test_indirect_write),
