@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The struct of type type whose member member is at ptr. */
+#define td_container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
 /*
  * Parse a size with an optional binary suffix K, M, G, T, P, E (or KiB ...).
  * 0, -EINVAL for text that is not a size, -ERANGE past 64 bits.

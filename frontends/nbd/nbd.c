@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/sock.h"
+#include "common/util.h"
 #include "frontends/nbd/nbd-int.h"
 
 #define NBD_LISTEN_BACKLOG 128
@@ -428,8 +429,7 @@ const struct td_frontend_ops td_nbd_frontend = {
 
 struct td_nbd_server *td_nbd_server_of(struct td_frontend *fe)
 {
-	return (struct td_nbd_server *)((char *)fe -
-					offsetof(struct td_nbd_server, fe));
+	return td_container_of(fe, struct td_nbd_server, fe);
 }
 
 struct td_frontend *td_nbd_server_frontend(struct td_nbd_server *srv)

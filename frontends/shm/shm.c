@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/sock.h"
+#include "common/util.h"
 #include "frontends/shm/shm-int.h"
 
 #define SHM_LISTEN_BACKLOG	 64
@@ -348,8 +349,7 @@ const struct td_frontend_ops td_shm_frontend = {
 
 struct td_shm_server *td_shm_server_of(struct td_frontend *fe)
 {
-	return (struct td_shm_server *)((char *)fe -
-					offsetof(struct td_shm_server, fe));
+	return td_container_of(fe, struct td_shm_server, fe);
 }
 
 struct td_frontend *td_shm_server_frontend(struct td_shm_server *srv)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <xenstore.h>
 
+#include "common/util.h"
 #include "frontends/xen/xen-int.h"
 
 struct xen_store {
@@ -232,8 +233,7 @@ const struct td_frontend_ops td_xen_frontend = {
 
 struct td_xen_server *td_xen_server_of(struct td_frontend *fe)
 {
-	return (struct td_xen_server *)((char *)fe -
-					offsetof(struct td_xen_server, fe));
+	return td_container_of(fe, struct td_xen_server, fe);
 }
 
 struct td_frontend *td_xen_server_frontend(struct td_xen_server *srv)
