@@ -26,13 +26,13 @@ static int query_has_row(struct master_store *st, int i, const char *sql)
 	if (!s &&
 	    (rc = sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
 				     &s, NULL)) != SQLITE_OK)
-		return store_sql_fail(st, "check", rc);
+		return master_store_sql_fail(st, "check", rc);
 	st->check_stmt[i] = s;
 	rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (rc == SQLITE_ROW)
 		return 1;
-	return rc == SQLITE_DONE ? 0 : store_sql_fail(st, "check", rc);
+	return rc == SQLITE_DONE ? 0 : master_store_sql_fail(st, "check", rc);
 }
 
 /* Each query returns a row only when its invariant is broken. */
@@ -105,7 +105,7 @@ int master_store_check(struct master_store *st, char *msg, size_t msg_len)
 	int rc;
 
 	if (sqlite3_prepare_v2(st->db, "PRAGMA quick_check", -1, &s, NULL))
-		return store_sql_fail(st, "quick_check", SQLITE_ERROR);
+		return master_store_sql_fail(st, "quick_check", SQLITE_ERROR);
 	rc = sqlite3_step(s);
 	if (rc != SQLITE_ROW ||
 	    strcmp((const char *)sqlite3_column_text(s, 0), "ok")) {

@@ -12,7 +12,7 @@
 #include "master/server/store.h"
 
 /* The statements prepared once at open (SQL in store.c). */
-enum store_stmt {
+enum master_store_stmt {
 	ST_BEGIN = 0,
 	ST_COMMIT,
 	ST_ROLLBACK,
@@ -68,13 +68,14 @@ struct master_store {
 };
 
 /* The statement, reset and with its bindings cleared. */
-sqlite3_stmt *store_stmt(struct master_store *st, enum store_stmt id);
+sqlite3_stmt *master_store_stmt(struct master_store *st,
+				enum master_store_stmt id);
 
 /*
  * Log a failed SQLite call and turn its code into -errno (-EBUSY, -ENOSPC,
  * -ENOMEM or -EIO).
  */
-int store_sql_fail(struct master_store *st, const char *what, int rc);
+int master_store_sql_fail(struct master_store *st, const char *what, int rc);
 
 /*
  * master_store_check without SQLite's quick_check: only the invariants of
@@ -84,15 +85,16 @@ int master_store_check_invariants(struct master_store *st, char *msg,
 				  size_t msg_len);
 
 /* Step a statement that returns no row; 0 or -errno. */
-int store_exec(struct master_store *st, sqlite3_stmt *s, const char *what);
+int master_store_exec(struct master_store *st, sqlite3_stmt *s,
+		      const char *what);
 
 /* Fill *out from the row at columns col .. col+9 (STORE_SERVER_COLS). */
-int store_fill_server(sqlite3_stmt *s, int col, ms_server *out);
+int master_store_fill_server(sqlite3_stmt *s, int col, ms_server *out);
 
 /* Bind a C string as text (copied by SQLite). */
-int store_bind_text(sqlite3_stmt *s, int idx, const char *text);
+int master_store_bind_text(sqlite3_stmt *s, int idx, const char *text);
 
 /* Printable ASCII without spaces, 1..max bytes. */
-bool store_token_ok(const char *s, size_t max);
+bool master_store_token_ok(const char *s, size_t max);
 
 #endif

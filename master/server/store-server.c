@@ -18,17 +18,17 @@
 static int server_by_key(struct master_store *st, const char *target, u_int lun,
 			 ms_server *out)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_SERVER_BY_KEY);
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_BY_KEY);
 	int rc, ret;
 
-	store_bind_text(s, 1, target);
+	master_store_bind_text(s, 1, target);
 	sqlite3_bind_int64(s, 2, lun);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_DONE)
 		return 0;
 	if (rc != SQLITE_ROW)
-		return store_sql_fail(st, "server lookup", rc);
-	ret = store_fill_server(s, 0, out);
+		return master_store_sql_fail(st, "server lookup", rc);
+	ret = master_store_fill_server(s, 0, out);
 	sqlite3_reset(s);
 	return ret ? ret : 1;
 }
@@ -45,9 +45,9 @@ static int check_add_args(struct master_store *st, const ms_server_add_args *a,
 	uint64_t n = a->size_bytes / st->extent_bytes;
 
 	*ok = false;
-	if (!store_token_ok(a->address, MS_ADDRESS_MAX) ||
-	    !store_token_ok(a->portal, MS_PORTAL_MAX) ||
-	    !store_token_ok(a->target, MS_TARGET_MAX))
+	if (!master_store_token_ok(a->address, MS_ADDRESS_MAX) ||
+	    !master_store_token_ok(a->portal, MS_PORTAL_MAX) ||
+	    !master_store_token_ok(a->target, MS_TARGET_MAX))
 		return master_reply_fail(rep, MS_EINVAL,
 					 "address, portal and target must be "
 					 "printable, without spaces, within "
@@ -83,17 +83,17 @@ static int insert_server(struct master_store *st, const ms_server_add_args *a,
 			 int64_t *id)
 {
 	uint64_t n = a->size_bytes / st->extent_bytes;
-	sqlite3_stmt *s = store_stmt(st, ST_SERVER_INSERT);
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_INSERT);
 	int ret;
 
-	store_bind_text(s, 1, a->address);
-	store_bind_text(s, 2, a->portal);
-	store_bind_text(s, 3, a->target);
+	master_store_bind_text(s, 1, a->address);
+	master_store_bind_text(s, 2, a->portal);
+	master_store_bind_text(s, 3, a->target);
 	sqlite3_bind_int64(s, 4, a->lun);
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)a->size_bytes);
 	sqlite3_bind_int64(s, 6, a->block_size);
 	sqlite3_bind_int64(s, 7, (sqlite3_int64)n);
-	if ((ret = store_exec(st, s, "server insert")))
+	if ((ret = master_store_exec(st, s, "server insert")))
 		return ret;
 	*id = sqlite3_last_insert_rowid(st->db);
 	return 0;
@@ -101,11 +101,11 @@ static int insert_server(struct master_store *st, const ms_server_add_args *a,
 
 static int server_count(struct master_store *st, int64_t *n)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_SERVER_COUNT);
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_COUNT);
 	int rc = sqlite3_step(s);
 
 	if (rc != SQLITE_ROW)
-		return store_sql_fail(st, "server count", rc);
+		return master_store_sql_fail(st, "server count", rc);
 	*n = sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	return 0;
@@ -167,9 +167,9 @@ int master_store_server_drain(struct master_store *st, const ms_server_key *k,
 					 k->target, k->lun);
 	if (srv->draining)
 		return master_reply_ok(rep, false);
-	s = store_stmt(st, ST_SERVER_DRAIN);
+	s = master_store_stmt(st, ST_SERVER_DRAIN);
 	sqlite3_bind_int64(s, 1, srv->id);
-	if ((ret = store_exec(st, s, "server drain")))
+	if ((ret = master_store_exec(st, s, "server drain")))
 		return ret;
 	srv->draining = true;
 	td_info("server %u (%s lun %u) draining", srv->id, k->target, k->lun);
@@ -180,7 +180,7 @@ int master_store_server_drain(struct master_store *st, const ms_server_key *k,
 static int refuse_busy(struct master_store *st, const ms_server *srv,
 		       ms_reply *rep)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_SERVER_VDISKS);
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_VDISKS);
 	char names[MS_MESSAGE_MAX / 2] = "";
 	size_t len = 0;
 	int rc;
@@ -192,7 +192,7 @@ static int refuse_busy(struct master_store *st, const ms_server *srv,
 					sqlite3_column_text(s, 0));
 	sqlite3_reset(s);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store_sql_fail(st, "server disks", rc);
+		return master_store_sql_fail(st, "server disks", rc);
 	return master_reply_fail(rep, MS_EBUSY,
 				 "server %u still holds %u allocated extents "
 				 "(disks %s%s): destroy those disks first",
@@ -212,12 +212,13 @@ int master_store_server_remove(struct master_store *st, const ms_server_key *k,
 	if (srv.free_extents != srv.nr_extents)
 		ret = refuse_busy(st, &srv, rep);
 	else {
-		s = store_stmt(st, ST_SERVER_DELETE_RELEASED);
+		s = master_store_stmt(st, ST_SERVER_DELETE_RELEASED);
 		sqlite3_bind_int64(s, 1, srv.id);
-		ret = store_exec(st, s, "server released delete");
-		s = store_stmt(st, ST_SERVER_DELETE);
+		ret = master_store_exec(st, s, "server released delete");
+		s = master_store_stmt(st, ST_SERVER_DELETE);
 		sqlite3_bind_int64(s, 1, srv.id);
-		if (!ret && !(ret = store_exec(st, s, "server delete"))) {
+		if (!ret &&
+		    !(ret = master_store_exec(st, s, "server delete"))) {
 			td_info("server %u (%s lun %u) removed", srv.id,
 				k->target, k->lun);
 			ret = master_reply_ok(rep, true);
@@ -229,7 +230,7 @@ int master_store_server_remove(struct master_store *st, const ms_server_key *k,
 
 int master_store_server_list(struct master_store *st, ms_reply *rep)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_SERVERS_ALL);
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVERS_ALL);
 	ms_server *list = calloc(MS_MAX_SERVERS, sizeof(*list));
 	u_int n = 0;
 	int rc = SQLITE_DONE, ret = 0;
@@ -240,12 +241,12 @@ int master_store_server_list(struct master_store *st, ms_reply *rep)
 	rep->body.ms_body_u.servers.servers_val = list;
 	while (!ret && n < MS_MAX_SERVERS &&
 	       (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		ret = store_fill_server(s, 0, &list[n]);
+		ret = master_store_fill_server(s, 0, &list[n]);
 		rep->body.ms_body_u.servers.servers_len = ++n;
 	}
 	sqlite3_reset(s);
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		ret = store_sql_fail(st, "server list", rc);
+		ret = master_store_sql_fail(st, "server list", rc);
 	return ret ? ret : master_reply_ok(rep, false);
 }
 
@@ -282,8 +283,8 @@ static int allocated_query(struct master_store *st,
 #undef SQL_ADD
 	rc = sqlite3_prepare_v2(st->db, q.text, -1, out, NULL);
 	if (rc != SQLITE_OK)
-		return store_sql_fail(st, "extent list", rc);
-	store_bind_text(*out, 1, a->vdisk);
+		return master_store_sql_fail(st, "extent list", rc);
+	master_store_bind_text(*out, 1, a->vdisk);
 	sqlite3_bind_int64(*out, 2, a->after_server);
 	sqlite3_bind_int64(*out, 3, a->after_index);
 	sqlite3_bind_int64(*out, 4, (sqlite3_int64)a->limit + 1);
@@ -335,7 +336,7 @@ static int list_allocated(struct master_store *st, const ms_extent_list_args *a,
 			      &ret))
 			break;
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		ret = store_sql_fail(st, "extent list", rc);
+		ret = master_store_sql_fail(st, "extent list", rc);
 	sqlite3_finalize(s);
 	return ret;
 }
@@ -353,7 +354,7 @@ static bool list_server(struct master_store *st, const ms_extent_list_args *a,
 			u_int server, u_int nr, u_int first,
 			ms_extent_page *page, int *ret)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_SERVER_ALLOCS_FROM);
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_ALLOCS_FROM);
 	bool room = true;
 	int rc;
 
@@ -372,7 +373,7 @@ static bool list_server(struct master_store *st, const ms_extent_list_args *a,
 			rc = sqlite3_step(s);
 	}
 	if (!*ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		*ret = store_sql_fail(st, "extent list", rc);
+		*ret = master_store_sql_fail(st, "extent list", rc);
 	sqlite3_reset(s);
 	return room && !*ret;
 }

@@ -34,15 +34,15 @@ struct shape {
 static int vdisk_get(struct master_store *st, const char *id,
 		     struct shape *shape)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_VDISK_GET);
+	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_GET);
 	int rc;
 
-	store_bind_text(s, 1, id);
+	master_store_bind_text(s, 1, id);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_DONE)
 		return 0;
 	if (rc != SQLITE_ROW)
-		return store_sql_fail(st, "vdisk lookup", rc);
+		return master_store_sql_fail(st, "vdisk lookup", rc);
 	shape->columns = (u_int)sqlite3_column_int64(s, 0);
 	shape->extents_per_column = (u_int)sqlite3_column_int64(s, 1);
 	shape->replicas = (u_int)sqlite3_column_int64(s, 2);
@@ -53,14 +53,14 @@ static int vdisk_get(struct master_store *st, const char *id,
 static int build_extents(struct master_store *st, const char *id, size_t n,
 			 ms_vdisk *v)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_VDISK_EXTENTS);
+	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_EXTENTS);
 	ms_extent *e = calloc(n, sizeof(*e));
 	size_t got = 0;
 	int rc;
 
 	if (!(v->extents.extents_val = e))
 		return -ENOMEM;
-	store_bind_text(s, 1, id);
+	master_store_bind_text(s, 1, id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW && got < n) {
 		e[got].server_id = (u_int)sqlite3_column_int64(s, 0);
 		e[got].offset_bytes =
@@ -70,7 +70,7 @@ static int build_extents(struct master_store *st, const char *id, size_t n,
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return store_sql_fail(st, "vdisk extents", rc);
+		return master_store_sql_fail(st, "vdisk extents", rc);
 	if (got != n || rc == SQLITE_ROW) {
 		td_err("vdisk %s owns %s than its %zu extents: run "
 		       "stripe-master --check",
@@ -106,12 +106,12 @@ static int build_servers(struct master_store *st, ms_vdisk *v)
 
 		if (i && ids[i] == ids[i - 1])
 			continue;
-		s = store_stmt(st, ST_SERVER_BY_ID);
+		s = master_store_stmt(st, ST_SERVER_BY_ID);
 		sqlite3_bind_int64(s, 1, ids[i]);
 		if ((rc = sqlite3_step(s)) != SQLITE_ROW)
-			ret = store_sql_fail(st, "vdisk server", rc);
+			ret = master_store_sql_fail(st, "vdisk server", rc);
 		else
-			ret = store_fill_server(s, 0, &list[nr]);
+			ret = master_store_fill_server(s, 0, &list[nr]);
 		v->servers.servers_len = ++nr;
 		sqlite3_reset(s);
 	}
@@ -182,7 +182,7 @@ static int pool_grow(struct pool *p, u_int *cap)
 
 static int pool_load(struct master_store *st, struct pool *p)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_PLACE_SERVERS);
+	sqlite3_stmt *s = master_store_stmt(st, ST_PLACE_SERVERS);
 	int rc = SQLITE_DONE, ret = 0;
 	u_int cap = 0;
 
@@ -201,7 +201,7 @@ static int pool_load(struct master_store *st, struct pool *p)
 	}
 	sqlite3_reset(s);
 	if (!ret && rc != SQLITE_DONE && rc != SQLITE_ROW)
-		ret = store_sql_fail(st, "placement servers", rc);
+		ret = master_store_sql_fail(st, "placement servers", rc);
 	return ret;
 }
 
@@ -213,7 +213,7 @@ static int pool_load(struct master_store *st, struct pool *p)
 static int take_free(struct master_store *st, struct pool *p, u_int i,
 		     uint32_t k, int64_t *idx)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_RELEASED_LOWEST);
+	sqlite3_stmt *s = master_store_stmt(st, ST_RELEASED_LOWEST);
 	uint32_t got = 0, reused;
 	int rc = SQLITE_DONE, ret;
 
@@ -223,35 +223,35 @@ static int take_free(struct master_store *st, struct pool *p, u_int i,
 		idx[got++] = sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		return store_sql_fail(st, "released extents", rc);
-	s = store_stmt(st, ST_RELEASED_TAKE);
+		return master_store_sql_fail(st, "released extents", rc);
+	s = master_store_stmt(st, ST_RELEASED_TAKE);
 	sqlite3_bind_int64(s, 1, p->id[i]);
 	for (reused = 0; reused < got; reused++) {
 		sqlite3_bind_int64(s, 2, idx[reused]);
-		if ((ret = store_exec(st, s, "released take")))
+		if ((ret = master_store_exec(st, s, "released take")))
 			return ret;
 	}
 	while (got < k)
 		idx[got++] = p->next_fresh[i]++;
-	s = store_stmt(st, ST_SERVER_TAKE);
+	s = master_store_stmt(st, ST_SERVER_TAKE);
 	sqlite3_bind_int64(s, 1, p->id[i]);
 	sqlite3_bind_int64(s, 2, k);
 	sqlite3_bind_int64(s, 3, p->next_fresh[i]);
-	return store_exec(st, s, "server take");
+	return master_store_exec(st, s, "server take");
 }
 
 static int insert_allocation(struct master_store *st, const char *vdisk,
 			     const uint32_t at[3], int64_t server, int64_t idx)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_ALLOC_INSERT);
+	sqlite3_stmt *s = master_store_stmt(st, ST_ALLOC_INSERT);
 
-	store_bind_text(s, 1, vdisk);
+	master_store_bind_text(s, 1, vdisk);
 	sqlite3_bind_int64(s, 2, at[0]);
 	sqlite3_bind_int64(s, 3, at[1]);
 	sqlite3_bind_int64(s, 4, at[2]);
 	sqlite3_bind_int64(s, 5, server);
 	sqlite3_bind_int64(s, 6, idx);
-	return store_exec(st, s, "allocation insert");
+	return master_store_exec(st, s, "allocation insert");
 }
 
 /*
@@ -308,13 +308,13 @@ static int refuse_nospc(const struct pool *p, const ms_alloc_args *a,
 
 static int insert_vdisk(struct master_store *st, const ms_alloc_args *a)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_VDISK_INSERT);
+	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_INSERT);
 
-	store_bind_text(s, 1, a->id);
+	master_store_bind_text(s, 1, a->id);
 	sqlite3_bind_int64(s, 2, a->columns);
 	sqlite3_bind_int64(s, 3, a->extents_per_column);
 	sqlite3_bind_int64(s, 4, a->replicas);
-	return store_exec(st, s, "vdisk insert");
+	return master_store_exec(st, s, "vdisk insert");
 }
 
 /* Place and lock a new disk's extents; the caller answers with them. */
@@ -453,15 +453,16 @@ int master_store_vdisk_release(struct master_store *st, const char *id,
 	if ((ret = vdisk_get(st, id, &have)) <= 0) /* released already */
 		return ret < 0 ? ret : master_reply_ok(rep, false);
 	/* Counters first: they read the rows the next two statements move. */
-	for (enum store_stmt k = ST_VDISK_GIVE_BACK; k <= ST_VDISK_FREE; k++) {
-		s = store_stmt(st, k);
-		store_bind_text(s, 1, id);
-		if ((ret = store_exec(st, s, "vdisk release")))
+	for (enum master_store_stmt k = ST_VDISK_GIVE_BACK; k <= ST_VDISK_FREE;
+	     k++) {
+		s = master_store_stmt(st, k);
+		master_store_bind_text(s, 1, id);
+		if ((ret = master_store_exec(st, s, "vdisk release")))
 			return ret;
 	}
-	s = store_stmt(st, ST_VDISK_DELETE);
-	store_bind_text(s, 1, id);
-	if ((ret = store_exec(st, s, "vdisk delete")))
+	s = master_store_stmt(st, ST_VDISK_DELETE);
+	master_store_bind_text(s, 1, id);
+	if ((ret = master_store_exec(st, s, "vdisk delete")))
 		return ret;
 	td_dbg("vdisk %s released", id);
 	return master_reply_ok(rep, true);
@@ -481,8 +482,8 @@ int master_store_vdisk_list(struct master_store *st,
 	if (!(page->vdisks.vdisks_val =
 		      calloc(a->limit, sizeof(*page->vdisks.vdisks_val))))
 		return -ENOMEM;
-	s = store_stmt(st, ST_VDISK_LIST);
-	store_bind_text(s, 1, a->after ? a->after : "");
+	s = master_store_stmt(st, ST_VDISK_LIST);
+	master_store_bind_text(s, 1, a->after ? a->after : "");
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)a->limit + 1);
 	while (!ret && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		ms_vdisk_summary *v;
@@ -501,7 +502,7 @@ int master_store_vdisk_list(struct master_store *st,
 	}
 	sqlite3_reset(s);
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		ret = store_sql_fail(st, "vdisk list", rc);
+		ret = master_store_sql_fail(st, "vdisk list", rc);
 	return ret ? ret : master_reply_ok(rep, false);
 }
 
@@ -509,7 +510,7 @@ int master_store_vdisk_list(struct master_store *st,
 
 static void bind_replica(sqlite3_stmt *s, const ms_replica_state_args *a)
 {
-	store_bind_text(s, 1, a->vdisk);
+	master_store_bind_text(s, 1, a->vdisk);
 	sqlite3_bind_int64(s, 2, a->column);
 	sqlite3_bind_int64(s, 3, a->extent);
 	sqlite3_bind_int64(s, 4, a->replica);
@@ -519,14 +520,15 @@ static void bind_replica(sqlite3_stmt *s, const ms_replica_state_args *a)
 static int replica_get(struct master_store *st, const ms_replica_state_args *a,
 		       ms_extent_entry *e)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_REPLICA_GET);
+	sqlite3_stmt *s = master_store_stmt(st, ST_REPLICA_GET);
 	int rc;
 
 	bind_replica(s, a);
 	if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
 		sqlite3_reset(s);
-		return rc == SQLITE_DONE ? 0
-					 : store_sql_fail(st, "replica", rc);
+		return rc == SQLITE_DONE
+			       ? 0
+			       : master_store_sql_fail(st, "replica", rc);
 	}
 	e->server_id = (u_int)sqlite3_column_int64(s, 0);
 	e->index = (u_int)sqlite3_column_int64(s, 1);
@@ -593,10 +595,10 @@ int master_store_replica_state(struct master_store *st,
 	}
 	if (e->stale == (a->stale != 0)) /* a retry, or a repeat */
 		return master_reply_ok(rep, false);
-	s = store_stmt(st, ST_REPLICA_SET);
+	s = master_store_stmt(st, ST_REPLICA_SET);
 	bind_replica(s, a);
 	sqlite3_bind_int(s, 5, a->stale != 0);
-	if ((ret = store_exec(st, s, "replica state")))
+	if ((ret = master_store_exec(st, s, "replica state")))
 		return ret;
 	e->stale = a->stale != 0;
 	td_info("vdisk %s column %u extent %u replica %u (server %u extent "

@@ -170,7 +170,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 
 /* --- helpers ------------------------------------------------------------------ */
 
-sqlite3_stmt *store_stmt(struct master_store *st, enum store_stmt id)
+sqlite3_stmt *master_store_stmt(struct master_store *st,
+				enum master_store_stmt id)
 {
 	sqlite3_stmt *s = st->stmt[id];
 
@@ -179,7 +180,7 @@ sqlite3_stmt *store_stmt(struct master_store *st, enum store_stmt id)
 	return s;
 }
 
-int store_sql_fail(struct master_store *st, const char *what, int rc)
+int master_store_sql_fail(struct master_store *st, const char *what, int rc)
 {
 	td_err("%s: %s: %s (sqlite %d)", st->path, what, sqlite3_errmsg(st->db),
 	       rc);
@@ -196,20 +197,21 @@ int store_sql_fail(struct master_store *st, const char *what, int rc)
 	}
 }
 
-int store_exec(struct master_store *st, sqlite3_stmt *s, const char *what)
+int master_store_exec(struct master_store *st, sqlite3_stmt *s,
+		      const char *what)
 {
 	int rc = sqlite3_step(s);
 
 	sqlite3_reset(s);
-	return rc == SQLITE_DONE ? 0 : store_sql_fail(st, what, rc);
+	return rc == SQLITE_DONE ? 0 : master_store_sql_fail(st, what, rc);
 }
 
-int store_bind_text(sqlite3_stmt *s, int idx, const char *text)
+int master_store_bind_text(sqlite3_stmt *s, int idx, const char *text)
 {
 	return sqlite3_bind_text(s, idx, text, -1, SQLITE_TRANSIENT);
 }
 
-bool store_token_ok(const char *s, size_t max)
+bool master_store_token_ok(const char *s, size_t max)
 {
 	size_t len = s ? strnlen(s, max + 1) : 0;
 
@@ -235,7 +237,7 @@ static char *column_dup(sqlite3_stmt *s, int col)
 	return master_strdup((const char *)sqlite3_column_text(s, col));
 }
 
-int store_fill_server(sqlite3_stmt *s, int col, ms_server *out)
+int master_store_fill_server(sqlite3_stmt *s, int col, ms_server *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->id = (u_int)sqlite3_column_int64(s, col);
@@ -268,18 +270,20 @@ int master_store_set_max_alloc(struct master_store *st, uint32_t extents)
 
 int master_store_begin(struct master_store *st)
 {
-	return store_exec(st, store_stmt(st, ST_BEGIN), "begin");
+	return master_store_exec(st, master_store_stmt(st, ST_BEGIN), "begin");
 }
 
 int master_store_commit(struct master_store *st)
 {
-	return store_exec(st, store_stmt(st, ST_COMMIT), "commit");
+	return master_store_exec(st, master_store_stmt(st, ST_COMMIT),
+				 "commit");
 }
 
 void master_store_rollback(struct master_store *st)
 {
 	if (!sqlite3_get_autocommit(st->db))
-		store_exec(st, store_stmt(st, ST_ROLLBACK), "rollback");
+		master_store_exec(st, master_store_stmt(st, ST_ROLLBACK),
+				  "rollback");
 }
 
 bool master_store_in_transaction(const struct master_store *st)
@@ -289,7 +293,8 @@ bool master_store_in_transaction(const struct master_store *st)
 
 int master_store_call_begin(struct master_store *st)
 {
-	return store_exec(st, store_stmt(st, ST_SAVEPOINT), "savepoint");
+	return master_store_exec(st, master_store_stmt(st, ST_SAVEPOINT),
+				 "savepoint");
 }
 
 int master_store_call_end(struct master_store *st, bool ok)
@@ -297,10 +302,12 @@ int master_store_call_end(struct master_store *st, bool ok)
 	int ret = 0;
 
 	if (!ok)
-		ret = store_exec(st, store_stmt(st, ST_ROLLBACK_TO),
-				 "rollback to savepoint");
+		ret = master_store_exec(st,
+					master_store_stmt(st, ST_ROLLBACK_TO),
+					"rollback to savepoint");
 	if (!ret)
-		ret = store_exec(st, store_stmt(st, ST_RELEASE), "release");
+		ret = master_store_exec(st, master_store_stmt(st, ST_RELEASE),
+					"release");
 	return ret;
 }
 
@@ -565,12 +572,12 @@ void master_store_close(struct master_store *st)
 
 int master_store_info(struct master_store *st, ms_reply *rep)
 {
-	sqlite3_stmt *s = store_stmt(st, ST_INFO);
+	sqlite3_stmt *s = master_store_stmt(st, ST_INFO);
 	ms_info *info = &rep->body.ms_body_u.info;
 	int rc = sqlite3_step(s);
 
 	if (rc != SQLITE_ROW)
-		return store_sql_fail(st, "info", rc);
+		return master_store_sql_fail(st, "info", rc);
 	rep->body.kind = MS_BODY_INFO;
 	info->protocol = STRIPE_MASTER_V1;
 	info->extent_size_bytes = st->extent_bytes;

@@ -22,7 +22,7 @@
 #define MAX_PID_DIGITS 9
 #define PROC_LOCKS     "/proc/locks"
 
-bool tdctl_process_gone(int pid)
+bool td_ctl_process_gone(int pid)
 {
 	char path[64], buf[512], *paren;
 	ssize_t n;
@@ -43,7 +43,7 @@ bool tdctl_process_gone(int pid)
 	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-int tdctl_socket_pid(const char *name)
+int td_ctl_socket_pid(const char *name)
 {
 	size_t pre = strlen(TD_CTL_SOCK_PREFIX),
 	       suf = strlen(TD_CTL_SOCK_SUFFIX);
@@ -66,7 +66,7 @@ static int compare_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-int tdctl_scan_run_dir(const char *run_dir, int **pids, size_t *count)
+int td_ctl_scan_run_dir(const char *run_dir, int **pids, size_t *count)
 {
 	DIR *d = opendir(run_dir);
 	struct dirent *de;
@@ -77,7 +77,7 @@ int tdctl_scan_run_dir(const char *run_dir, int **pids, size_t *count)
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((de = readdir(d))) {
-		int pid = tdctl_socket_pid(de->d_name);
+		int pid = td_ctl_socket_pid(de->d_name);
 
 		if (!pid)
 			continue;
@@ -137,8 +137,8 @@ static bool element_names_file(const char *el, size_t len, const char *driver,
 	}
 }
 
-bool tdctl_chain_names_file(const char *chain, const char *driver,
-			    const char *real_path, int pid)
+bool td_ctl_chain_names_file(const char *chain, const char *driver,
+			     const char *real_path, int pid)
 {
 	while (*chain) {
 		size_t len = strcspn(chain, "|");
@@ -184,28 +184,28 @@ static int serves(const char *run_dir, int pid, const char *driver,
 	if (!err)
 		err = info_chain(td_strbuf_str(&r.payload), chain,
 				 sizeof(chain)) &&
-		      tdctl_chain_names_file(chain, driver, real_path, pid);
+		      td_ctl_chain_names_file(chain, driver, real_path, pid);
 	td_ctl_reply_free(&r);
 	return err;
 }
 
-int tdctl_find_serving(const char *run_dir, const char *driver,
-		       const char *real_path, int timeout_ms, int *pid,
-		       unsigned int *silent)
+int td_ctl_find_serving(const char *run_dir, const char *driver,
+			const char *real_path, int timeout_ms, int *pid,
+			unsigned int *silent)
 {
 	int *pids, err, found = -ENOENT;
 	size_t count;
 
 	if (silent)
 		*silent = 0;
-	if ((err = tdctl_scan_run_dir(run_dir, &pids, &count)))
+	if ((err = td_ctl_scan_run_dir(run_dir, &pids, &count)))
 		return err;
 	for (size_t i = 0; i < count && found; i++) {
 		err = serves(run_dir, pids[i], driver, real_path, timeout_ms);
 		if (err > 0) {
 			*pid = pids[i];
 			found = 0;
-		} else if (err < 0 && silent && !tdctl_process_gone(pids[i])) {
+		} else if (err < 0 && silent && !td_ctl_process_gone(pids[i])) {
 			(*silent)++;
 		}
 	}
@@ -213,7 +213,7 @@ int tdctl_find_serving(const char *run_dir, const char *driver,
 	return found;
 }
 
-int tdctl_flock_holder(const char *real_path)
+int td_ctl_flock_holder(const char *real_path)
 {
 	unsigned int maj, min;
 	unsigned long ino;

@@ -16,16 +16,16 @@
 #include <stddef.h>
 
 /* Exited, or a zombie its parent has not reaped yet. */
-bool tdctl_process_gone(int pid);
+bool td_ctl_process_gone(int pid);
 
 /* The pid in a socket file name "tapdisk-PID.sock", or 0. */
-int tdctl_socket_pid(const char *name);
+int td_ctl_socket_pid(const char *name);
 
 /*
  * The pids of the control sockets in run_dir, sorted; *pids is malloc'd
  * (NULL when none; free it).  A missing run_dir has none.  0 or -errno.
  */
-int tdctl_scan_run_dir(const char *run_dir, int **pids, size_t *count);
+int td_ctl_scan_run_dir(const char *run_dir, int **pids, size_t *count);
 
 /*
  * Whether chain (as "info" prints it, "sort|stripe:/x.map,opt=v") has a
@@ -34,20 +34,20 @@ int tdctl_scan_run_dir(const char *run_dir, int **pids, size_t *count);
  * until a path resolves; a relative path is taken from the directory of
  * process pid (/proc/PID/cwd), the tapdisk that opened it.
  */
-bool tdctl_chain_names_file(const char *chain, const char *driver,
-			    const char *real_path, int pid);
+bool td_ctl_chain_names_file(const char *chain, const char *driver,
+			     const char *real_path, int pid);
 
 /*
  * The tapdisk in run_dir whose chain names the file real_path for driver
- * (tdctl_chain_names_file), asking each one "info" within timeout_ms.
+ * (td_ctl_chain_names_file), asking each one "info" within timeout_ms.
  * 0 and *pid, -ENOENT when none does.  Tapdisks that do not answer are
  * skipped and counted in *silent (may be NULL).
  */
-int tdctl_find_serving(const char *run_dir, const char *driver,
-		       const char *real_path, int timeout_ms, int *pid,
-		       unsigned int *silent);
+int td_ctl_find_serving(const char *run_dir, const char *driver,
+			const char *real_path, int timeout_ms, int *pid,
+			unsigned int *silent);
 
 /* The pid holding a flock on the file real_path (/proc/locks), or 0. */
-int tdctl_flock_holder(const char *real_path);
+int td_ctl_flock_holder(const char *real_path);
 
 #endif

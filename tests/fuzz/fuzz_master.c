@@ -183,7 +183,7 @@ static void call(struct fake_conn *c, unsigned int proc)
 /* Is one of the store's transaction-control statements running? */
 static bool in_transaction_control(void)
 {
-	static const enum store_stmt control[] = {
+	static const enum master_store_stmt control[] = {
 		ST_BEGIN,     ST_COMMIT,  ST_ROLLBACK,
 		ST_SAVEPOINT, ST_RELEASE, ST_ROLLBACK_TO,
 	};

@@ -406,11 +406,11 @@ static int run_online(struct job *job)
 	unsigned int silent = 0;
 	int err, holder;
 
-	err = tdctl_find_serving(run_dir, "stripe", job->path,
-				 (int)job->o->timeout_s * 1000, &job->pid,
-				 &silent);
+	err = td_ctl_find_serving(run_dir, "stripe", job->path,
+				  (int)job->o->timeout_s * 1000, &job->pid,
+				  &silent);
 	if (err == -ENOENT) {
-		if ((holder = tdctl_flock_holder(job->path)))
+		if ((holder = td_ctl_flock_holder(job->path)))
 			snprintf(who, sizeof(who), "process %d", holder);
 		return ctl_fail(
 			"%s is locked by %s, but no tapdisk in %s serves "

@@ -76,7 +76,7 @@ static int list_one(const struct cmd_opts *o, int pid)
 	td_ctl_reply_init(&r);
 	err = td_ctl_call(path, "info", o->timeout_s * 1000, &r);
 	if ((err == -ECONNREFUSED || err == -ENOENT) &&
-	    tdctl_process_gone(pid)) {
+	    td_ctl_process_gone(pid)) {
 		unlink(path);
 		fprintf(stderr,
 			"tap-ctl: removed %s: tapdisk %d is not "
@@ -98,7 +98,7 @@ int tapctl_cmd_list(struct cmd_opts *o)
 {
 	int *pids, status = EXIT_SUCCESS;
 	size_t count;
-	int err = tdctl_scan_run_dir(o->run_dir, &pids, &count);
+	int err = td_ctl_scan_run_dir(o->run_dir, &pids, &count);
 
 	if (err)
 		return tapctl_fail("cannot read the run directory %s: %s",

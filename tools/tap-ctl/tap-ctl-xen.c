@@ -323,7 +323,7 @@ static int wait_owner(struct xs_handle *xs, const struct xen_target *t,
 		free(v);
 		if (done)
 			return 0;
-		if (tdctl_process_gone(pid))
+		if (td_ctl_process_gone(pid))
 			return tapctl_fail(
 				"tapdisk %d exited before it %s %s", pid,
 				strcmp(want, "0") ? "took" : "handed over",
@@ -345,7 +345,7 @@ static int release_from(struct xs_handle *xs, const struct xen_target *t,
 	char v[32];
 	int status;
 
-	if (tdctl_process_gone(old))
+	if (td_ctl_process_gone(old))
 		return tapctl_fail("%s is held by tapdisk %d, which is not "
 				   "running: the requests it took cannot be "
 				   "resumed; detach the disk and attach it "
@@ -496,7 +496,7 @@ static int detach(struct xs_handle *xs, const struct xen_target *t,
 		return tapctl_fail("cannot write %s/online: %s", t->be,
 				   strerror(errno));
 	/* Nobody would close it: the guest sees its directory go. */
-	if (tdctl_process_gone(o->id))
+	if (td_ctl_process_gone(o->id))
 		fprintf(stderr,
 			"tap-ctl: tapdisk %d is not running: removing %s "
 			"without waiting\n",

@@ -99,7 +99,7 @@ static int connect_id(const struct cmd_opts *o, int id, int *fd)
 		return tapctl_fail("no tapdisk with id %d in %s (no %s); see "
 				   "'tap-ctl list'",
 				   id, o->run_dir, path);
-	if (err == -ECONNREFUSED && tdctl_process_gone(id)) {
+	if (err == -ECONNREFUSED && td_ctl_process_gone(id)) {
 		unlink(path);
 		return tapctl_fail(
 			"tapdisk %d is not running; removed its stale "
@@ -217,7 +217,7 @@ static int ms_left(uint64_t deadline_ns)
 
 static int wait_exit(int id, uint64_t deadline_ns)
 {
-	while (!tdctl_process_gone(id)) {
+	while (!td_ctl_process_gone(id)) {
 		if (!ms_left(deadline_ns))
 			return -ETIMEDOUT;
 		poll(NULL, 0, EXIT_POLL_MS);
@@ -265,7 +265,7 @@ static int cmd_destroy(struct cmd_opts *o)
 		printf("tapdisk %d destroyed: %s", o->id,
 		       td_strbuf_str(&r.payload));
 	tapctl_socket_path(o, o->id, path, sizeof(path));
-	if (!err && tdctl_process_gone(o->id))
+	if (!err && td_ctl_process_gone(o->id))
 		unlink(path); /* normally gone already */
 	td_ctl_reply_free(&r);
 	return status;

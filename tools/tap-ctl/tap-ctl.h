@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tapdisk/control/ctl-client.h" /* tdctl_process_gone & co. */
+#include "tapdisk/control/ctl-client.h" /* td_ctl_process_gone & co. */
 #include "tools/cli/cli.h"
 
 #define EXIT_USAGE CLI_EXIT_USAGE
