@@ -432,7 +432,8 @@ static void cl_opt(struct env *e, uint32_t opt, const void *data, uint32_t len)
 	memcpy(hdr, "IHAVEOPT", 8);
 	nbd_put32(hdr + 8, opt);
 	nbd_put32(hdr + 12, len);
-	memcpy(hdr + 16, data, len);
+	if (len)
+		memcpy(hdr + 16, data, len);
 	cl_send(e, hdr, 16 + len);
 }
 
