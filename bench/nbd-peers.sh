@@ -5,7 +5,7 @@
 # backing file (the physical limit), all on one file in one run.
 #
 # usage: bench/nbd-peers.sh [--dir DIR] [--size SIZE] [--runtime S] [--reps N]
-#                           [--json FILE] [--quick]
+#                           [--json FILE] [--quick] [--tls]
 #   --dir DIR      where the backing file goes (default /var/tmp: a real disk;
 #                  /dev/shm measures the servers' CPU cost alone)
 #   --size SIZE    backing file size (default 1G)
@@ -13,6 +13,14 @@
 #   --reps N       repetitions per job and target; the median is reported (3)
 #   --json FILE    also write every figure there
 #   --quick        --size 256M --runtime 4 --reps 1
+#   --tls          both servers on TCP loopback with TLS required: tapdisk
+#                  --nbd-tls-x509, qemu-nbd --tls-creds with a tls-creds-x509
+#                  object, one certificate made here by certtool (gnutls-bin);
+#                  jobs randread4k, seqread1m.  X.509, not PSK: fio's nbd
+#                  engine refuses URIs that name a local file (tls-psk-file=),
+#                  while libnbd finds a CA in $HOME/.pki/libnbd by itself
+#                  (HOME is the work directory for fio).  The record layer,
+#                  what the figures measure, is the same with PSK.
 #
 # Prints per job: IOPS and MiB/s of each target, tapstripe / qemu-nbd and
 # tapstripe / physical ratios, and each server's CPU time per request
@@ -23,7 +31,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
-DIR=/var/tmp SIZE=1G RUNTIME=15 REPS=3 JSON=
+DIR=/var/tmp SIZE=1G RUNTIME=15 REPS=3 JSON= TLS=
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -34,13 +42,14 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=$2; shift ;;
 	--json) JSON=$2; shift ;;
 	--quick) SIZE=256M RUNTIME=4 REPS=1 ;;
+	--tls) TLS=1 ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "nbd-peers.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 
-for tool in fio qemu-nbd python3; do
+for tool in fio qemu-nbd python3 ${TLS:+certtool}; do
 	command -v $tool >/dev/null || { echo "nbd-peers.sh: $tool missing (apt-get install fio qemu-utils python3)" >&2; exit 1; }
 done
 [ -x "$TAPDISK" ] || { echo "nbd-peers.sh: $TAPDISK not built (run make, or set TAPDISK=)" >&2; exit 1; }
@@ -65,18 +74,55 @@ JOBS="randread4k randread 4k 32
 seqwrite1m write 1M 8
 seqread1m read 1M 8"
 
+URI="nbd+unix:///?socket=$sock"
+if [ -n "$TLS" ]; then
+	JOBS="randread4k randread 4k 32
+seqread1m read 1M 8"
+	pki=$work/pki
+	mkdir -p "$pki" "$work/.pki/libnbd"
+	certtool --generate-privkey --key-type=ecdsa --outfile "$pki/ca-key.pem" 2>/dev/null
+	printf 'cn = bench CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$work/ca.info"
+	certtool --generate-self-signed --load-privkey "$pki/ca-key.pem" \
+		--template "$work/ca.info" --outfile "$pki/ca-cert.pem" 2>/dev/null
+	certtool --generate-privkey --key-type=ecdsa --outfile "$pki/server-key.pem" 2>/dev/null
+	printf 'cn = localhost\nip_address = 127.0.0.1\ntls_www_server\nsigning_key\nencryption_key\nexpiration_days = 2\n' >"$work/server.info"
+	certtool --generate-certificate --load-privkey "$pki/server-key.pem" \
+		--load-ca-certificate "$pki/ca-cert.pem" --load-ca-privkey "$pki/ca-key.pem" \
+		--template "$work/server.info" --outfile "$pki/server-cert.pem" 2>/dev/null
+	cp "$pki/ca-cert.pem" "$work/.pki/libnbd/" || exit 1
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	URI="nbds://127.0.0.1:$port/"
+	echo "# TLS: X.509 over TCP 127.0.0.1:$port, both servers"
+fi
+
+server_up() {
+	if [ -n "$TLS" ]; then
+		python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1).close()" 2>/dev/null
+	else
+		[ -S "$sock" ]
+	fi
+}
+
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 start_server() { # target
 	rm -f "$sock"
-	case $1 in
+	case $1${TLS:+-tls} in
 	tapstripe) "$TAPDISK" --foreground -a "aio:$img" --nbd "unix:$sock" \
 		--log-level warn 2>>"$work/server.log" & ;;
 	qemu-nbd) qemu-nbd --cache=none --aio=native -f raw --shared=16 -t \
 		-k "$sock" "$img" 2>>"$work/server.log" & ;;
+	tapstripe-tls) "$TAPDISK" --foreground -a "aio:$img" \
+		--nbd "tcp:127.0.0.1:$port" --nbd-tls require \
+		--nbd-tls-x509 "$pki" \
+		--log-level warn 2>>"$work/server.log" & ;;
+	qemu-nbd-tls) qemu-nbd --cache=none --aio=native -f raw --shared=16 -t \
+		-b 127.0.0.1 -p "$port" \
+		--object "tls-creds-x509,id=tls0,endpoint=server,dir=$pki,verify-peer=off" \
+		--tls-creds tls0 "$img" 2>>"$work/server.log" & ;;
 	esac
 	server_pid=$!
-	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.05; done
+	for _ in $(seq 100); do server_up && return 0; sleep 0.05; done
 	echo "nbd-peers.sh: $1 did not start; see its log:" >&2
 	cat "$work/server.log" >&2
 	exit 1
@@ -96,7 +142,7 @@ run_fio() { # target rw bs qd out.json
 	if [ "$target" = physical ]; then
 		fio "${common[@]}" --filename="$img" --ioengine=libaio --direct=1
 	else
-		fio "${common[@]}" --ioengine=nbd --uri="nbd+unix:///?socket=$sock"
+		HOME=$work fio "${common[@]}" --ioengine=nbd --uri="$URI"
 	fi
 }
 

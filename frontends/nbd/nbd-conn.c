@@ -36,6 +36,7 @@
 #include "frontends/nbd/nbd-int.h"
 
 static void conn_parse(struct nbd_conn *conn);
+static void conn_read(struct nbd_conn *conn);
 static void conn_update_events(struct nbd_conn *conn);
 
 /* --- helpers for the steps ----------------------------------------- */
@@ -69,6 +70,8 @@ static void conn_kick(struct td_defer *d, void *opaque)
 
 	conn->blocked = false;
 	conn_parse(conn);
+	if (nbd_tls_pending_in(conn)) /* no fd event will say so */
+		conn_read(conn);
 	conn_update_events(conn);
 }
 
@@ -174,6 +177,7 @@ static void conn_parse(struct nbd_conn *conn)
 			more = nbd_cmd_step_payload(conn);
 			break;
 		case NBD_RS_STOPPED:
+		case NBD_RS_TLS:
 			more = false;
 			break;
 		}
@@ -183,7 +187,7 @@ static void conn_parse(struct nbd_conn *conn)
 static bool conn_wants_input(const struct nbd_conn *conn)
 {
 	return !conn->dead && !conn->blocked &&
-	       conn->rstate != NBD_RS_STOPPED &&
+	       conn->rstate != NBD_RS_STOPPED && conn->rstate != NBD_RS_TLS &&
 	       nbd_in_avail(conn) < NBD_INBUF_BYTES;
 }
 
@@ -212,11 +216,14 @@ static ssize_t conn_recv(struct nbd_conn *conn)
 	}
 	iov[cnt].iov_base = conn->inbuf + conn->in_wpos;
 	iov[cnt++].iov_len = NBD_INBUF_BYTES - conn->in_wpos;
-	n = readv(conn->fd, iov, cnt);
+	if (nbd_tls_active(conn))
+		n = nbd_tls_recv(conn, iov[0].iov_base, iov[0].iov_len);
+	else if ((n = readv(conn->fd, iov, cnt)) < 0)
+		n = errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+			    ? -EAGAIN
+			    : -errno;
 	if (n < 0)
-		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
-			       ? -EAGAIN
-			       : -errno;
+		return n;
 	if ((size_t)n <= direct) {
 		if (direct)
 			slot->payload_done += (uint32_t)n;
@@ -334,26 +341,38 @@ static void conn_consume_output(struct nbd_conn *conn, size_t n)
 	nbd_conn_unblock(conn); /* room in outbuf for more options */
 }
 
+/* One sendmsg, or TLS records.  Bytes taken, -EAGAIN or -errno. */
+static ssize_t conn_send(struct nbd_conn *conn, struct iovec *iov, int cnt)
+{
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+	ssize_t n;
+
+	if (nbd_tls_active(conn))
+		return nbd_tls_send(conn, iov, cnt);
+	/* MSG_NOSIGNAL: a vanished client is EPIPE, not SIGPIPE. */
+	do
+		n = sendmsg(conn->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	return n;
+}
+
 static void conn_write(struct nbd_conn *conn)
 {
 	while (!conn->dead && nbd_has_output(conn)) {
 		struct iovec iov[NBD_WRITE_IOV_MAX];
-		struct msghdr msg = {.msg_iov = iov};
 		size_t total;
-		ssize_t n;
+		int cnt = conn_fill_iov(conn, iov, &total);
+		ssize_t n = conn_send(conn, iov, cnt);
 
-		msg.msg_iovlen = (size_t)conn_fill_iov(conn, iov, &total);
-		/* MSG_NOSIGNAL: a vanished client is EPIPE, not SIGPIPE. */
-		n = sendmsg(conn->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		if (n == -EAGAIN) {
 			conn->want_out = true;
 			return;
 		}
 		if (n < 0) {
 			td_vbd_info(conn->vbd, "nbd %s: write: %s", conn->peer,
-				    strerror(errno));
+				    strerror((int)-n));
 			nbd_conn_close(conn);
 			return;
 		}
@@ -364,6 +383,7 @@ static void conn_write(struct nbd_conn *conn)
 		}
 	}
 	conn->want_out = false;
+	nbd_tls_output_drained(conn); /* STARTTLS's ACK is out */
 	nbd_conn_check_drained(conn);
 }
 
@@ -378,8 +398,12 @@ static void conn_update_events(struct nbd_conn *conn)
 		return;
 	if (conn_wants_input(conn))
 		events |= EPOLLIN;
-	if (conn->want_out)
+	if (conn->want_out || nbd_tls_recv_wants_out(conn))
 		events |= EPOLLOUT;
+	if (conn->rstate == NBD_RS_TLS)
+		events |= nbd_tls_handshake_events(conn);
+	if ((events & EPOLLIN) && nbd_tls_pending_in(conn))
+		td_loop_defer(conn->loop, &conn->kick, conn_kick, conn);
 	err = td_loop_mod_fd(&conn->fde, events);
 	if (err) {
 		td_vbd_err(conn->vbd, "nbd %s: epoll: %s", conn->peer,
@@ -392,11 +416,16 @@ static void conn_event(struct td_fd *fde, uint32_t events, void *opaque)
 {
 	struct nbd_conn *conn = opaque;
 
+	if (conn->rstate == NBD_RS_TLS && nbd_tls_handshake_event(conn)) {
+		conn_update_events(conn);
+		return;
+	}
 	/*
 	 * Read first even on a hang-up: a client may send NBD_OPT_ABORT or
 	 * NBD_CMD_DISC and close at once, and that is a clean goodbye.
 	 */
-	if (events & EPOLLIN)
+	if ((events & EPOLLIN) ||
+	    ((events & EPOLLOUT) && nbd_tls_recv_wants_out(conn)))
 		conn_read(conn);
 	if (conn->dead)
 		return;
@@ -486,6 +515,7 @@ void nbd_conn_close(struct nbd_conn *conn)
 		return;
 	conn->dead = true;
 	td_loop_del_fd(&conn->fde);
+	nbd_tls_close(conn);
 	close(conn->fd);
 	conn->fd = -1;
 	td_loop_timer_cancel(&conn->timer);
@@ -515,6 +545,7 @@ void nbd_conn_free(struct nbd_conn *conn)
 {
 	for (uint32_t i = 0; i < conn->nr_slots; i++)
 		free(conn->slots[i].buf);
+	nbd_tls_free(conn);
 	free(conn->slots);
 	free(conn);
 }

@@ -144,12 +144,51 @@ static void conn_opt_list(struct nbd_conn *conn)
 		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
 }
 
+/*
+ * STARTTLS, and every option while TLS is required and not yet on
+ * (nbd-tls.c decides).  Returns true when it answered the option.
+ */
+static bool conn_opt_tls(struct nbd_conn *conn)
+{
+	const char *msg = NULL;
+	uint32_t err = 0;
+	int e;
+
+	switch (nbd_tls_conn_action(conn, &err, &msg)) {
+	case NBD_TLS_SERVE:
+		return false;
+	case NBD_TLS_REFUSE:
+		if (err == NBD_REP_ERR_TLS_REQD)
+			td_vbd_info(conn->vbd,
+				    "nbd %s: %s refused: TLS required",
+				    conn->peer, nbd_opt_name(conn->opt.option));
+		conn_opt_error(conn, err, msg);
+		return true;
+	case NBD_TLS_CLOSE:
+		/* The option has no error reply: the spec says close. */
+		nbd_conn_fail(conn, "NBD_OPT_EXPORT_NAME without TLS, which "
+				    "this server requires");
+		return true;
+	case NBD_TLS_START:
+		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
+		if (!conn->dead && (e = nbd_tls_start(conn)))
+			nbd_conn_fail(conn, "STARTTLS: %s",
+				      e == -EPROTO
+					      ? "data sent before the reply"
+					      : strerror(-e));
+		return true;
+	}
+	return false;
+}
+
 /* data is NULL when the option's data was too long and was skipped. */
 void nbd_hs_option(struct nbd_conn *conn, const uint8_t *data)
 {
 	uint32_t len = conn->opt.length;
 
 	conn->rstate = NBD_RS_OPT_HEADER;
+	if (conn_opt_tls(conn))
+		return;
 	switch (conn->opt.option) {
 	case NBD_OPT_EXPORT_NAME: /* never skipped: see nbd_hs_step_opt_header */
 		conn_opt_export_name(conn, data, len);
@@ -173,7 +212,7 @@ void nbd_hs_option(struct nbd_conn *conn, const uint8_t *data)
 		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
 		nbd_conn_stop_input(conn);
 		break;
-	default: /* STRUCTURED_REPLY and STARTTLS included */
+	default: /* STRUCTURED_REPLY included */
 		conn_opt_error(conn, NBD_REP_ERR_UNSUP, "option not supported");
 		break;
 	}

@@ -22,6 +22,7 @@
 
 #include "common/listener.h"
 #include "frontends/nbd/nbd-proto.h"
+#include "frontends/nbd/nbd-tls.h"
 #include "frontends/nbd/nbd.h"
 
 #define NBD_INBUF_BYTES		(16u << 10) /* > NBD_OPT_MAX_DATA_BYTES */
@@ -45,6 +46,7 @@ enum nbd_rstate {
 	NBD_RS_CMD_PAYLOAD,  /* WRITE data into the command's buffer */
 	NBD_RS_CMD_SKIP,     /* WRITE data of a refused command: discarded */
 	NBD_RS_STOPPED,	     /* nothing more: DISC, EOF, ABORT, shutdown */
+	NBD_RS_TLS,	     /* STARTTLS answered: TLS handshake (nbd-tls.c) */
 };
 
 enum nbd_slot_state {
@@ -97,6 +99,7 @@ struct nbd_conn {
 	struct nbd_opt_header opt;
 	uint64_t skip;	      /* bytes still to discard */
 	struct nbd_slot *cur; /* the command being read */
+	struct nbd_tls *tls;  /* from STARTTLS on (nbd-tls.c); else NULL */
 
 	struct nbd_slot *slots;
 	uint32_t nr_slots;
@@ -133,6 +136,7 @@ struct td_nbd_server {
 	struct td_hook hook;
 
 	struct td_nbd_stats stats;
+	struct nbd_tls_server *tls; /* TLS, allowed addresses (nbd-tls.c) */
 };
 
 /* --- input and output buffers --------------------------------------------- */
@@ -156,7 +160,8 @@ static inline void nbd_in_consume(struct nbd_conn *conn, uint32_t n)
 
 static inline bool nbd_has_output(const struct nbd_conn *conn)
 {
-	return conn->out_wpos != conn->out_rpos || !TAILQ_EMPTY(&conn->out_q);
+	return conn->out_wpos != conn->out_rpos || !TAILQ_EMPTY(&conn->out_q) ||
+	       nbd_tls_pending_out(conn);
 }
 
 /* Bytes of a READ's data that follow its reply header. */

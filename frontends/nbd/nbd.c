@@ -62,6 +62,10 @@ static void nbd_on_accept(int fd, const char *peer, void *opaque)
 			    strerror(-fd), TD_LISTENER_BACKOFF_MS);
 		return;
 	}
+	if (peer && !nbd_tls_peer_allowed(srv, fd, peer)) {
+		close(fd);
+		return;
+	}
 	if (peer) {
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	} else {
@@ -155,6 +159,8 @@ static int nbd_listen_tcp(struct td_nbd_server *srv, const char *hostport)
 			ok++;
 		else
 			err = e;
+		if (!e)
+			nbd_tls_listen_check(srv, ai->ai_addr, ai->ai_addrlen);
 	}
 	freeaddrinfo(res);
 	if (!ok) {
@@ -322,7 +328,11 @@ int td_nbd_server_create(struct td_loop *loop, struct td_vbd *vbd,
 	if (!srv)
 		return -ENOMEM;
 	err = nbd_apply_params(srv, params ? params : &defaults);
+	if (!err)
+		err = nbd_tls_server_create(params ? params->access : NULL,
+					    &srv->tls);
 	if (err) {
+		free(srv->export_name);
 		free(srv);
 		return err;
 	}
@@ -363,6 +373,7 @@ static void nbd_destroy(struct td_frontend *fe)
 	}
 	td_loop_del_hook(&srv->hook);
 	td_frontend_fini(&srv->fe);
+	nbd_tls_server_destroy(srv->tls);
 	free(srv->export_name);
 	free(srv);
 }

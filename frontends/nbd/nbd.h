@@ -11,8 +11,9 @@
  * or is disconnected; every other client keeps being served.
  *
  * Protocol subset: options NBD_OPT_GO, NBD_OPT_INFO, NBD_OPT_EXPORT_NAME,
- * NBD_OPT_LIST and NBD_OPT_ABORT (any other option, structured replies
- * and TLS included, gets NBD_REP_ERR_UNSUP); simple replies only;
+ * NBD_OPT_LIST, NBD_OPT_ABORT and, when TLS is configured, NBD_OPT_STARTTLS
+ * (nbd-tls.h; any other option, structured replies included, gets
+ * NBD_REP_ERR_UNSUP); simple replies only;
  * commands READ, WRITE, FLUSH, TRIM, WRITE_ZEROES and DISC.  GO and INFO
  * advertise block sizes: minimum 512 (the vbd's sector), preferred 4096,
  * maximum max_request_bytes.
@@ -33,6 +34,7 @@
 #include <stdint.h>
 
 #include "common/loop.h"
+#include "frontends/nbd/nbd-tls.h"
 #include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
@@ -48,6 +50,8 @@ struct td_nbd_server;
 
 struct td_nbd_params {
 	const char *export_name; /* "" serves any name; NULL: "" */
+	/* TLS and allowed addresses (nbd-tls.h); NULL: none. */
+	const struct td_nbd_access *access;
 	/* Connections at once, counting closed ones whose I/O is still in
 	 * the vbd; 0: default. */
 	uint32_t max_clients;

@@ -89,8 +89,16 @@ archive libmaster.a "$RPC_CFLAGS -Wno-unused-variable -Wno-unused-parameter" \
 	"$top"/master/client/*.c
 
 # libcore.a's control server reports the Xen transport's counters, so a
-# harness that pulls in the control code needs Xen's libraries too.
-XEN_LIBS=$(pkg-config --libs xenstore xengnttab xenevtchn)
+# harness that pulls in the control code needs Xen's libraries too; the
+# NBD server's TLS needs GnuTLS (libgnutls28-dev).
+XEN_LIBS="$(pkg-config --libs xenstore xengnttab xenevtchn) $(pkg-config --libs gnutls)"
+# fuzz_nbd-tls replaces GnuTLS's handshake and record layer with
+# pass-through stubs, at the library boundary.
+TLS_WRAP=-Wl
+for f in handshake record_recv record_send record_cork record_uncork \
+	record_check_pending record_get_direction bye; do
+	TLS_WRAP=$TLS_WRAP,--wrap=gnutls_$f
+done
 
 fail=0
 for h in "$top"/tests/fuzz/fuzz_*.c; do
@@ -101,6 +109,7 @@ for h in "$top"/tests/fuzz/fuzz_*.c; do
 	echo "== build $name"
 	extra=
 	[ "$name" = master ] && extra="$RPC_CFLAGS $out/libmaster.a $RPC_LIBS"
+	[ "$name" = nbd-tls ] && extra=$TLS_WRAP
 	# shellcheck disable=SC2086
 	if ! "$cc" $EXEFLAGS -o "$bin" "$h" $extra "$out/libcore.a" $XEN_LIBS; then
 		echo "FAILED to build $name" >&2

@@ -14,7 +14,7 @@
 #define EXIT_USAGE CLI_EXIT_USAGE
 /* tapdisk options create passes on: one each, the repeatable ones up to
  * their max (a unit test checks the table fits). */
-#define TAPCTL_MAX_TAPDISK_ARGS 32
+#define TAPCTL_MAX_TAPDISK_ARGS 64
 
 /* One tapdisk option given to create: an entry of tapdisk_options. */
 struct tapctl_tapdisk_arg {

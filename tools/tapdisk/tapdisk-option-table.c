@@ -62,6 +62,26 @@ const struct cli_option tapdisk_options[] = {
 	 "the NBD export name clients must ask for\n"
 	 "(default: any name is accepted)",
 	 0, 0, 0, CREATE},
+	{"nbd-tls", TAPDISK_KEY_NBD_TLS, "MODE",
+	 "TLS for NBD clients (NBD_OPT_STARTTLS): off, on\n"
+	 "(offered, plaintext still served) or require\n"
+	 "(nothing but STARTTLS before TLS); default\n"
+	 "require with credentials, else off",
+	 0, 0, 0, CREATE},
+	{"nbd-tls-psk", TAPDISK_KEY_NBD_TLS_PSK, "FILE",
+	 "TLS pre-shared keys: lines username:hexkey, as\n"
+	 "written by psktool -u NAME -p FILE",
+	 0, 0, 0, CREATE},
+	{"nbd-tls-x509", TAPDISK_KEY_NBD_TLS_X509, "DIR",
+	 "TLS certificate: DIR/server-cert.pem,\n"
+	 "DIR/server-key.pem (and DIR/ca-cert.pem), as\n"
+	 "qemu's tls-creds-x509",
+	 0, 0, 0, CREATE},
+	{"nbd-allow", TAPDISK_KEY_NBD_ALLOW, "CIDR",
+	 "serve TCP clients from these addresses only\n"
+	 "(repeatable, at most {max}), e.g. 10.0.0.0/8,\n"
+	 "192.0.2.7, fd00::/8; others are closed at once",
+	 0, TD_NBD_MAX_ALLOW, 0, CREATE | REPEAT},
 	{"max-inflight", TAPDISK_KEY_MAX_INFLIGHT, "N",
 	 "requests in flight per driver layer ({min}-{max},\n"
 	 "default {default})",

@@ -65,6 +65,10 @@ static void usage(FILE *out)
 "EXAMPLES\n"
 "    tapdisk -f -a null:size=1G --nbd unix:/tmp/null.sock\n"
 "    tapdisk -f -a aio:/srv/disk.img --nbd tcp::10809 --name disk1\n"
+"    psktool -u alice -p /etc/tapstripe/keys.psk\n"
+"    tapdisk -f -a aio:/srv/disk.img --nbd tcp::10809 \\\n"
+"        --nbd-tls-psk /etc/tapstripe/keys.psk --nbd-allow 10.0.0.0/8\n"
+"    nbdinfo 'nbds://alice@HOST/?tls-psk-file=/etc/tapstripe/keys.psk'\n"
 "    tapdisk -f -a null:size=1G --shm /tmp/null.shm\n"
 "    td-front --shm /tmp/null.shm --rw read --pattern rand --qd 32\n"
 "    nbdinfo 'nbd+unix:///?socket=/tmp/null.sock'\n",
@@ -99,6 +103,41 @@ static int parse_xen(struct options *o, const char *arg)
 		return usage_error("--xen wants auto, on or off, not '%s'",
 				   arg);
 	return GO_ON;
+}
+
+/* --nbd-tls, --nbd-tls-psk, --nbd-tls-x509, --nbd-allow */
+static int parse_access(struct options *o, const struct cli_option *opt,
+			const char *arg)
+{
+	struct td_nbd_access *a = &o->nbd_access;
+
+	switch (opt->key) {
+	case TAPDISK_KEY_NBD_TLS:
+		if (td_nbd_tls_parse_mode(arg, &a->tls))
+			return usage_error("--nbd-tls wants off, on or "
+					   "require, not '%s'",
+					   arg);
+		o->nbd_tls_given = true;
+		return GO_ON;
+	case TAPDISK_KEY_NBD_TLS_PSK:
+		a->tls_psk_file = arg;
+		return GO_ON;
+	case TAPDISK_KEY_NBD_TLS_X509:
+		a->tls_x509_dir = arg;
+		return GO_ON;
+	default:
+		if (a->nr_allow == opt->max)
+			return usage_error("at most %lld --nbd-allow blocks",
+					   opt->max);
+		if (td_nbd_parse_cidr(arg, &a->allow[a->nr_allow]))
+			return usage_error("--nbd-allow wants an address or "
+					   "ADDRESS/BITS with no host bits "
+					   "set, e.g. 10.0.0.0/8 or fd00::/8, "
+					   "not '%s'",
+					   arg);
+		a->nr_allow++;
+		return GO_ON;
+	}
 }
 
 /* The options that take a number or a word from a list. */
@@ -136,6 +175,11 @@ static int parse_value(struct options *o, const struct cli_option *opt,
 					   "or debug, not '%s'",
 					   arg);
 		return GO_ON;
+	case TAPDISK_KEY_NBD_TLS:
+	case TAPDISK_KEY_NBD_TLS_PSK:
+	case TAPDISK_KEY_NBD_TLS_X509:
+	case TAPDISK_KEY_NBD_ALLOW:
+		return parse_access(o, opt, arg);
 	default:
 		return parse_xen(o, arg);
 	}
@@ -189,8 +233,27 @@ static int parse_one(struct options *o, const struct cli_option *opt,
 	}
 }
 
+/* TLS mode and credentials go together; GO_ON or a usage error. */
+static int check_tls(struct options *o)
+{
+	struct td_nbd_access *a = &o->nbd_access;
+	bool creds = a->tls_psk_file || a->tls_x509_dir;
+
+	if (!o->nbd_tls_given)
+		a->tls = creds ? TD_NBD_TLS_REQUIRE : TD_NBD_TLS_OFF;
+	if (a->tls != TD_NBD_TLS_OFF && !creds)
+		return usage_error("--nbd-tls %s needs credentials: "
+				   "--nbd-tls-psk FILE or --nbd-tls-x509 DIR",
+				   a->tls == TD_NBD_TLS_ON ? "on" : "require");
+	if (a->tls == TD_NBD_TLS_OFF && creds)
+		return usage_error("--nbd-tls off with TLS credentials: drop "
+				   "--nbd-tls-psk/--nbd-tls-x509 or say "
+				   "--nbd-tls on or require");
+	return GO_ON;
+}
+
 /* What the options say together; GO_ON or a usage error. */
-static int check_options(const struct options *o)
+static int check_options(struct options *o)
 {
 	if (!o->chain)
 		return usage_error("give the disk with -a CHAIN, e.g. "
@@ -200,6 +263,8 @@ static int check_options(const struct options *o)
 		return usage_error("--name '%s': use 1 to %d letters, digits, "
 				   "'.', '_' or '-'",
 				   o->name, TD_VBD_NAME_MAX - 1);
+	if (check_tls(o) != GO_ON)
+		return CLI_EXIT_USAGE;
 	if (!o->foreground && o->ready_fd < 0)
 		return usage_error("to run tapdisk in the background use "
 				   "'tap-ctl create -a CHAIN ...'; to run it "

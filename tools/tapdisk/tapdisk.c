@@ -161,7 +161,10 @@ static int start_frontend(struct tapdisk *td, const struct td_frontend_ops *ops,
 
 static int start_nbd(struct tapdisk *td)
 {
-	struct td_nbd_params np = {.export_name = td->opt.export_name ?: ""};
+	struct td_nbd_params np = {
+		.export_name = td->opt.export_name ?: "",
+		.access = &td->opt.nbd_access,
+	};
 	struct td_frontend *fe;
 	int err;
 

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "frontends/nbd/nbd-tls.h"
+
 #define TAPDISK_MAX_NBD_ADDRS 4
 #define TAPDISK_MAX_SHM_PATHS 4
 
@@ -24,6 +26,9 @@ struct options {
 	int xen;			/* TAPDISK_XEN_* */
 	const char *name;
 	const char *export_name;
+	/* --nbd-tls, --nbd-tls-psk, --nbd-tls-x509, --nbd-allow */
+	struct td_nbd_access nbd_access;
+	bool nbd_tls_given; /* else: require with credentials, off without */
 	const char *log_file;
 	const char *run_dir;
 	uint32_t max_inflight;

@@ -97,6 +97,7 @@ static void test_repeat_limits(void **state)
 	} rows[] = {
 		{"nbd", 4},
 		{"shm", 4},
+		{"nbd-allow", 16},
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
@@ -122,7 +123,9 @@ static void test_every_option_decided(void **state)
 		"xen",		"name",
 		"read-only",	"export-name",
 		"max-inflight", "log-level",
-		"log-file",
+		"log-file",	"nbd-tls",
+		"nbd-tls-psk",	"nbd-tls-x509",
+		"nbd-allow",
 	};
 	static const char *const own[] = {
 		"run-dir",    /* tap-ctl's own --run-dir, always passed on */
