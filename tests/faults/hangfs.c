@@ -65,7 +65,11 @@ static int hang_readdir(const char *path, void *buf, fuse_fill_dir_t fill,
 	return 0;
 }
 
-/* disk: wait until interrupted; opens: open at once. */
+/*
+ * disk: wait until interrupted (libfuse marks the request when the
+ * kernel's INTERRUPT for it comes; no signal to this thread is needed),
+ * then fail; opens: open at once.
+ */
 static int hang_open(const char *path, struct fuse_file_info *fi)
 {
 	struct timespec tick = {.tv_nsec = POLL_NS};
@@ -98,7 +102,6 @@ static int hang_read(const char *path, char *buf, size_t size, off_t off,
 
 static void *hang_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-	cfg->intr = 1; /* fuse_interrupted() learns of the kernel's INTERRUPT */
 	cfg->direct_io = 1;
 	return NULL;
 }
