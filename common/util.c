@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,4 +124,18 @@ int td_open_file(const char *path, int flags, int extra_fl, unsigned int kinds,
 	}
 	*fd = f;
 	return 0;
+}
+
+/* --- helper threads ------------------------------------------------------------- */
+
+int td_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(thread, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -err;
 }

@@ -2,11 +2,13 @@
 /*
  * util.h - small helpers shared by the daemon and the tools: sizes with
  * binary suffixes, errno names, opening a disk file without blocking on
- * it.  A leaf: includes nothing of the project.
+ * it, helper threads that take no signal.  A leaf: includes nothing of
+ * the project.
  */
 #ifndef TAPSTRIPE_UTIL_H
 #define TAPSTRIPE_UTIL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,5 +48,13 @@ int td_open_file(const char *path, int flags, int extra_fl, unsigned int kinds,
 
 /* "a FIFO", "a directory", "a socket", ... for mode's file type. */
 const char *td_file_kind(mode_t mode);
+
+/*
+ * pthread_create with every signal blocked in the new thread, so that a
+ * signal sent to the process (SIGTERM, SIGINT: tools/tapdisk/tapdisk.c)
+ * goes to the main thread, whatever its mask when the thread was made.
+ * 0 or -errno.
+ */
+int td_thread_create(pthread_t *thread, void *(*fn)(void *), void *arg);
 
 #endif
