@@ -324,7 +324,10 @@ static const struct subcommand subcommands[] = {
 	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
 	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log, or to\n"
 	 "--log-file PATH.  When it cannot start, its own error is printed\n"
-	 "and the status is 1.  The options are tapdisk's, passed on (see\n"
+	 "(first the reason, e.g. the mapping file and line) and the status\n"
+	 "is 1.  One not ready within --timeout seconds gets SIGTERM, and\n"
+	 "SIGKILL 2 s later; tap-ctl says which ended it, or that it is\n"
+	 "still there.  The options are tapdisk's, passed on (see\n"
 	 "tapdisk --help):\n",
 	 tapctl_cmd_create},
 	{"list", 0, "list",
