@@ -137,7 +137,10 @@ struct td_driver_ops {
 	 * Required.  Open the device described by args (the text after
 	 * "name:" in the chain, "" when none) and fill in drv->info.  A
 	 * filter's lower driver is already open.  Returns 0 or -errno,
-	 * having logged why; on error ->close is not called.
+	 * having said why with td_driver_fail (the reason tapdisk reports
+	 * first: name the file, the line, what to do); on error ->close is
+	 * not called.  Runs before the event loop: an open that may block
+	 * (a FIFO, a tty) uses td_open_file (common/util.h).
 	 */
 	int (*open)(struct td_driver *drv, const char *args);
 
@@ -239,6 +242,19 @@ enum td_stat {
 };
 
 void td_driver_stat_add(struct td_driver *drv, enum td_stat stat, uint64_t n);
+
+/*
+ * For ->open: log why the open fails (an error, as td_err) and keep the
+ * text as the reason td_vbd_open reports (td_vbd_params.error), the first
+ * line tapdisk prints.  One line, the driver's name first, naming the
+ * file (and the line of a file) and what to do.  The first reason of an
+ * open is kept.  Returns err (< 0), for "return td_driver_fail(...)".
+ */
+#define td_driver_fail(drv, err, ...) \
+	td_driver_fail_at(__func__, drv, err, __VA_ARGS__)
+int td_driver_fail_at(const char *func, struct td_driver *drv, int err,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* For drivers' log messages (td_vbd_err & co. in log.h) and output. */
 const char *td_vbd_name(const struct td_vbd *vbd);

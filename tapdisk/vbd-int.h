@@ -55,6 +55,8 @@ struct td_vbd {
 
 	struct td_ratelimit rl;
 	struct td_vbd_stats stats;
+	/* params->error while td_vbd_open runs, else NULL */
+	struct td_vbd_open_error *open_error;
 };
 
 /* vbd-open.c */

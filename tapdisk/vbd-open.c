@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,48 @@ void vbd_pool_fini(struct vbd_pool *pool)
 	memset(pool, 0, sizeof(*pool));
 }
 
+/* --- why an open failed --------------------------------------------------------- */
+
+/* Log the reason and keep it (the first one) for td_vbd_open's caller. */
+static int vbd_vfail(struct td_vbd *vbd, const char *func, bool syntax, int err,
+		     const char *fmt, va_list ap)
+{
+	char reason[TD_VBD_REASON_MAX];
+
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	td_log(TD_LOG_ERR, func, NULL, NULL, "%s", reason);
+	if (vbd && vbd->open_error && !vbd->open_error->reason[0]) {
+		memcpy(vbd->open_error->reason, reason, sizeof(reason));
+		vbd->open_error->syntax = syntax;
+	}
+	return err < 0 ? err : -EINVAL;
+}
+
+/* See driver.h. */
+int td_driver_fail_at(const char *func, struct td_driver *drv, int err,
+		      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = vbd_vfail(drv ? drv->vbd : NULL, func, false, err, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* The chain's text is malformed: the caller adds advice on its syntax. */
+static int vbd_syntax_fail(struct td_vbd *vbd, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int vbd_syntax_fail(struct td_vbd *vbd, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = vbd_vfail(vbd, "vbd_parse_chain", true, err, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 /* --- open and close --------------------------------------------------------- */
 
 static const struct td_driver_ops *
@@ -86,11 +129,10 @@ static int vbd_parse_chain(struct td_vbd *vbd,
 	char *p = vbd->chain_buf;
 	unsigned int n = 0;
 
-	if (!*p) {
-		td_err("empty driver chain: give one such as "
-		       "aio:/path/disk.img");
-		return -EINVAL;
-	}
+	if (!*p)
+		return vbd_syntax_fail(vbd, -EINVAL,
+				       "empty driver chain: give one such as "
+				       "aio:/path/disk.img");
 	for (;;) {
 		char *bar = strchr(p, '|');
 		char *colon;
@@ -100,11 +142,11 @@ static int vbd_parse_chain(struct td_vbd *vbd,
 			*bar = '\0';
 		colon = strchr(p, ':');
 		name_len = colon ? (size_t)(colon - p) : strlen(p);
-		if (n == VBD_MAX_LAYERS) {
-			td_err("driver chain has more than %d drivers",
-			       VBD_MAX_LAYERS);
-			return -E2BIG;
-		}
+		if (n == VBD_MAX_LAYERS)
+			return vbd_syntax_fail(
+				vbd, -E2BIG,
+				"driver chain '%s' has more than %d drivers",
+				vbd->chain, VBD_MAX_LAYERS);
 		vbd->drivers[n].ops = find_driver(table, p, name_len);
 		if (!vbd->drivers[n].ops) {
 			char known[256] = "";
@@ -116,10 +158,11 @@ static int vbd_parse_chain(struct td_vbd *vbd,
 				snprintf(known + used, sizeof(known) - used,
 					 "%s%s", used ? ", " : "", (*t)->name);
 			}
-			td_err("unknown driver '%.*s' in chain '%s' (known: "
-			       "%s)",
-			       (int)name_len, p, vbd->chain, known);
-			return -ENOENT;
+			return vbd_syntax_fail(vbd, -ENOENT,
+					       "unknown driver '%.*s' in chain "
+					       "'%s' (known: %s)",
+					       (int)name_len, p, vbd->chain,
+					       known);
 		}
 		args[n] = colon ? colon + 1 : p + name_len;
 		n++;
@@ -131,18 +174,18 @@ static int vbd_parse_chain(struct td_vbd *vbd,
 	for (unsigned int i = 0; i < n; i++) {
 		bool filter = vbd->drivers[i].ops->flags & TD_DRV_FILTER;
 
-		if (filter && i == n - 1) {
-			td_err("driver '%s' is a filter: put a driver below it "
-			       "(e.g. %s|aio:/path)",
-			       vbd->drivers[i].ops->name,
-			       vbd->drivers[i].ops->name);
-			return -EINVAL;
-		}
-		if (!filter && i != n - 1) {
-			td_err("driver '%s' must be the last in the chain",
-			       vbd->drivers[i].ops->name);
-			return -EINVAL;
-		}
+		if (filter && i == n - 1)
+			return vbd_syntax_fail(
+				vbd, -EINVAL,
+				"driver '%s' is a filter: put a driver below "
+				"it (e.g. %s|aio:/path)",
+				vbd->drivers[i].ops->name,
+				vbd->drivers[i].ops->name);
+		if (!filter && i != n - 1)
+			return vbd_syntax_fail(
+				vbd, -EINVAL,
+				"driver '%s' must be the last in the chain",
+				vbd->drivers[i].ops->name);
 	}
 	return 0;
 }
@@ -180,6 +223,10 @@ static int vbd_open_layers(struct td_vbd *vbd, char **args, bool read_only)
 			return -ENOMEM;
 		}
 		err = drv->ops->open(drv, args[i]);
+		if (err && vbd->open_error && !vbd->open_error->reason[0])
+			snprintf(vbd->open_error->reason, TD_VBD_REASON_MAX,
+				 "%s: cannot open '%s': %s", drv->ops->name,
+				 args[i], strerror(err < 0 ? -err : EINVAL));
 		if (err) {
 			free(drv->data);
 			drv->data = NULL;
@@ -229,6 +276,9 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 	TAILQ_INIT(&vbd->waiting);
 	vbd->done_tail = &vbd->done_head;
 	td_ratelimit_init(&vbd->rl);
+	vbd->open_error = params->error;
+	if (params->error)
+		memset(params->error, 0, sizeof(*params->error));
 
 	err = vbd_parse_chain(vbd, table, args);
 	if (!err)
@@ -247,14 +297,16 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 	if (vbd->info.sector_size < TD_SECTOR_SIZE ||
 	    vbd->info.sector_size % TD_SECTOR_SIZE ||
 	    (vbd->info.sector_size & (vbd->info.sector_size - 1))) {
-		td_err("driver %s reports sector size %u: not a power of two "
-		       ">= %u",
-		       vbd->drivers[0].ops->name, vbd->info.sector_size,
-		       TD_SECTOR_SIZE);
+		err = td_driver_fail(&vbd->drivers[0], -EINVAL,
+				     "%s: sector size %u: not a power of two "
+				     ">= %u",
+				     vbd->drivers[0].ops->name,
+				     vbd->info.sector_size, TD_SECTOR_SIZE);
 		vbd_close_layers(vbd, 0);
 		vbd_free(vbd);
-		return -EINVAL;
+		return err;
 	}
+	vbd->open_error = NULL;
 	vbd->max_io_sectors = max_io >> TD_SECTOR_SHIFT;
 	if (vbd->info.max_io_sectors &&
 	    vbd->info.max_io_sectors < vbd->max_io_sectors)

@@ -57,19 +57,30 @@ struct td_vbd_io {
 	uint64_t start_ns;
 };
 
+#define TD_VBD_REASON_MAX 512
+
+/* Why td_vbd_open failed, for the first line the caller prints. */
+struct td_vbd_open_error {
+	/* One line: a driver's td_driver_fail, or what is wrong with the
+	 * chain's text; "" when nobody said (only the errno is known). */
+	char reason[TD_VBD_REASON_MAX];
+	bool syntax; /* the chain's text itself is malformed */
+};
+
 struct td_vbd_params {
 	const char *name;  /* for logs and stats, e.g. "vbd-1" */
 	const char *chain; /* "sort|aio:/srv/disk.img" */
 	bool read_only;
 	uint32_t max_inflight; /* requests per chain layer; 0: default */
 	uint32_t max_io_bytes; /* split size; 0: default */
+	struct td_vbd_open_error *error; /* filled in on failure; may be NULL */
 };
 
 /*
  * Open the chain, bottom driver first.  table is the NULL-terminated list
  * of drivers that chains may name (the daemon's main passes it in).
  * Returns 0 and *out, or -errno having logged why (unknown driver, bad
- * arguments, a driver's open failing).
+ * arguments, a driver's open failing) and said it in params->error.
  */
 int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 		const struct td_vbd_params *params, struct td_vbd **out);

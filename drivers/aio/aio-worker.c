@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "drivers/aio/aio-worker.h"
 
 struct aio_job {
@@ -210,7 +211,7 @@ int aio_worker_start(struct td_driver *drv, int fd, bool is_bdev,
 		err = td_loop_add_fd(drv->loop, &w->efd_event, w->efd, EPOLLIN,
 				     worker_reap, w);
 	if (!err)
-		err = -pthread_create(&w->thread, NULL, worker_main, w);
+		err = td_thread_create(&w->thread, worker_main, w);
 	if (err) {
 		worker_free(w);
 		return err;

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "drivers/aio-ring.h"
 #include "drivers/aio/aio-worker.h"
 #include "drivers/drivers.h"
@@ -107,10 +108,11 @@ static int aio_probe_size(struct td_driver *drv, struct aio_dev *dev)
 			return -errno;
 	} else if (S_ISREG(st.st_mode)) {
 		bytes = (uint64_t)st.st_size;
-	} else {
-		td_err("aio: %s is neither a regular file nor a block device",
-		       dev->path);
-		return -EINVAL;
+	} else { /* td_open_file refused it already */
+		return td_driver_fail(drv, -EINVAL,
+				      "aio: %s is %s: give a regular file or "
+				      "a block device",
+				      dev->path, td_file_kind(st.st_mode));
 	}
 	if (bytes % (uint64_t)ssz)
 		td_warn("aio: %s: size %llu is not a multiple of %d; the last "
@@ -118,36 +120,41 @@ static int aio_probe_size(struct td_driver *drv, struct aio_dev *dev)
 			dev->path, (unsigned long long)bytes, ssz,
 			(unsigned long long)(bytes % (uint64_t)ssz));
 	bytes -= bytes % (uint64_t)ssz;
-	if (!bytes) {
-		td_err("aio: %s is empty; size it first (e.g. truncate -s 1G "
-		       "%s)",
-		       dev->path, dev->path);
-		return -EINVAL;
-	}
+	if (!bytes)
+		return td_driver_fail(drv, -EINVAL,
+				      "aio: %s is empty; size it first (e.g. "
+				      "truncate -s 1G %s)",
+				      dev->path, dev->path);
 	drv->info.size_sectors = bytes >> TD_SECTOR_SHIFT;
 	drv->info.sector_size = (uint32_t)ssz;
 	return 0;
 }
 
+/* Opened without waiting on the file: a FIFO or a tty is refused. */
 static int aio_open_fd(struct td_driver *drv, struct aio_dev *dev)
 {
-	int flags = (drv->read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC;
-	int err;
+	mode_t mode;
+	int err = td_open_file(dev->path, drv->read_only ? O_RDONLY : O_RDWR,
+			       O_DIRECT, TD_OPEN_REGULAR | TD_OPEN_BLOCK_DEVICE,
+			       &dev->fd, &mode);
 
-	dev->fd = open(dev->path, flags);
-	if (dev->fd < 0) {
-		err = -errno;
-		if (err == -EINVAL)
-			td_err("aio: cannot open %s with O_DIRECT: its file "
-			       "system does not support direct I/O",
-			       dev->path);
-		else
-			td_err("aio: cannot open %s: %s; check the path in "
-			       "aio:%s",
-			       dev->path, strerror(-err), dev->path);
-		return err;
-	}
-	return 0;
+	if (!err)
+		return 0;
+	dev->fd = -1;
+	if (mode)
+		return td_driver_fail(drv, err,
+				      "aio: %s is %s, not a disk image: give "
+				      "a regular file or a block device",
+				      dev->path, td_file_kind(mode));
+	if (err == -EINVAL)
+		return td_driver_fail(drv, err,
+				      "aio: cannot open %s with O_DIRECT: its "
+				      "file system does not support direct I/O",
+				      dev->path);
+	return td_driver_fail(drv, err,
+			      "aio: cannot open %s: %s; check the path in "
+			      "aio:%s",
+			      dev->path, strerror(-err), dev->path);
 }
 
 static void aio_event(void *opaque, struct io_event *ev);
@@ -196,14 +203,11 @@ static int aio_parse_option(struct aio_dev *dev, const char *opt)
 	} else if (strncmp(opt, "merge=", 6)) {
 		return 1;
 	}
-	td_err("aio: bad option '%s': write merge=on|off or submit_batch=N "
-	       "(0-1024)",
-	       opt);
 	return -EINVAL;
 }
 
 /* Cut ",merge=..." and ",submit_batch=..." off the end of the path. */
-static int aio_parse_options(struct aio_dev *dev)
+static int aio_parse_options(struct td_driver *drv, struct aio_dev *dev)
 {
 	char *comma;
 	int err;
@@ -212,7 +216,11 @@ static int aio_parse_options(struct aio_dev *dev)
 	while ((comma = strrchr(dev->path, ','))) {
 		err = aio_parse_option(dev, comma + 1);
 		if (err < 0)
-			return err;
+			return td_driver_fail(drv, err,
+					      "aio: bad option '%s': write "
+					      "merge=on|off or submit_batch=N "
+					      "(0-1024)",
+					      comma + 1);
 		if (err > 0)
 			break;
 		*comma = '\0';
@@ -227,14 +235,14 @@ static int aio_open(struct td_driver *drv, const char *args)
 
 	dev->fd = -1;
 	dev->ring.efd = -1;
-	if (!*args) {
-		td_err("aio: no path: write the chain as aio:/path/to/disk");
-		return -EINVAL;
-	}
+	if (!*args)
+		return td_driver_fail(drv, -EINVAL,
+				      "aio: no path: write the chain as "
+				      "aio:/path/to/disk");
 	dev->path = strdup(args);
 	if (!dev->path)
 		return -ENOMEM;
-	err = aio_parse_options(dev);
+	err = aio_parse_options(drv, dev);
 	if (!err)
 		err = aio_open_fd(drv, dev);
 	if (!err)

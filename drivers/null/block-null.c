@@ -21,19 +21,18 @@ static int null_open(struct td_driver *drv, const char *args)
 	uint64_t size = NULL_DEFAULT_SIZE;
 
 	if (*args) {
-		if (strncmp(args, "size=", 5) ||
-		    td_parse_size(args + 5, &size)) {
-			td_err("null: bad arguments '%s': expected size=SIZE "
-			       "(e.g. null:size=1G)",
-			       args);
-			return -EINVAL;
-		}
+		if (strncmp(args, "size=", 5) || td_parse_size(args + 5, &size))
+			return td_driver_fail(drv, -EINVAL,
+					      "null: bad arguments '%s': "
+					      "expected size=SIZE (e.g. "
+					      "null:size=1G)",
+					      args);
 	}
-	if (size < TD_SECTOR_SIZE || size % TD_SECTOR_SIZE) {
-		td_err("null: size %llu is not a positive multiple of %u",
-		       (unsigned long long)size, TD_SECTOR_SIZE);
-		return -EINVAL;
-	}
+	if (size < TD_SECTOR_SIZE || size % TD_SECTOR_SIZE)
+		return td_driver_fail(drv, -EINVAL,
+				      "null: size %llu is not a positive "
+				      "multiple of %u",
+				      (unsigned long long)size, TD_SECTOR_SIZE);
 	drv->info.size_sectors = size >> TD_SECTOR_SHIFT;
 	drv->info.sector_size = TD_SECTOR_SIZE;
 	drv->info.features = TD_FEAT_FLUSH | TD_FEAT_FUA | TD_FEAT_DISCARD |

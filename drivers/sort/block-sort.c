@@ -396,10 +396,11 @@ static int sort_open(struct td_driver *drv, const char *args)
 {
 	struct sort_dev *dev = dev_of(drv);
 	uint32_t depth = drv->queue_depth;
+	char why[SORT_WHY_MAX];
 	int err;
 
-	if ((err = sort_opts_parse(args, &dev->opts)))
-		return err;
+	if ((err = sort_opts_parse(args, &dev->opts, why, sizeof(why))))
+		return td_driver_fail(drv, err, "%s", why);
 	dev->held = calloc(depth, sizeof(*dev->held));
 	dev->plug = calloc(depth, sizeof(*dev->plug));
 	dev->batch = calloc(depth, sizeof(*dev->batch));

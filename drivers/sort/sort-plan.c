@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,7 +98,8 @@ static void sort_opt_store(struct sort_opts *opts, enum sort_opt_id id,
 }
 
 /* Parse one "name=value" of len bytes. */
-static int sort_parse_one(const char *item, size_t len, struct sort_opts *opts)
+static int sort_parse_one(const char *item, size_t len, struct sort_opts *opts,
+			  char *why, size_t why_len)
 {
 	const char *eq = memchr(item, '=', len);
 	size_t name_len = eq ? (size_t)(eq - item) : len;
@@ -112,27 +114,31 @@ static int sort_parse_one(const char *item, size_t len, struct sort_opts *opts)
 		    strncmp(opt->name, item, name_len))
 			continue;
 		if (!eq || !text_len || text_len >= sizeof(text)) {
-			td_err("sort: option %s needs a value: %s", opt->name,
-			       opt->accepts);
+			snprintf(why, why_len,
+				 "sort: option %s needs a value: %s", opt->name,
+				 opt->accepts);
 			return -EINVAL;
 		}
 		memcpy(text, eq + 1, text_len);
 		text[text_len] = '\0';
 		if (sort_parse_value(opt, text, &value)) {
-			td_err("sort: bad value '%s' for %s: expected %s", text,
-			       opt->name, opt->accepts);
+			snprintf(why, why_len,
+				 "sort: bad value '%s' for %s: expected %s",
+				 text, opt->name, opt->accepts);
 			return -EINVAL;
 		}
 		sort_opt_store(opts, opt->id, value);
 		return 0;
 	}
-	td_err("sort: unknown option '%.*s' (known: window_us, max_merge, "
-	       "max_reqs, max_bytes; e.g. sort:window_us=200,max_merge=4M)",
-	       (int)name_len, item);
+	snprintf(why, why_len,
+		 "sort: unknown option '%.*s' (known: window_us, max_merge, "
+		 "max_reqs, max_bytes; e.g. sort:window_us=200,max_merge=4M)",
+		 (int)name_len, item);
 	return -EINVAL;
 }
 
-int sort_opts_parse(const char *args, struct sort_opts *opts)
+int sort_opts_parse(const char *args, struct sort_opts *opts, char *why,
+		    size_t why_len)
 {
 	const char *p = args;
 
@@ -147,12 +153,13 @@ int sort_opts_parse(const char *args, struct sort_opts *opts)
 		int err;
 
 		if (!len) {
-			td_err("sort: empty option in '%s': write "
-			       "name=value pairs joined by ','",
-			       args);
+			snprintf(why, why_len,
+				 "sort: empty option in '%s': write "
+				 "name=value pairs joined by ','",
+				 args);
 			return -EINVAL;
 		}
-		if ((err = sort_parse_one(p, len, opts)))
+		if ((err = sort_parse_one(p, len, opts, why, why_len)))
 			return err;
 		if (!p[len])
 			return 0;

@@ -31,11 +31,14 @@ struct sort_opts {
 	uint64_t max_plug_bytes;  /* ... or holding this many bytes */
 };
 
+#define SORT_WHY_MAX 256 /* sort_opts_parse's reason, the NUL included */
+
 /*
- * Parse args ("" gives the defaults).  Returns 0, or -EINVAL having logged
- * which option is wrong and what it accepts.
+ * Parse args ("" gives the defaults).  Returns 0, or -EINVAL with which
+ * option is wrong and what it accepts in why (why_len bytes).
  */
-int sort_opts_parse(const char *args, struct sort_opts *opts);
+int sort_opts_parse(const char *args, struct sort_opts *opts, char *why,
+		    size_t why_len);
 
 enum sort_state {
 	SORT_WAITING,  /* for earlier requests (see block-sort.c) */

@@ -109,13 +109,6 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 			return -ENOMEM;
 		ret = 0;
 	}
-	if (ret)
-		td_err("stripe: bad option '%s': write queue_depth=1-1024, "
-		       "cmd_timeout_ms=N, login_retries=N, "
-		       "degraded_grace_ms=N, resync_rate=SIZE (at least "
-		       "64K), resync_chunk=SIZE (a multiple of 4K, at most "
-		       "64M) or initiator=IQN",
-		       opt);
 	return ret;
 }
 
@@ -128,8 +121,18 @@ static int parse_options(struct stripe_dev *dev)
 	dev->opts.resync_chunk = STRIPE_DEFAULT_RESYNC_CHUNK;
 	dev->opts.degraded_grace_ms = STRIPE_DEFAULT_DEGRADED_GRACE_MS;
 	while ((comma = strrchr(dev->path, ','))) {
-		if ((ret = parse_option(&dev->opts, comma + 1)) < 0)
+		if ((ret = parse_option(&dev->opts, comma + 1)) == -ENOMEM)
 			return ret;
+		if (ret < 0)
+			return td_driver_fail(
+				dev->drv, ret,
+				"stripe: bad option '%s': write "
+				"queue_depth=1-1024, cmd_timeout_ms=N, "
+				"login_retries=N, degraded_grace_ms=N, "
+				"resync_rate=SIZE (at least 64K), "
+				"resync_chunk=SIZE (a multiple of 4K, at most "
+				"64M) or initiator=IQN",
+				comma + 1);
 		if (ret > 0)
 			break;
 		*comma = '\0';
@@ -146,18 +149,17 @@ static int open_map(struct stripe_dev *dev)
 
 	ret = stripe_map_open(dev->path, &dev->map, &lock_fd, &err);
 	if (ret) {
-		if (err.line)
-			td_err("stripe: %s, line %u: %s", dev->path, err.line,
-			       err.reason);
-		else
-			td_err("stripe: %s", err.reason);
-		return ret;
+		char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+		stripe_map_error_text(&err, dev->path, text, sizeof(text));
+		return td_driver_fail(dev->drv, ret, "stripe: %s", text);
 	}
 	stripe_map_layout(&dev->map, &dev->layout);
 	/* From here the lock fd belongs to stripe-stale.c. */
 	if ((ret = stripe_stale_start(dev, lock_fd)))
-		td_err("stripe: %s: cannot start the map writer: %s", dev->path,
-		       strerror(-ret));
+		td_driver_fail(dev->drv, ret,
+			       "stripe: %s: cannot start the map writer: %s",
+			       dev->path, strerror(-ret));
 	return ret;
 }
 
@@ -318,11 +320,12 @@ static int conns_create(struct stripe_dev *dev)
 		ret = ms->device[0] ? bdev_create(dev, i, name)
 				    : conn_create(dev, i, name);
 		if (ret) {
-			td_err("stripe: %s: server %u (%s %s lun %u%s%s): %s",
-			       dev->path, i, ms->portal, ms->target, ms->lun,
-			       ms->device[0] ? " device " : "", ms->device,
-			       strerror(-ret));
-			return ret;
+			return td_driver_fail(
+				dev->drv, ret,
+				"stripe: %s: server %u (%s %s lun %u%s%s): %s",
+				dev->path, i, ms->portal, ms->target, ms->lun,
+				ms->device[0] ? " device " : "", ms->device,
+				strerror(-ret));
 		}
 	}
 	return 0;
@@ -361,9 +364,10 @@ static int stripe_open(struct td_driver *drv, const char *args)
 	TAILQ_INIT(&dev->flush_next);
 	TAILQ_INIT(&dev->resync.waiting);
 	if (!*args) {
-		td_err("stripe: no mapping file: write the chain as "
-		       "stripe:/var/lib/tapstripe/NAME.map");
-		return -EINVAL;
+		return td_driver_fail(drv, -EINVAL,
+				      "stripe: no mapping file: write the "
+				      "chain as stripe:/var/lib/tapstripe/"
+				      "NAME.map");
 	}
 	if (!(dev->path = strdup(args)))
 		return -ENOMEM;

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "drivers/aio-ring.h"
 #include "drivers/stripe/stripe-int.h"
 
@@ -396,11 +397,18 @@ static void bdev_reopen(struct td_timer *t, void *opaque);
 static void bdev_open_device(struct stripe_bdev *b)
 {
 	bool retry = b->reopen_ms != 0;
+	mode_t mode;
 	int err;
 
-	b->fd = open(b->path,
-		     (b->read_only ? O_RDONLY : O_RDWR) | O_DIRECT | O_CLOEXEC);
-	err = b->fd < 0 ? -errno : bdev_probe(b, b->map_block_size);
+	/* Without waiting on it (this runs in the event loop too): a FIFO
+	 * or a tty named as the device is refused. */
+	err = td_open_file(b->path, b->read_only ? O_RDONLY : O_RDWR, O_DIRECT,
+			   TD_OPEN_REGULAR | TD_OPEN_BLOCK_DEVICE, &b->fd,
+			   &mode);
+	if (err)
+		b->fd = -1;
+	else
+		err = bdev_probe(b, b->map_block_size);
 	if (!err) {
 		b->state = ISCSI_CONN_UP;
 		if (retry)
@@ -413,8 +421,15 @@ static void bdev_open_device(struct stripe_bdev *b)
 	if (b->fd >= 0)
 		close(b->fd);
 	b->fd = -1;
-	snprintf(b->error, sizeof(b->error), "cannot open %s: %s", b->path,
-		 err == -ENOTBLK ? "not a block device" : strerror(-err));
+	if (mode)
+		snprintf(b->error, sizeof(b->error),
+			 "cannot open %s: it is %s, not a block device",
+			 b->path, td_file_kind(mode));
+	else
+		snprintf(b->error, sizeof(b->error), "cannot open %s: %s",
+			 b->path,
+			 err == -ENOTBLK ? "not a block device"
+					 : strerror(-err));
 	/* Said once; the retries are counted in login_failures. */
 	if (!retry)
 		td_err("stripe: %s: %s; I/O to it fails with EIO until it "

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "drivers/stripe/stripe-int.h"
 
 /* --- the writer thread ------------------------------------------------------ */
@@ -294,7 +295,7 @@ int stripe_stale_start(struct stripe_dev *dev, int lock_fd)
 		ret = td_loop_add_fd(dev->drv->loop, &st->efd_event, st->efd,
 				     EPOLLIN, stale_reap, dev);
 	if (!ret)
-		ret = -pthread_create(&st->thread, NULL, writer_main, dev);
+		ret = td_thread_create(&st->thread, writer_main, dev);
 	if (!ret)
 		st->thread_started = true;
 	return ret; /* stripe_stale_stop cleans up either way */

@@ -249,6 +249,32 @@ static int read_payload(int fd, struct td_strbuf *sb, size_t len,
 	return td_strbuf_error(sb);
 }
 
+/*
+ * The server closed before the request was written (send_err, EPIPE or
+ * ECONNRESET): a server that refuses a connection writes why first, and
+ * that line is still there to read.  0 with the ERR reply, or send_err.
+ */
+static int read_refusal(int fd, int send_err, uint64_t deadline_ns,
+			struct td_ctl_reply *reply)
+{
+	char status[TD_CTL_LINE_MAX];
+	size_t payload_len;
+
+	if (read_status(fd, status, sizeof(status), deadline_ns) ||
+	    td_ctl_parse_status(status, reply, &payload_len) || !reply->err) {
+		td_ctl_reply_free(reply);
+		return send_err;
+	}
+	return 0;
+}
+
+bool td_ctl_reply_refused(const struct td_ctl_reply *reply)
+{
+	return reply->err == -EBUSY &&
+	       !strncmp(reply->message, TD_CTL_BUSY_MESSAGE,
+			strlen(TD_CTL_BUSY_MESSAGE));
+}
+
 int td_ctl_request(int fd, const char *line, int timeout_ms,
 		   struct td_ctl_reply *reply)
 {
@@ -262,8 +288,11 @@ int td_ctl_request(int fd, const char *line, int timeout_ms,
 	if (len + 1 > TD_CTL_LINE_MAX || memchr(line, '\n', len))
 		return -EINVAL;
 	td_ctl_reply_free(reply);
-	if ((err = send_all(fd, line, len, deadline)) ||
-	    (err = send_all(fd, "\n", 1, deadline)))
+	if (!(err = send_all(fd, line, len, deadline)))
+		err = send_all(fd, "\n", 1, deadline);
+	if (err == -EPIPE || err == -ECONNRESET)
+		return read_refusal(fd, err, deadline, reply);
+	if (err)
 		return err;
 	if ((err = read_status(fd, status, sizeof(status), deadline)))
 		return err;

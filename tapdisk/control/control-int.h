@@ -21,8 +21,11 @@ struct ctl_client {
 	TAILQ_ENTRY(ctl_client) link;
 	struct td_ctl_server *ctl;
 	struct td_fd fde;
-	struct td_timer idle;
-	unsigned int id; /* for logs */
+	struct td_timer idle;  /* idle, partial-line or stalled-reply timeout */
+	unsigned int id;       /* for logs */
+	uint64_t active_ns;    /* connected, last read or reply written */
+	uint64_t in_since_ns;  /* first byte of the unfinished line; 0: none */
+	uint64_t out_since_ns; /* the reply began waiting for the peer; 0 */
 	char in[TD_CTL_LINE_MAX];
 	size_t in_len;
 	struct td_strbuf out; /* one reply; out_off bytes already written */
@@ -45,6 +48,8 @@ struct td_ctl_server {
 	void *opaque;
 	unsigned int max_clients;
 	unsigned int idle_timeout_ms;
+	unsigned int partial_timeout_ms;
+	unsigned int evict_quiet_ms;
 
 	char *path; /* NULL when not listening */
 	int listen_fd;

@@ -10,6 +10,12 @@
  * costs a bounded amount of memory whatever it sends.  A request whose
  * reply comes later (pause, destroy) marks the connection busy: it is
  * neither read nor timed out until the reply is queued.
+ *
+ * Time limits, so that no client holds a slot it does not use: a line
+ * unfinished, or a reply not taken, partial_timeout_ms after it began
+ * closes the connection; one with nothing in progress is closed after
+ * idle_timeout_ms, or as soon as a newcomer finds every slot taken and it
+ * is the quietest (ctl_evictable).
  */
 #include "config.h"
 
@@ -125,6 +131,8 @@ static bool ctl_client_next_line(struct ctl_client *c)
 	line[len] = '\0';
 	c->in_len -= len + 1;
 	memmove(c->in, lf + 1, c->in_len);
+	/* What follows the line began (at the latest) now. */
+	c->in_since_ns = c->in_len ? td_now_ns() : 0;
 	ctl_client_line(c, line, len);
 	return true;
 }
@@ -144,13 +152,34 @@ static void ctl_client_close(struct ctl_client *c)
 	free(c);
 }
 
-static void ctl_client_idle(struct td_timer *t, void *opaque)
+/* Idle, a line left unfinished, or a reply not taken, for too long. */
+static void ctl_client_timeout(struct td_timer *t, void *opaque)
 {
 	struct ctl_client *c = opaque;
+	unsigned int partial_ms = c->ctl->partial_timeout_ms;
+	char msg[CTL_MSG_MAX];
 
-	td_dbg("control client %u idle for %u ms: closing", c->id,
-	       c->ctl->idle_timeout_ms);
-	ctl_client_close(c);
+	if (c->out_off < c->out.len) {
+		td_info("control client %u took no reply for %u ms: closing",
+			c->id, partial_ms);
+		ctl_client_close(c);
+		return;
+	}
+	if (!c->in_len) {
+		td_dbg("control client %u idle for %u ms: closing", c->id,
+		       c->ctl->idle_timeout_ms);
+		ctl_client_close(c);
+		return;
+	}
+	td_info("control client %u did not finish its request line within "
+		"%u ms: closing",
+		c->id, partial_ms);
+	snprintf(msg, sizeof(msg),
+		 "request line not finished within %u ms of its first byte",
+		 partial_ms);
+	td_ctl_send_err(c, -ETIMEDOUT, msg);
+	c->closing = true;
+	td_ctl_pump(c); /* may free c */
 }
 
 /* Write what the socket takes.  0 (maybe partial) or -errno. */
@@ -173,15 +202,37 @@ static int ctl_client_write(struct ctl_client *c)
 	return 0;
 }
 
-/* Wait for events (0: only errors and hang-ups) and maybe for idleness. */
+/*
+ * Wait for events (0: only errors and hang-ups), with the time limit that
+ * goes with them: a reply to write (EPOLLOUT) or a line to finish get
+ * partial_timeout_ms from when they began, nothing in progress
+ * idle_timeout_ms from now, a busy connection none.
+ */
 static int ctl_client_watch(struct ctl_client *c, uint32_t events)
 {
-	if (events == EPOLLIN)
-		td_loop_timer_arm(c->ctl->loop, &c->idle,
-				  (uint64_t)c->ctl->idle_timeout_ms * 1000,
-				  ctl_client_idle, c);
-	else
+	struct td_ctl_server *ctl = c->ctl;
+	uint64_t now = td_now_ns(), since = now, end;
+	unsigned int limit_ms = 0;
+
+	if (events == EPOLLOUT) {
+		if (!c->out_since_ns)
+			c->out_since_ns = now;
+		since = c->out_since_ns;
+		limit_ms = ctl->partial_timeout_ms;
+	} else if (events == EPOLLIN && c->in_len) {
+		since = c->in_since_ns ? c->in_since_ns : now;
+		limit_ms = ctl->partial_timeout_ms;
+	} else if (events == EPOLLIN) {
+		limit_ms = ctl->idle_timeout_ms;
+	}
+	if (limit_ms) {
+		end = since + (uint64_t)limit_ms * 1000000;
+		td_loop_timer_arm(ctl->loop, &c->idle,
+				  end > now ? (end - now) / 1000 : 0,
+				  ctl_client_timeout, c);
+	} else {
 		td_loop_timer_cancel(&c->idle);
+	}
 	return td_loop_mod_fd(&c->fde, events);
 }
 
@@ -196,8 +247,11 @@ void td_ctl_pump(struct ctl_client *c)
 				goto close;
 			return;
 		}
+		if (c->out.len)
+			c->active_ns = td_now_ns(); /* a reply taken */
 		td_strbuf_reset(&c->out);
 		c->out_off = 0;
+		c->out_since_ns = 0;
 		if (c->closing)
 			goto close;
 		if (c->busy) {
@@ -229,9 +283,12 @@ static void ctl_client_event(struct td_fd *fde, uint32_t events, void *opaque)
 		ssize_t n = read(fde->fd, c->in + c->in_len,
 				 sizeof(c->in) - c->in_len);
 
-		if (n > 0)
+		if (n > 0) {
+			c->active_ns = td_now_ns();
+			if (!c->in_len)
+				c->in_since_ns = c->active_ns;
 			c->in_len += (size_t)n;
-		else if (n == 0)
+		} else if (n == 0)
 			c->eof = true;
 		else if (errno != EAGAIN && errno != EINTR)
 			c->closing = true;
@@ -245,16 +302,61 @@ static void ctl_client_event(struct td_fd *fde, uint32_t events, void *opaque)
 
 /* --- connections ------------------------------------------------------------- */
 
+/*
+ * The connection a newcomer may take the slot of when all are taken: of
+ * those with no request in progress (idle, or a line unfinished; not
+ * busy, no reply pending), the one quiet longest, if for evict_quiet_ms.
+ * A client that sent its request is never evicted before it is read: it
+ * was active when it connected, and the reply follows at once.
+ */
+static struct ctl_client *ctl_evictable(struct td_ctl_server *ctl)
+{
+	uint64_t now = td_now_ns(),
+		 quiet_ns = (uint64_t)ctl->evict_quiet_ms * 1000000;
+	struct ctl_client *c, *best = NULL;
+
+	TAILQ_FOREACH(c, &ctl->clients, link)
+	{
+		if (c->busy || c->wants_destroy || c->closing ||
+		    c->out_off < c->out.len || ctl->pause_waiter == c ||
+		    now - c->active_ns < quiet_ns)
+			continue;
+		if (!best || c->active_ns < best->active_ns)
+			best = c;
+	}
+	return best;
+}
+
+/* Close c to make room, telling it why (it may try again). */
+static void ctl_evict(struct ctl_client *c)
+{
+	char msg[CTL_MSG_MAX];
+
+	snprintf(msg, sizeof(msg),
+		 TD_CTL_BUSY_MESSAGE
+		 ": this one had no request in progress "
+		 "for %llu ms and gave its place to a new one",
+		 (unsigned long long)((td_now_ns() - c->active_ns) / 1000000));
+	td_info("control client %u: %s", c->id, msg);
+	td_ctl_send_err(c, -EBUSY, msg);
+	(void)ctl_client_write(c); /* once: it may not be reading */
+	ctl_client_close(c);
+}
+
 int td_ctl_server_add_client(struct td_ctl_server *ctl, int fd)
 {
-	static const char busy[] = "ERR EBUSY too many control connections; "
-				   "try again later\n";
+	static const char busy[] =
+		"ERR EBUSY " TD_CTL_BUSY_MESSAGE "; try again later\n";
 	struct ctl_client *c;
 	int err;
 
+	if (ctl->nr_clients >= ctl->max_clients && (c = ctl_evictable(ctl)))
+		ctl_evict(c);
 	if (ctl->nr_clients >= ctl->max_clients) {
-		td_warn("refusing a control connection: %u already open",
-			ctl->nr_clients);
+		td_warn("refusing a control connection: %u already open, "
+			"each with a request in progress or active in the "
+			"last %u ms",
+			ctl->nr_clients, ctl->evict_quiet_ms);
 		(void)send(fd, busy, sizeof(busy) - 1,
 			   MSG_NOSIGNAL | MSG_DONTWAIT);
 		close(fd);
@@ -267,6 +369,7 @@ int td_ctl_server_add_client(struct td_ctl_server *ctl, int fd)
 	}
 	c->ctl = ctl;
 	c->id = ++ctl->next_id;
+	c->active_ns = td_now_ns();
 	td_strbuf_init(&c->out);
 	err = td_loop_add_fd(ctl->loop, &c->fde, fd, EPOLLIN, ctl_client_event,
 			     c);
@@ -425,6 +528,9 @@ int td_ctl_server_create(struct td_loop *loop,
 	ctl->max_clients = params->max_clients ?: TD_CTL_MAX_CLIENTS;
 	ctl->idle_timeout_ms =
 		params->idle_timeout_ms ?: TD_CTL_IDLE_TIMEOUT_MS;
+	ctl->partial_timeout_ms =
+		params->partial_timeout_ms ?: TD_CTL_PARTIAL_TIMEOUT_MS;
+	ctl->evict_quiet_ms = params->evict_quiet_ms ?: TD_CTL_EVICT_QUIET_MS;
 	ctl->listen_fd = -1;
 	ctl->start_ns = td_now_ns();
 	TAILQ_INIT(&ctl->clients);

@@ -26,7 +26,17 @@
 #define TD_CTL_REPLY_MAX	(1u << 20)
 #define TD_CTL_MAX_CLIENTS	16
 #define TD_CTL_IDLE_TIMEOUT_MS	60000
-#define TD_CTL_MAX_FRONTENDS	8
+/* A request line not finished, or a reply not taken, this long after it
+ * began: the connection is closed (ETIMEDOUT for a line). */
+#define TD_CTL_PARTIAL_TIMEOUT_MS 5000
+/* When every slot is taken, a newcomer takes the one of the connection
+ * without a request in progress that has been quiet longest, if it has
+ * been quiet this long (see doc/control-protocol.md, "Limits"). */
+#define TD_CTL_EVICT_QUIET_MS 1000
+/* How a refusal for want of a slot begins ("ERR EBUSY " and this). */
+#define TD_CTL_BUSY_MESSAGE "too many control connections"
+
+#define TD_CTL_MAX_FRONTENDS 8
 
 #define TD_CTL_RUN_DIR_DEFAULT "/run/tapstripe"
 #define TD_CTL_RUN_DIR_ENV     "TAPSTRIPE_RUNDIR"
@@ -62,8 +72,10 @@ struct td_ctl_params {
 	 */
 	void (*destroy)(void *opaque);
 	void *opaque;
-	unsigned int max_clients;     /* 0: TD_CTL_MAX_CLIENTS */
-	unsigned int idle_timeout_ms; /* 0: TD_CTL_IDLE_TIMEOUT_MS */
+	unsigned int max_clients;	 /* 0: TD_CTL_MAX_CLIENTS */
+	unsigned int idle_timeout_ms;	 /* 0: TD_CTL_IDLE_TIMEOUT_MS */
+	unsigned int partial_timeout_ms; /* 0: TD_CTL_PARTIAL_TIMEOUT_MS */
+	unsigned int evict_quiet_ms;	 /* 0: TD_CTL_EVICT_QUIET_MS */
 };
 
 /*
@@ -142,10 +154,16 @@ int td_ctl_connect(const char *path, int *fd);
  * most timeout_ms in all (-1: no limit).  Returns 0 when a complete reply
  * was read (which may be an ERR: see reply->err), -ETIMEDOUT, -EPROTO for a
  * malformed reply, -ECONNRESET when the server closed first, or another
- * -errno.
+ * -errno.  A server that refused the connection (and closed it, so that
+ * the request cannot be sent: EPIPE) has its refusal read and returned as
+ * a reply (td_ctl_reply_refused).
  */
 int td_ctl_request(int fd, const char *line, int timeout_ms,
 		   struct td_ctl_reply *reply);
+
+/* Whether reply is the server's refusal of the connection for want of a
+ * slot (ERR EBUSY TD_CTL_BUSY_MESSAGE...): worth trying again. */
+bool td_ctl_reply_refused(const struct td_ctl_reply *reply);
 
 /* Connect to path, td_ctl_request, close. */
 int td_ctl_call(const char *path, const char *line, int timeout_ms,

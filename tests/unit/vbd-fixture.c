@@ -41,6 +41,7 @@ int open_chain(const char *chain, uint32_t max_inflight, uint32_t max_io_bytes,
 		.max_inflight = max_inflight,
 		.max_io_bytes = max_io_bytes,
 		.read_only = ro,
+		.error = &fx->open_error,
 	};
 
 	return td_vbd_open(fx->loop, mock_table, &p, &fx->vbd);

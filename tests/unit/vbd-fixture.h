@@ -21,6 +21,7 @@ struct fixture {
 	int nr_done;
 	char buf[64 * 1024] __attribute__((aligned(4096)));
 	struct iovec iov[8];
+	struct td_vbd_open_error open_error; /* open_chain's */
 };
 
 extern struct fixture *fx;

@@ -26,11 +26,9 @@ static const struct advice advice[] = {
 	{CLI_CHAIN, -EROFS, "add --read-only"},
 	{CLI_CHAIN, -EBUSY, "is another tapdisk serving it? see tap-ctl list"},
 	{CLI_CHAIN, -EAGAIN, "is another tapdisk serving it? see tap-ctl list"},
-	{CLI_CHAIN, -EINVAL,
-	 "check the syntax of -a, e.g. aio:/srv/disk.img or null:size=1G"},
-	{CLI_CHAIN, -E2BIG,
-	 "check the syntax of -a, e.g. aio:/srv/disk.img or null:size=1G"},
 	{CLI_CHAIN, 0, "see the messages above"},
+	{CLI_CHAIN_SYNTAX, 0,
+	 "check the syntax of -a, e.g. aio:/srv/disk.img or null:size=1G"},
 	{CLI_CTL_SOCKET, -ENOENT, "no such tapdisk: see 'tap-ctl list'"},
 	{CLI_CTL_SOCKET, -ECONNREFUSED,
 	 "the tapdisk may be starting or stopping: try again"},
@@ -67,7 +65,8 @@ int cli_explain(char *buf, size_t len, int err, enum cli_topic topic,
 	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
 	used = strlen(buf);
-	if (topic != CLI_PLAIN && used < len)
+	/* A syntax error's message says what is wrong better than EINVAL. */
+	if (topic != CLI_PLAIN && topic != CLI_CHAIN_SYNTAX && used < len)
 		used += (size_t)snprintf(buf + used, len - used, ": %s",
 					 strerror(err < 0 ? -err : EINVAL));
 	if (*what && used < len)

@@ -84,11 +84,13 @@ void cli_print_options(FILE *out, const struct cli_option *opts, size_t n,
 
 /* What a failed step was, for the advice that goes with its errno. */
 enum cli_topic {
-	CLI_PLAIN,	/* the message says it all: no errno text */
-	CLI_ERRNO,	/* the errno's text, no advice */
-	CLI_CHAIN,	/* opening a driver chain (tapdisk -a) */
-	CLI_CTL_SOCKET, /* connecting to a tapdisk's control socket */
-	CLI_SHM_SOCKET, /* connecting to a tapdisk's shm socket */
+	CLI_PLAIN,	  /* the message says it all: no errno text */
+	CLI_ERRNO,	  /* the errno's text, no advice */
+	CLI_CHAIN,	  /* opening a driver chain (tapdisk -a) */
+	CLI_CHAIN_SYNTAX, /* the chain's text is malformed: the message
+			   * says how, no errno text; advice on -a */
+	CLI_CTL_SOCKET,	  /* connecting to a tapdisk's control socket */
+	CLI_SHM_SOCKET,	  /* connecting to a tapdisk's shm socket */
 };
 
 /* What to do about err (< 0) in topic; "" when there is nothing to say. */
@@ -97,8 +99,8 @@ const char *cli_advice(int err, enum cli_topic topic);
 /*
  * The one-line message for a failed step into buf (nothing when len is 0):
  * "CONTEXT",
- * then ": " and strerror(-err) unless topic is CLI_PLAIN, then "; " and
- * cli_advice when it has any.  Returns err, or -EINVAL when err >= 0, so
+ * then ": " and strerror(-err) unless topic is CLI_PLAIN or
+ * CLI_CHAIN_SYNTAX, then "; " and cli_advice when it has any.  Returns err, or -EINVAL when err >= 0, so
  * that "return cli_explain(...)" keeps the 0-or-negative contract.
  */
 int cli_explain(char *buf, size_t len, int err, enum cli_topic topic,

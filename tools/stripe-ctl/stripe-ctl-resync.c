@@ -586,10 +586,13 @@ static int stale_in_file(const struct job *job, unsigned int *stale)
 	struct stripe_map m;
 	int ret = stripe_map_read(job->path, &m, &err);
 
-	if (ret)
-		return ctl_fail("cannot read %s after the resync: %s",
-				job->path,
-				ret == -EINVAL ? err.reason : strerror(-ret));
+	if (ret) {
+		char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+		stripe_map_error_text(&err, job->path, text, sizeof(text));
+		return ctl_fail("cannot read the file after the resync: %s",
+				text);
+	}
 	*stale = count_stale(&m);
 	if (!job->pid && *stale < job->stale_before &&
 	    stripe_map_nr_slots(&m) == job->stale_slots)
@@ -613,11 +616,12 @@ static int look(struct job *job, bool *busy)
 		ret = stripe_map_read(job->path, &m, &err);
 	else if (!ret)
 		stripe_map_close(lock_fd);
-	if (ret == -EINVAL && err.line)
-		return ctl_fail("%s:%u: %s", job->path, err.line, err.reason);
-	if (ret)
-		return ctl_fail("%s",
-				ret == -EINVAL ? err.reason : strerror(-ret));
+	if (ret) {
+		char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+		stripe_map_error_text(&err, job->path, text, sizeof(text));
+		return ctl_fail("%s", text);
+	}
 	snprintf(job->vdisk, sizeof(job->vdisk), "%s", m.vdisk);
 	snprintf(job->master, sizeof(job->master), "%s", m.master);
 	job->stale_before = count_stale(&m);

@@ -429,6 +429,18 @@ static int pick_servers(const struct ctl_opts *o, const char *command,
 	return 0;
 }
 
+/* Why the map at path could not be read (ret < 0); an exit status. */
+static int map_fail(const char *path, int ret,
+		    const struct stripe_map_error *err)
+{
+	char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+	stripe_map_error_text(err, path, text, sizeof(text));
+	if (ret == -EINVAL || err->names_file)
+		return ctl_fail("%s", text);
+	return ctl_fail("%s: %s", path, strerror(-ret));
+}
+
 /* Open FILE under its lock (refused while a tapdisk serves it). */
 static int open_locked(const char *path, struct stripe_map *m, int *lock_fd)
 {
@@ -441,11 +453,8 @@ static int open_locked(const char *path, struct stripe_map *m, int *lock_fd)
 			"it first (the disk would lose its servers "
 			"under it)",
 			path);
-	if (ret && err.line)
-		return ctl_fail("%s:%u: %s", path, err.line, err.reason);
 	if (ret)
-		return ctl_fail("%s: %s", path,
-				ret == -EINVAL ? err.reason : strerror(-ret));
+		return map_fail(path, ret, &err);
 	return 0;
 }
 
@@ -634,10 +643,8 @@ int ctl_cmd_session_list(struct ctl_opts *o)
 	struct stripe_map m;
 	int status;
 
-	if (stripe_map_read(o->arg, &m, &err))
-		return err.line ? ctl_fail("%s:%u: %s", o->arg, err.line,
-					   err.reason)
-				: ctl_fail("%s: %s", o->arg, err.reason);
+	if ((status = stripe_map_read(o->arg, &m, &err)))
+		return map_fail(o->arg, status, &err);
 	if ((status = pick_servers(o, "session list", &m, picked))) {
 		stripe_map_free(&m);
 		return status;

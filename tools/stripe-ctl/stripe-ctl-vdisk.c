@@ -32,10 +32,10 @@ _Static_assert(MS_TARGET_MAX + 1 <= STRIPE_MAP_TARGET_SIZE, "targets");
 
 static void print_map_error(const char *path, const struct stripe_map_error *e)
 {
-	if (e->line)
-		ctl_fail("%s:%u: %s", path, e->line, e->reason);
-	else
-		ctl_fail("%s", e->reason);
+	char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+	stripe_map_error_text(e, path, text, sizeof(text));
+	ctl_fail("%s", text);
 }
 
 /* --- create -------------------------------------------------------------------- */

@@ -37,6 +37,13 @@
 #define MAX_ARGV      (1 + 2 * TAPCTL_MAX_TAPDISK_ARGS + 4 + 1)
 #define OPT_WORD_MAX  64 /* "--max-indirect-segments" */
 #define LOG_STAMP_LEN 24 /* "2026-01-31 12:00:00.000 " in log lines */
+/* A tapdisk not ready in time gets SIGTERM, and SIGKILL this much later:
+ * its start-up keeps SIGTERM fatal, so only a process stuck in the kernel
+ * outlives it. */
+#define STOP_GRACE_MS 2000
+#define KILL_WAIT_MS  1000 /* after SIGKILL, before giving up */
+#define REAP_POLL_MS  20
+#define NS_PER_MS     1000000ull
 
 static const char *find_tapdisk(char *buf, size_t len)
 {
@@ -203,12 +210,27 @@ static int read_ready(int fd, char *buf, size_t len, int timeout_s)
 	return 0;
 }
 
+/* Whether the log line text ("err FUNC: MESSAGE\n") says what report
+ * (the headline printed) begins with. */
+static bool says_report(const char *text, const char *report)
+{
+	const char *msg = strstr(text, ": ");
+	size_t len;
+
+	if (!report || !msg)
+		return false;
+	msg += 2;
+	len = strcspn(msg, "\n");
+	return len && !strncmp(report, msg, len);
+}
+
 /*
  * Show what the failed tapdisk logged, without timestamps and, when its
- * report was printed, without its last words ("tapdisk: ..."; a usage
- * error of an option passed on is shown), then remove the log.
+ * report was printed (report), without its last words ("tapdisk: ...";
+ * a usage error of an option passed on is shown) nor the line the report
+ * repeats, then remove the log.
  */
-static void dump_log(const char *run_dir, int pid, bool reported)
+static void dump_log(const char *run_dir, int pid, const char *report)
 {
 	char path[PATH_MAX], line[MSG_MAX];
 	bool header = false;
@@ -221,11 +243,13 @@ static void dump_log(const char *run_dir, int pid, bool reported)
 	while (fgets(line, sizeof(line), f)) {
 		const char *text = line;
 
-		if (reported && !strncmp(line, "tapdisk: ", 9))
+		if (report && !strncmp(line, "tapdisk: ", 9))
 			continue;
 		if (strlen(line) > LOG_STAMP_LEN && line[4] == '-' &&
 		    line[LOG_STAMP_LEN - 1] == ' ')
 			text += LOG_STAMP_LEN;
+		if (says_report(text, report))
+			continue;
 		if (!header)
 			fputs("tap-ctl: tapdisk said:\n", stderr);
 		header = true;
@@ -249,18 +273,83 @@ static void describe_exit(int pid, char *buf, size_t len)
 			 WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
 }
 
+/* Reap the child pid within ms.  True when it is gone. */
+static bool reap_within(int pid, int ms)
+{
+	uint64_t deadline = td_now_ns() + (uint64_t)ms * NS_PER_MS;
+	int wstatus;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &wstatus, WNOHANG);
+
+		if (r == pid || (r < 0 && errno == ECHILD))
+			return true;
+		if (td_now_ns() >= deadline)
+			return false;
+		poll(NULL, 0, REAP_POLL_MS);
+	}
+}
+
+/* The state letter of /proc/PID/stat ('D': waiting in the kernel). */
+static char proc_state(int pid)
+{
+	char path[64], buf[512], *paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "re")))
+		return '?';
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	return paren && paren[1] == ' ' && paren[2] ? paren[2] : '?';
+}
+
+/*
+ * A tapdisk that is not ready in time: SIGTERM (fatal at every point of
+ * its start-up), then SIGKILL after STOP_GRACE_MS.  Says in how what was
+ * done; false when the process is still there after both.
+ */
+static bool stop_unready(int pid, char *how, size_t len)
+{
+	kill(pid, SIGTERM);
+	if (reap_within(pid, STOP_GRACE_MS)) {
+		snprintf(how, len, "stopped it with SIGTERM");
+		return true;
+	}
+	kill(pid, SIGKILL);
+	if (reap_within(pid, KILL_WAIT_MS)) {
+		snprintf(how, len,
+			 "it outlived SIGTERM by %d ms: killed it with SIGKILL",
+			 STOP_GRACE_MS);
+		return true;
+	}
+	snprintf(how, len,
+		 "it is still running after SIGTERM and SIGKILL (state %c: "
+		 "stuck in the kernel, on a hung mount?)",
+		 proc_state(pid));
+	return false;
+}
+
 static int create_wait(const struct cmd_opts *o, int pid, int ready)
 {
-	char report[MSG_MAX], how[128];
+	char report[MSG_MAX], how[160];
 	int err = read_ready(ready, report, sizeof(report), o->timeout_s);
 	bool reported;
 
 	if (err == -ETIMEDOUT) {
-		kill(pid, SIGTERM);
-		return tapctl_fail(
-			"tapdisk %d did not report ready within %d s; "
-			"stopped it; see %s/tapdisk-%d.log",
-			pid, o->timeout_s, o->run_dir, pid);
+		if (!stop_unready(pid, how, sizeof(how)))
+			return tapctl_fail("tapdisk %d did not report ready "
+					   "within %d s; %s; see %s/"
+					   "tapdisk-%d.log",
+					   pid, o->timeout_s, how, o->run_dir,
+					   pid);
+		tapctl_fail("tapdisk %d did not report ready within %d s; %s",
+			    pid, o->timeout_s, how);
+		dump_log(o->run_dir, pid, NULL);
+		return EXIT_FAILURE;
 	}
 	if (!err && !strncmp(report, "OK ", 3) && atoi(report + 3) == pid) {
 		printf("%d\n", pid);
@@ -273,7 +362,7 @@ static int create_wait(const struct cmd_opts *o, int pid, int ready)
 	else
 		tapctl_fail("tapdisk %d failed before it was ready: %s", pid,
 			    how);
-	dump_log(o->run_dir, pid, reported);
+	dump_log(o->run_dir, pid, reported ? report + 4 : NULL);
 	return EXIT_FAILURE;
 }
 

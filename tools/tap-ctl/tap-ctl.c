@@ -29,7 +29,8 @@
 
 #define DEFAULT_TIMEOUT_S 30
 #define MAX_TIMEOUT_S	  86400
-#define EXIT_POLL_MS	  20 /* how often destroy looks for the exit */
+#define EXIT_POLL_MS	  20  /* how often destroy looks for the exit */
+#define BUSY_RETRY_MS	  100 /* a tapdisk with no free control slot */
 
 enum {
 	OPT_ID = 1u << 0,
@@ -111,15 +112,59 @@ static int connect_id(const struct cmd_opts *o, int id, int *fd)
 	return tapctl_fail("%s", msg);
 }
 
+#define NS_PER_MS 1000000ull
+
+/* Milliseconds left until deadline_ns (0 when past). */
+static int ms_left(uint64_t deadline_ns)
+{
+	uint64_t now = td_now_ns();
+
+	return now >= deadline_ns ? 0 : (int)((deadline_ns - now) / NS_PER_MS);
+}
+
+/*
+ * Connect to tapdisk id and send line; while the tapdisk refuses the
+ * connection for want of a free slot (td_ctl_reply_refused), say so once
+ * and try again until deadline_ns.  0 with *fd connected and *err the
+ * request's result (r its reply), or an exit status printed.
+ */
+static int send_request(const struct cmd_opts *o, int id, const char *line,
+			uint64_t deadline_ns, struct td_ctl_reply *r, int *fd,
+			int *err)
+{
+	bool said = false;
+
+	for (;;) {
+		int status = connect_id(o, id, fd);
+
+		if (status)
+			return status;
+		*err = td_ctl_request(*fd, line, ms_left(deadline_ns), r);
+		if (*err || !td_ctl_reply_refused(r) ||
+		    ms_left(deadline_ns) < BUSY_RETRY_MS)
+			return 0;
+		close(*fd);
+		if (!said)
+			fprintf(stderr,
+				"tap-ctl: tapdisk %d: %s (%s); trying again "
+				"for up to %d s\n",
+				id, r->message, r->errname,
+				ms_left(deadline_ns) / 1000);
+		said = true;
+		poll(NULL, 0, BUSY_RETRY_MS);
+	}
+}
+
 /* Send line to tapdisk id; prints errors.  0 or an exit status. */
 static int request(const struct cmd_opts *o, int id, const char *line,
 		   struct td_ctl_reply *r)
 {
-	int fd, err, status = connect_id(o, id, &fd);
+	uint64_t deadline =
+		td_now_ns() + (uint64_t)o->timeout_s * 1000 * NS_PER_MS;
+	int fd, err, status = send_request(o, id, line, deadline, r, &fd, &err);
 
 	if (status)
 		return status;
-	err = td_ctl_request(fd, line, o->timeout_s * 1000, r);
 	close(fd);
 	if (err == -ETIMEDOUT)
 		return tapctl_fail(
@@ -205,16 +250,6 @@ static int cmd_driver(struct cmd_opts *o)
 
 /* --- destroy ------------------------------------------------------------------- */
 
-#define NS_PER_MS 1000000ull
-
-/* Milliseconds left until deadline_ns (0 when past). */
-static int ms_left(uint64_t deadline_ns)
-{
-	uint64_t now = td_now_ns();
-
-	return now >= deadline_ns ? 0 : (int)((deadline_ns - now) / NS_PER_MS);
-}
-
 static int wait_exit(int id, uint64_t deadline_ns)
 {
 	while (!td_ctl_process_gone(id)) {
@@ -235,12 +270,14 @@ static int cmd_destroy(struct cmd_opts *o)
 		td_now_ns() + (uint64_t)o->timeout_s * 1000 * NS_PER_MS;
 	struct td_ctl_reply r;
 	char path[PATH_MAX];
-	int fd, err, status = connect_id(o, o->id, &fd);
+	int fd, err, status;
 
-	if (status)
-		return status;
 	td_ctl_reply_init(&r);
-	err = td_ctl_request(fd, "destroy", ms_left(deadline), &r);
+	status = send_request(o, o->id, "destroy", deadline, &r, &fd, &err);
+	if (status) {
+		td_ctl_reply_free(&r);
+		return status;
+	}
 	if (!err)
 		td_ctl_wait_closed(fd, ms_left(deadline));
 	close(fd);
@@ -287,7 +324,10 @@ static const struct subcommand subcommands[] = {
 	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
 	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log, or to\n"
 	 "--log-file PATH.  When it cannot start, its own error is printed\n"
-	 "and the status is 1.  The options are tapdisk's, passed on (see\n"
+	 "(first the reason, e.g. the mapping file and line) and the status\n"
+	 "is 1.  One not ready within --timeout seconds gets SIGTERM, and\n"
+	 "SIGKILL 2 s later; tap-ctl says which ended it, or that it is\n"
+	 "still there.  The options are tapdisk's, passed on (see\n"
 	 "tapdisk --help):\n",
 	 tapctl_cmd_create},
 	{"list", 0, "list",

@@ -50,7 +50,10 @@ static void usage(FILE *out)
 	fputs(
 "\n"
 "SIGNALS\n"
-"    SIGINT, SIGTERM       graceful shutdown, as tap-ctl destroy\n"
+"    SIGINT, SIGTERM       graceful shutdown, as tap-ctl destroy; while\n"
+"                          the chain opens, they end tapdisk at once\n"
+"                          (exit by the signal: an open that hangs,\n"
+"                          on a dead NFS server, is not waited for)\n"
 "\n"
 "FILES\n"
 "    RUN_DIR/tapdisk-PID.sock  the control socket (see tapdisk/control.h)\n"

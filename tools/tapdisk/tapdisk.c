@@ -123,20 +123,32 @@ static int resolve_nbd_addr(struct tapdisk *td, const char *addr, char *out)
 	return 0;
 }
 
+/*
+ * The first line of a refused chain is the driver's own reason (naming
+ * the file, and its line); advice on the syntax of -a only when the
+ * chain's text is malformed (an unknown driver, a filter at the bottom).
+ */
 static int open_vbd(struct tapdisk *td)
 {
+	struct td_vbd_open_error why;
 	struct td_vbd_params vp = {
 		.name = td->name,
 		.chain = td->opt.chain,
 		.read_only = td->opt.read_only,
 		.max_inflight = td->opt.max_inflight,
+		.error = &why,
 	};
 	int err = td_vbd_open(td->loop, td_driver_table, &vp, &td->vbd);
 
-	if (err)
-		return cli_explain(td->msg, sizeof(td->msg), err, CLI_CHAIN,
-				   "cannot open -a %s", td->opt.chain);
-	return 0;
+	if (!err)
+		return 0;
+	if (why.syntax)
+		return cli_explain(td->msg, sizeof(td->msg), err,
+				   CLI_CHAIN_SYNTAX, "%s", why.reason);
+	if (why.reason[0])
+		return fail(td, err, "%s", why.reason);
+	return cli_explain(td->msg, sizeof(td->msg), err, CLI_CHAIN,
+			   "cannot open -a %s", td->opt.chain);
 }
 
 /* Every frontend kind, in the order "stats" reports them. */
@@ -309,7 +321,7 @@ static int start_control(struct tapdisk *td)
 		td_ctl_server_add_frontend(
 			td->ctl, "xen",
 			td_xen_server_root(td_xen_server_of(td->xen)));
-	/* The signals were blocked at the start of main. */
+	/* Blocked since the chain opened (stop_signals). */
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
@@ -322,6 +334,30 @@ static int start_control(struct tapdisk *td)
 		   : 0;
 }
 
+/*
+ * SIGINT and SIGTERM during start-up.  Until the chain is open they keep
+ * their default, fatal disposition (how = SIG_UNBLOCK): an open that blocks
+ * (a FIFO on a file system that honours signals, an NFS server that is
+ * gone: the kernel ends its killable waits only for a fatal signal) must
+ * not leave a process that only SIGKILL ends, and nothing this process
+ * made needs removing yet.  Before the first socket file is made they are
+ * blocked (SIG_BLOCK) and wait for the signalfd of start_control: from
+ * then on they stop tapdisk through tapdisk_stop, which removes them.
+ */
+static void stop_signals(int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (how == SIG_UNBLOCK) { /* an ignored one (a shell's '&') too */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+	}
+	sigprocmask(how, &set, NULL);
+}
+
 static int tapdisk_start(struct tapdisk *td)
 {
 	int err;
@@ -331,9 +367,11 @@ static int tapdisk_start(struct tapdisk *td)
 	if ((err = td_loop_create(&td->loop)))
 		return fail(td, err, "cannot create the event loop: %s",
 			    strerror(-err));
-	if ((err = open_vbd(td)) || (err = start_nbd(td)) ||
-	    (err = start_shm(td)) || (err = start_xen(td)) ||
-	    (err = start_control(td)))
+	if ((err = open_vbd(td)))
+		return err;
+	stop_signals(SIG_BLOCK);
+	if ((err = start_nbd(td)) || (err = start_shm(td)) ||
+	    (err = start_xen(td)) || (err = start_control(td)))
 		return err;
 	td_info("serving %s as %s; control %s", td->opt.chain, td->name,
 		td->ctl_path);
@@ -456,18 +494,13 @@ static int open_log(const struct options *o)
 int main(int argc, char **argv)
 {
 	struct tapdisk td = {.sig_fd = -1};
-	sigset_t set;
 	int status, err;
 
 	if ((status = tapdisk_parse_options(&td.opt, argc, argv)) >= 0)
 		return status;
 	if (open_log(&td.opt))
 		return EXIT_FAILURE;
-	/* Block before anything starts, so no signal is lost or fatal. */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
+	stop_signals(SIG_UNBLOCK);
 	signal(SIGPIPE, SIG_IGN);
 
 	err = tapdisk_start(&td);

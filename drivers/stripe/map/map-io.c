@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "drivers/stripe/map/map-int.h"
 
 #define FILE_MODE	 0600 /* it may hold CHAP secrets */
@@ -32,7 +33,41 @@ static int sys_fail(struct stripe_map_error *err, const char *what,
 		    const char *path, int e)
 {
 	stripe_map_fail(err, 0, "%s %s: %s", what, path, strerror(e));
+	err->names_file = true;
 	return -e;
+}
+
+void stripe_map_error_text(const struct stripe_map_error *err, const char *path,
+			   char *buf, size_t len)
+{
+	if (err->names_file)
+		snprintf(buf, len, "%s", err->reason);
+	else if (err->line)
+		snprintf(buf, len, "%s: line %u: %s", path, err->line,
+			 err->reason);
+	else
+		snprintf(buf, len, "%s: %s", path, err->reason);
+}
+
+/*
+ * Open a mapping file for reading without waiting on it: a FIFO given as
+ * the map would block open(2) until a writer came, a tty until carrier.
+ */
+static int open_map_file(const char *path, int *fd,
+			 struct stripe_map_error *err)
+{
+	mode_t mode;
+	int ret = td_open_file(path, O_RDONLY, 0, TD_OPEN_REGULAR, fd, &mode);
+
+	if (ret && mode) {
+		stripe_map_fail(err, 0,
+				"%s is %s, not a mapping file: give the "
+				"regular file stripe-ctl wrote",
+				path, td_file_kind(mode));
+		err->names_file = true;
+		return ret;
+	}
+	return ret ? sys_fail(err, "cannot open", path, -ret) : 0;
 }
 
 /* Read all of fd (at most STRIPE_MAP_MAX_FILE_BYTES) into *buf. */
@@ -44,7 +79,7 @@ static int read_all(int fd, char **buf, size_t *len)
 
 	if (fstat(fd, &st))
 		return -errno;
-	if (!S_ISREG(st.st_mode))
+	if (!S_ISREG(st.st_mode)) /* open_map_file refused it already */
 		return -EINVAL;
 	if (st.st_size > STRIPE_MAP_MAX_FILE_BYTES)
 		return -EFBIG;
@@ -79,6 +114,7 @@ static int read_fd(int fd, const char *path, struct stripe_map *m,
 			err, 0,
 			"%s is larger than %u bytes: not a mapping file", path,
 			STRIPE_MAP_MAX_FILE_BYTES);
+		err->names_file = true;
 		return ret;
 	}
 	if (ret)
@@ -95,8 +131,8 @@ int stripe_map_read(const char *path, struct stripe_map *m,
 
 	memset(m, 0, sizeof(*m));
 	memset(err, 0, sizeof(*err));
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return sys_fail(err, "cannot open", path, errno);
+	if ((ret = open_map_file(path, &fd, err)))
+		return ret;
 	ret = read_fd(fd, path, m, err);
 	close(fd);
 	return ret;
@@ -107,15 +143,15 @@ int stripe_map_read(const char *path, struct stripe_map *m,
  * locked file must still be the one the name points to: a writer may have
  * renamed a new file over it between our open and our lock.
  */
-static int open_locked(const char *path, int flags, int *fd_out,
+static int open_locked(const char *path, int *fd_out,
 		       struct stripe_map_error *err)
 {
 	for (int attempt = 0; attempt < OPEN_ATTEMPTS; attempt++) {
 		struct stat a, b;
-		int fd = open(path, flags | O_CLOEXEC);
+		int fd, ret = open_map_file(path, &fd, err);
 
-		if (fd < 0)
-			return sys_fail(err, "cannot open", path, errno);
+		if (ret)
+			return ret;
 		if (flock(fd, LOCK_EX | LOCK_NB)) {
 			int e = errno;
 
@@ -147,7 +183,7 @@ int stripe_map_open(const char *path, struct stripe_map *m, int *lock_fd,
 
 	memset(m, 0, sizeof(*m));
 	memset(err, 0, sizeof(*err));
-	if ((ret = open_locked(path, O_RDONLY, &fd, err)))
+	if ((ret = open_locked(path, &fd, err)))
 		return ret;
 	if ((ret = read_fd(fd, path, m, err))) {
 		close(fd);
@@ -309,7 +345,7 @@ int stripe_map_write(const char *path, const struct stripe_map *m,
 	if ((ret = stripe_map_check(m, err)))
 		return ret;
 	/* An existing file is replaced only under its lock. */
-	ret = open_locked(path, O_RDONLY, &old, err);
+	ret = open_locked(path, &old, err);
 	if (ret && ret != -ENOENT)
 		return ret;
 	memset(err, 0, sizeof(*err));

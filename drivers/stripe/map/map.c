@@ -532,10 +532,21 @@ static int parse_body(struct parser *p, const char *text, size_t len)
 	return stripe_map_check_lines(p->m, &p->where, p->err);
 }
 
+/* The line (from 1) that holds byte off of text. */
+static unsigned int line_at(const char *text, size_t off)
+{
+	unsigned int line = 1;
+
+	for (size_t i = 0; i < off; i++)
+		line += text[i] == '\n';
+	return line;
+}
+
 int stripe_map_parse(const char *text, size_t len, struct stripe_map *m,
 		     struct stripe_map_error *err)
 {
 	struct parser p = {.m = m, .err = err};
+	const char *nul;
 	size_t body_len = 0;
 	int ret;
 
@@ -543,10 +554,13 @@ int stripe_map_parse(const char *text, size_t len, struct stripe_map *m,
 	memset(err, 0, sizeof(*err));
 	if (!len)
 		return stripe_map_fail(err, 1, "the file is empty");
-	if (memchr(text, '\0', len))
-		return stripe_map_fail(err, 0, "the file holds a NUL byte");
+	if ((nul = memchr(text, '\0', len)))
+		return stripe_map_fail(err, line_at(text, (size_t)(nul - text)),
+				       "the file holds a NUL byte (at byte "
+				       "%zu): it is not a mapping file",
+				       (size_t)(nul - text));
 	if (text[len - 1] != '\n')
-		return stripe_map_fail(err, 0,
+		return stripe_map_fail(err, line_at(text, len - 1),
 				       "the file does not end with a newline: "
 				       "it is truncated");
 	ret = check_sum(text, len, &body_len, err);

@@ -77,8 +77,20 @@ struct stripe_map {
 /* Why a file or a map was rejected: line 0 when not tied to a line. */
 struct stripe_map_error {
 	unsigned int line;
+	bool names_file; /* reason names the file (a failed system call) */
 	char reason[512];
 };
+
+/* Room for stripe_map_error_text: a path, a line number, a reason. */
+#define STRIPE_MAP_ERROR_TEXT_MAX (4096 + 32 + 512)
+
+/*
+ * The one line to print for a reader's error about the file path:
+ * "PATH: line N: REASON", "PATH: REASON", or REASON when it names the
+ * file already.  Into buf (len bytes, truncated).
+ */
+void stripe_map_error_text(const struct stripe_map_error *err, const char *path,
+			   char *buf, size_t len);
 
 /*
  * Allocate m->servers (nr_servers, zeroed) and m->slots for the geometry

@@ -5,8 +5,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -101,12 +107,77 @@ static void test_parse_size_invalid(void **state)
 	check_rows(rows, ARRAY_SIZE(rows));
 }
 
+static void *read_mask(void *arg)
+{
+	pthread_sigmask(SIG_SETMASK, NULL, arg);
+	return NULL;
+}
+
+/* A helper thread blocks every signal, whatever its creator's mask, and
+ * the creator's mask is left as it was. */
+static void test_thread_blocks_signals(void **state)
+{
+	sigset_t none, seen, after;
+	pthread_t t;
+
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	assert_int_equal(td_thread_create(&t, read_mask, &seen), 0);
+	pthread_join(t, NULL);
+	assert_true(sigismember(&seen, SIGTERM));
+	assert_true(sigismember(&seen, SIGINT));
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	assert_false(sigismember(&after, SIGTERM));
+}
+
+/* Files a disk cannot be are refused without waiting on them. */
+static void test_open_file_kinds(void **state)
+{
+	char dir[] = "/tmp/test_util.XXXXXX", fifo[64], reg[64];
+	mode_t mode;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(reg, sizeof(reg), "%s/reg", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	fd = open(reg, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(
+		td_open_file(fifo, O_RDONLY, 0, TD_OPEN_REGULAR, &fd, &mode),
+		-EINVAL);
+	assert_string_equal(td_file_kind(mode), "a FIFO");
+	assert_int_equal(
+		td_open_file(dir, O_RDWR, 0, TD_OPEN_REGULAR, &fd, &mode),
+		-EISDIR);
+	assert_string_equal(td_file_kind(mode), "a directory");
+	assert_int_equal(td_open_file("/dev/null", O_RDONLY, 0,
+				      TD_OPEN_REGULAR | TD_OPEN_BLOCK_DEVICE,
+				      &fd, &mode),
+			 -EINVAL);
+	assert_string_equal(td_file_kind(mode), "a character device");
+	assert_int_equal(td_open_file("/nonexistent", O_RDONLY, 0,
+				      TD_OPEN_REGULAR, &fd, &mode),
+			 -ENOENT);
+	assert_int_equal(mode, 0);
+	assert_int_equal(
+		td_open_file(reg, O_RDONLY, 0, TD_OPEN_REGULAR, &fd, &mode), 0);
+	assert_false(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	close(fd);
+	unlink(fifo);
+	unlink(reg);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_size_valid),
 		cmocka_unit_test(test_parse_size_out_of_range),
 		cmocka_unit_test(test_parse_size_invalid),
+		cmocka_unit_test(test_thread_blocks_signals),
+		cmocka_unit_test(test_open_file_kinds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

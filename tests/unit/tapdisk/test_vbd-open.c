@@ -16,20 +16,26 @@
 
 #include "tests/unit/vbd-fixture.h"
 
+/* Malformed chains: refused with the reason, marked as syntax errors. */
 static void test_open_errors(void **state)
 {
 	static const struct {
 		const char *chain;
 		int err;
+		const char *reason;
 	} rows[] = {
-		{"", -EINVAL},
-		{"nosuch:/x", -ENOENT},
-		{"mockfilter", -EINVAL}, /* a filter at the bottom */
-		{"mock|mock", -EINVAL},	 /* a disk driver above another */
-		{"mockfilter|nosuch", -ENOENT},
+		{"", -EINVAL, "empty driver chain"},
+		{"nosuch:/x", -ENOENT,
+		 "unknown driver 'nosuch' in chain 'nosuch:/x' (known: mock, "
+		 "mockfilter"},
+		{"mockfilter", -EINVAL, /* a filter at the bottom */
+		 "driver 'mockfilter' is a filter: put a driver below it"},
+		{"mock|mock", -EINVAL, /* a disk driver above another */
+		 "driver 'mock' must be the last in the chain"},
+		{"mockfilter|nosuch", -ENOENT, "unknown driver 'nosuch'"},
 		{"mockfilter|mockfilter|mockfilter|mockfilter|mockfilter|"
 		 "mockfilter|mockfilter|mockfilter|mock",
-		 -E2BIG},
+		 -E2BIG, "has more than 8 drivers"},
 	};
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -37,15 +43,36 @@ static void test_open_errors(void **state)
 		assert_int_equal(open_chain(rows[i].chain, 0, 0, false),
 				 rows[i].err);
 		assert_null(fx->vbd);
+		print_message("%s: %s\n", rows[i].chain, fx->open_error.reason);
+		assert_non_null(strstr(fx->open_error.reason, rows[i].reason));
+		assert_true(fx->open_error.syntax);
 	}
+}
+
+/* A driver's failure: its reason (td_driver_fail), or, when it said
+ * nothing, one naming the driver, its argument and the errno; never a
+ * syntax error. */
+static void test_open_driver_reasons(void **state)
+{
 	mock.open_err = -EACCES;
-	assert_int_equal(open_chain("mock", 0, 0, false), -EACCES);
+	assert_int_equal(open_chain("mock:/srv/x.img", 0, 0, false), -EACCES);
 	assert_false(mock.closed); /* close is not called after a failed open */
+	assert_string_equal(fx->open_error.reason,
+			    "mock: cannot open '/srv/x.img': Permission "
+			    "denied");
+	assert_false(fx->open_error.syntax);
 	mock.open_err = 0;
 	assert_int_equal(open_chain("mock", 0, 1000, false), -EINVAL);
 	mock.sector_size = 1000;
 	assert_int_equal(open_chain("mock", 0, 0, false), -EINVAL);
 	assert_true(mock.closed);
+	assert_string_equal(fx->open_error.reason,
+			    "mock: sector size 1000: not a power of two >= "
+			    "512");
+	assert_false(fx->open_error.syntax);
+	/* a driver outside an open (no vbd) is only logged */
+	assert_int_equal(td_driver_fail(&(struct td_driver){0}, -EIO, "x"),
+			 -EIO);
 }
 
 static void test_open_info(void **state)
@@ -105,6 +132,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_open_errors),
+		T(test_open_driver_reasons),
 		T(test_open_info),
 		T(test_close_busy),
 		T(test_close_from_callback_refused),

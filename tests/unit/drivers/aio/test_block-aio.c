@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -198,26 +199,53 @@ static bool all_bytes(const unsigned char *p, size_t len, int value)
 
 /* --- tests ------------------------------------------------------------------ */
 
+/* Each refusal with the reason the caller prints first (td_vbd_open's
+ * error), naming the file; none waits on the file (a FIFO, read-only or
+ * not, would block open(2) until a writer came). */
 static void test_open_errors(void **state)
 {
-	struct td_vbd_params p = {.name = "aio"};
-	static const struct {
+	struct td_vbd_open_error why;
+	struct td_vbd_params p = {.name = "aio", .error = &why};
+	char fifo[sizeof(fx->dir) + 8], fifo_chain[sizeof(fifo) + 8];
+	const struct {
 		const char *chain;
+		bool read_only;
 		int err;
+		const char *reason;
 	} rows[] = {
-		{"aio", -EINVAL}, /* no path */
-		{"aio:/nonexistent/x.img", -ENOENT},
-		{"aio:/tmp", -EISDIR},
-		{"aio:/dev/null", -EINVAL}, /* a character device */
+		{"aio", false, -EINVAL,
+		 "aio: no path: write the chain as aio:/path/to/disk"},
+		{"aio:/nonexistent/x.img", false, -ENOENT,
+		 "aio: cannot open /nonexistent/x.img: No such file or "
+		 "directory; check the path in aio:/nonexistent/x.img"},
+		{"aio:/tmp", false, -EISDIR,
+		 "aio: /tmp is a directory, not a disk image: give a regular "
+		 "file or a block device"},
+		{"aio:/tmp", true, -EISDIR,
+		 "aio: /tmp is a directory, not a disk image"},
+		{"aio:/dev/null", false, -EINVAL,
+		 "aio: /dev/null is a character device, not a disk image"},
+		{fifo_chain, false, -EINVAL, "is a FIFO, not a disk image"},
+		{fifo_chain, true, -EINVAL, "is a FIFO, not a disk image"},
+		{"aio:/tmp,merge=maybe", false, -EINVAL,
+		 "aio: bad option 'merge=maybe': write merge=on|off"},
 	};
 
+	snprintf(fifo, sizeof(fifo), "%s/fifo", fx->dir);
+	snprintf(fifo_chain, sizeof(fifo_chain), "aio:%s", fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		p.chain = rows[i].chain;
+		p.read_only = rows[i].read_only;
 		fx->vbd = NULL;
 		assert_int_equal(
 			td_vbd_open(fx->loop, td_driver_table, &p, &fx->vbd),
 			rows[i].err);
+		print_message("%s: %s\n", rows[i].chain, why.reason);
+		assert_non_null(strstr(why.reason, rows[i].reason));
+		assert_false(why.syntax);
 	}
+	unlink(fifo);
 	make_file(fx->path, 0, 0); /* empty */
 	assert_int_equal(open_disk(false), -EINVAL);
 	fx->vbd = NULL;

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -542,8 +543,149 @@ static void test_idle_client_is_closed(void **state)
 
 	start(fx, "null:size=1M", &p);
 	cl = connect_client(fx);
-	send_str(cl, "in");
+	expect_prefix(call(fx, cl, "info\n"), "OK ");
 	expect_closed(fx, cl);
+}
+
+/* Whether the server has closed cl's connection, without reading it. */
+static bool hung_up(struct client *cl)
+{
+	struct pollfd pfd = {.fd = cl->fd, .events = POLLRDHUP};
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP));
+}
+
+/* Run the loop for about ms milliseconds. */
+static void run_for_ms(struct fixture *fx, unsigned int ms)
+{
+	uint64_t end = td_now_ns() + (uint64_t)ms * 1000000;
+
+	while (td_now_ns() < end)
+		assert_int_equal(td_loop_run_once(fx->loop, 1), 0);
+}
+
+/* A line left unfinished is answered ETIMEDOUT and closed after the
+ * partial-line timeout, counted from its first byte; a connection with
+ * nothing in progress keeps the (longer) idle timeout. */
+static void test_partial_line_times_out(void **state)
+{
+	struct fixture *fx = *state;
+	struct td_ctl_params p = {.idle_timeout_ms = 60000,
+				  .partial_timeout_ms = 100};
+	struct client *partial, *idle;
+	uint64_t t0;
+
+	start(fx, "null:size=1M", &p);
+	partial = connect_client(fx);
+	idle = connect_client(fx);
+	t0 = td_now_ns();
+	send_str(partial, "sta");
+	run_for_ms(fx, 50);
+	send_str(partial, "ts"); /* more bytes do not restart the clock */
+	run_for_ms(fx, 30);
+	assert_false(hung_up(partial));
+	expect_contains(get_reply(fx, partial),
+			"ERR ETIMEDOUT request line not finished within 100 ms "
+			"of its first byte\n");
+	assert_true(td_now_ns() - t0 >= 100 * 1000000ull);
+	assert_true(td_now_ns() - t0 < 1000 * 1000000ull);
+	expect_closed(fx, partial);
+	assert_false(hung_up(idle));
+	expect_prefix(call(fx, idle, "info\n"), "OK ");
+	/* a line finished in time is served, and the clock starts again */
+	send_str(idle, "in");
+	run_for_ms(fx, 60);
+	expect_prefix(call(fx, idle, "fo\n"), "OK ");
+	send_str(idle, "in");
+	run_for_ms(fx, 60);
+	expect_prefix(call(fx, idle, "fo\n"), "OK ");
+}
+
+/* A client that sends requests and never reads the replies is closed once
+ * a reply has waited partial_timeout_ms for it. */
+static void test_unread_replies_time_out(void **state)
+{
+	struct fixture *fx = *state;
+	struct td_ctl_params p = {.partial_timeout_ms = 50};
+	static char lines[400 * 6 + 1];
+	struct client *cl, *other;
+
+	start(fx, "null:size=1M", &p);
+	cl = connect_client(fx);
+	other = connect_client(fx);
+	/* 400 replies of 2 KiB or more: more than a socket buffer holds */
+	for (int i = 0; i < 400; i++)
+		memcpy(lines + 6 * i, "stats\n", 6);
+	send_str(cl, lines);
+	for (int i = 0; i < MAX_PASSES && !hung_up(cl); i++)
+		assert_int_equal(td_loop_run_once(fx->loop, PASS_TIMEOUT_MS),
+				 0);
+	assert_true(hung_up(cl));
+	expect_prefix(call(fx, other, "info\n"), "OK ");
+}
+
+/* Every slot taken: a newcomer takes the place of the connection quiet
+ * longest that has no request in progress; never of one active lately. */
+static void test_full_evicts_the_quietest(void **state)
+{
+	struct fixture *fx = *state;
+	struct td_ctl_params p = {.max_clients = 2, .evict_quiet_ms = 50};
+	struct client *a, *b, *c, *d;
+	char buf[256];
+	ssize_t n;
+	int sv[2];
+
+	start(fx, "null:size=1M", &p);
+	a = connect_client(fx);
+	b = connect_client(fx);
+	send_str(b, "inf"); /* a line begun, after a connected */
+	run_for_ms(fx, 60);
+	c = connect_client(fx); /* takes a's place: quiet longest */
+	n = recv(a->fd, buf, sizeof(buf) - 1, 0);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_non_null(strstr(buf, "ERR EBUSY too many control connections: "
+				    "this one had no request in progress"));
+	expect_closed(fx, a);
+	expect_prefix(call(fx, c, "info\n"), "OK ");
+	/* c was active just now, b's line is 60 ms old: b goes */
+	d = connect_client(fx);
+	expect_closed(fx, b);
+	expect_prefix(call(fx, d, "info\n"), "OK ");
+	/* c and d active within 50 ms: refused */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(td_ctl_server_add_client(fx->ctl, sv[1]), -EBUSY);
+	close(sv[0]);
+	expect_prefix(call(fx, c, "info\n"), "OK ");
+}
+
+/* A refusal written before the client could send (EPIPE) is read and
+ * returned, not the EPIPE. */
+static void test_client_reads_refusal(void **state)
+{
+	static const char refusal[] = "ERR EBUSY too many control connections; "
+				      "try again later\n";
+	struct td_ctl_reply r;
+	int sv[2];
+
+	td_ctl_reply_init(&r);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(write(sv[1], refusal, sizeof(refusal) - 1),
+			 (ssize_t)sizeof(refusal) - 1);
+	close(sv[1]);
+	assert_int_equal(td_ctl_request(sv[0], "stats", 1000, &r), 0);
+	assert_int_equal(r.err, -EBUSY);
+	assert_string_equal(r.message, "too many control connections; try "
+				       "again later");
+	assert_true(td_ctl_reply_refused(&r));
+	close(sv[0]);
+	/* a server gone without a word: the send's error */
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	close(sv[1]);
+	assert_int_equal(td_ctl_request(sv[0], "stats", 1000, &r), -EPIPE);
+	assert_false(td_ctl_reply_refused(&r));
+	close(sv[0]);
+	td_ctl_reply_free(&r);
 }
 
 /* --- pause and resume -------------------------------------------------------- */
@@ -1106,6 +1248,9 @@ int main(void)
 		T(test_random_input_never_harms_the_server),
 		T(test_max_clients),
 		T(test_idle_client_is_closed),
+		T(test_partial_line_times_out),
+		T(test_unread_replies_time_out),
+		T(test_full_evicts_the_quietest),
 		T(test_pause_replies_after_drain),
 		T(test_pause_twice_resume_twice),
 		T(test_resume_cancels_pending_pause),
@@ -1119,6 +1264,7 @@ int main(void)
 		T(test_frontend_limits),
 		T(test_stats_frontends),
 		cmocka_unit_test(test_parse_status),
+		cmocka_unit_test(test_client_reads_refusal),
 		cmocka_unit_test(test_errno_names_and_paths),
 		cmocka_unit_test(test_make_run_dir),
 		cmocka_unit_test(test_json_writer),

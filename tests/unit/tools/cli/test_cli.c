@@ -150,6 +150,13 @@ static void test_explain(void **state)
 		{-EIO, CLI_CHAIN,
 		 "open x: Input/output error; see the "
 		 "messages above"},
+		/* the syntax advice only for a malformed chain, and only it */
+		{-EINVAL, CLI_CHAIN,
+		 "open x: Invalid argument; see the "
+		 "messages above"},
+		{-ENOENT, CLI_CHAIN_SYNTAX,
+		 "open x; check the syntax of -a, e.g. aio:/srv/disk.img or "
+		 "null:size=1G"},
 		{-ECONNREFUSED, CLI_CTL_SOCKET,
 		 "open x: Connection refused; the tapdisk may be starting or "
 		 "stopping: try again"},

@@ -496,7 +496,7 @@ static void test_reject_truncated(void **state)
 				 -EINVAL);
 	/* the final newline lost */
 	text[len - 1] = '\0';
-	expect_reject(text, 0, "newline");
+	expect_reject(text, 23, "newline"); /* the checksum line's */
 	free(text);
 }
 
@@ -565,7 +565,8 @@ static void test_reject_nul_and_empty(void **state)
 		assert_int_equal(
 			stripe_map_parse(nul, sizeof(nul) - 1, &m, &err),
 			-EINVAL);
-		assert_non_null(strstr(err.reason, "NUL"));
+		assert_non_null(strstr(err.reason, "NUL byte (at byte 16)"));
+		assert_int_equal(err.line, 2);
 	}
 }
 
@@ -678,6 +679,50 @@ static void test_reject_big_file(void **state)
 	assert_non_null(strstr(err.reason, "not a mapping file"));
 }
 
+/* Not a regular file: refused at once (a FIFO would block open(2)),
+ * naming the file and what it is. */
+static void test_reject_not_a_file(void **state)
+{
+	char path[128], text[STRIPE_MAP_ERROR_TEXT_MAX];
+	struct stripe_map m;
+	struct stripe_map_error err;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/fifo.map", tmpdir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(stripe_map_read(path, &m, &err), -EINVAL);
+	stripe_map_error_text(&err, path, text, sizeof(text));
+	assert_non_null(strstr(text, "fifo.map is a FIFO, not a mapping file"));
+	assert_null(strstr(text + 1, tmpdir)); /* named once */
+	assert_int_equal(stripe_map_open(path, &m, &fd, &err), -EINVAL);
+	assert_non_null(strstr(err.reason, "is a FIFO"));
+	assert_int_equal(stripe_map_open(tmpdir, &m, &fd, &err), -EISDIR);
+	assert_non_null(strstr(err.reason, "is a directory"));
+}
+
+/* The line to print names the file, and the line when there is one. */
+static void test_error_text(void **state)
+{
+	static const struct {
+		struct stripe_map_error err;
+		const char *want;
+	} rows[] = {
+		{{.line = 17, .reason = "checksum mismatch"},
+		 "/m/x.map: line 17: checksum mismatch"},
+		{{.line = 0, .reason = "the map has no extents"},
+		 "/m/x.map: the map has no extents"},
+		{{.names_file = true, .reason = "cannot open /m/x.map: EIO"},
+		 "cannot open /m/x.map: EIO"},
+	};
+	char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		stripe_map_error_text(&rows[i].err, "/m/x.map", text,
+				      sizeof(text));
+		assert_string_equal(text, rows[i].want);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -726,6 +771,9 @@ int main(void)
 						make_tmpdir, remove_tmpdir),
 		cmocka_unit_test_setup_teardown(test_reject_big_file,
 						make_tmpdir, remove_tmpdir),
+		cmocka_unit_test_setup_teardown(test_reject_not_a_file,
+						make_tmpdir, remove_tmpdir),
+		cmocka_unit_test(test_error_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
