@@ -747,18 +747,25 @@ static void test_truncated(void **state)
 			     "the last line is not 'checksum crc32c XXXXXXXX': "
 			     "the file is truncated");
 	}
-	/* cut inside a line, or the last newline missing */
-	expect_error(text, len - 1, 0,
+	/*
+	 * The last newline missing (line 22, the checksum line), or the text
+	 * cut inside line 2 (bytes 16-33 are "# written by hand\n"): the
+	 * error names the unterminated line.
+	 */
+	expect_error(text, len - 1, 22,
 		     "the file does not end with a newline: it is truncated");
-	expect_error(text, 20, 0,
+	expect_error(text, 20, 2,
 		     "the file does not end with a newline: it is truncated");
 	expect_error(text, 0, 1, "the file is empty");
-	/* a NUL byte anywhere */
+	/* a NUL byte anywhere: byte 30 is in line 2 */
 	{
 		char *nul = strdup(text);
 
 		nul[30] = '\0';
-		expect_error(nul, len, 0, "the file holds a NUL byte");
+		expect_error(
+			nul, len, 2,
+			"the file holds a NUL byte (at byte 30): it is not "
+			"a mapping file");
 		free(nul);
 	}
 	free(text);
