@@ -14,7 +14,7 @@ Usage:
         payload    GO, then a 1 MiB WRITE's header and 4 KiB of its data
   nbd-admission.py ADDR sessions COUNT PARALLEL
       COUNT hostile sessions, PARALLEL at a time: GO, READs of 4 KiB to
-      2 MiB whose replies are never read, a WRITE abandoned mid-payload,
+      1 MiB whose replies are never read, a WRITE abandoned mid-payload,
       then a close.  Prints "sessions N refused M".
 ADDR is a unix socket path or tcp:HOST:PORT.  Exit status 1 with a message
 when the server does not behave as the protocol says.
@@ -34,7 +34,7 @@ nbd = import_module("nbd-hostile")
 
 REP_ERR_POLICY = 0x80000002
 CMD_READ, CMD_WRITE = 0, 1
-READ_SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20]
+READ_SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 
 
 def try_go(c):
