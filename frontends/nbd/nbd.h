@@ -25,7 +25,7 @@
  * read-only export) has its payload read and discarded, in small pieces,
  * before the error reply goes out, so the stream stays in step.
  *
- * Admission (doc/tapdisk.md, "Who may hold a connection"): clients in
+ * Admission (doc/tapdisk.md, "Who may hold an NBD connection"): clients in
  * the handshake and clients past it have separate slots, max_handshakes
  * and max_clients.  A newcomer that finds the handshake slots full takes
  * the slot of the oldest handshake; a client whose NBD_OPT_GO finds the
