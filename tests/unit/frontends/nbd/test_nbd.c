@@ -1430,7 +1430,7 @@ static void check_stalled(const void *bytes, size_t n)
 
 static void test_io_timeout_header(void **state)
 {
-	uint8_t hdr[28];
+	uint8_t hdr[28] = {0};
 
 	nbd_put32(hdr, 0x25609513u);
 	check_stalled(hdr, 10);
