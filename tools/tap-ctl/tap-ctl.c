@@ -443,6 +443,7 @@ static void global_usage(FILE *out)
 	      "    tap-ctl stats -i $id --json\n"
 	      "    tap-ctl attach -i $id --domid 5 --vdev xvdb\n"
 	      "    tap-ctl driver -i $id stripe resync 50M\n"
+	      "    tap-ctl nbd -i $id list\n"
 	      "    tap-ctl destroy -i $id\n\n"
 	      "ENVIRONMENT\n"
 	      "    " TD_CTL_RUN_DIR_ENV
