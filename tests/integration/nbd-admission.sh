@@ -12,7 +12,8 @@
 # timeout plus a second; a client refused meanwhile must have been told
 # why (NBD_REP_ERR_POLICY with a message, which nbdinfo prints).  Then
 # `tap-ctl nbd list [--json]` shows the connections and `tap-ctl nbd
-# drop` closes one.
+# drop` closes one; the --nbd-* options are checked at start and passed
+# on by `tap-ctl create`.
 #
 # Prints one line per check and "N passed, N failed"; exits 0, 1, or 77
 # (automake's skip) when nbdinfo or python3 is missing.  BUILDDIR (set by
@@ -38,8 +39,9 @@ for bin in "$TAPDISK" "$TAPCTL"; do
 done
 
 WORK=$(mktemp -d /tmp/nbd-admission.XXXXXX)
-TD_PID= HOLD_PID=
+TD_PID= HOLD_PID= OPTS_PID=
 cleanup() {
+	[ -n "$OPTS_PID" ] && kill -KILL "$OPTS_PID" 2>/dev/null
 	[ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
 	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
 		kill -KILL "$TD_PID"
@@ -194,6 +196,29 @@ out=$("$TAPCTL" --run-dir "$WORK" nbd -i "$TD_PID" drop 999999 2>&1)
 [ $? = 1 ] && grep -q "no open connection 999999" <<<"$out" &&
 	pass "tap-ctl nbd drop of an unknown id: $out" || fail "drop of an unknown id" "$out"
 stop_hold
+
+# The options: out of range refused at start; passed on by tap-ctl create.
+out=$("$TAPDISK" --foreground -a null:size=1M --nbd-io-timeout 0 2>&1)
+rc=$?
+[ $rc = 2 ] && grep -q "from 1 to 86400" <<<"$out" &&
+	pass "--nbd-io-timeout 0 refused: $(head -1 <<<"$out")" ||
+	fail "--nbd-io-timeout 0 refused" "exit $rc: $out"
+if id=$(TAPDISK=$TAPDISK "$TAPCTL" --run-dir "$WORK" create -a null:size=1M \
+	--nbd unix --name opts --nbd-max-clients 3 --nbd-idle-timeout 7 \
+	--nbd-handshake-timeout 4 --nbd-io-timeout 5 2>&1); then
+	OPTS_PID=$id
+	got=$("$TAPCTL" --run-dir "$WORK" nbd -i "$id" list --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+print(j["max_clients"], j["max_handshakes"], j["handshake_timeout_ms"], j["io_timeout_ms"], j["idle_timeout_ms"])')
+	[ "$got" = "3 3 4000 5000 7000" ] &&
+		pass "tap-ctl create passes the --nbd-* options on ($got)" ||
+		fail "tap-ctl create passes the --nbd-* options on" "$got"
+	"$TAPCTL" --run-dir "$WORK" destroy -i "$id" >/dev/null &&
+		OPTS_PID= || fail "tap-ctl destroy -i $id"
+else
+	fail "tap-ctl create with --nbd-* options" "$id"
+fi
 
 kill -TERM "$TD_PID"
 RC=0
