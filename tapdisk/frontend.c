@@ -17,6 +17,14 @@ int td_frontend_listen(struct td_frontend *fe, const char *addr)
 	return fe->ops->listen(fe, addr);
 }
 
+int td_frontend_control(struct td_frontend *fe, int argc, char **argv,
+			struct td_strbuf *out)
+{
+	if (!fe->ops->control)
+		return -EOPNOTSUPP;
+	return fe->ops->control(fe, argc, argv, out);
+}
+
 int td_frontend_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 			 void *opaque)
 {

@@ -80,6 +80,18 @@ struct td_frontend_ops {
 	 */
 	void (*report_json)(struct td_frontend *fe, struct td_json *j);
 	void (*report_text)(struct td_frontend *fe, struct td_strbuf *sb);
+
+	/*
+	 * Optional.  A command from the control socket ("frontend KIND
+	 * WORD...", doc/control-protocol.md), argv[0] its first word.
+	 * Appends the answer (text or JSON, ending with LF) to out and
+	 * returns 0, or appends a one-line reason and returns -errno
+	 * (-EINVAL for words it does not take, -ENOENT for an object that
+	 * does not exist).  Event-loop context; must not block.  NULL:
+	 * td_frontend_control answers -EOPNOTSUPP.
+	 */
+	int (*control)(struct td_frontend *fe, int argc, char **argv,
+		       struct td_strbuf *out);
 };
 
 /*
@@ -111,6 +123,10 @@ int td_frontend_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 
 /* fe->ops->destroy; NULL does nothing. */
 void td_frontend_destroy(struct td_frontend *fe);
+
+/* fe->ops->control, or -EOPNOTSUPP. */
+int td_frontend_control(struct td_frontend *fe, int argc, char **argv,
+			struct td_strbuf *out);
 
 /* The ops' reports; nothing when the op is NULL. */
 void td_frontend_report_json(struct td_frontend *fe, struct td_json *j);

@@ -5,8 +5,10 @@
  *
  * A slot holds one command from its header until its reply has been
  * written; the max_inflight slots of a connection are allocated with it.
- * Data buffers are page-aligned, grown on demand and kept in their slot
- * for the next command, within the connection's max_buffer_bytes.  A
+ * Data buffers are mapped pages (nbd_map: given back to the system when
+ * freed, so that no allocator keeps them after the connection), grown on
+ * demand and kept in their slot for the next command, within the
+ * connection's max_buffer_bytes.  A
  * command refused before the vbd (nbd_check_request) gets its error
  * reply once a WRITE's payload has been read and dropped.
  */
@@ -37,6 +39,16 @@ void nbd_slot_put(struct nbd_conn *conn, struct nbd_slot *slot)
 	nbd_conn_unblock(conn);
 }
 
+static void slot_buf_free(struct nbd_conn *conn, struct nbd_slot *slot)
+{
+	if (!slot->buf)
+		return;
+	conn->buf_bytes -= slot->buf_bytes;
+	nbd_unmap(conn->srv, slot->buf, slot->buf_bytes);
+	slot->buf = NULL;
+	slot->buf_bytes = 0;
+}
+
 /* Free the buffers of idle slots, to make room under the budget. */
 static void conn_release_idle(struct nbd_conn *conn)
 {
@@ -44,10 +56,7 @@ static void conn_release_idle(struct nbd_conn *conn)
 
 	TAILQ_FOREACH(slot, &conn->free_slots, link)
 	{
-		conn->buf_bytes -= slot->buf_bytes;
-		free(slot->buf);
-		slot->buf = NULL;
-		slot->buf_bytes = 0;
+		slot_buf_free(conn, slot);
 	}
 }
 
@@ -85,11 +94,8 @@ static int slot_reserve(struct nbd_conn *conn, struct nbd_slot *slot,
 		if (conn->buf_bytes - slot->buf_bytes + size > budget)
 			return -EAGAIN;
 	}
-	conn->buf_bytes -= slot->buf_bytes;
-	free(slot->buf);
-	slot->buf = NULL;
-	slot->buf_bytes = 0;
-	if (posix_memalign(&buf, NBD_BUF_ALIGN, size))
+	slot_buf_free(conn, slot);
+	if (nbd_map(conn->srv, size, &buf))
 		return -ENOMEM;
 	slot->buf = buf;
 	slot->buf_bytes = (uint32_t)size;
@@ -225,6 +231,8 @@ bool nbd_cmd_step_header(struct nbd_conn *conn)
 	slot = nbd_slot_get(conn);
 	nbd_decode_request(nbd_in_ptr(conn), &slot->req);
 	nbd_in_consume(conn, NBD_REQUEST_BYTES);
+	/* A request taken; what follows (payload, next header) starts now. */
+	conn->active_ns = conn->in_start_ns = td_now_ns();
 	return conn_start_cmd(conn, slot);
 }
 
@@ -248,6 +256,8 @@ bool nbd_cmd_step_buffer(struct nbd_conn *conn)
 	}
 	if (slot->req.type == NBD_CMD_WRITE) {
 		conn->rstate = NBD_RS_CMD_PAYLOAD;
+		/* The payload's deadline starts once a buffer is there. */
+		conn->in_start_ns = td_now_ns();
 		return true;
 	}
 	conn->cur = NULL;
@@ -267,6 +277,7 @@ bool nbd_cmd_step_payload(struct nbd_conn *conn)
 	slot->payload_done += n;
 	if (slot->payload_done < slot->req.length)
 		return false;
+	conn->in_start_ns = td_now_ns();
 	conn->cur = NULL;
 	conn->rstate = NBD_RS_CMD_HEADER;
 	conn_submit(conn, slot);

@@ -82,20 +82,106 @@ void nbd_conn_unblock(struct nbd_conn *conn)
 		td_loop_defer(conn->loop, &conn->kick, conn_kick, conn);
 }
 
-static void conn_timeout(struct td_timer *t, void *opaque)
+/* --- deadlines ------------------------------------------------------- */
+
+#define NS_PER_MS 1000000ull
+
+struct conn_deadline {
+	uint64_t at_ns; /* 0: none */
+	uint32_t limit_ms;
+	const char *what;
+};
+
+static void deadline_min(struct conn_deadline *d, uint64_t start_ns,
+			 uint32_t limit_ms, const char *what)
+{
+	uint64_t at = start_ns + limit_ms * NS_PER_MS;
+
+	if (!d->at_ns || at < d->at_ns) {
+		d->at_ns = at;
+		d->limit_ms = limit_ms;
+		d->what = what;
+	}
+}
+
+bool nbd_conn_idle(const struct nbd_conn *conn)
+{
+	return conn->transmission && !conn->draining && !conn->dead &&
+	       conn->rstate == NBD_RS_CMD_HEADER && !nbd_in_avail(conn) &&
+	       !conn->vbd_inflight && !nbd_has_output(conn);
+}
+
+/* Waiting for the rest of a request from the client (not for us). */
+static bool conn_mid_request(const struct nbd_conn *conn)
+{
+	if (conn->blocked)
+		return false;
+	return conn->rstate == NBD_RS_CMD_PAYLOAD ||
+	       conn->rstate == NBD_RS_CMD_SKIP ||
+	       (conn->rstate == NBD_RS_CMD_HEADER && nbd_in_avail(conn));
+}
+
+/* The earliest deadline that applies to conn now (nbd.h's head). */
+static struct conn_deadline conn_deadline(const struct nbd_conn *conn)
+{
+	const struct td_nbd_server *srv = conn->srv;
+	struct conn_deadline d = {0};
+
+	if (conn->dead || !srv)
+		return d;
+	if (conn->draining) {
+		deadline_min(&d, conn->drain_start_ns, NBD_DRAIN_TIMEOUT_MS,
+			     "replies not taken");
+	} else if (!conn->transmission) {
+		deadline_min(&d, conn->accepted_ns, srv->handshake_timeout_ms,
+			     "handshake not finished");
+	} else {
+		if (conn_mid_request(conn))
+			deadline_min(&d, conn->in_start_ns, srv->io_timeout_ms,
+				     "request not received in full");
+		if (conn->want_out)
+			deadline_min(&d, conn->out_progress_ns,
+				     srv->io_timeout_ms, "replies not taken");
+		if (srv->idle_timeout_ms && nbd_conn_idle(conn))
+			deadline_min(&d, conn->active_ns, srv->idle_timeout_ms,
+				     "idle");
+	}
+	return d;
+}
+
+static void conn_timer_fired(struct td_timer *t, void *opaque)
 {
 	struct nbd_conn *conn = opaque;
+	struct conn_deadline d = conn_deadline(conn);
 
-	if (!conn->transmission && !conn->draining) {
-		nbd_conn_fail(conn, "handshake not finished after %u ms",
-			      conn->srv->handshake_timeout_ms);
+	if (!d.at_ns)
+		return;
+	if (d.at_ns > td_now_ns()) {
+		nbd_conn_update_timer(conn);
 		return;
 	}
-	td_vbd_warn(conn->vbd,
-		    "nbd %s: replies not taken after %u ms: "
-		    "disconnecting",
-		    conn->peer, NBD_DRAIN_TIMEOUT_MS);
+	conn->srv->stats.timed_out++;
+	td_vbd_warn(conn->vbd, "nbd %s: %s within %u ms: disconnecting",
+		    conn->peer, d.what, d.limit_ms);
 	nbd_conn_close(conn);
+}
+
+/*
+ * Armed lazily: only when no earlier expiry is pending, so that the I/O
+ * path moves no timer; an expiry that finds its deadline moved re-arms.
+ */
+void nbd_conn_update_timer(struct nbd_conn *conn)
+{
+	struct conn_deadline d = conn_deadline(conn);
+	uint64_t now;
+
+	if (!d.at_ns || (td_timer_armed(&conn->timer) &&
+			 conn->timer.deadline_ns <= d.at_ns))
+		return;
+	now = td_now_ns();
+	td_loop_timer_arm(conn->loop, &conn->timer,
+			  d.at_ns > now ? (d.at_ns - now) / 1000 : 0,
+			  conn_timer_fired, conn);
 }
 
 /*
@@ -112,8 +198,8 @@ void nbd_conn_stop_input(struct nbd_conn *conn)
 	conn->rstate = NBD_RS_STOPPED;
 	conn->in_rpos = conn->in_wpos = 0;
 	conn->draining = true;
-	td_loop_timer_arm(conn->loop, &conn->timer,
-			  NBD_DRAIN_TIMEOUT_MS * 1000ull, conn_timeout, conn);
+	conn->drain_start_ns = td_now_ns();
+	nbd_conn_update_timer(conn);
 }
 
 void nbd_conn_check_drained(struct nbd_conn *conn)
@@ -136,6 +222,7 @@ static bool conn_step_skip(struct nbd_conn *conn)
 	conn->skip -= n;
 	if (conn->skip)
 		return false;
+	conn->in_start_ns = td_now_ns(); /* what follows is a new request */
 	if (conn->rstate == NBD_RS_OPT_SKIP) {
 		nbd_hs_option(conn, NULL);
 	} else {
@@ -199,6 +286,8 @@ static bool conn_wants_input(const struct nbd_conn *conn)
 static ssize_t conn_recv(struct nbd_conn *conn)
 {
 	struct nbd_slot *slot = conn->cur;
+	bool boundary =
+		conn->rstate == NBD_RS_CMD_HEADER && !nbd_in_avail(conn);
 	struct iovec iov[2];
 	size_t direct = 0;
 	int cnt = 0;
@@ -224,6 +313,9 @@ static ssize_t conn_recv(struct nbd_conn *conn)
 			    : -errno;
 	if (n < 0)
 		return n;
+	conn->bytes_in += (uint64_t)n;
+	if (boundary && n)
+		conn->in_start_ns = td_now_ns(); /* a request header begins */
 	if ((size_t)n <= direct) {
 		if (direct)
 			slot->payload_done += (uint32_t)n;
@@ -367,6 +459,8 @@ static void conn_write(struct nbd_conn *conn)
 		ssize_t n = conn_send(conn, iov, cnt);
 
 		if (n == -EAGAIN) {
+			if (!conn->want_out)
+				conn->out_progress_ns = td_now_ns();
 			conn->want_out = true;
 			return;
 		}
@@ -376,6 +470,8 @@ static void conn_write(struct nbd_conn *conn)
 			nbd_conn_close(conn);
 			return;
 		}
+		conn->bytes_out += (uint64_t)n;
+		conn->out_progress_ns = conn->active_ns = td_now_ns();
 		conn_consume_output(conn, (size_t)n);
 		if ((size_t)n < total) {
 			conn->want_out = true;
@@ -409,7 +505,9 @@ static void conn_update_events(struct nbd_conn *conn)
 		td_vbd_err(conn->vbd, "nbd %s: epoll: %s", conn->peer,
 			   strerror(-err));
 		nbd_conn_close(conn);
+		return;
 	}
+	nbd_conn_update_timer(conn);
 }
 
 static void conn_event(struct td_fd *fde, uint32_t events, void *opaque)
@@ -444,47 +542,69 @@ static void conn_event(struct td_fd *fde, uint32_t events, void *opaque)
 
 /* --- life cycle ---------------------------------------------------- */
 
-int nbd_conn_create(struct td_nbd_server *srv, int fd, const char *peer)
+/* One mapping: the connection, then its slots (zeroed, as calloc). */
+static struct nbd_conn *conn_map(struct td_nbd_server *srv)
 {
-	struct nbd_conn *conn = calloc(1, sizeof(*conn));
-	int err;
+	size_t head =
+		(sizeof(struct nbd_conn) + _Alignof(struct nbd_slot) - 1) &
+		~(_Alignof(struct nbd_slot) - 1);
+	size_t bytes =
+		head + (size_t)srv->max_inflight * sizeof(struct nbd_slot);
+	struct nbd_conn *conn;
+	void *p;
 
-	if (conn)
-		conn->slots = calloc(srv->max_inflight, sizeof(*conn->slots));
-	if (!conn || !conn->slots) {
-		free(conn);
-		close(fd);
-		return -ENOMEM;
-	}
+	if (nbd_map(srv, bytes, &p))
+		return NULL;
+	conn = p;
+	conn->map_bytes = bytes;
+	conn->slots = (struct nbd_slot *)((char *)p + head);
+	conn->nr_slots = srv->max_inflight;
+	return conn;
+}
+
+static void conn_init(struct nbd_conn *conn, struct td_nbd_server *srv, int fd,
+		      const char *peer)
+{
 	conn->srv = srv;
 	conn->vbd = srv->vbd;
 	conn->loop = srv->loop;
 	conn->fd = fd;
+	conn->id = srv->stats.clients_total + 1;
+	conn->accepted_ns = conn->active_ns = td_now_ns();
 	snprintf(conn->peer, sizeof(conn->peer), "%s", peer);
 	TAILQ_INIT(&conn->free_slots);
 	TAILQ_INIT(&conn->out_q);
-	conn->nr_slots = srv->max_inflight;
 	for (uint32_t i = 0; i < conn->nr_slots; i++) {
 		conn->slots[i].conn = conn;
 		TAILQ_INSERT_TAIL(&conn->free_slots, &conn->slots[i], link);
 	}
 	conn->out_wpos = (uint32_t)nbd_put_greeting(conn->outbuf);
 	conn->rstate = NBD_RS_CLIENT_FLAGS;
+}
+
+int nbd_conn_create(struct td_nbd_server *srv, int fd, const char *peer)
+{
+	struct nbd_conn *conn = conn_map(srv);
+	int err;
+
+	if (!conn) {
+		close(fd);
+		return -ENOMEM;
+	}
+	conn_init(conn, srv, fd, peer);
 	err = td_loop_add_fd(srv->loop, &conn->fde, fd, EPOLLIN, conn_event,
 			     conn);
 	if (err) {
-		free(conn->slots);
-		free(conn);
+		nbd_unmap(srv, conn, conn->map_bytes);
 		close(fd);
 		return err;
 	}
-	td_loop_timer_arm(srv->loop, &conn->timer,
-			  (uint64_t)srv->handshake_timeout_ms * 1000,
-			  conn_timeout, conn);
 	TAILQ_INSERT_TAIL(&srv->conns, conn, link);
 	srv->stats.clients++;
 	srv->stats.clients_total++;
-	nbd_conn_mark_dirty(conn); /* the greeting goes out at the pass end */
+	srv->stats.handshaking++;
+	nbd_conn_update_timer(conn); /* the handshake's deadline */
+	nbd_conn_mark_dirty(conn);   /* the greeting goes out at the pass end */
 	return 0;
 }
 
@@ -537,15 +657,23 @@ void nbd_conn_close(struct nbd_conn *conn)
 	TAILQ_INSERT_TAIL(&srv->dead, conn, link);
 	srv->nr_dead++;
 	srv->stats.clients--;
+	if (conn->transmission)
+		srv->nr_established--;
+	else
+		srv->stats.handshaking--;
 	td_vbd_dbg(conn->vbd, "nbd %s: closed (%u I/O still in the vbd)",
 		   conn->peer, conn->vbd_inflight);
 }
 
+/* conn->srv is NULL for a connection orphaned by the destroy op. */
 void nbd_conn_free(struct nbd_conn *conn)
 {
+	struct td_nbd_server *srv = conn->srv;
+
 	for (uint32_t i = 0; i < conn->nr_slots; i++)
-		free(conn->slots[i].buf);
+		if (conn->slots[i].buf)
+			nbd_unmap(srv, conn->slots[i].buf,
+				  conn->slots[i].buf_bytes);
 	nbd_tls_free(conn);
-	free(conn->slots);
-	free(conn);
+	nbd_unmap(srv, conn, conn->map_bytes);
 }

@@ -66,11 +66,15 @@ static bool conn_name_ok(const struct nbd_conn *conn, const uint8_t *name,
 	return !*want || (strlen(want) == len && !memcmp(want, name, len));
 }
 
+/* After nbd_admit gave conn its slot.  The handshake's timer stays
+ * armed: when it fires, it finds the deadlines of transmission. */
 static void conn_enter_transmission(struct nbd_conn *conn)
 {
 	conn->transmission = true;
+	conn->srv->stats.handshaking--;
+	conn->srv->nr_established++;
 	conn->rstate = NBD_RS_CMD_HEADER;
-	td_loop_timer_cancel(&conn->timer);
+	conn->active_ns = td_now_ns();
 	td_vbd_info(conn->vbd, "nbd %s: connected (size %llu, flags 0x%x)",
 		    conn->peer, (unsigned long long)conn->srv->exp.size_bytes,
 		    conn->srv->exp.tflags);
@@ -92,6 +96,11 @@ static void conn_opt_export_name(struct nbd_conn *conn, const uint8_t *data,
 		nbd_conn_close(conn);
 		return;
 	}
+	if (nbd_admit(conn)) {
+		/* No error reply either: nbd_admit logged why. */
+		nbd_conn_close(conn);
+		return;
+	}
 	p = conn_out_reserve(conn, NBD_EXPORT_NAME_REPLY_BYTES +
 					   NBD_EXPORT_NAME_ZEROES);
 	if (!p) {
@@ -102,6 +111,21 @@ static void conn_opt_export_name(struct nbd_conn *conn, const uint8_t *data,
 						    conn->client_flags);
 	nbd_conn_mark_dirty(conn);
 	conn_enter_transmission(conn);
+}
+
+/*
+ * Every established slot is busy (nbd_admit logged it): the client is
+ * told so and may try again; it stays in the handshake, under its
+ * deadline.
+ */
+static void conn_opt_busy(struct nbd_conn *conn)
+{
+	char msg[160];
+
+	snprintf(msg, sizeof(msg),
+		 "disk %s: all %u connections are busy; try again later",
+		 td_vbd_name(conn->vbd), conn->srv->max_clients);
+	conn_opt_error(conn, NBD_REP_ERR_POLICY, msg);
 }
 
 static void conn_opt_info(struct nbd_conn *conn, const uint8_t *data,
@@ -118,6 +142,10 @@ static void conn_opt_info(struct nbd_conn *conn, const uint8_t *data,
 	if (!conn_name_ok(conn, ir.name, ir.name_len)) {
 		conn_opt_error(conn, NBD_REP_ERR_UNKNOWN,
 			       "unknown export name");
+		return;
+	}
+	if (conn->opt.option == NBD_OPT_GO && nbd_admit(conn)) {
+		conn_opt_busy(conn);
 		return;
 	}
 	p = conn_out_reserve(conn, NBD_GO_REPLY_BYTES);

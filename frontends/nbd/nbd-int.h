@@ -5,7 +5,8 @@
  * nbd-handshake.c: options; nbd-cmd.c: commands).  Private to those
  * files and their unit test.
  *
- * Lifetime of a connection: created on accept, on srv->conns while its
+ * Lifetime of a connection: created on accept (one mmap holding it and
+ * its slots: nbd_conn_create), on srv->conns while its
  * socket is open; nbd_conn_close() closes the socket and moves it to
  * srv->dead, where it stays until every td_vbd_io it gave the vbd has
  * completed; the server's pass-end hook then frees it.  Nothing frees a
@@ -88,11 +89,24 @@ struct nbd_conn {
 	bool want_out;	   /* socket full: waiting for EPOLLOUT */
 	bool draining;	   /* input stopped: close once replies are out */
 	char peer[NBD_PEER_MAX];
+	uint64_t id;	  /* 1, 2, ... per server: tap-ctl nbd drop ID */
+	size_t map_bytes; /* the mapping holding conn and its slots */
 
 	int fd;
 	struct td_fd fde;
-	struct td_timer timer; /* handshake, then drain timeout */
-	struct td_defer kick;  /* parse again after a resource freed */
+	/*
+	 * The connection's one deadline (nbd_conn_deadline): armed lazily,
+	 * for the earliest of them; when it fires the deadlines are worked
+	 * out again and it is armed anew if none has passed.
+	 */
+	struct td_timer timer;
+	uint64_t accepted_ns;
+	uint64_t active_ns;	  /* last request taken or reply byte sent */
+	uint64_t in_start_ns;	  /* the request being read began */
+	uint64_t out_progress_ns; /* the socket last took a byte */
+	uint64_t drain_start_ns;
+	uint64_t bytes_in, bytes_out;
+	struct td_defer kick; /* parse again after a resource freed */
 
 	enum nbd_rstate rstate;
 	uint32_t client_flags;
@@ -125,7 +139,11 @@ struct td_nbd_server {
 	uint32_t max_clients;
 	uint32_t max_inflight;
 	uint32_t max_buffer_bytes;
+	uint32_t max_handshakes;
 	uint32_t handshake_timeout_ms;
+	uint32_t io_timeout_ms;
+	uint32_t idle_timeout_ms;
+	uint32_t nr_established; /* open and past the handshake */
 	struct nbd_export exp;
 
 	struct td_listener_list listeners;
@@ -175,6 +193,19 @@ static inline uint32_t nbd_slot_reply_bytes(const struct nbd_slot *slot)
 
 /* Serve fd (owned from here on).  Returns 0 or -errno, fd closed. */
 int nbd_conn_create(struct td_nbd_server *srv, int fd, const char *peer);
+/* Arm the timer for conn's earliest deadline, if it is not armed sooner.
+ * Called whenever the connection's state may have changed. */
+void nbd_conn_update_timer(struct nbd_conn *conn);
+/* Nothing in flight, nothing queued, between requests. */
+bool nbd_conn_idle(const struct nbd_conn *conn);
+/* The handshake is about to end: make sure an established slot is free
+ * (nbd.c), closing the connection idle the longest if need be.  0, or
+ * -EBUSY having logged why when every slot is held by a busy one. */
+int nbd_admit(struct nbd_conn *conn);
+/* Pages for data buffers (mmap; 0 or -ENOMEM), counted in the server's
+ * memory_bytes while srv is set; and back. */
+int nbd_map(struct td_nbd_server *srv, size_t bytes, void **out);
+void nbd_unmap(struct td_nbd_server *srv, void *p, size_t bytes);
 /* Pass-end hook: write what conn has queued. */
 void nbd_conn_flush(struct nbd_conn *conn);
 /* Shutdown: close a handshaking connection, drain a transmitting one. */
@@ -201,6 +232,11 @@ void nbd_conn_check_drained(struct nbd_conn *conn);
  * inbuf and returns true to be called again, false when it needs more
  * bytes, set conn->blocked, or closed the connection.
  */
+
+/* --- nbd-admin.c: list and drop, for the control socket ---------------------- */
+
+int nbd_control(struct td_frontend *fe, int argc, char **argv,
+		struct td_strbuf *out);
 
 /* --- nbd-handshake.c ---------------------------------------------------------- */
 

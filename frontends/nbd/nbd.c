@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,27 +29,132 @@
 #define NBD_UNIX_PREFIX	   "unix:"
 #define NBD_TCP_PREFIX	   "tcp:"
 
-/* --- listeners -------------------------------------------------------------- */
+/* --- admission ------------------------------------------------------------ */
+
+static double nbd_secs_since(uint64_t ns)
+{
+	uint64_t now = td_now_ns();
+
+	return now > ns ? (double)(now - ns) / 1e9 : 0.0;
+}
+
+/* The handshake slots are full: the oldest handshake makes room. */
+static void nbd_evict_handshake(struct td_nbd_server *srv, const char *peer)
+{
+	struct nbd_conn *conn;
+
+	TAILQ_FOREACH(conn, &srv->conns, link)
+	{
+		if (!conn->transmission)
+			break;
+	}
+	if (!conn)
+		return;
+	td_vbd_warn(srv->vbd,
+		    "nbd %s: all %u handshake slots taken: closing the oldest "
+		    "handshake, %s (%.1f s old), for it",
+		    peer, srv->max_handshakes, conn->peer,
+		    nbd_secs_since(conn->accepted_ns));
+	srv->stats.evicted++;
+	nbd_conn_close(conn);
+}
 
 /* Admit a connected socket, or refuse it.  Takes fd. */
 static int nbd_serve(struct td_nbd_server *srv, int fd, const char *peer)
 {
 	int err;
 
-	if (srv->fe.stopping ||
-	    srv->stats.clients + srv->nr_dead >= srv->max_clients) {
+	if (srv->fe.stopping) {
 		close(fd);
 		srv->stats.refused++;
-		td_vbd_warn(srv->vbd, "nbd %s: refused: %s", peer,
-			    srv->fe.stopping ? "shutting down"
-					     : "too many clients");
-		return -EBUSY;
+		td_vbd_warn(srv->vbd, "nbd %s: refused: shutting down", peer);
+		return -ESHUTDOWN;
 	}
+	if (srv->stats.handshaking >= srv->max_handshakes)
+		nbd_evict_handshake(srv, peer);
 	err = nbd_conn_create(srv, fd, peer);
 	if (err)
 		td_vbd_err(srv->vbd, "nbd %s: %s", peer, strerror(-err));
 	return err;
 }
+
+/* Established slots in use: open ones, and closed ones the vbd holds. */
+static uint32_t nbd_established_used(const struct td_nbd_server *srv)
+{
+	const struct nbd_conn *conn;
+	uint32_t n = srv->nr_established;
+
+	TAILQ_FOREACH(conn, &srv->dead, link)
+	{
+		if (conn->vbd_inflight)
+			n++;
+	}
+	return n;
+}
+
+static struct nbd_conn *nbd_idle_victim(struct td_nbd_server *srv)
+{
+	struct nbd_conn *conn, *victim = NULL;
+
+	TAILQ_FOREACH(conn, &srv->conns, link)
+	{
+		if (nbd_conn_idle(conn) &&
+		    (!victim || conn->active_ns < victim->active_ns))
+			victim = conn;
+	}
+	return victim;
+}
+
+int nbd_admit(struct nbd_conn *conn)
+{
+	struct td_nbd_server *srv = conn->srv;
+	struct nbd_conn *victim;
+
+	if (nbd_established_used(srv) < srv->max_clients)
+		return 0;
+	victim = nbd_idle_victim(srv);
+	if (!victim) {
+		srv->stats.busy_refusals++;
+		td_vbd_warn(srv->vbd,
+			    "nbd %s: refused: all %u connections are busy "
+			    "(none idle)",
+			    conn->peer, srv->max_clients);
+		return -EBUSY;
+	}
+	td_vbd_warn(srv->vbd,
+		    "nbd %s: idle for %.1f s: closed to make room for %s "
+		    "(all %u connections in use)",
+		    victim->peer, nbd_secs_since(victim->active_ns), conn->peer,
+		    srv->max_clients);
+	srv->stats.evicted++;
+	nbd_conn_close(victim);
+	/* Idle: no I/O in the vbd, so its slot is free now. */
+	return 0;
+}
+
+/* --- memory ------------------------------------------------------------------ */
+
+int nbd_map(struct td_nbd_server *srv, size_t bytes, void **out)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	if (srv)
+		srv->stats.memory_bytes += bytes;
+	*out = p;
+	return 0;
+}
+
+void nbd_unmap(struct td_nbd_server *srv, void *p, size_t bytes)
+{
+	munmap(p, bytes);
+	if (srv)
+		srv->stats.memory_bytes -= bytes;
+}
+
+/* --- listeners -------------------------------------------------------------- */
 
 /* The listeners' callback (listener.h): peer is NULL for Unix clients. */
 static void nbd_on_accept(int fd, const char *peer, void *opaque)
@@ -274,6 +380,25 @@ static int nbd_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 
 /* --- create, destroy ------------------------------------------------------------ */
 
+/* Slots and timeouts within their bounds (0 is the default for each). */
+static int nbd_check_limits(const struct td_nbd_params *p)
+{
+	if (p->max_clients > TD_NBD_MAX_CLIENTS ||
+	    p->max_handshakes > TD_NBD_MAX_CLIENTS) {
+		td_err("nbd: at most %u clients and %u handshakes at once",
+		       TD_NBD_MAX_CLIENTS, TD_NBD_MAX_CLIENTS);
+		return -EINVAL;
+	}
+	if (p->handshake_timeout_ms > TD_NBD_MAX_TIMEOUT_MS ||
+	    p->io_timeout_ms > TD_NBD_MAX_TIMEOUT_MS ||
+	    p->idle_timeout_ms > TD_NBD_MAX_TIMEOUT_MS) {
+		td_err("nbd: timeouts are at most %u ms",
+		       TD_NBD_MAX_TIMEOUT_MS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int nbd_apply_params(struct td_nbd_server *srv,
 			    const struct td_nbd_params *p)
 {
@@ -300,12 +425,17 @@ static int nbd_apply_params(struct td_nbd_server *srv,
 		       TD_NBD_MAX_INFLIGHT);
 		return -EINVAL;
 	}
+	if (nbd_check_limits(p))
+		return -EINVAL;
 	srv->export_name = strdup(name);
 	if (!srv->export_name)
 		return -ENOMEM;
 	srv->max_clients = p->max_clients ?: TD_NBD_DEFAULT_MAX_CLIENTS;
+	srv->max_handshakes = p->max_handshakes ?: srv->max_clients;
 	srv->handshake_timeout_ms =
 		p->handshake_timeout_ms ?: TD_NBD_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+	srv->io_timeout_ms = p->io_timeout_ms ?: TD_NBD_DEFAULT_IO_TIMEOUT_MS;
+	srv->idle_timeout_ms = p->idle_timeout_ms;
 	srv->max_buffer_bytes =
 		p->max_buffer_bytes ?: TD_NBD_DEFAULT_MAX_BUFFER;
 	max_req_buf = ((uint64_t)max_req + NBD_BUF_ALIGN - 1) &
@@ -412,6 +542,11 @@ static void nbd_report_json(struct td_frontend *fe, struct td_json *j)
 	td_json_u64(j, "protocol_errors", s.protocol_errors);
 	td_json_u64(j, "commands", s.commands);
 	td_json_u64(j, "error_replies", s.error_replies);
+	td_json_u64(j, "handshaking", s.handshaking);
+	td_json_u64(j, "timed_out", s.timed_out);
+	td_json_u64(j, "evicted", s.evicted);
+	td_json_u64(j, "busy_refusals", s.busy_refusals);
+	td_json_u64(j, "memory_bytes", s.memory_bytes);
 }
 
 static void nbd_report_text(struct td_frontend *fe, struct td_strbuf *sb)
@@ -423,9 +558,14 @@ static void nbd_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 			 "\nnbd: %" PRIu64 " clients connected, %" PRIu64
 			 " accepted, %" PRIu64 " refused, %" PRIu64
 			 " protocol errors, %" PRIu64 " commands, %" PRIu64
-			 " error replies\n",
+			 " error replies\n"
+			 "nbd: %" PRIu64 " in the handshake, %" PRIu64
+			 " timed out, %" PRIu64 " evicted, %" PRIu64
+			 " refused busy, %" PRIu64 " KiB mapped\n",
 			 s.clients, s.clients_total, s.refused,
-			 s.protocol_errors, s.commands, s.error_replies);
+			 s.protocol_errors, s.commands, s.error_replies,
+			 s.handshaking, s.timed_out, s.evicted, s.busy_refusals,
+			 s.memory_bytes >> 10);
 }
 
 const struct td_frontend_ops td_nbd_frontend = {
@@ -436,6 +576,7 @@ const struct td_frontend_ops td_nbd_frontend = {
 	.destroy = nbd_destroy,
 	.report_json = nbd_report_json,
 	.report_text = nbd_report_text,
+	.control = nbd_control,
 };
 
 struct td_nbd_server *td_nbd_server_of(struct td_frontend *fe)

@@ -260,6 +260,51 @@ static int cmd_driver(struct ctl_client *c, struct ctl_req *req)
 	return err;
 }
 
+/* The frontend of kind name serving the vbd, or NULL. */
+static struct td_frontend *ctl_find_frontend(const struct td_ctl_server *ctl,
+					     const char *name)
+{
+	for (unsigned int i = 0; i < ctl->nr_servers; i++)
+		if (!strcmp(ctl->servers[i]->ops->name, name))
+			return ctl->servers[i];
+	return NULL;
+}
+
+/* "frontend KIND WORD...": a command for one frontend (e.g. nbd list). */
+static int cmd_frontend(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_frontend *fe;
+	struct td_strbuf out;
+	int err;
+
+	if (req->argc < 3) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "usage: frontend KIND WORD... (e.g. frontend nbd "
+			 "list)");
+		return -EINVAL;
+	}
+	fe = ctl_find_frontend(c->ctl, req->argv[1]);
+	if (!fe) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "this tapdisk has no %.32s frontend (see info)",
+			 req->argv[1]);
+		return -ENOENT;
+	}
+	td_strbuf_init(&out);
+	err = td_frontend_control(fe, req->argc - 2, req->argv + 2, &out);
+	if (!err && td_strbuf_error(&out))
+		err = -ENOMEM;
+	if (err == -EOPNOTSUPP)
+		snprintf(req->msg, sizeof(req->msg),
+			 "the %.32s frontend takes no commands", req->argv[1]);
+	else if (err)
+		ctl_msg_from(req, &out);
+	else
+		td_strbuf_append(req->payload, out.data, out.len);
+	td_strbuf_free(&out);
+	return err;
+}
+
 static int cmd_help(struct ctl_client *c, struct ctl_req *req);
 
 static const struct ctl_command {
@@ -282,6 +327,9 @@ static const struct ctl_command {
 	{"driver", "driver NAME WORD...",
 	 "a command for driver NAME of the chain", TD_CTL_MAX_ARGS - 1, false,
 	 cmd_driver},
+	{"frontend", "frontend KIND WORD...",
+	 "a command for frontend KIND (nbd list [json], nbd drop ID)",
+	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

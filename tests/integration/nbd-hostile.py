@@ -4,6 +4,9 @@
 
 Usage: nbd-hostile.py SOCKET SCENARIO [COUNT]
 
+SOCKET is a unix socket path, or tcp:HOST:PORT for Client (the
+scenarios below use unix sockets; nbd-admission.py uses both).
+
 Each scenario misbehaves in one way against the NBD server listening on
 the unix socket SOCKET and checks that the server answers as the protocol
 says (an error reply, or closing this one connection).  Exit status 0
@@ -43,9 +46,13 @@ class Misbehaved(Exception):
 class Client:
     def __init__(self, path, timeout=10.0):
         self.path = path
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
+        if path.startswith("tcp:"):
+            host, port = path[4:].rsplit(":", 1)
+            self.sock = socket.create_connection((host, int(port)), timeout)
+        else:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(path)
         self.size = None
 
     def close(self):

@@ -248,6 +248,37 @@ static int cmd_driver(struct cmd_opts *o)
 	return simple_command(o, line);
 }
 
+/* "nbd list" or "nbd drop ID": the NBD frontend's connections. */
+static int cmd_nbd(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("nbd");
+	char line[TD_CTL_LINE_MAX];
+
+	/* "list --json" reads as well as "--json list". */
+	if (o->nr_args == 2 && !strcmp(o->args[1], "--json")) {
+		o->json = true;
+		o->nr_args = 1;
+	}
+	if (o->nr_args == 1 && !strcmp(o->args[0], "list")) {
+		snprintf(line, sizeof(line), "frontend nbd list%s",
+			 o->json ? " json" : "");
+		return simple_command(o, line);
+	}
+	if (o->nr_args == 2 && !strcmp(o->args[0], "drop")) {
+		if (!*o->args[1] ||
+		    strspn(o->args[1], "0123456789") != strlen(o->args[1]) ||
+		    strlen(o->args[1]) > 20)
+			return usage_errorf(sc,
+					    "drop wants a connection id as "
+					    "'list' shows it, not '%s'",
+					    o->args[1]);
+		snprintf(line, sizeof(line), "frontend nbd drop %s",
+			 o->args[1]);
+		return simple_command(o, line);
+	}
+	return usage_errorf(sc, "give list or drop CONN");
+}
+
 /* --- destroy ------------------------------------------------------------------- */
 
 static int wait_exit(int id, uint64_t deadline_ns)
@@ -385,6 +416,16 @@ static const struct subcommand subcommands[] = {
 	 "    stripe resync stop    stop after the chunk in flight\n"
 	 "Options come before NAME.\n",
 	 cmd_driver},
+	{"nbd", OPT_ID | OPT_JSON | OPT_ARGS,
+	 "nbd -i ID list [--json] | drop CONN",
+	 "See and drop tapdisk ID's NBD connections.  list prints one line\n"
+	 "per open connection: its id, the peer's address, its state\n"
+	 "(handshake, idle, busy, payload: in the middle of a WRITE's data,\n"
+	 "draining), its age, the time since its last request or reply, and\n"
+	 "the bytes it sent and received; --json also gives the commands in\n"
+	 "flight, the memory it holds and the server's limits.  drop CONN\n"
+	 "closes connection CONN at once (its commands in flight finish).\n",
+	 cmd_nbd},
 	{"detach", OPT_ID | OPT_XEN, "detach -i ID --domid DOMID --vdev xvdX",
 	 "Take the disk xvdX away from domain DOMID: set it offline, wait\n"
 	 "(at most --timeout seconds) until the guest has closed it and\n"
@@ -442,6 +483,7 @@ static void global_usage(FILE *out)
 	      "    tap-ctl stats -i $id --json\n"
 	      "    tap-ctl attach -i $id --domid 5 --vdev xvdb\n"
 	      "    tap-ctl driver -i $id stripe resync 50M\n"
+	      "    tap-ctl nbd -i $id list\n"
 	      "    tap-ctl destroy -i $id\n\n"
 	      "ENVIRONMENT\n"
 	      "    " TD_CTL_RUN_DIR_ENV

@@ -9,6 +9,7 @@
 #include <limits.h>
 
 #include "frontends/blkif/blkif.h"
+#include "frontends/nbd/nbd.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/vbd.h"
 #include "tools/tapdisk/tapdisk-options.h"
@@ -82,6 +83,27 @@ const struct cli_option tapdisk_options[] = {
 	 "(repeatable, at most {max}), e.g. 10.0.0.0/8,\n"
 	 "192.0.2.7, fd00::/8; others are closed at once",
 	 0, TD_NBD_MAX_ALLOW, 0, CREATE | REPEAT},
+	{"nbd-max-clients", TAPDISK_KEY_NBD_MAX_CLIENTS, "N",
+	 "NBD clients at once past the handshake, and as\n"
+	 "many more in it ({min}-{max}, default {default}); a\n"
+	 "newcomer takes the slot of the one idle longest",
+	 1, TD_NBD_MAX_CLIENTS, TD_NBD_DEFAULT_MAX_CLIENTS, CREATE},
+	{"nbd-handshake-timeout", TAPDISK_KEY_NBD_HS_TIMEOUT, "SECONDS",
+	 "close an NBD client not past the handshake after\n"
+	 "SECONDS ({min}-{max}, default {default})",
+	 1, TD_NBD_MAX_TIMEOUT_MS / 1000,
+	 TD_NBD_DEFAULT_HANDSHAKE_TIMEOUT_MS / 1000, CREATE},
+	{"nbd-io-timeout", TAPDISK_KEY_NBD_IO_TIMEOUT, "SECONDS",
+	 "close an NBD client that takes longer to send a\n"
+	 "request (header and WRITE data), or leaves its\n"
+	 "replies untaken that long ({min}-{max}, default {default})",
+	 1, TD_NBD_MAX_TIMEOUT_MS / 1000, TD_NBD_DEFAULT_IO_TIMEOUT_MS / 1000,
+	 CREATE},
+	{"nbd-idle-timeout", TAPDISK_KEY_NBD_IDLE_TIMEOUT, "SECONDS",
+	 "close an NBD client with nothing in flight after\n"
+	 "SECONDS ({min}-{max}; default {default}: never)",
+	 0, TD_NBD_MAX_TIMEOUT_MS / 1000,
+	 TD_NBD_DEFAULT_IDLE_TIMEOUT_MS / 1000, CREATE},
 	{"max-inflight", TAPDISK_KEY_MAX_INFLIGHT, "N",
 	 "requests in flight per driver layer ({min}-{max},\n"
 	 "default {default})",

@@ -143,6 +143,31 @@ static int parse_access(struct options *o, const struct cli_option *opt,
 	}
 }
 
+/* --nbd-max-clients and the --nbd-*-timeout options (seconds). */
+static int parse_nbd_limit(struct options *o, const struct cli_option *opt,
+			   const char *arg, long long v)
+{
+	if (v < 0)
+		return usage_error("--%s wants a number from %lld to %lld, "
+				   "not '%s'",
+				   opt->name, opt->min, opt->max, arg);
+	switch (opt->key) {
+	case TAPDISK_KEY_NBD_MAX_CLIENTS:
+		o->nbd_max_clients = (uint32_t)v;
+		break;
+	case TAPDISK_KEY_NBD_HS_TIMEOUT:
+		o->nbd_handshake_timeout_s = (uint32_t)v;
+		break;
+	case TAPDISK_KEY_NBD_IO_TIMEOUT:
+		o->nbd_io_timeout_s = (uint32_t)v;
+		break;
+	default:
+		o->nbd_idle_timeout_s = (uint32_t)v;
+		break;
+	}
+	return GO_ON;
+}
+
 /* The options that take a number or a word from a list. */
 static int parse_value(struct options *o, const struct cli_option *opt,
 		       const char *arg)
@@ -165,6 +190,11 @@ static int parse_value(struct options *o, const struct cli_option *opt,
 					   opt->min, opt->max, arg);
 		o->max_inflight = (uint32_t)v;
 		return GO_ON;
+	case TAPDISK_KEY_NBD_MAX_CLIENTS:
+	case TAPDISK_KEY_NBD_HS_TIMEOUT:
+	case TAPDISK_KEY_NBD_IO_TIMEOUT:
+	case TAPDISK_KEY_NBD_IDLE_TIMEOUT:
+		return parse_nbd_limit(o, opt, arg, v);
 	case TAPDISK_KEY_READY_FD:
 		if ((o->ready_fd = (int)v) < 0 ||
 		    fcntl(o->ready_fd, F_GETFD) < 0)

@@ -176,6 +176,10 @@ static int start_nbd(struct tapdisk *td)
 	struct td_nbd_params np = {
 		.export_name = td->opt.export_name ?: "",
 		.access = &td->opt.nbd_access,
+		.max_clients = td->opt.nbd_max_clients,
+		.handshake_timeout_ms = td->opt.nbd_handshake_timeout_s * 1000,
+		.io_timeout_ms = td->opt.nbd_io_timeout_s * 1000,
+		.idle_timeout_ms = td->opt.nbd_idle_timeout_s * 1000,
 	};
 	struct td_frontend *fe;
 	int err;

@@ -32,6 +32,11 @@ struct options {
 	const char *log_file;
 	const char *run_dir;
 	uint32_t max_inflight;
+	/* --nbd-*: 0 is the server's default (the idle timeout's: never) */
+	uint32_t nbd_max_clients;
+	uint32_t nbd_handshake_timeout_s;
+	uint32_t nbd_io_timeout_s;
+	uint32_t nbd_idle_timeout_s;
 	int log_level;
 	int ready_fd;
 	bool read_only;

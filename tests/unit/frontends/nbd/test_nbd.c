@@ -744,7 +744,8 @@ static void test_handshake_timeout(void **state)
 		r = r < 0 ? -2 : r;
 	}
 	assert_int_equal(r, 0); /* closed, nothing sent */
-	assert_int_equal(env_stats(&e).protocol_errors, 1);
+	assert_int_equal(env_stats(&e).timed_out, 1);
+	assert_int_equal(env_stats(&e).protocol_errors, 0);
 	env_stop(&e);
 }
 
@@ -1267,12 +1268,37 @@ static int unix_connect(const char *path)
 	return fd;
 }
 
+/* Run the loop until the client's end sees EOF; returns the ms it took,
+ * or -1 when nothing came within max_ms (bytes sent are dropped). */
+static int wait_eof(struct env *e, int max_ms)
+{
+	uint64_t start = td_now_ns();
+	uint8_t b[4096];
+
+	while (td_now_ns() - start < (uint64_t)max_ms * 1000000) {
+		ssize_t r = recv(e->cfd, b, sizeof(b), MSG_DONTWAIT);
+
+		if (r == 0 || (r < 0 && errno == ECONNRESET))
+			return (int)((td_now_ns() - start) / 1000000);
+		if (r < 0)
+			td_loop_run_once(e->loop, 2);
+	}
+	return -1;
+}
+
+/*
+ * One established slot: a newcomer's GO takes the slot of the idle
+ * client; with the slot busy it is refused with NBD_REP_ERR_POLICY and a
+ * message, may retry, and gets in once the slot is idle again.
+ */
 static void test_max_clients(void **state)
 {
 	struct td_nbd_params p = {.max_clients = 1};
 	char path[128], addr[160];
+	struct go_result g;
+	struct opt_reply r;
 	struct env e;
-	int sv[2];
+	int first, second;
 
 	make_tmpdir();
 	snprintf(path, sizeof(path), "%s/nbd.sock", tmpdir);
@@ -1280,31 +1306,277 @@ static void test_max_clients(void **state)
 	env_start(&e, &p, false);
 	assert_int_equal(td_nbd_server_listen(e.srv, addr), 0);
 	cl_connect(&e);
+	first = e.cfd;
 
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	assert_int_equal(td_nbd_server_add_client(e.srv, sv[0], NULL), -EBUSY);
-	close(sv[1]);
-	assert_int_equal(env_stats(&e).refused, 1);
-
-	/* Through the listener: accepted and closed at once. */
-	{
-		int first = e.cfd;
-
-		e.cfd = unix_connect(path);
-		cl_expect_eof(&e);
-		close(e.cfd);
-		assert_int_equal(env_stats(&e).refused, 2);
-		close(first);
-	}
-	/* Once the first client is gone there is room again. */
-	pump(&e, 5);
-	e.cfd = unix_connect(path);
+	/* Through the listener: served, and the idle first one makes room. */
+	e.cfd = second = unix_connect(path);
 	cl_connect(&e);
+	e.cfd = first;
+	assert_true(wait_eof(&e, 1000) >= 0);
+	close(first);
+	assert_int_equal(env_stats(&e).evicted, 1);
+	assert_int_equal(env_stats(&e).refused, 0);
+
+	/* The second one busy (a READ held in the vbd): a third is told. */
+	ram.hold = true;
+	e.cfd = second;
+	cl_req(&e, 0, 0, 1, 0, 512);
+	pump(&e, 5);
+	assert_int_equal(ram.nr_held, 1);
+	e.cfd = env_client(&e);
+	cl_greeting(&e, 3);
+	cl_go(&e, 7, "", &g);
+	assert_int_equal(g.final, 0x80000002u); /* NBD_REP_ERR_POLICY */
+	assert_int_equal(env_stats(&e).busy_refusals, 1);
+	/* INFO works meanwhile, and the client is still negotiating. */
+	cl_go(&e, 6, "", &g);
+	assert_int_equal(g.final, 1);
+	/* The message says why; then, the READ done, a retry gets in. */
+	cl_opt(&e, 7, "\0\0\0\0\0\0", 6);
+	cl_opt_reply(&e, &r);
+	assert_int_equal(r.type, 0x80000002u);
+	r.data[r.len < sizeof(r.data) ? r.len : sizeof(r.data) - 1] = 0;
+	assert_non_null(strstr((char *)r.data, "disk nbdtest: all 1 "
+					       "connections are busy"));
+	ram_release();
+	{
+		int third = e.cfd;
+		uint8_t data[512];
+
+		e.cfd = second; /* its reply written: idle now */
+		assert_int_equal(cl_reply(&e, 1), 0);
+		assert_int_equal(cl_recv(&e, data, sizeof(data)), 0);
+		e.cfd = third;
+	}
+	assert_int_equal(cl_go_ok(&e), 0x16d);
+	assert_int_equal(env_stats(&e).evicted, 2);
 	assert_int_equal(env_stats(&e).clients, 1);
-	assert_int_equal(env_stats(&e).clients_total, 2);
+	close(second);
 	env_stop(&e);
 	assert_int_equal(access(path, F_OK), -1); /* unlinked */
 	rmdir(tmpdir);
+}
+
+/*
+ * Handshake slots are separate: with one of each, a newcomer closes the
+ * oldest handshake, never the established client.
+ */
+static void test_handshake_slots(void **state)
+{
+	struct td_nbd_params p = {.max_clients = 1, .max_handshakes = 2};
+	uint8_t g[18], data[512];
+	int est, hs[3];
+	struct env e;
+
+	env_start(&e, &p, false);
+	cl_connect(&e);
+	est = e.cfd;
+	for (int i = 0; i < 3; i++) {
+		hs[i] = env_client(&e);
+		pump(&e, 2);
+	}
+	assert_int_equal(env_stats(&e).handshaking, 2);
+	assert_int_equal(env_stats(&e).evicted, 1);
+	e.cfd = hs[0]; /* the oldest: greeted, then closed */
+	assert_int_equal(cl_recv(&e, g, sizeof(g)), 0);
+	assert_true(wait_eof(&e, 1000) >= 0);
+	for (int i = 1; i < 3; i++) {
+		e.cfd = hs[i];
+		assert_int_equal(cl_recv(&e, g, sizeof(g)), 0);
+	}
+	e.cfd = est; /* served all along */
+	assert_int_equal(cl_read(&e, 1, 0, data, sizeof(data)), 0);
+	for (int i = 0; i < 3; i++)
+		close(hs[i]);
+	env_stop(&e);
+}
+
+/* An idle client is closed after idle_timeout_ms; a busy one is not. */
+static void test_idle_timeout(void **state)
+{
+	struct td_nbd_params p = {.idle_timeout_ms = 50};
+	struct env e;
+	int ms;
+
+	env_start(&e, &p, false);
+	cl_connect(&e);
+	ram.hold = true;
+	cl_req(&e, 0, 0, 1, 0, 512);
+	assert_int_equal(wait_eof(&e, 150), -1); /* held: not idle */
+	ram_release();
+	assert_int_equal(cl_reply(&e, 1), 0);
+	ms = wait_eof(&e, 1000);
+	assert_true(ms >= 0 && ms < 1000);
+	assert_int_equal(env_stats(&e).timed_out, 1);
+	env_stop(&e);
+}
+
+/* Bytes that stop mid-request: closed io_timeout_ms later. */
+static void check_stalled(const void *bytes, size_t n)
+{
+	struct td_nbd_params p = {.io_timeout_ms = 40};
+	struct env e;
+	int ms;
+
+	env_start(&e, &p, false);
+	cl_connect(&e);
+	cl_send(&e, bytes, n);
+	ms = wait_eof(&e, 2000);
+	assert_true(ms >= 30 && ms < 2000);
+	assert_int_equal(env_stats(&e).timed_out, 1);
+	assert_int_equal(env_stats(&e).clients, 0);
+	env_stop(&e);
+}
+
+static void test_io_timeout_header(void **state)
+{
+	uint8_t hdr[28] = {0};
+
+	nbd_put32(hdr, 0x25609513u);
+	check_stalled(hdr, 10);
+}
+
+static void test_io_timeout_payload(void **state)
+{
+	static uint8_t req[28 + 4096];
+
+	nbd_put32(req, 0x25609513u);
+	nbd_put16(req + 6, 1); /* WRITE of 64 KiB, 4 KiB of it sent */
+	nbd_put32(req + 24, 65536);
+	check_stalled(req, sizeof(req));
+}
+
+/* A refused WRITE whose payload stops: the skip has the same deadline. */
+static void test_io_timeout_skip(void **state)
+{
+	static uint8_t req[28 + 4096];
+
+	nbd_put32(req, 0x25609513u);
+	nbd_put16(req + 6, 1);
+	nbd_put32(req + 20, 100); /* misaligned: EINVAL after the payload */
+	nbd_put32(req + 24, 65536);
+	check_stalled(req, sizeof(req));
+}
+
+/*
+ * Requests that keep coming are never timed out, however long the
+ * connection lives, nor is one whose I/O the vbd holds.
+ */
+static void test_io_timeout_progress(void **state)
+{
+	struct td_nbd_params p = {.io_timeout_ms = 40, .idle_timeout_ms = 40};
+	uint8_t data[4096];
+	struct env e;
+
+	env_start(&e, &p, false);
+	cl_connect(&e);
+	fill(data, sizeof(data), 3);
+	for (int i = 0; i < 12; i++) {
+		uint64_t t = td_now_ns();
+
+		cl_req(&e, 0, 1, i, 0, sizeof(data));
+		cl_send(&e, data, 2048);
+		while (td_now_ns() - t < 15 * 1000000ull)
+			td_loop_run_once(e.loop, 2);
+		cl_send(&e, data + 2048, 2048);
+		assert_int_equal(cl_reply(&e, i), 0);
+	}
+	ram.hold = true;
+	cl_req(&e, 0, 0, 99, 0, 512);
+	assert_int_equal(wait_eof(&e, 150), -1);
+	ram_release();
+	assert_int_equal(cl_reply(&e, 99), 0);
+	assert_int_equal(cl_recv(&e, data, 512), 0);
+	assert_int_equal(env_stats(&e).timed_out, 0);
+	env_stop(&e);
+}
+
+/* Replies the client never takes: closed io_timeout_ms after the socket
+ * last took a byte. */
+static void test_io_timeout_reader(void **state)
+{
+	struct td_nbd_params p = {.io_timeout_ms = 40};
+	struct env e;
+
+	env_start(&e, &p, false);
+	cl_connect(&e);
+	for (int i = 0; i < 16; i++)
+		cl_req(&e, 0, 0, i, 0, 1u << 20);
+	for (int i = 0; i < 400 && env_stats(&e).clients; i++)
+		td_loop_run_once(e.loop, 2);
+	assert_int_equal(env_stats(&e).clients, 0);
+	assert_int_equal(env_stats(&e).timed_out, 1);
+	env_stop(&e);
+}
+
+/* The operator's view: list (text and JSON) and drop by id. */
+static void test_list_drop(void **state)
+{
+	struct td_frontend *fe;
+	struct td_strbuf out;
+	char *argv[3];
+	struct env e;
+	int hs;
+
+	env_start(&e, NULL, false);
+	fe = td_nbd_server_frontend(e.srv);
+	cl_connect(&e);
+	hs = env_client(&e);
+	pump(&e, 2);
+	td_strbuf_init(&out);
+	argv[0] = "list";
+	argv[1] = "json";
+	assert_int_equal(td_frontend_control(fe, 2, argv, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out),
+			       "\"id\": 1,\n      "
+			       "\"peer\": \"test#1\",\n "
+			       "     \"state\": \"idle\""));
+	assert_non_null(
+		strstr(td_strbuf_str(&out), "\"state\": \"handshake\""));
+	assert_non_null(strstr(td_strbuf_str(&out), "\"bytes_out\": 18,"));
+	td_strbuf_reset(&out);
+	assert_int_equal(td_frontend_control(fe, 1, argv, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "2 connections"));
+	td_strbuf_reset(&out);
+	argv[0] = "drop";
+	argv[1] = "3";
+	assert_int_equal(td_frontend_control(fe, 2, argv, &out), -ENOENT);
+	argv[1] = "x1";
+	assert_int_equal(td_frontend_control(fe, 2, argv, &out), -EINVAL);
+	argv[0] = "frob";
+	assert_int_equal(td_frontend_control(fe, 1, argv, &out), -EINVAL);
+	td_strbuf_reset(&out);
+	argv[0] = "drop";
+	argv[1] = "1";
+	assert_int_equal(td_frontend_control(fe, 2, argv, &out), 0);
+	assert_string_equal(td_strbuf_str(&out), "connection 1 dropped\n");
+	assert_true(wait_eof(&e, 1000) >= 0);
+	assert_int_equal(env_stats(&e).clients, 1);
+	td_strbuf_free(&out);
+	close(hs);
+	env_stop(&e);
+}
+
+/* Connection memory is mapped while in use and given back when closed. */
+static void test_memory_returned(void **state)
+{
+	static uint8_t data[1u << 20];
+	struct env e;
+	uint64_t idle;
+
+	env_start(&e, NULL, false);
+	cl_connect(&e);
+	idle = env_stats(&e).memory_bytes;
+	assert_true(idle > sizeof(struct nbd_conn));
+	assert_int_equal(cl_read(&e, 1, 0, data, sizeof(data)), 0);
+	/* The 1 MiB buffer is kept in its slot for the next command. */
+	assert_int_equal(env_stats(&e).memory_bytes, idle + (1u << 20));
+	close(e.cfd);
+	e.cfd = -1;
+	for (int i = 0; i < 100 && env_stats(&e).memory_bytes; i++)
+		td_loop_run_once(e.loop, 1);
+	assert_int_equal(env_stats(&e).memory_bytes, 0);
+	env_stop(&e);
 }
 
 static void test_listen_addresses(void **state)
@@ -1419,7 +1691,7 @@ static void test_shutdown(void **state)
 
 		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 		assert_int_equal(td_nbd_server_add_client(e.srv, sv[0], NULL),
-				 -EBUSY);
+				 -ESHUTDOWN);
 		close(sv[1]);
 	}
 	/* Commands sent now are not read. */
@@ -1590,6 +1862,15 @@ int main(void)
 		T(test_buffer_budget),
 		T(test_slow_reader),
 		T(test_max_clients),
+		T(test_handshake_slots),
+		T(test_idle_timeout),
+		T(test_io_timeout_header),
+		T(test_io_timeout_payload),
+		T(test_io_timeout_skip),
+		T(test_io_timeout_progress),
+		T(test_io_timeout_reader),
+		T(test_list_drop),
+		T(test_memory_returned),
 		T(test_listen_addresses),
 		T(test_shutdown),
 		T(test_shutdown_stuck_client),

@@ -1192,10 +1192,23 @@ static void mockfe_text(struct td_frontend *fe, struct td_strbuf *sb)
 	td_strbuf_puts(sb, "\nmockfe: 3 accepted\n");
 }
 
+/* "list" answers a line, anything else is refused with a reason. */
+static int mockfe_control(struct td_frontend *fe, int argc, char **argv,
+			  struct td_strbuf *out)
+{
+	if (argc == 1 && !strcmp(argv[0], "list")) {
+		td_strbuf_puts(out, "1 connection\n");
+		return 0;
+	}
+	td_strbuf_printf(out, "mockfe takes list, not %s", argv[0]);
+	return -EINVAL;
+}
+
 static const struct td_frontend_ops mockfe_ops = {
 	.name = "mockfe",
 	.report_json = mockfe_json,
 	.report_text = mockfe_text,
+	.control = mockfe_control,
 };
 static const struct td_frontend_ops idlefe_ops = {.name = "idlefe"};
 
@@ -1232,6 +1245,35 @@ static void test_stats_frontends(void **state)
 	td_strbuf_free(&sb);
 }
 
+/* "frontend KIND WORD...": the frontend's control op, or why not. */
+static void test_frontend_command(void **state)
+{
+	static const struct td_frontend_ops *const kinds[] = {
+		&mockfe_ops, &idlefe_ops, NULL};
+	struct fixture *fx = *state;
+	struct td_frontend mock = {.ops = &mockfe_ops};
+	struct td_frontend idle = {.ops = &idlefe_ops};
+	struct td_frontend *servers[] = {&mock, &idle};
+	struct td_ctl_params p = {.frontend_table = kinds,
+				  .frontends = servers,
+				  .nr_frontends = 2};
+	struct client *cl;
+
+	start(fx, "null:size=1M", &p);
+	cl = connect_client(fx);
+	expect_prefix(call(fx, cl, "frontend mockfe list\n"),
+		      "OK 13\n1 connection\n");
+	expect_prefix(call(fx, cl, "frontend mockfe frob\n"),
+		      "ERR EINVAL mockfe takes list, not frob\n");
+	expect_prefix(call(fx, cl, "frontend idlefe list\n"),
+		      "ERR EOPNOTSUPP the idlefe frontend takes no commands");
+	expect_prefix(call(fx, cl, "frontend nbd list\n"),
+		      "ERR ENOENT this tapdisk has no nbd frontend");
+	expect_prefix(call(fx, cl, "frontend mockfe\n"),
+		      "ERR EINVAL usage: frontend KIND WORD...");
+	expect_contains(call(fx, cl, "help\n"), "frontend KIND WORD...");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1263,6 +1305,7 @@ int main(void)
 		T(test_listen_errors),
 		T(test_frontend_limits),
 		T(test_stats_frontends),
+		T(test_frontend_command),
 		cmocka_unit_test(test_parse_status),
 		cmocka_unit_test(test_client_reads_refusal),
 		cmocka_unit_test(test_errno_names_and_paths),

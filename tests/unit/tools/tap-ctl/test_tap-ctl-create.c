@@ -118,14 +118,25 @@ static void test_repeat_limits(void **state)
 static void test_every_option_decided(void **state)
 {
 	static const char *const passed[] = {
-		"chain",	"nbd",
-		"shm",		"max-indirect-segments",
-		"xen",		"name",
-		"read-only",	"export-name",
-		"max-inflight", "log-level",
-		"log-file",	"nbd-tls",
-		"nbd-tls-psk",	"nbd-tls-x509",
+		"chain",
+		"nbd",
+		"shm",
+		"max-indirect-segments",
+		"xen",
+		"name",
+		"read-only",
+		"export-name",
+		"max-inflight",
+		"log-level",
+		"log-file",
+		"nbd-tls",
+		"nbd-tls-psk",
+		"nbd-tls-x509",
 		"nbd-allow",
+		"nbd-max-clients",
+		"nbd-handshake-timeout",
+		"nbd-io-timeout",
+		"nbd-idle-timeout",
 	};
 	static const char *const own[] = {
 		"run-dir",    /* tap-ctl's own --run-dir, always passed on */
