@@ -65,8 +65,9 @@ void vbd_pool_fini(struct vbd_pool *pool)
 /* --- why an open failed --------------------------------------------------------- */
 
 /* Log the reason and keep it (the first one) for td_vbd_open's caller. */
-static int vbd_vfail(struct td_vbd *vbd, const char *func, bool syntax, int err,
-		     const char *fmt, va_list ap)
+__attribute__((format(printf, 5, 0))) static int
+vbd_vfail(struct td_vbd *vbd, const char *func, bool syntax, int err,
+	  const char *fmt, va_list ap)
 {
 	char reason[TD_VBD_REASON_MAX];
 
