@@ -13,6 +13,9 @@
 
 static enum td_log_level log_level = TD_LOG_INFO;
 static FILE *log_stream;
+/* This thread's last error message, and how many it logged (log.h). */
+static __thread char last_err[TD_LOG_LAST_ERR_MAX];
+static __thread uint64_t nr_errs;
 
 static const char *const level_names[] = {
 	[TD_LOG_ERR] = "err",
@@ -93,6 +96,12 @@ void td_log(enum td_log_level level, const char *func, const char *name,
 	struct tm tm;
 	va_list ap;
 
+	if (level == TD_LOG_ERR) {
+		va_start(ap, fmt);
+		vsnprintf(last_err, sizeof(last_err), fmt, ap);
+		va_end(ap);
+		nr_errs++;
+	}
 	if (level > log_level)
 		return;
 	if (rl) {
@@ -121,4 +130,14 @@ void td_log(enum td_log_level level, const char *func, const char *name,
 	fputc('\n', out);
 	funlockfile(out);
 	fflush(out);
+}
+
+uint64_t td_log_err_count(void)
+{
+	return nr_errs;
+}
+
+const char *td_log_last_err(void)
+{
+	return last_err;
 }

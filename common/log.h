@@ -57,6 +57,18 @@ void td_log_set_stream(FILE *stream);
 int td_log_parse_level(const char *name);
 
 /*
+ * The last error this thread logged (its text without the prefix, cut at
+ * TD_LOG_LAST_ERR_MAX - 1 bytes; "" before the first) and how many it
+ * has logged, rate-limited ones included.  A caller that reports a
+ * failure in one line (tapdisk's start-up) compares the count before and
+ * after a call and, when it grew, gives the callee's own reason instead
+ * of a bare errno.
+ */
+#define TD_LOG_LAST_ERR_MAX 512
+uint64_t td_log_err_count(void);
+const char *td_log_last_err(void);
+
+/*
  * The printer behind the macros.  name is the vbd name or NULL; rl the
  * vbd's limiter or NULL for unlimited.
  */

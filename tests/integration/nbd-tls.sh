@@ -266,5 +266,17 @@ logged "plaintext TCP on every address is warned about" \
 logged "the warning names the disk" "[plainnet]"
 stop_tapdisk
 
+# --- refused credentials: the first line says why, naming the file ----------------------
+printf 'alice:not-hex\n' >"$WORK/bad.psk"
+PORT=$(free_port)
+first=$("$TAPDISK" --foreground -a "aio:$DISK" --nbd "tcp:127.0.0.1:$PORT" \
+	--run-dir "$WORK" --nbd-tls-psk "$WORK/bad.psk" 2>&1 >/dev/null |
+	grep -v '^[0-9-]* [0-9:.]* err ' | head -n 1)
+case $first in
+"tapdisk: cannot start the NBD server: nbd: $WORK/bad.psk: line 1: the key"*)
+	pass "a bad PSK file's first line names the file and the line" ;;
+*) fail "a bad PSK file's first line names the file and the line (got: $first)" ;;
+esac
+
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

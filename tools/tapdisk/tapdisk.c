@@ -53,7 +53,8 @@ struct tapdisk {
 	struct td_vbd *vbd;
 	struct td_frontend *frontends[TAPDISK_MAX_FRONTENDS];
 	unsigned int nr_frontends;
-	struct td_frontend *xen; /* also in frontends; for "info" */
+	const char *frontend_why; /* why the last start_frontend failed */
+	struct td_frontend *xen;  /* also in frontends; for "info" */
 	struct td_ctl_server *ctl;
 	int sig_fd;
 	struct td_fd sig_fde;
@@ -164,10 +165,14 @@ static const struct td_frontend_ops *const frontend_table[] = {
 static int start_frontend(struct tapdisk *td, const struct td_frontend_ops *ops,
 			  const void *params, struct td_frontend **out)
 {
+	uint64_t errs = td_log_err_count();
 	int err = ops->create(td->loop, td->vbd, params, out);
 
 	if (!err)
 		td->frontends[td->nr_frontends++] = *out;
+	/* The reason the frontend logged heads the report, not the errno. */
+	td->frontend_why =
+		td_log_err_count() != errs ? td_log_last_err() : strerror(-err);
 	return err;
 }
 
@@ -193,7 +198,7 @@ static int start_nbd(struct tapdisk *td)
 	err = start_frontend(td, &td_nbd_frontend, &np, &fe);
 	if (err)
 		return fail(td, err, "cannot start the NBD server: %s",
-			    strerror(-err));
+			    td->frontend_why);
 	for (unsigned int i = 0; i < td->opt.nr_nbd; i++) {
 		if ((err = resolve_nbd_addr(td, td->opt.nbd[i],
 					    td->nbd_addr[i])))
@@ -245,7 +250,7 @@ static int start_shm(struct tapdisk *td)
 	err = start_frontend(td, &td_shm_frontend, &sp, &fe);
 	if (err)
 		return fail(td, err, "cannot start the shm server: %s",
-			    strerror(-err));
+			    td->frontend_why);
 	for (unsigned int i = 0; i < td->opt.nr_shm; i++) {
 		if ((err = resolve_shm_path(td, td->opt.shm[i],
 					    td->shm_path[i])))

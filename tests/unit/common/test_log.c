@@ -273,6 +273,37 @@ static void test_log_macros_add_func(void **state)
 		       "info test_log_macros_add_func: hello world\n$");
 }
 
+/*
+ * The last error is kept for a one-line report, even when the level or
+ * the limiter drops it from the log; other levels do not touch it.
+ */
+static void test_log_last_err(void **state)
+{
+	struct td_ratelimit rl;
+	uint64_t n = td_log_err_count();
+
+	td_err("first: %d", 1);
+	assert_int_equal(td_log_err_count(), n + 1);
+	assert_string_equal(td_log_last_err(), "first: 1");
+	td_warn("a warning");
+	td_info("some info");
+	assert_int_equal(td_log_err_count(), n + 1);
+	assert_string_equal(td_log_last_err(), "first: 1");
+	/* dropped by the limiter: still the last error */
+	td_ratelimit_init(&rl);
+	rl.tokens = 0;
+	td_log(TD_LOG_ERR, "f", "vbd", &rl, "limited %s", "error");
+	assert_int_equal(td_log_err_count(), n + 2);
+	assert_string_equal(td_log_last_err(), "limited error");
+	/* cut to the buffer, never overrun */
+	char big[TD_LOG_LAST_ERR_MAX * 2];
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	td_err("%s", big);
+	assert_int_equal(strlen(td_log_last_err()), TD_LOG_LAST_ERR_MAX - 1);
+}
+
 static void test_log_level_filter(void **state)
 {
 	struct capture *c = *state;
@@ -401,6 +432,7 @@ int main(void)
 		T(test_log_line_without_vbd),
 		T(test_log_macros_add_func),
 		T(test_log_level_filter),
+		T(test_log_last_err),
 		T(test_log_rate_limited_suppressed_count),
 		T(test_log_filtered_spends_no_token),
 		T(test_log_unlimited_without_limiter),
