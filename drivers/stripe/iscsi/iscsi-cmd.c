@@ -32,7 +32,9 @@ int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry)
 	case SCSI_STATUS_CONDITION_MET:
 		return 0;
 	case SCSI_STATUS_RESERVATION_CONFLICT:
-		return -EBUSY;
+		/* Fenced: a persistent reservation keeps this session out
+		 * (iscsi-pr.h).  Retrying or reconnecting cannot help. */
+		return -EACCES;
 	case SCSI_STATUS_BUSY:
 	case SCSI_STATUS_TASK_SET_FULL:
 		*retry = true;
@@ -103,6 +105,10 @@ static void cmd_account(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 		return;
 	case ISCSI_CMD_WRITE_ZEROES:
 		st->write_zeroes++;
+		return;
+	case ISCSI_CMD_PR_IN:
+	case ISCSI_CMD_PR_OUT:
+		st->pr_commands++;
 		return;
 	}
 	st->latency_sum_us += us;
@@ -264,6 +270,8 @@ static int cmd_check(const struct iscsi_conn *c, const struct iscsi_cmd *cmd)
 {
 	uint64_t bytes = 0;
 
+	if (cmd->op == ISCSI_CMD_PR_IN || cmd->op == ISCSI_CMD_PR_OUT)
+		return iscsi_pr_check(cmd);
 	if (cmd->op == ISCSI_CMD_SYNC)
 		return 0;
 	if (cmd->op > ISCSI_CMD_WRITE_ZEROES || cmd->nr_blocks == 0 ||
@@ -439,6 +447,9 @@ static struct scsi_task *cmd_new_task(struct iscsi_conn *c,
 					cmd_task_cb, cmd);
 	case ISCSI_CMD_WRITE_ZEROES:
 		return cmd_zeroes_task(c, cmd);
+	case ISCSI_CMD_PR_IN:
+	case ISCSI_CMD_PR_OUT:
+		return iscsi_pr_new_task(c, cmd, cmd_task_cb);
 	}
 	return NULL;
 }
@@ -539,6 +550,16 @@ static int cmd_task_result(struct iscsi_conn *c, struct iscsi_cmd *cmd,
 	}
 	err = iscsi_conn_status_errno(status, task->sense.key, task->sense.ascq,
 				      retry);
+	if (status == SCSI_STATUS_RESERVATION_CONFLICT && !cmd->pr) {
+		c->stats.reservation_conflicts++;
+		conn_err(c,
+			 "op %d lba %llu: reservation conflict: "
+			 "this host was fenced from LUN %s %s lun %u "
+			 "(its key was preempted by a host that took "
+			 "a disk over); " ISCSI_CONN_READMIT_HINT,
+			 cmd->op, (unsigned long long)cmd->lba, c->portal,
+			 c->target, c->lun);
+	}
 	if (status == SCSI_STATUS_CHECK_CONDITION && !*retry &&
 	    err != -EOPNOTSUPP)
 		conn_err(c, "op %d lba %llu: %s, %s (0x%04x): %s", cmd->op,
@@ -576,12 +597,40 @@ static bool cmd_zeroes_next(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	return false;
 }
 
+/*
+ * A UNIT ATTENTION answered cmd: it was not run.  Log the events that
+ * matter to fencing; true when cmd may be retried (its own budget, see
+ * ISCSI_CMD_MAX_UA_RETRIES).
+ */
+static bool cmd_unit_attention(struct iscsi_conn *c, struct iscsi_cmd *cmd,
+			       int ascq)
+{
+	c->stats.unit_attentions++;
+	if (ascq == SCSI_SENSE_ASCQ_REGISTRATIONS_PREEMPTED)
+		conn_warn(c,
+			  "%s lun %u: UNIT ATTENTION: this host's "
+			  "registration was preempted (fenced by another "
+			  "host); its writes will be refused",
+			  c->portal, c->lun);
+	else if (ascq == SCSI_SENSE_ASCQ_RESERVATIONS_RELEASED ||
+		 ascq == SCSI_SENSE_ASCQ_RESERVATIONS_PREEMPTED)
+		conn_info(c, "%s lun %u: UNIT ATTENTION: reservations %s",
+			  c->portal, c->lun,
+			  ascq == SCSI_SENSE_ASCQ_RESERVATIONS_RELEASED
+				  ? "released"
+				  : "preempted");
+	else
+		conn_dbg(c, "UNIT ATTENTION 0x%04x", ascq);
+	return cmd->unit_attentions++ < ISCSI_CMD_MAX_UA_RETRIES;
+}
+
 static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 			void *opaque)
 {
 	struct iscsi_cmd *cmd = opaque;
 	struct iscsi_conn *c = cmd->conn;
-	bool retry;
+	struct scsi_task *task = data;
+	bool retry, more = false;
 	int err;
 
 	TAILQ_REMOVE(&c->in_flight, cmd, link);
@@ -595,7 +644,15 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 		iscsi_conn_cmd_lost(c, cmd);
 		return;
 	}
-	err = cmd_task_result(c, cmd, status, data, &retry);
+	err = cmd_task_result(c, cmd, status, task, &retry);
+	if (status == SCSI_STATUS_CHECK_CONDITION &&
+	    task->sense.key == SCSI_SENSE_UNIT_ATTENTION)
+		retry = cmd_unit_attention(c, cmd, task->sense.ascq);
+	else if (retry && status == SCSI_STATUS_CHECK_CONDITION)
+		retry = cmd->retries++ < ISCSI_CMD_MAX_RETRIES;
+	if (cmd->pr && !cmd->expired && !retry &&
+	    (!err || status == SCSI_STATUS_RESERVATION_CONFLICT))
+		more = iscsi_pr_answer(c, cmd, task, &err);
 	scsi_free_scsi_task(data);
 	if (cmd->expired) {
 		cmd_time_out(c, cmd);
@@ -608,8 +665,7 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 		td_loop_timer_arm(c->loop, &c->busy_timer,
 				  ISCSI_CONN_BUSY_PAUSE_MS * 1000ull,
 				  cmd_busy_end_cb, c);
-	} else if (retry && cmd->retries < ISCSI_CMD_MAX_RETRIES) {
-		cmd->retries++;
+	} else if (retry || more) {
 		cmd_requeue(c, cmd);
 	} else if (err == -EOPNOTSUPP && cmd->op == ISCSI_CMD_WRITE_ZEROES &&
 		   cmd->step == ISCSI_STEP_MAIN) {
@@ -637,6 +693,7 @@ void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	cmd->start_ns = now;
 	cmd->deadline_ns = now + c->cmd_timeout_ms * 1000000ull;
 	cmd->retries = 0;
+	cmd->unit_attentions = 0;
 	cmd->zeroed = 0;
 	cmd->piece_done = cmd->piece_blocks = 0;
 	cmd->step = ISCSI_STEP_MAIN;

@@ -567,6 +567,9 @@ void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
 	td_json_u64(j, "reconnects", st.reconnects);
 	td_json_u64(j, "login_failures", st.login_failures);
 	td_json_u64(j, "splits", st.splits);
+	td_json_u64(j, "pr_commands", st.pr_commands);
+	td_json_u64(j, "reservation_conflicts", st.reservation_conflicts);
+	td_json_u64(j, "unit_attentions", st.unit_attentions);
 	td_json_u64(j, "in_flight", st.in_flight);
 	td_json_u64(j, "queued", st.queued);
 	td_json_u64(j, "max_in_flight", st.max_in_flight);

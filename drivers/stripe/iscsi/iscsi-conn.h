@@ -12,8 +12,9 @@
  * iscsi_conn_destroy completes what is left with -ECANCELED before it
  * returns; a done callback may submit again and may destroy the
  * connection.  err is 0 or -errno: -ETIMEDOUT past the command's deadline,
- * -EIO on a DOWN connection, SCSI sense translated as doc/stripe-driver.md
- * tabulates.  The connection's life cycle (CONNECTING, UP, DOWN, reconnect)
+ * -EIO on a DOWN connection, -EACCES for RESERVATION CONFLICT (this host
+ * was fenced from the LUN: never retried, never a reconnect), SCSI sense
+ * translated as doc/stripe-driver.md tabulates.  The connection's life cycle (CONNECTING, UP, DOWN, reconnect)
  * and the command rules are in doc/stripe-driver.md.
  */
 #ifndef TAPSTRIPE_ISCSI_CONN_H
@@ -71,9 +72,14 @@ enum iscsi_cmd_op {
 	ISCSI_CMD_WRITE_ZEROES, /* WRITE SAME(16) of a zero block, or UNMAP
 				   when the LUN reads unmapped blocks as
 				   zeroes; written zero buffers otherwise */
+	ISCSI_CMD_PR_IN,	/* PERSISTENT RESERVE IN, OUT: submitted only
+				   by iscsi-pr.h's calls (cmd->pr set);
+				   -EINVAL otherwise */
+	ISCSI_CMD_PR_OUT,
 };
 
 struct iscsi_cmd;
+struct iscsi_pr_cmd;
 typedef void (*iscsi_cmd_done_fn)(struct iscsi_cmd *cmd, int err);
 
 /* Embedded in the caller's per-request state; filled before submitting. */
@@ -103,9 +109,11 @@ struct iscsi_cmd {
 	uint64_t deadline_ns;
 	uint64_t start_ns;
 	uint32_t retries;
-	uint32_t zeroed;       /* WRITE_ZEROES by WRITE(16): blocks done */
-	uint32_t piece_done;   /* split READ/WRITE: blocks done */
-	uint32_t piece_blocks; /* split READ/WRITE: the piece issued */
+	uint32_t unit_attentions; /* UNIT ATTENTIONs taken and retried */
+	struct iscsi_pr_cmd *pr;  /* PR_IN, PR_OUT: set by iscsi-pr.c */
+	uint32_t zeroed;	  /* WRITE_ZEROES by WRITE(16): blocks done */
+	uint32_t piece_done;	  /* split READ/WRITE: blocks done */
+	uint32_t piece_blocks;	  /* split READ/WRITE: the piece issued */
 	int piece_iovcnt;
 	struct iovec piece_iov[ISCSI_CONN_PIECE_IOV];
 	int state;
@@ -125,7 +133,10 @@ struct iscsi_conn_stats {
 	uint64_t reissued;   /* commands issued again after a reconnect */
 	uint64_t reconnects; /* sessions re-established */
 	uint64_t login_failures;
-	uint64_t splits; /* READ/WRITE done in pieces (the LUN's limit) */
+	uint64_t splits;      /* READ/WRITE done in pieces (the LUN's limit) */
+	uint64_t pr_commands; /* PERSISTENT RESERVE IN/OUT done */
+	uint64_t reservation_conflicts; /* commands refused: fenced */
+	uint64_t unit_attentions;	/* taken and retried */
 	uint32_t in_flight, queued, max_in_flight; /* max: since create */
 	uint64_t latency_sum_us; /* over completed READ/WRITE commands */
 	uint64_t latency_max_us;
@@ -181,7 +192,8 @@ const char *iscsi_conn_state_name(enum iscsi_conn_state s);
  * the sense key, ascq libiscsi's (ASC << 8 | ASCQ).  *retry is set (and
  * the errno is the one to use once retries are exhausted) for NOT READY,
  * UNIT ATTENTION and ABORTED COMMAND; BUSY and TASK SET FULL return
- * -EAGAIN with *retry set.  Exposed for unit tests.
+ * -EAGAIN with *retry set; RESERVATION CONFLICT returns -EACCES, never
+ * retried.  Exposed for unit tests.
  */
 int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry);
 

@@ -36,10 +36,27 @@ enum iscsi_cmd_state {
 #define ISCSI_CONN_IDLE_POLL_MS 100
 /* Back-off never grows beyond this. */
 #define ISCSI_CONN_MAX_BACKOFF_MS 30000
-/* Retries of NOT READY, UNIT ATTENTION, ABORTED COMMAND. */
+/* Retries of NOT READY and ABORTED COMMAND. */
 #define ISCSI_CMD_MAX_RETRIES 1
+/*
+ * UNIT ATTENTIONs one command may take and retry: a UA says the command
+ * was not run and reports one event; a target queues one per event per
+ * session (tgtd: a list per I_T nexus and LUN), and a burst of
+ * persistent-reservation changes (2A/03, 2A/04, 2A/05) or a reset
+ * (29/xx) can stack several in front of the next command.
+ */
+#define ISCSI_CMD_MAX_UA_RETRIES 8
 /* UNIT ATTENTIONs a fresh session may report before READ CAPACITY. */
 #define ISCSI_CONN_MAX_LOGIN_UAS 10
+/* UNIT ATTENTION's ASC/ASCQ of persistent reservations (SPC-4 Annex D),
+ * which libiscsi does not name. */
+#define SCSI_SENSE_ASCQ_RESERVATIONS_PREEMPTED	0x2a03
+#define SCSI_SENSE_ASCQ_RESERVATIONS_RELEASED	0x2a04
+#define SCSI_SENSE_ASCQ_REGISTRATIONS_PREEMPTED 0x2a05
+/* The end of the message of a fenced host's refused command. */
+#define ISCSI_CONN_READMIT_HINT                                           \
+	"it stays fenced until re-admitted by an explicit command, once " \
+	"it no longer holds the disk (doc/stripe-driver.md, \"Fencing\")"
 /* Longest iSCSI name (RFC 3720 3.2.6.1). */
 #define ISCSI_NAME_MAX 223
 
@@ -153,6 +170,20 @@ void iscsi_conn_requeue_front(struct iscsi_conn *c,
 void iscsi_conn_arm_deadline(struct iscsi_conn *c);
 /* Run the done callbacks of c->done (the deferred call). */
 void iscsi_conn_dispatch_done(struct td_defer *d, void *opaque);
+/* iscsi-pr.c */
+/* A PR_IN/PR_OUT command's libiscsi task (NULL: error text set). */
+struct scsi_task *iscsi_pr_new_task(struct iscsi_conn *c, struct iscsi_cmd *cmd,
+				    iscsi_command_cb cb);
+/*
+ * A PR command's finished task (status GOOD or RESERVATION CONFLICT
+ * mapped to *err): take the data of PR IN, decide a next step.  True when
+ * the command goes on (requeue it); *err may change.
+ */
+bool iscsi_pr_answer(struct iscsi_conn *c, struct iscsi_cmd *cmd,
+		     struct scsi_task *task, int *err);
+/* The checks of a PR command at issue: 0 or the errno to complete with. */
+int iscsi_pr_check(const struct iscsi_cmd *cmd);
+
 /* Where a command is issued: the step it is at (cmd->state's companion). */
 enum iscsi_cmd_step {
 	ISCSI_STEP_MAIN = 0,   /* the command itself */

@@ -170,6 +170,9 @@ static int perform(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 			return -EINVAL;
 		memset(c->data + off, 0, len);
 		return 0;
+	case ISCSI_CMD_PR_IN:
+	case ISCSI_CMD_PR_OUT:
+		return -EOPNOTSUPP; /* the stripe driver does not use them yet */
 	}
 	return -EIO;
 }

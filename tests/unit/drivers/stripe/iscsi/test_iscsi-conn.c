@@ -28,10 +28,22 @@
 #include "drivers/stripe/iscsi/iscsi-cmd.c"
 #include "drivers/stripe/iscsi/iscsi-conn.c"
 #include "drivers/stripe/iscsi/iscsi-login.c"
+#include "drivers/stripe/iscsi/iscsi-pr.c"
 
 /* --- a fake libiscsi ------------------------------------------------------ */
 
-enum fake_kind { K_RC16, K_LBP, K_BL, K_READ, K_WRITE, K_SYNC, K_UNMAP, K_WS };
+enum fake_kind {
+	K_RC16,
+	K_LBP,
+	K_BL,
+	K_READ,
+	K_WRITE,
+	K_SYNC,
+	K_UNMAP,
+	K_WS,
+	K_PR_IN,
+	K_PR_OUT
+};
 
 #define FAKE_MAX_TASKS 64
 
@@ -44,6 +56,8 @@ struct fake_task {
 	uint64_t lba;
 	uint32_t len; /* bytes or blocks, as the call took them */
 	int fua, unmap;
+	int sa, type;		/* PR: service action, reservation type */
+	uint64_t key, sa_key;	/* PR OUT: the parameter list's keys */
 	struct scsi_iovec *iov; /* READ/WRITE: the entries it was given */
 	int niov;
 	bool answered;
@@ -431,6 +445,35 @@ struct scsi_task *iscsi_writesame16_task(struct iscsi_context *ctx, int lun,
 	return &t->task;
 }
 
+struct scsi_task *iscsi_persistent_reserve_in_task(struct iscsi_context *ctx,
+						   int lun, int sa,
+						   uint16_t xferlen,
+						   iscsi_command_cb cb,
+						   void *priv)
+{
+	struct fake_task *t = fake_task(ctx, K_PR_IN, cb, priv);
+
+	t->sa = sa;
+	t->len = xferlen;
+	return &t->task;
+}
+
+struct scsi_task *iscsi_persistent_reserve_out_task(struct iscsi_context *ctx,
+						    int lun, int sa, int scope,
+						    int type, void *params,
+						    iscsi_command_cb cb,
+						    void *priv)
+{
+	struct fake_task *t = fake_task(ctx, K_PR_OUT, cb, priv);
+	struct scsi_persistent_reserve_out_basic *p = params;
+
+	t->sa = sa;
+	t->type = type;
+	t->key = p->reservation_key;
+	t->sa_key = p->service_action_reservation_key;
+	return &t->task;
+}
+
 /* --- helpers ---------------------------------------------------------------- */
 
 #define NR_CMDS 16
@@ -578,7 +621,10 @@ static void test_status_table(void **state)
 		{SCSI_STATUS_CHECK_CONDITION, 0x0b, 0x0000, -EIO, true},
 		{SCSI_STATUS_CHECK_CONDITION, 0x00, 0x0000, -EIO, false},
 		{SCSI_STATUS_CHECK_CONDITION, 0x0e, 0x1d00, -EIO, false},
-		{SCSI_STATUS_RESERVATION_CONFLICT, 0, 0, -EBUSY, false},
+		{SCSI_STATUS_RESERVATION_CONFLICT, 0, 0, -EACCES, false},
+		{SCSI_STATUS_CHECK_CONDITION, 0x06, 0x2a03, -EIO, true},
+		{SCSI_STATUS_CHECK_CONDITION, 0x06, 0x2a04, -EIO, true},
+		{SCSI_STATUS_CHECK_CONDITION, 0x06, 0x2a05, -EIO, true},
 		{SCSI_STATUS_BUSY, 0, 0, -EAGAIN, true},
 		{SCSI_STATUS_TASK_SET_FULL, 0, 0, -EAGAIN, true},
 		{SCSI_STATUS_ACA_ACTIVE, 0, 0, -EIO, false},
@@ -722,19 +768,34 @@ static void test_sense_retries(void **state)
 	struct iscsi_conn *c = up_conn(8, 10000);
 	struct fake_task *t;
 
-	/* UNIT ATTENTION: retried once, then -EIO. */
+	/* UNIT ATTENTION: retried ISCSI_CMD_MAX_UA_RETRIES (8) times, then
+	 * -EIO. */
 	prep(0, ISCSI_CMD_READ, 0, 1);
 	sub(c, 0);
-	for (int n = 0; n < 2; n++) {
+	for (int n = 0; n < 9; n++) {
 		t = task_of(0);
 		assert_non_null(t);
 		t->task.sense.key = SCSI_SENSE_UNIT_ATTENTION;
 		t->task.sense.ascq = 0x2900;
 		fake_due(t, SCSI_STATUS_CHECK_CONDITION);
 		run(20, 0);
-		assert_int_equal(tc[0].calls, n == 0 ? 0 : 1);
+		assert_int_equal(tc[0].calls, n < 8 ? 0 : 1);
 	}
 	assert_int_equal(tc[0].err, -EIO);
+
+	/* NOT READY: still retried once only. */
+	prep(4, ISCSI_CMD_READ, 0, 1);
+	sub(c, 4);
+	for (int n = 0; n < 2; n++) {
+		t = task_of(4);
+		assert_non_null(t);
+		t->task.sense.key = SCSI_SENSE_NOT_READY;
+		t->task.sense.ascq = 0x0401;
+		fake_due(t, SCSI_STATUS_CHECK_CONDITION);
+		run(20, 4);
+		assert_int_equal(tc[4].calls, n == 0 ? 0 : 1);
+	}
+	assert_int_equal(tc[4].err, -EIO);
 
 	/* LBA out of range (a LUN that shrank): not retried, -ENXIO. */
 	prep(1, ISCSI_CMD_WRITE, 0, 1);
@@ -1250,6 +1311,380 @@ static void test_report(void **state)
 	iscsi_conn_destroy(c);
 }
 
+/* --- persistent reservations ------------------------------------------------ */
+
+static void test_pr_key_table(void **state)
+{
+	/* FNV-1a 64: "a" and "foobar" are the published test vectors. */
+	static const struct {
+		const char *host_id;
+		uint64_t key;
+	} rows[] = {
+		{"a", 0xaf63dc4c8601ec8cull},
+		{"foobar", 0x85944171f73967e8ull},
+		{"host-a", 0x66fb977456191da5ull},
+		{"host-b", 0x66fb94745619188cull},
+		{"xen1.example.org", 0x7e293ae68d1b2e47ull},
+		{"", 0},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (iscsi_conn_pr_key(rows[i].host_id) != rows[i].key)
+			fail_msg("'%s': 0x%016llx, want 0x%016llx",
+				 rows[i].host_id,
+				 (unsigned long long)iscsi_conn_pr_key(
+					 rows[i].host_id),
+				 (unsigned long long)rows[i].key);
+	assert_int_equal(iscsi_conn_pr_key(NULL), 0);
+}
+
+struct tpr {
+	struct iscsi_pr_cmd pr;
+	int calls, err;
+};
+
+static bool pr_in_submit;
+
+static void tpr_done(struct iscsi_pr_cmd *pr, int err, void *opaque)
+{
+	struct tpr *t = opaque;
+
+	assert_false(pr_in_submit);
+	assert_ptr_equal(&t->pr, pr);
+	t->calls++;
+	t->err = err;
+}
+
+static void run_pr(struct tpr *t, int ms)
+{
+	uint64_t end = td_now_ns() + (uint64_t)ms * 1000000;
+
+	do {
+		td_loop_run_once(loop, 1);
+	} while (td_now_ns() < end && !t->calls);
+}
+
+static void put_be(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* READ KEYS parameter data: generation, then the keys. */
+static int keys_data(uint8_t *d, uint32_t gen, const uint64_t *keys, int n)
+{
+	put_be(d, gen, 4);
+	put_be(d + 4, (uint64_t)n * 8, 4);
+	for (int i = 0; i < n; i++)
+		put_be(d + 8 + 8 * i, keys[i], 8);
+	return 8 + 8 * n;
+}
+
+static struct fake_task *pr_task(struct tpr *t)
+{
+	return t->pr.cmd.task;
+}
+
+static void test_pr_out_cdbs(void **state)
+{
+	struct iscsi_conn *c = up_conn(8, 10000);
+	struct tpr t[4] = {0};
+	struct fake_task *f;
+	static const struct {
+		int sa, type;
+		uint64_t key, sa_key;
+	} want[] = {
+		{SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY, 0, 0,
+		 0x1111},
+		{SCSI_PERSISTENT_RESERVE_RESERVE, 5, 0x1111, 0},
+		{SCSI_PERSISTENT_RESERVE_PREEMPT_AND_ABORT, 5, 0x1111, 0x2222},
+		{SCSI_PERSISTENT_RESERVE_REGISTER_AND_IGNORE_EXISTING_KEY, 0, 0,
+		 0},
+	};
+
+	pr_in_submit = true;
+	assert_int_equal(
+		iscsi_conn_pr_register(c, &t[0].pr, 0x1111, tpr_done, &t[0]),
+		0);
+	assert_int_equal(
+		iscsi_conn_pr_reserve(c, &t[1].pr, 0x1111, tpr_done, &t[1]), 0);
+	assert_int_equal(iscsi_conn_pr_preempt_abort(c, &t[2].pr, 0x1111,
+						     0x2222, tpr_done, &t[2]),
+			 0);
+	assert_int_equal(iscsi_conn_pr_unregister(c, &t[3].pr, tpr_done, &t[3]),
+			 0);
+	pr_in_submit = false;
+	for (int i = 0; i < 4; i++) {
+		f = pr_task(&t[i]);
+		assert_non_null(f);
+		assert_int_equal(f->kind, K_PR_OUT);
+		assert_int_equal(f->sa, want[i].sa);
+		assert_int_equal(f->type, want[i].type);
+		assert_int_equal(f->key, want[i].key);
+		assert_int_equal(f->sa_key, want[i].sa_key);
+		fake_due(f, SCSI_STATUS_GOOD);
+		run_pr(&t[i], 100);
+		assert_int_equal(t[i].calls, 1);
+		assert_int_equal(t[i].err, 0);
+	}
+	/* Bad arguments: refused at once, done never runs. */
+	assert_int_equal(
+		iscsi_conn_pr_register(c, &t[0].pr, 0, tpr_done, &t[0]),
+		-EINVAL);
+	assert_int_equal(iscsi_conn_pr_reserve(c, &t[0].pr, 1, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(
+		iscsi_conn_pr_preempt_abort(c, &t[0].pr, 7, 7, tpr_done, &t[0]),
+		-EINVAL);
+	assert_int_equal(
+		iscsi_conn_pr_preempt_abort(c, &t[0].pr, 7, 0, tpr_done, &t[0]),
+		-EINVAL);
+	/* A PR op submitted by hand, without iscsi-pr.c: -EINVAL. */
+	prep(0, ISCSI_CMD_PR_OUT, 0, 0);
+	sub(c, 0);
+	run(50, 0);
+	assert_int_equal(tc[0].err, -EINVAL);
+	run(10, -1);
+	assert_int_equal(t[0].calls, 1);
+	iscsi_conn_destroy(c);
+}
+
+static void test_pr_in_parse(void **state)
+{
+	struct iscsi_conn *c = up_conn(8, 10000);
+	static uint8_t d[512];
+	static const uint64_t keys[] = {0x66fb977456191da5ull,
+					0x66fb94745619188cull};
+	struct tpr t = {0};
+	struct fake_task *f;
+
+	/* READ KEYS: two keys, generation 7. */
+	assert_int_equal(iscsi_conn_pr_read_keys(c, &t.pr, tpr_done, &t), 0);
+	run(5, -1);
+	f = pr_task(&t);
+	assert_int_equal(f->kind, K_PR_IN);
+	assert_int_equal(f->sa, SCSI_PERSISTENT_RESERVE_READ_KEYS);
+	assert_int_equal(f->len, 8 + 8 * ISCSI_PR_MAX_KEYS);
+	f->task.datain.data = d;
+	f->task.datain.size = keys_data(d, 7, keys, 2);
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, 0);
+	assert_int_equal(t.pr.generation, 7);
+	assert_int_equal(t.pr.nr_keys, 2);
+	assert_int_equal(t.pr.nr_kept, 2);
+	assert_true(iscsi_pr_has_key(&t.pr, keys[1]));
+	assert_false(iscsi_pr_has_key(&t.pr, 0x1234));
+
+	/* A header that claims more keys than arrived: only those kept. */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(iscsi_conn_pr_read_keys(c, &t.pr, tpr_done, &t), 0);
+	run(5, -1);
+	f = pr_task(&t);
+	keys_data(d, 8, keys, 2);
+	put_be(d + 4, 400 * 8, 4);
+	f->task.datain.data = d;
+	f->task.datain.size = 8 + 8 + 3; /* one key and a bit */
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, 0);
+	assert_int_equal(t.pr.nr_keys, 400);
+	assert_int_equal(t.pr.nr_kept, 1);
+
+	/* Too short for the header: -EIO. */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(iscsi_conn_pr_read_keys(c, &t.pr, tpr_done, &t), 0);
+	run(5, -1);
+	f = pr_task(&t);
+	f->task.datain.data = d;
+	f->task.datain.size = 5;
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, -EIO);
+
+	/* READ RESERVATION: WERO held by key 0x66fb..., generation 9. */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(iscsi_conn_pr_read_reservation(c, &t.pr, tpr_done, &t),
+			 0);
+	run(5, -1);
+	f = pr_task(&t);
+	assert_int_equal(f->sa, SCSI_PERSISTENT_RESERVE_READ_RESERVATION);
+	memset(d, 0, 24);
+	put_be(d, 9, 4);
+	put_be(d + 4, 16, 4);
+	put_be(d + 8, keys[0], 8);
+	d[21] = 0x05; /* scope LU (0), type 5 */
+	f->task.datain.data = d;
+	f->task.datain.size = 24;
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, 0);
+	assert_true(t.pr.reserved);
+	assert_int_equal(t.pr.generation, 9);
+	assert_int_equal(t.pr.holder_key, keys[0]);
+	assert_int_equal(t.pr.type, ISCSI_PR_TYPE_WERO);
+
+	/* No reservation: additional length 0. */
+	memset(&t, 0, sizeof(t));
+	assert_int_equal(iscsi_conn_pr_read_reservation(c, &t.pr, tpr_done, &t),
+			 0);
+	run(5, -1);
+	f = pr_task(&t);
+	put_be(d + 4, 0, 4);
+	f->task.datain.data = d;
+	f->task.datain.size = 8;
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, 0);
+	assert_false(t.pr.reserved);
+	iscsi_conn_destroy(c);
+}
+
+/* PREEMPT AND ABORT answered RESERVATION CONFLICT: READ KEYS decides. */
+static void preempt_conflict(struct iscsi_conn *c, const uint64_t *keys, int n,
+			     int want_err, bool want_done)
+{
+	static uint8_t d[512];
+	struct tpr t = {0};
+	struct fake_task *f;
+
+	assert_int_equal(
+		iscsi_conn_pr_preempt_abort(c, &t.pr, 0xb, 0xa, tpr_done, &t),
+		0);
+	run(5, -1);
+	fake_due(pr_task(&t), SCSI_STATUS_RESERVATION_CONFLICT);
+	run(20, -1);
+	assert_int_equal(t.calls, 0);
+	f = pr_task(&t);
+	assert_non_null(f);
+	assert_int_equal(f->kind, K_PR_IN);
+	f->task.datain.data = d;
+	f->task.datain.size = keys_data(d, 3, keys, n);
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.calls, 1);
+	assert_int_equal(t.err, want_err);
+	assert_int_equal(t.pr.already_done, want_done);
+}
+
+static void test_pr_preempt_verified(void **state)
+{
+	struct iscsi_conn *c = up_conn(8, 10000);
+	static const uint64_t ours[] = {0xb}, both[] = {0xb, 0xa},
+			      theirs[] = {0xa};
+	struct iscsi_conn_stats st;
+
+	preempt_conflict(c, ours, 1, 0, true); /* done already */
+	preempt_conflict(c, both, 2, -EACCES, false);
+	preempt_conflict(c, theirs, 1, -EACCES, false); /* we are out */
+	preempt_conflict(c, NULL, 0, -EACCES, false);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.reservation_conflicts, 0); /* no data refused */
+	assert_int_equal(st.pr_commands, 1);
+	assert_int_equal(fake.contexts, 1);
+	iscsi_conn_destroy(c);
+}
+
+/* A fenced host: its WRITE fails with -EACCES, at once, no retry, no
+ * reconnect; the connection stays UP and other commands carry on. */
+static void test_reservation_conflict_fails_once(void **state)
+{
+	struct iscsi_conn *c = up_conn(8, 10000);
+	struct iscsi_conn_stats st;
+
+	prep(0, ISCSI_CMD_WRITE, 8, 2);
+	prep(1, ISCSI_CMD_READ, 8, 2);
+	sub(c, 0);
+	sub(c, 1);
+	fake_due(task_of(0), SCSI_STATUS_RESERVATION_CONFLICT);
+	run(50, 0);
+	assert_int_equal(tc[0].calls, 1);
+	assert_int_equal(tc[0].err, -EACCES);
+	assert_non_null(task_of(1)); /* untouched, still in flight */
+	fake_due(task_of(1), SCSI_STATUS_GOOD);
+	run(50, 1);
+	assert_int_equal(tc[1].err, 0);
+	run(20, -1);
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_UP);
+	assert_int_equal(fake.contexts, 1);
+	assert_int_equal(fake.destroyed, 0);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.reservation_conflicts, 1);
+	assert_int_equal(st.reconnects, 0);
+	assert_int_equal(st.errors, 1);
+	iscsi_conn_destroy(c);
+}
+
+/* 2A/05 then 2A/04 then 2A/03 in front of a WRITE: taken, retried, the
+ * WRITE succeeds; the same for a PR command. */
+static void test_pr_unit_attentions_retried(void **state)
+{
+	static const int ascq[] = {0x2a05, 0x2a04, 0x2a03, 0x2900};
+	struct iscsi_conn *c = up_conn(8, 10000);
+	struct iscsi_conn_stats st;
+	struct tpr t = {0};
+
+	prep(0, ISCSI_CMD_WRITE, 0, 1);
+	sub(c, 0);
+	for (int n = 0; n < 4; n++) {
+		struct fake_task *f = task_of(0);
+
+		assert_non_null(f);
+		f->task.sense.key = SCSI_SENSE_UNIT_ATTENTION;
+		f->task.sense.ascq = ascq[n];
+		fake_due(f, SCSI_STATUS_CHECK_CONDITION);
+		run(20, 0);
+		assert_int_equal(tc[0].calls, 0);
+	}
+	fake_due(task_of(0), SCSI_STATUS_GOOD);
+	run(50, 0);
+	assert_int_equal(tc[0].err, 0);
+
+	assert_int_equal(iscsi_conn_pr_register(c, &t.pr, 5, tpr_done, &t), 0);
+	run(5, -1);
+	pr_task(&t)->task.sense.key = SCSI_SENSE_UNIT_ATTENTION;
+	pr_task(&t)->task.sense.ascq = 0x2a04;
+	fake_due(pr_task(&t), SCSI_STATUS_CHECK_CONDITION);
+	run(20, -1);
+	assert_int_equal(t.calls, 0);
+	fake_due(pr_task(&t), SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, 0);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.unit_attentions, 5);
+	assert_int_equal(st.errors, 0);
+	iscsi_conn_destroy(c);
+}
+
+/* A PR OUT lost with its session is issued again on the next one. */
+static void test_pr_reissued_after_loss(void **state)
+{
+	struct iscsi_conn *c = up_conn(8, 10000);
+	struct iscsi_context *old;
+	struct tpr t = {0};
+	struct fake_task *f;
+
+	assert_int_equal(iscsi_conn_pr_register(c, &t.pr, 0x77, tpr_done, &t),
+			 0);
+	run(5, -1);
+	old = fake.ctx;
+	old->service_ret = -1;
+	f = pr_task(&t);
+	f->answered = true;
+	f->cb(old, SCSI_STATUS_CANCELLED, &f->task, f->priv);
+	fake_poke(old);
+	run(50, -1);
+	assert_int_equal(fake.contexts, 2);
+	assert_int_equal(t.calls, 0);
+	f = pr_task(&t);
+	assert_non_null(f);
+	assert_int_equal(f->sa_key, 0x77);
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&t, 100);
+	assert_int_equal(t.err, 0);
+	iscsi_conn_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1292,6 +1727,19 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_destroy_inside_done, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_report, setup, teardown),
+		cmocka_unit_test(test_pr_key_table),
+		cmocka_unit_test_setup_teardown(test_pr_out_cdbs, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pr_in_parse, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_pr_preempt_verified, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_reservation_conflict_fails_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pr_unit_attentions_retried,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pr_reissued_after_loss,
+						setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
