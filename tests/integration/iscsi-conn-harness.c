@@ -22,6 +22,16 @@
  *              write/read
  *     login    --expect up: UP and a verified write/read; --expect down:
  *              DOWN with an error message, commands fail with -EIO
+ *     pr       two connections to one LUN, --initiator and --initiator2
+ *              (hosts "host-a" and "host-b"): both register, A reserves
+ *              Write Exclusive - Registrants Only, both write; B
+ *              preempts-and-aborts A's key; A's writes then fail with
+ *              -EACCES and never land (B reads its own data back), B's
+ *              succeed; READ KEYS shows only B, READ RESERVATION B's
+ *              WERO; a repeated preempt is "already done"; A registered
+ *              again (re-admitted) writes again.  Writes what region 1
+ *              must hold to --dir/pr-region1.bin for the script to
+ *              compare with the LUN's backing file.
  *
  * Prints what it checks and the connection's JSON report; exits 0 when
  * every check passed, 1 otherwise, 2 for a bad command line.
@@ -37,6 +47,7 @@
 #include <unistd.h>
 
 #include "drivers/stripe/iscsi/iscsi-conn.h"
+#include "drivers/stripe/iscsi/iscsi-pr.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/loop.h"
@@ -60,6 +71,7 @@ struct hcmd {
 static struct {
 	struct iscsi_conn_cfg cfg;
 	const char *dir;
+	const char *initiator2;
 	const char *expect;
 	const char *expect_unmap;
 	unsigned int seconds;
@@ -594,6 +606,188 @@ static void case_login(void)
 	}
 }
 
+/* --- persistent reservations ---------------------------------------------- */
+
+#define PR_REGION_BYTES (64u << 10)
+
+static struct iscsi_pr_cmd prc;
+static bool pr_busy;
+static int pr_err;
+
+static void pr_cb(struct iscsi_pr_cmd *pr, int err, void *opaque)
+{
+	if (in_submit)
+		check(false, "a PR completion ran inside its call");
+	pr_busy = false;
+	pr_err = err;
+}
+
+static bool pr_idle(void)
+{
+	return !pr_busy;
+}
+
+/* Run one PR call (r: what the call returned) to its end; its errno. */
+static int pr_wait(int r)
+{
+	if (r < 0) {
+		pr_busy = false;
+		return r;
+	}
+	return run_until(pr_idle, 30000) ? pr_err : -EINPROGRESS;
+}
+
+static void pr_begin(void)
+{
+	pr_busy = in_submit = true;
+}
+
+static int pr_end(int r)
+{
+	in_submit = false;
+	return r;
+}
+
+/* A PR call run to its end: its errno (the call's, or done's). */
+#define PR(call) (pr_begin(), pr_wait(pr_end(call)))
+
+/* Write region (64 KiB units) of the LUN through c with seed's data. */
+static int pr_write(struct iscsi_conn *c, uint32_t region, uint32_t seed)
+{
+	uint8_t *buf = malloc(PR_REGION_BYTES);
+	uint32_t bs;
+	int err;
+
+	conn = c;
+	bs = iscsi_conn_block_size(c);
+	fill(buf, PR_REGION_BYTES, seed);
+	err = one(ISCSI_CMD_WRITE, (uint64_t)region * PR_REGION_BYTES / bs,
+		  PR_REGION_BYTES / bs, buf, true);
+	free(buf);
+	return err;
+}
+
+/* Read region through c and compare with seed's data. */
+static bool pr_holds(struct iscsi_conn *c, uint32_t region, uint32_t seed)
+{
+	uint8_t *want = malloc(PR_REGION_BYTES), *got = malloc(PR_REGION_BYTES);
+	uint32_t bs;
+	bool same;
+	int err;
+
+	conn = c;
+	bs = iscsi_conn_block_size(c);
+	fill(want, PR_REGION_BYTES, seed);
+	err = one(ISCSI_CMD_READ, (uint64_t)region * PR_REGION_BYTES / bs,
+		  PR_REGION_BYTES / bs, got, false);
+	same = !err && !memcmp(want, got, PR_REGION_BYTES);
+	free(want);
+	free(got);
+	return same;
+}
+
+static void pr_save_region(uint32_t seed)
+{
+	uint8_t *buf = malloc(PR_REGION_BYTES);
+	char path[600];
+	FILE *f;
+
+	fill(buf, PR_REGION_BYTES, seed);
+	snprintf(path, sizeof(path), "%s/pr-region1.bin", opt.dir);
+	f = fopen(path, "w");
+	check(f && fwrite(buf, 1, PR_REGION_BYTES, f) == PR_REGION_BYTES &&
+		      !fclose(f),
+	      "expected bytes of region 1 saved to %s", path);
+	free(buf);
+}
+
+static void case_pr(struct iscsi_conn *a, struct iscsi_conn *b)
+{
+	uint64_t ka = iscsi_conn_pr_key("host-a"),
+		 kb = iscsi_conn_pr_key("host-b");
+	int e;
+
+	check(!PR(iscsi_conn_pr_register(a, &prc, ka, pr_cb, NULL)),
+	      "A registers key 0x%016llx", (unsigned long long)ka);
+	check(!PR(iscsi_conn_pr_register(b, &prc, kb, pr_cb, NULL)),
+	      "B registers key 0x%016llx", (unsigned long long)kb);
+	check(!PR(iscsi_conn_pr_reserve(a, &prc, ka, pr_cb, NULL)),
+	      "A reserves Write Exclusive - Registrants Only");
+	e = PR(iscsi_conn_pr_read_reservation(b, &prc, pr_cb, NULL));
+	check(!e && prc.reserved && prc.holder_key == ka &&
+		      prc.type == ISCSI_PR_TYPE_WERO,
+	      "READ RESERVATION: %d, held %d by 0x%016llx type %u", e,
+	      prc.reserved, (unsigned long long)prc.holder_key, prc.type);
+	e = pr_write(a, 0, 1);
+	check(!e, "A writes region 0: %d", e);
+	e = pr_write(b, 1, 2);
+	check(!e, "B writes region 1: %d", e);
+	check(!PR(iscsi_conn_pr_preempt_abort(b, &prc, kb, ka, pr_cb, NULL)) &&
+		      !prc.already_done,
+	      "B preempts and aborts A's key");
+	e = pr_write(a, 1, 3);
+	check(e == -EACCES,
+	      "A's write to region 1 after the fence: %d "
+	      "(want -EACCES)",
+	      e);
+	e = pr_write(a, 0, 4);
+	check(e == -EACCES, "A's next write: %d (want -EACCES)", e);
+	e = pr_write(b, 2, 5);
+	check(!e, "B writes region 2: %d", e);
+	check(pr_holds(b, 1, 2), "region 1 holds B's data, not A's");
+	check(pr_holds(b, 0, 1), "region 0 holds A's write from before");
+	check(pr_holds(a, 2, 5), "A still reads (WERO): region 2 is B's");
+	e = PR(iscsi_conn_pr_read_keys(b, &prc, pr_cb, NULL));
+	check(!e && prc.nr_keys == 1 && prc.keys[0] == kb,
+	      "READ KEYS: %d, %u keys, first 0x%016llx", e, prc.nr_keys,
+	      (unsigned long long)prc.keys[0]);
+	e = PR(iscsi_conn_pr_read_reservation(a, &prc, pr_cb, NULL));
+	check(!e && prc.reserved && prc.holder_key == kb &&
+		      prc.type == ISCSI_PR_TYPE_WERO,
+	      "READ RESERVATION: %d, now held by 0x%016llx type %u", e,
+	      (unsigned long long)prc.holder_key, prc.type);
+	e = PR(iscsi_conn_pr_preempt_abort(b, &prc, kb, ka, pr_cb, NULL));
+	check(!e && prc.already_done, "a repeated preempt: %d, already done %d",
+	      e, prc.already_done);
+	e = PR(iscsi_conn_pr_preempt_abort(a, &prc, ka, kb, pr_cb, NULL));
+	check(e == -EACCES, "the fenced A cannot preempt B back: %d", e);
+	conn = b;
+	check(!one(ISCSI_CMD_SYNC, 0, 0, NULL, false), "B syncs the LUN");
+	pr_save_region(2);
+	check(!PR(iscsi_conn_pr_register(a, &prc, ka, pr_cb, NULL)),
+	      "A re-admitted (registers again)");
+	e = pr_write(a, 3, 6);
+	check(!e, "A writes region 3 again: %d", e);
+	check(!PR(iscsi_conn_pr_unregister(a, &prc, pr_cb, NULL)) &&
+		      !PR(iscsi_conn_pr_unregister(a, &prc, pr_cb, NULL)),
+	      "A unregisters, twice (harmless)");
+	e = PR(iscsi_conn_pr_read_keys(b, &prc, pr_cb, NULL));
+	check(!e && prc.nr_keys == 1 && prc.keys[0] == kb,
+	      "READ KEYS after: %u keys", prc.nr_keys);
+}
+
+static void run_pr_case(void)
+{
+	struct iscsi_conn_cfg cfg = opt.cfg;
+	struct iscsi_conn *a = conn, *b;
+	int r;
+
+	cfg.initiator = opt.initiator2;
+	cfg.name = "harness-b";
+	if ((r = iscsi_conn_create(loop, &cfg, &b)) < 0) {
+		check(false, "second connection: %s", strerror(-r));
+		return;
+	}
+	conn = b;
+	check(run_until(is_up, 15000), "B UP as %s", opt.initiator2);
+	if (is_up())
+		case_pr(a, b);
+	conn = b;
+	report();
+	conn = a;
+	iscsi_conn_destroy(b);
+}
+
 /* --- main ----------------------------------------------------------------- */
 
 static void usage(void)
@@ -603,7 +797,8 @@ static void usage(void)
 		"  [--chap-user U --chap-secret S] [--qd N] [--timeout-ms N]\n"
 		"  [--retries N] [--backoff-ms N] [--revive-ms N]\n"
 		"  [--expect up|down] [--expect-unmap yes|no] [--seconds N]\n"
-		"  [--dir DIR] verify|down|stream|stall|login\n");
+		"  [--dir DIR] [--initiator IQN] [--initiator2 IQN]\n"
+		"  verify|down|stream|stall|login|pr\n");
 	exit(2);
 }
 
@@ -624,6 +819,8 @@ static void parse(int argc, char **argv)
 		{"expect-unmap", 1, NULL, 'U'},
 		{"seconds", 1, NULL, 'S'},
 		{"dir", 1, NULL, 'd'},
+		{"initiator", 1, NULL, 'i'},
+		{"initiator2", 1, NULL, 'I'},
 		{NULL, 0, NULL, 0},
 	};
 	int o;
@@ -678,11 +875,19 @@ static void parse(int argc, char **argv)
 		case 'd':
 			opt.dir = optarg;
 			break;
+		case 'i':
+			opt.cfg.initiator = optarg;
+			break;
+		case 'I':
+			opt.initiator2 = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
 	if (optind != argc - 1 || !opt.cfg.portal || !opt.cfg.target)
+		usage();
+	if (!strcmp(argv[optind], "pr") && !opt.initiator2)
 		usage();
 	if (!opt.cfg.cmd_timeout_ms)
 		opt.cfg.cmd_timeout_ms = 10000;
@@ -721,6 +926,8 @@ int main(int argc, char **argv)
 		case_stall();
 	else if (!strcmp(what, "login"))
 		case_login();
+	else if (!strcmp(what, "pr"))
+		run_pr_case();
 	else
 		usage();
 	report();

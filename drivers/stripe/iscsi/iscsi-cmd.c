@@ -651,7 +651,7 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 	else if (retry && status == SCSI_STATUS_CHECK_CONDITION)
 		retry = cmd->retries++ < ISCSI_CMD_MAX_RETRIES;
 	if (cmd->pr && !cmd->expired && !retry &&
-	    (!err || status == SCSI_STATUS_RESERVATION_CONFLICT))
+	    (!err || err == -EACCES || err == -EOPNOTSUPP))
 		more = iscsi_pr_answer(c, cmd, task, &err);
 	scsi_free_scsi_task(data);
 	if (cmd->expired) {

@@ -92,6 +92,7 @@ struct iscsi_conn {
 	uint64_t nr_blocks;
 	bool lbpme, lbpu, lbpws, lbprz;
 	bool no_write_same;	  /* the server refused WRITE SAME once */
+	bool no_preempt_abort;	  /* ... PREEMPT AND ABORT (tgtd): PREEMPT */
 	uint32_t max_xfer_blocks; /* Block Limits VPD: 0 = no limit */
 	uint32_t opt_xfer_blocks; /* 0 = none stated */
 	void *zero_buf;		  /* ISCSI_CONN_ZERO_CHUNK_BYTES of zeroes */

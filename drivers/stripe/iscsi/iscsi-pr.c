@@ -104,7 +104,10 @@ pr_out_task(struct iscsi_conn *c, struct iscsi_pr_cmd *pr, iscsi_command_cb cb)
 		type = ISCSI_PR_TYPE_WERO;
 		break;
 	default: /* ISCSI_PR_PREEMPT_ABORT */
-		sa = SCSI_PERSISTENT_RESERVE_PREEMPT_AND_ABORT;
+		sa = c->no_preempt_abort
+			     ? SCSI_PERSISTENT_RESERVE_PREEMPT
+			     : SCSI_PERSISTENT_RESERVE_PREEMPT_AND_ABORT;
+		pr->plain_preempt = c->no_preempt_abort;
 		p.reservation_key = pr->key;
 		p.service_action_reservation_key = pr->victim;
 		type = ISCSI_PR_TYPE_WERO;
@@ -214,6 +217,19 @@ bool iscsi_pr_answer(struct iscsi_conn *c, struct iscsi_cmd *cmd,
 {
 	struct iscsi_pr_cmd *pr = pr_of(cmd);
 
+	if (*err == -EOPNOTSUPP && pr->action == ISCSI_PR_PREEMPT_ABORT &&
+	    !pr->verifying && !c->no_preempt_abort) {
+		conn_info(c,
+			  "%s lun %u: PREEMPT AND ABORT refused: using "
+			  "PREEMPT (the victim's commands already in the "
+			  "LUN's task set are not aborted)",
+			  c->portal, c->lun);
+		c->no_preempt_abort = true;
+		*err = 0;
+		return true;
+	}
+	if (*err == -EOPNOTSUPP)
+		return false;
 	if (*err == -EACCES) {
 		if (pr->action == ISCSI_PR_PREEMPT_ABORT && !pr->verifying) {
 			/* A reissue after a lost session, or a host that

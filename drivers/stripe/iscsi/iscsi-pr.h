@@ -54,6 +54,10 @@ struct iscsi_pr_cmd {
 	bool already_done;   /* PREEMPT_ABORT: the victim was not registered
 				any more (a reissue, or someone preempted it
 				first); see doc/stripe-driver.md */
+	bool plain_preempt;  /* PREEMPT_ABORT: the LUN refused PREEMPT AND
+				ABORT (tgtd does), PREEMPT was used: the
+				victim's commands already in the LUN's task
+				set were not aborted */
 
 	/* --- private to iscsi-pr.c -------------------------------------- */
 	struct iscsi_cmd cmd;
@@ -93,7 +97,9 @@ int iscsi_conn_pr_reserve(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
 /*
  * PREEMPT AND ABORT: remove every registration of victim, abort its
  * commands in the LUN's task set, and take over its reservation (type
- * WERO) if it held it.  key is ours (registered).  A RESERVATION CONFLICT
+ * WERO) if it held it.  A LUN that refuses PREEMPT AND ABORT (tgtd 1.0.x
+ * has it commented out) gets PREEMPT instead, from then on for this
+ * connection (pr->plain_preempt).  key is ours (registered).  A RESERVATION CONFLICT
  * is checked with READ KEYS: victim gone and key registered means done (0,
  * pr->already_done); otherwise -EACCES (we are not registered).
  */

@@ -1585,6 +1585,42 @@ static void test_pr_preempt_verified(void **state)
 	iscsi_conn_destroy(c);
 }
 
+/* tgtd refuses PREEMPT AND ABORT: PREEMPT instead, then at once. */
+static void test_pr_preempt_fallback(void **state)
+{
+	struct iscsi_conn *c = up_conn(8, 10000);
+	struct tpr t = {0};
+	struct fake_task *f;
+
+	for (int round = 0; round < 2; round++) {
+		memset(&t, 0, sizeof(t));
+		assert_int_equal(iscsi_conn_pr_preempt_abort(c, &t.pr, 0xb, 0xa,
+							     tpr_done, &t),
+				 0);
+		run(5, -1);
+		f = pr_task(&t);
+		if (round == 0) {
+			assert_int_equal(
+				f->sa,
+				SCSI_PERSISTENT_RESERVE_PREEMPT_AND_ABORT);
+			f->task.sense.key = SCSI_SENSE_ILLEGAL_REQUEST;
+			f->task.sense.ascq =
+				SCSI_SENSE_ASCQ_INVALID_FIELD_IN_CDB;
+			fake_due(f, SCSI_STATUS_CHECK_CONDITION);
+			run(20, -1);
+			assert_int_equal(t.calls, 0);
+			f = pr_task(&t);
+		}
+		assert_int_equal(f->sa, SCSI_PERSISTENT_RESERVE_PREEMPT);
+		assert_int_equal(f->sa_key, 0xa);
+		fake_due(f, SCSI_STATUS_GOOD);
+		run_pr(&t, 100);
+		assert_int_equal(t.err, 0);
+		assert_true(t.pr.plain_preempt);
+	}
+	iscsi_conn_destroy(c);
+}
+
 /* A fenced host: its WRITE fails with -EACCES, at once, no retry, no
  * reconnect; the connection stays UP and other commands carry on. */
 static void test_reservation_conflict_fails_once(void **state)
@@ -1736,6 +1772,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			test_reservation_conflict_fails_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pr_preempt_fallback, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_pr_unit_attentions_retried,
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_reissued_after_loss,
