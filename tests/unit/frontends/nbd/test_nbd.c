@@ -1460,18 +1460,22 @@ static void test_io_timeout_skip(void **state)
 
 /*
  * Requests that keep coming are never timed out, however long the
- * connection lives, nor is one whose I/O the vbd holds.
+ * connection lives, nor is one whose I/O the vbd holds.  The deadline
+ * (500 ms) is far above each request's own time (a 15 ms pause in the
+ * middle of its payload) so that a loaded machine cannot fail the test,
+ * and below the requests' total (50 x 15 ms), so that a deadline counted
+ * over the connection instead of per request would.
  */
 static void test_io_timeout_progress(void **state)
 {
-	struct td_nbd_params p = {.io_timeout_ms = 40, .idle_timeout_ms = 40};
+	struct td_nbd_params p = {.io_timeout_ms = 500, .idle_timeout_ms = 500};
 	uint8_t data[4096];
 	struct env e;
 
 	env_start(&e, &p, false);
 	cl_connect(&e);
 	fill(data, sizeof(data), 3);
-	for (int i = 0; i < 12; i++) {
+	for (int i = 0; i < 50; i++) {
 		uint64_t t = td_now_ns();
 
 		cl_req(&e, 0, 1, i, 0, sizeof(data));
@@ -1483,7 +1487,7 @@ static void test_io_timeout_progress(void **state)
 	}
 	ram.hold = true;
 	cl_req(&e, 0, 0, 99, 0, 512);
-	assert_int_equal(wait_eof(&e, 150), -1);
+	assert_int_equal(wait_eof(&e, 700), -1); /* held past both deadlines */
 	ram_release();
 	assert_int_equal(cl_reply(&e, 99), 0);
 	assert_int_equal(cl_recv(&e, data, 512), 0);
