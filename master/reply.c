@@ -72,6 +72,8 @@ static const struct {
 	[MS_EPERM] = {"EPERM", -EPERM},
 	[MS_EBUSY] = {"EBUSY", -EBUSY},
 	[MS_EIO] = {"EIO", -EIO},
+	[MS_EHELD] = {"EHELD", -EBUSY},
+	[MS_ESTALE] = {"ESTALE", -ESTALE},
 };
 
 const char *master_status_name(ms_status status)

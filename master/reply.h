@@ -40,7 +40,10 @@ int master_reply_fail(ms_reply *rep, ms_status status, const char *fmt, ...)
 /* "ok", "EINVAL" ... for logs. */
 const char *master_status_name(ms_status status);
 
-/* 0 for MS_OK, else the matching -errno (MS_EINVAL -> -EINVAL ...). */
+/*
+ * 0 for MS_OK, else the matching -errno (MS_EINVAL -> -EINVAL ...;
+ * MS_EHELD -> -EBUSY, MS_ESTALE -> -ESTALE).
+ */
 int master_status_errno(ms_status status);
 
 /* strdup for reply strings: NULL becomes "".  NULL when out of memory. */

@@ -278,6 +278,15 @@ static int attempt_call(struct master_client *c, unsigned int proc,
 /* The master's answer: its status as -errno, its message as the error. */
 static int answer(struct master_client *c, ms_body_kind body, ms_reply *rep)
 {
+	if (rep->status != MS_OK && rep->body.kind != MS_BODY_NONE &&
+	    rep->body.kind != body) {
+		set_error(c,
+			  "the master at %s answered with an unexpected "
+			  "body: is it the same version as this tool?",
+			  c->address);
+		master_reply_free(rep);
+		return -EPROTO;
+	}
 	if (rep->status != MS_OK) {
 		set_error(c, "%s", rep->message ? rep->message : "");
 		return master_status_errno(rep->status)
@@ -397,4 +406,57 @@ int master_call_replica_state(struct master_client *c,
 	return master_client_call(c, MS_REPLICA_STATE,
 				  (xdrproc_t)xdr_ms_replica_state_args, a,
 				  MS_BODY_REPLICA, rep);
+}
+
+/* --- leases ------------------------------------------------------------------- */
+
+static int lease_call(struct master_client *c, unsigned int proc,
+		      const ms_lease_args *a, ms_reply *rep)
+{
+	return master_client_call(c, proc, (xdrproc_t)xdr_ms_lease_args, a,
+				  MS_BODY_LEASE, rep);
+}
+
+int master_call_lease_acquire(struct master_client *c, const char *vdisk,
+			      const char *host, ms_reply *rep)
+{
+	ms_lease_args a = {(char *)vdisk, (char *)host, 0, (char *)"", false};
+
+	return lease_call(c, MS_LEASE_ACQUIRE, &a, rep);
+}
+
+int master_call_lease_release(struct master_client *c, const char *vdisk,
+			      const char *host, uint64_t epoch, ms_reply *rep)
+{
+	ms_lease_args a = {(char *)vdisk, (char *)host, epoch, (char *)"",
+			   false};
+
+	return lease_call(c, MS_LEASE_RELEASE, &a, rep);
+}
+
+int master_call_lease_handover(struct master_client *c, const char *vdisk,
+			       const char *host, uint64_t epoch, const char *to,
+			       ms_reply *rep)
+{
+	ms_lease_args a = {(char *)vdisk, (char *)host, epoch, (char *)to,
+			   false};
+
+	return lease_call(c, MS_LEASE_HANDOVER, &a, rep);
+}
+
+int master_call_lease_takeover(struct master_client *c, const char *vdisk,
+			       const char *host, uint64_t expected_epoch,
+			       bool fence, ms_reply *rep)
+{
+	ms_lease_args a = {(char *)vdisk, (char *)host, expected_epoch,
+			   (char *)"", fence};
+
+	return lease_call(c, MS_LEASE_TAKEOVER, &a, rep);
+}
+
+int master_call_lease_show(struct master_client *c, const char *vdisk,
+			   ms_reply *rep)
+{
+	return master_client_call(c, MS_LEASE_SHOW, (xdrproc_t)xdr_ms_vdisk_id,
+				  &vdisk, MS_BODY_LEASE, rep);
 }

@@ -18,6 +18,9 @@
 #ifndef TAPSTRIPE_MASTER_CLIENT_H
 #define TAPSTRIPE_MASTER_CLIENT_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "master/reply.h"
 
 #define MASTER_CLIENT_DEFAULT_TIMEOUT_MS 10000
@@ -95,5 +98,27 @@ int master_call_extent_list(struct master_client *c,
 /* Body REPLICA: the replica's extent and its state after the call. */
 int master_call_replica_state(struct master_client *c,
 			      const ms_replica_state_args *a, ms_reply *rep);
+
+/*
+ * Leases (issue #18; what each does: stripe.x).  Body LEASE.  Besides the
+ * errors of master_client_call: -EBUSY when another host holds the lease
+ * (MS_EHELD) and -ESTALE when the epoch given is not the lease's
+ * (MS_ESTALE); then rep->body is LEASE too, the lease as it is (holder,
+ * epoch), and master_client_error() says what to do.  Each is safe to
+ * retry (the client does, after a transport error).
+ */
+int master_call_lease_acquire(struct master_client *c, const char *vdisk,
+			      const char *host, ms_reply *rep);
+int master_call_lease_release(struct master_client *c, const char *vdisk,
+			      const char *host, uint64_t epoch, ms_reply *rep);
+int master_call_lease_handover(struct master_client *c, const char *vdisk,
+			       const char *host, uint64_t epoch, const char *to,
+			       ms_reply *rep);
+/* Body servers: every LUN the disk has extents on (to fence previous). */
+int master_call_lease_takeover(struct master_client *c, const char *vdisk,
+			       const char *host, uint64_t expected_epoch,
+			       bool fence, ms_reply *rep);
+int master_call_lease_show(struct master_client *c, const char *vdisk,
+			   ms_reply *rep);
 
 #endif

@@ -30,6 +30,7 @@ union ms_args {
 	ms_vdisk_list_args vdisk_list;
 	ms_extent_list_args extent_list;
 	ms_replica_state_args replica_state;
+	ms_lease_args lease;
 };
 
 struct proc {
@@ -106,6 +107,36 @@ static int run_replica_state(struct master_store *st, const union ms_args *a,
 	return master_store_replica_state(st, &a->replica_state, rep);
 }
 
+static int run_lease_acquire(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_lease_acquire(st, &a->lease, rep);
+}
+
+static int run_lease_release(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_lease_release(st, &a->lease, rep);
+}
+
+static int run_lease_handover(struct master_store *st, const union ms_args *a,
+			      ms_reply *rep)
+{
+	return master_store_lease_handover(st, &a->lease, rep);
+}
+
+static int run_lease_takeover(struct master_store *st, const union ms_args *a,
+			      ms_reply *rep)
+{
+	return master_store_lease_takeover(st, &a->lease, rep);
+}
+
+static int run_lease_show(struct master_store *st, const union ms_args *a,
+			  ms_reply *rep)
+{
+	return master_store_lease_show(st, a->id, rep);
+}
+
 static const struct proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
@@ -129,6 +160,16 @@ static const struct proc procs[] = {
 	[MS_REPLICA_STATE] = {"replica_state",
 			      (xdrproc_t)xdr_ms_replica_state_args, true,
 			      run_replica_state},
+	[MS_LEASE_ACQUIRE] = {"lease_acquire", (xdrproc_t)xdr_ms_lease_args,
+			      true, run_lease_acquire},
+	[MS_LEASE_RELEASE] = {"lease_release", (xdrproc_t)xdr_ms_lease_args,
+			      true, run_lease_release},
+	[MS_LEASE_HANDOVER] = {"lease_handover", (xdrproc_t)xdr_ms_lease_args,
+			       true, run_lease_handover},
+	[MS_LEASE_TAKEOVER] = {"lease_takeover", (xdrproc_t)xdr_ms_lease_args,
+			       true, run_lease_takeover},
+	[MS_LEASE_SHOW] = {"lease_show", (xdrproc_t)xdr_ms_vdisk_id, false,
+			   run_lease_show},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

@@ -75,6 +75,9 @@ static const struct {
 	 " a.replica < b.replica JOIN servers sa ON sa.id = a.server_id"
 	 " JOIN servers sb ON sb.id = b.server_id"
 	 " WHERE sa.address = sb.address"},
+	{"a lease is held on a disk that does not exist",
+	 "SELECT 1 FROM leases l WHERE holder != '' AND NOT EXISTS"
+	 " (SELECT 1 FROM vdisks v WHERE v.id = l.vdisk_id)"},
 };
 
 _Static_assert(sizeof(invariants) / sizeof(invariants[0]) ==

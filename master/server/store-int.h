@@ -45,11 +45,15 @@ enum master_store_stmt {
 	ST_INFO,
 	ST_REPLICA_GET,
 	ST_REPLICA_SET,
+	ST_LEASE_GET,
+	ST_LEASE_PUT,
+	ST_LEASE_FREE,
+	ST_LEASE_SERVERS,
 	ST_COUNT
 };
 
 /* The invariants master_store_check queries (store-check.c). */
-#define STORE_NR_INVARIANTS 9
+#define STORE_NR_INVARIANTS 10
 
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \
@@ -93,6 +97,12 @@ int master_store_fill_server(sqlite3_stmt *s, int col, ms_server *out);
 
 /* Bind a C string as text (copied by SQLite). */
 int master_store_bind_text(sqlite3_stmt *s, int idx, const char *text);
+
+/* 1 when disk id exists, 0 when not, -errno (store-vdisk.c). */
+int master_store_vdisk_exists(struct master_store *st, const char *id);
+
+/* Free the lease of disk id, being destroyed (store-lease.c); 0/-errno. */
+int master_store_lease_drop(struct master_store *st, const char *id);
 
 /* Printable ASCII without spaces, 1..max bytes. */
 bool master_store_token_ok(const char *s, size_t max);

@@ -50,6 +50,13 @@ static int vdisk_get(struct master_store *st, const char *id,
 	return 1;
 }
 
+int master_store_vdisk_exists(struct master_store *st, const char *id)
+{
+	struct shape shape;
+
+	return vdisk_get(st, id, &shape);
+}
+
 static int build_extents(struct master_store *st, const char *id, size_t n,
 			 ms_vdisk *v)
 {
@@ -462,7 +469,8 @@ int master_store_vdisk_release(struct master_store *st, const char *id,
 	}
 	s = master_store_stmt(st, ST_VDISK_DELETE);
 	master_store_bind_text(s, 1, id);
-	if ((ret = master_store_exec(st, s, "vdisk delete")))
+	if ((ret = master_store_exec(st, s, "vdisk delete")) ||
+	    (ret = master_store_lease_drop(st, id)))
 		return ret;
 	td_dbg("vdisk %s released", id);
 	return master_reply_ok(rep, true);

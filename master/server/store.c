@@ -89,12 +89,27 @@ static const char schema_sql[] =
  * replica missed writes (MS_REPLICA_STATE); the partial index holds only
  * those rows, so counting a disk's stale replicas costs nothing while
  * none are.
+ *
+ * 2 -> 3: a lease per disk (issue #18, store-lease.c).  No foreign key to
+ * vdisks: the row outlives a destroyed disk, so that a disk made again
+ * under the same name goes on from the epoch its lease had (an epoch
+ * never goes back for a name).  Destroying a disk frees its lease.
  */
 static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	[1] = "ALTER TABLE allocations ADD COLUMN"
 	      " stale INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1));"
 	      "CREATE INDEX allocations_stale ON allocations (vdisk_id)"
 	      " WHERE stale = 1;",
+	[2] = "CREATE TABLE leases ("
+	      " vdisk_id TEXT PRIMARY KEY NOT NULL"
+	      "  CHECK (length(vdisk_id) BETWEEN 1 AND 63),"
+	      " holder TEXT NOT NULL CHECK (length(holder) <= 63),"
+	      " epoch INTEGER NOT NULL CHECK (epoch >= 0),"
+	      " previous TEXT NOT NULL CHECK (length(previous) <= 63),"
+	      " fence INTEGER NOT NULL CHECK (fence IN (0, 1)),"
+	      " since INTEGER NOT NULL CHECK (since >= 0),"
+	      " CHECK (holder = '' OR epoch >= 1)"
+	      ") WITHOUT ROWID;",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -162,6 +177,17 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_REPLICA_SET] = "UPDATE allocations SET stale = ?5"
 			   " WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
 			   " AND replica = ?4",
+	[ST_LEASE_GET] = "SELECT holder, epoch, previous, fence, since"
+			 " FROM leases WHERE vdisk_id = ?1",
+	[ST_LEASE_PUT] = "INSERT OR REPLACE INTO leases (vdisk_id, holder,"
+			 " epoch, previous, fence, since)"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_LEASE_FREE] = "UPDATE leases SET previous = holder, holder = '',"
+			  " fence = 0, since = ?2"
+			  " WHERE vdisk_id = ?1 AND holder != ''",
+	[ST_LEASE_SERVERS] = "SELECT " STORE_SERVER_COLS " FROM servers"
+			     " WHERE id IN (SELECT server_id FROM allocations"
+			     " WHERE vdisk_id = ?1) ORDER BY id",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"

@@ -22,7 +22,8 @@
  * geometry), allocations (one row per locked extent, holding the disk and
  * the extent's place in it and whether that replica is stale; UNIQUE
  * (server_id, idx) means one owner per extent), released (extents handed
- * out once and free again).  A database of an older schema is upgraded
+ * out once and free again), leases (one row per disk ever leased: holder,
+ * epoch; see store-lease.c).  A database of an older schema is upgraded
  * when opened, in one transaction.
  *
  * Procedures fill an ms_reply: status, message, body.  They return 0 when
@@ -43,7 +44,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    2
+#define MASTER_SCHEMA_VERSION	    3
 /*
  * Extents one allocation may lock (columns x extents per column x
  * replicas), at most MS_MAX_SLOTS.  The master is single-threaded and an
@@ -113,12 +114,23 @@ int master_store_extent_list(struct master_store *st,
 			     const ms_extent_list_args *a, ms_reply *rep);
 int master_store_replica_state(struct master_store *st,
 			       const ms_replica_state_args *a, ms_reply *rep);
+int master_store_lease_acquire(struct master_store *st, const ms_lease_args *a,
+			       ms_reply *rep);
+int master_store_lease_release(struct master_store *st, const ms_lease_args *a,
+			       ms_reply *rep);
+int master_store_lease_handover(struct master_store *st, const ms_lease_args *a,
+				ms_reply *rep);
+int master_store_lease_takeover(struct master_store *st, const ms_lease_args *a,
+				ms_reply *rep);
+int master_store_lease_show(struct master_store *st, const char *id,
+			    ms_reply *rep);
 
 /*
  * Check every invariant the schema cannot express alone, and the ones it
  * does (in case the file was edited): SQLite's quick_check, foreign keys,
  * free counts, one owner per extent, S·J·R extents per disk, replicas on
- * distinct hosts.  0 when all hold; -EUCLEAN with msg naming the first
+ * distinct hosts, no lease held on a disk that does not exist.  0 when
+ * all hold; -EUCLEAN with msg naming the first
  * broken one; -EIO.
  */
 int master_store_check(struct master_store *st, char *msg, size_t msg_len);

@@ -14,8 +14,9 @@ MiB = 1 << 20
 FOREIGN, END_ROUND = 0x01, 0x02
 (NULL, INFO, SERVER_ADD, SERVER_DRAIN, SERVER_REMOVE, SERVER_LIST,
  VDISK_ALLOC, VDISK_LOOKUP, VDISK_RELEASE, VDISK_LIST, EXTENT_LIST,
- REPLICA_STATE) = range(12)
-UNKNOWN = 255  # taken modulo the procedures found: the unknown number
+ REPLICA_STATE, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER,
+ LEASE_SHOW) = range(17)
+UNKNOWN = 17  # taken modulo the procedures found (17, then the unknown one)
 
 
 def u32(v):
@@ -60,6 +61,10 @@ def replica_state(vid, c, x, r, stale):
     return string(vid) + u32(c) + u32(x) + u32(r) + u32(stale)
 
 
+def lease(vid, host, epoch=0, to="", fence=0):
+    return string(vid) + string(host) + u64(epoch) + string(to) + u32(fence)
+
+
 def rec(proc, args=b"", flags=0):
     return bytes([proc, flags]) + struct.pack(">H", len(args)) + args
 
@@ -88,6 +93,25 @@ def lifecycle(flags):
         rec(INFO, b"", flags))
 
 
+def leases(flags):
+    return calls(
+        rec(SERVER_ADD, server_add(1), flags),
+        rec(VDISK_ALLOC, alloc("d1"), flags),
+        rec(LEASE_ACQUIRE, lease("d1", "hostA"), flags),
+        rec(LEASE_ACQUIRE, lease("d1", "hostA"), flags),  # a retry
+        rec(LEASE_ACQUIRE, lease("d1", "hostB"), flags),  # held
+        rec(LEASE_HANDOVER, lease("d1", "hostA", 1, "hostB"), flags),
+        rec(LEASE_HANDOVER, lease("d1", "hostA", 1, "hostB"), flags),
+        rec(LEASE_RELEASE, lease("d1", "hostB", 1), flags),  # stale
+        rec(LEASE_TAKEOVER, lease("d1", "hostA", 2, "", 1), flags),
+        rec(LEASE_RELEASE, lease("d1", "hostA", 3), flags),
+        rec(LEASE_SHOW, string("d1"), flags),
+        rec(LEASE_ACQUIRE, lease("d1", "bad id"), flags),
+        rec(LEASE_ACQUIRE, lease("nope", "hostA"), flags),
+        rec(VDISK_RELEASE, string("d1"), flags),
+        rec(LEASE_SHOW, string("d1"), flags))
+
+
 def reply_vdisk():
     server = (u32(1) + string("10.0.0.1") + string("10.0.0.1:3260") +
               string("iqn.2024-01.t:s1") + u32(1) + u64(16 * MiB) +
@@ -102,6 +126,8 @@ def seeds():
     yield "null-info", calls(rec(NULL), rec(INFO), rec(SERVER_LIST))
     yield "lifecycle-one-round", lifecycle(0)
     yield "lifecycle-rounds", lifecycle(END_ROUND)
+    yield "leases-one-round", leases(0)
+    yield "leases-rounds", leases(END_ROUND)
     yield "foreign", calls(rec(SERVER_ADD, server_add(1), FOREIGN),
                            rec(VDISK_LIST, vdisk_list(), FOREIGN))
     yield "garbage-args", calls(rec(SERVER_ADD, server_add(1)[:9]),

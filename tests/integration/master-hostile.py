@@ -12,7 +12,11 @@ the kinds of bad arguments, over a few connections.  "replica-state" sends
 well-formed MS_REPLICA_STATE calls with out-of-range values about the
 existing disk VDISK (2 columns x 2 extents x 2 replicas, replica 0 of
 extent 0 of column 0 ok), expects the master's refusals, then marks that
-replica stale and ok again.
+replica stale and ok again.  "lease" sends bad lease calls (issue #18)
+about VDISK, which host "hostA" holds: an unknown disk, malformed host ids,
+stale epochs, another host's acquire, and host ids over their bound; it
+expects the master's own refusals (or GARBAGE_ARGS for what cannot be
+decoded), none of which changes anything.
 
 Constants are RFC 5531's and master/stripe.x's.
 """
@@ -24,7 +28,10 @@ import time
 PROG, VERS = 0x20007700, 1
 NULL, INFO, SERVER_ADD, VDISK_ALLOC, VDISK_LOOKUP, EXTENT_LIST = 0, 1, 2, 6, 7, 10
 REPLICA_STATE = 11
+LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER, LEASE_SHOW = range(12, 17)
 MS_OK, MS_EINVAL, MS_ENOENT = 0, 1, 2
+MS_EHELD, MS_ESTALE = 8, 9
+HOST_ID_MAX = 63
 CALL, REPLY = 0, 1
 MSG_ACCEPTED, MSG_DENIED = 0, 1
 SUCCESS, PROG_UNAVAIL, PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS = 0, 1, 2, 3, 4
@@ -283,6 +290,60 @@ def scenario_replica_state(port, vdisk):
     c.close()
 
 
+def lease_args(vdisk, host, epoch=0, to="", fence=0, claimed=None):
+    return (xdr_string(vdisk) + xdr_string(host, claimed) +
+            struct.pack(">Q", epoch) + xdr_string(to) + u32(fence))
+
+
+def scenario_lease(port, vdisk):
+    """Bad lease calls are refused with the master's own errors."""
+    c = Conn(port)
+    refused = [
+        (LEASE_ACQUIRE, lease_args("no-such-disk", "hostA"), MS_ENOENT),
+        (LEASE_RELEASE, lease_args("no-such-disk", "hostA", 1), MS_ENOENT),
+        (LEASE_TAKEOVER, lease_args("no-such-disk", "hostA", 1), MS_ENOENT),
+        (LEASE_SHOW, xdr_string("no-such-disk"), MS_ENOENT),
+        (LEASE_ACQUIRE, lease_args("bad/id", "hostA"), MS_EINVAL),
+        (LEASE_ACQUIRE, lease_args(vdisk, ""), MS_EINVAL),
+        (LEASE_ACQUIRE, lease_args(vdisk, "a b"), MS_EINVAL),
+        (LEASE_ACQUIRE, lease_args(vdisk, "h\u00e9"), MS_EINVAL),
+        (LEASE_HANDOVER, lease_args(vdisk, "hostA", 3, "x/y"), MS_EINVAL),
+        (LEASE_HANDOVER, lease_args(vdisk, "hostA", 3, "hostA"), MS_EINVAL),
+        (LEASE_ACQUIRE, lease_args(vdisk, "intruder"), MS_EHELD),
+        (LEASE_RELEASE, lease_args(vdisk, "intruder", 3), MS_EHELD),
+        (LEASE_RELEASE, lease_args(vdisk, "hostA", 99), MS_ESTALE),
+        (LEASE_RELEASE, lease_args(vdisk, "hostA", 2**64 - 1), MS_ESTALE),
+        (LEASE_HANDOVER, lease_args(vdisk, "hostA", 0, "hostB"), MS_ESTALE),
+        (LEASE_TAKEOVER, lease_args(vdisk, "intruder", 0, fence=1), MS_ESTALE),
+        (LEASE_TAKEOVER, lease_args(vdisk, "intruder", 2**64 - 1), MS_ESTALE),
+    ]
+    for proc, args, want in refused:
+        c.send(record(call_body(proc, args)))
+        _, acc, st, results = c.reply(results=True)
+        if (acc, st) != (True, SUCCESS):
+            raise Misbehaved("lease %d: accepted=%s stat=%d" % (proc, acc, st))
+        status, message, changed = ms_reply(results)
+        if status != want or changed or not message:
+            raise Misbehaved("lease %d %r: status %d changed %d message %r" %
+                             (proc, args[:40], status, changed, message))
+    undecodable = [
+        (LEASE_ACQUIRE, lease_args(vdisk, "h" * (HOST_ID_MAX + 1))),
+        (LEASE_ACQUIRE, lease_args(vdisk, "h", claimed=0x7fffffff)),
+        (LEASE_HANDOVER, lease_args(vdisk, "hostA", 3, "t" * 4096)),
+        (LEASE_TAKEOVER, lease_args(vdisk, "hostA", 3)[:-6]),
+        (LEASE_SHOW, xdr_string("v" * (VDISK_ID_MAX + 1))),
+    ]
+    for proc, args in undecodable:
+        expect(c, call_body(proc, args), True, GARBAGE_ARGS, "lease %d" % proc)
+    # still held by hostA at epoch 3, as before
+    c.send(record(call_body(LEASE_ACQUIRE, lease_args(vdisk, "hostA"))))
+    _, acc, st, results = c.reply(results=True)
+    status, message, changed = ms_reply(results)
+    if (acc, st, status, changed) != (True, SUCCESS, MS_OK, 0):
+        raise Misbehaved("lease of %s changed: %d %d %s" % (vdisk, status, changed, message))
+    c.close()
+
+
 def scenario_storm(port, count):
     kinds = bad_args()
     per_conn = 500
@@ -318,6 +379,8 @@ def main():
             scenario_storm(port, int(sys.argv[3]))
         elif name == "replica-state":
             scenario_replica_state(port, sys.argv[3])
+        elif name == "lease":
+            scenario_lease(port, sys.argv[3])
         else:
             SCENARIOS[name](port)
         healthy(port)

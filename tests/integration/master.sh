@@ -13,7 +13,12 @@
 # acknowledged one must survive the restart, no extent may have two
 # owners), malformed and truncated records and oversized arrays
 # (master-hostile.py) with the master's memory staying flat, a second
-# master on the same database, SIGTERM, and daemon mode.
+# master on the same database, SIGTERM, and daemon mode.  Leases (issue
+# #18), with two hosts as two host ids: a second host refused while the
+# first holds, hand-over, take-over, bad lease calls (master-hostile.py),
+# and kill -9 during 1000 lease calls from two concurrent loops (the store
+# checks, never two holders for one epoch, every acknowledged change
+# durable).
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when python3 is missing.
@@ -28,6 +33,7 @@ HOSTILE=$(cd "$(dirname "$0")" && pwd)/master-hostile.py
 STORM=${STORM:-10000}
 RSS_SLACK_KIB=${RSS_SLACK_KIB:-2048}
 CRASH_ALLOCS=1000
+LEASE_CALLS=1000
 PASSED=0
 FAILED=0
 
@@ -362,6 +368,123 @@ case_hostile() {
 	fi
 }
 
+# --- leases (issue #18) ----------------------------------------------------------
+
+lease() { # HOST OP... : a lease call as HOST, JSON on stdout
+	local host=$1
+	shift
+	ctl --json vdisk lease "$@" --host-id "$host"
+}
+
+case_lease() {
+	local out
+	ctl vdisk create ld1 --size 16M --stripes 2 --replicas 2 -o "$WORK/ld1.map" >/dev/null ||
+		{ fail "lease: vdisk create"; return; }
+	out=$(lease hostA acquire ld1 | json_get 'j["holder"], j["epoch"], j["changed"]')
+	[ "$out" = "hostA 1 True" ] && pass "lease acquired by host A at epoch 1" ||
+		fail "lease acquire" "$out"
+	out=$(lease hostA acquire ld1 | json_get 'j["epoch"], j["changed"]')
+	[ "$out" = "1 False" ] && pass "lease acquire repeated by A: same epoch, unchanged" ||
+		fail "lease acquire repeated" "$out"
+	out=$(lease hostB acquire ld1 2>"$WORK/err")
+	[ $? -eq 1 ] && [ "$(echo "$out" | json_get 'j["error"], j["holder"], j["epoch"]')" = "EHELD hostA 1" ] &&
+		grep -q "held by host hostA (epoch 1).*takeover ld1 --fence" "$WORK/err" &&
+		pass "host B refused while A holds: the error names A and what to do" ||
+		fail "second host refused" "$out $(cat "$WORK/err")"
+	out=$(lease hostA handover ld1 --to hostB | json_get 'j["holder"], j["epoch"], j["previous"]')
+	[ "$out" = "hostB 2 hostA" ] && pass "hand-over A -> B: epoch 2" ||
+		fail "hand-over" "$out"
+	out=$(lease hostA handover ld1 --to hostB --epoch 1 | json_get 'j["holder"], j["epoch"], j["changed"]')
+	[ "$out" = "hostB 2 False" ] && pass "hand-over repeated (a retry): same answer, unchanged" ||
+		fail "hand-over repeated" "$out"
+	out=$(lease hostA release ld1 --epoch 1 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q '"EHELD"' && pass "A cannot release after the hand-over" ||
+		fail "release by the old holder" "$out"
+	out=$(lease hostB release ld1 --epoch 1 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q '"ESTALE"' && echo "$out" | grep -q "at epoch 2" &&
+		pass "a stale epoch is refused with the current one" || fail "stale epoch" "$out"
+	out=$(lease hostA takeover ld1 --fence | json_get 'j["holder"], j["epoch"], j["previous"], j["fence_asked"], j["fencing_performed"], len(j["fence_luns"])')
+	[ "$out" = "hostA 3 hostB True False 4" ] &&
+		ctl vdisk lease takeover ld1 --fence --host-id hostA --epoch 2 | grep -q "NOT performed" &&
+		pass "take-over by A from B: epoch 3, the 4 LUNs to fence listed, fencing said not performed" ||
+		fail "take-over" "$out"
+	out=$(ctl vdisk show --name ld1 --json | json_get 'j["lease"]["holder"], j["lease"]["epoch"]')
+	[ "$out" = "hostA 3" ] && ctl vdisk show --name ld1 | grep -q "lease holder: *hostA" &&
+		pass "vdisk show --name shows holder and epoch" || fail "vdisk show lease" "$out"
+	out=$(ctl vdisk lease acquire ld1 --host-id 'bad id' 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q "not 1-63" && pass "a malformed --host-id is refused" ||
+		fail "malformed host id" "$out"
+	if out=$(python3 "$HOSTILE" "$PORT" lease ld1 2>&1) && kill -0 "$MASTER_PID"; then
+		pass "hostile client: bad lease calls answered clearly, master unharmed"
+	else
+		fail "hostile client: lease" "$out"
+	fi
+}
+
+# One host's loop of lease calls; each acknowledged answer is appended to
+# OUT as one JSON line (unacknowledged ones: nothing).
+lease_loop() { # HOST OTHER COUNT OUT
+	local i op
+	for i in $(seq "$3"); do
+		case $((i % 4)) in
+		0) op=acquire ;;
+		1) op=release ;;
+		2) op=takeover ;;
+		*) op="handover --to $2" ;;
+		esac
+		# shellcheck disable=SC2086
+		"$CTL_BIN" --master "$ADDR" --retries 0 --timeout 2 --json vdisk lease $op \
+			lz --host-id "$1" 2>/dev/null | python3 -c '
+import json, sys
+t = sys.stdin.read()
+if t.strip():
+    j = json.loads(t)
+    if "error" not in j: print(json.dumps(j))' >>"$4"
+	done
+}
+
+case_lease_crash() {
+	local pid_a pid_b n out
+	ctl vdisk create lz --size 8M --stripes 1 -o "$WORK/lz.map" >/dev/null ||
+		{ fail "lease crash: vdisk create"; return; }
+	: >"$WORK/lease-a"
+	: >"$WORK/lease-b"
+	lease_loop hostA hostB $((LEASE_CALLS / 2)) "$WORK/lease-a" &
+	pid_a=$!
+	lease_loop hostB hostA $((LEASE_CALLS / 2)) "$WORK/lease-b" &
+	pid_b=$!
+	OTHER_PIDS="$OTHER_PIDS $pid_a $pid_b"
+	for _ in $(seq 600); do
+		n=$(cat "$WORK/lease-a" "$WORK/lease-b" | wc -l)
+		[ "$n" -ge 150 ] && break
+		sleep 0.05
+	done
+	stop_master KILL
+	wait "$pid_a" "$pid_b" 2>/dev/null
+	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) &&
+		pass "kill -9 during lease calls: the store is consistent" ||
+		fail "store check after kill -9 (leases)" "$out"
+	start_master || { fail "restart after kill -9 (leases)"; return; }
+	out=$(ctl --json vdisk lease show lz | python3 -c '
+import json, sys
+now = json.load(sys.stdin)
+acked = [json.loads(l) for f in sys.argv[1:] for l in open(f) if l.strip()]
+owner = {}
+for a in acked:
+    if a["changed"] and a["holder"]:
+        if owner.setdefault(a["epoch"], a["holder"]) != a["holder"]:
+            print("epoch", a["epoch"], "acknowledged to two holders"); sys.exit()
+top = max((a["epoch"] for a in acked), default=0)
+holders = {a["holder"] for a in acked if a["epoch"] == top}
+if now["epoch"] < top or (now["epoch"] == top and now["holder"] not in holders):
+    print("lost: acknowledged epoch", top, holders, "now", now["epoch"], now["holder"]); sys.exit()
+print("ok", len(acked), top)' "$WORK/lease-a" "$WORK/lease-b")
+	case $out in
+	ok*) pass "kill -9 during two hosts' lease calls: never two holders, every acknowledged change kept ($out)" ;;
+	*) fail "leases after kill -9" "$out" ;;
+	esac
+}
+
 # --- the allow-list, a second master, signals, daemon mode ------------------------------
 
 case_allow_list() {
@@ -473,6 +596,8 @@ case_allow_list
 case_cli
 case_alloc_cap
 case_crash
+case_lease
+case_lease_crash
 case_sigterm
 case_daemon
 

@@ -300,19 +300,29 @@ static void print_vdisk(const ms_vdisk *v, const char *master)
 								       : "ok");
 }
 
-int ctl_show_vdisk(const ms_vdisk *v, const char *master, bool json)
+int ctl_show_vdisk(const ms_vdisk *v, const ms_lease *lease, const char *master,
+		   bool json)
 {
 	struct td_strbuf sb;
 	struct td_json j;
 
 	if (!json) {
 		print_vdisk(v, master);
+		if (lease) {
+			putchar('\n');
+			ctl_print_lease(lease);
+		}
 		return 0;
 	}
 	td_strbuf_init(&sb);
 	td_json_init(&j, &sb);
 	td_json_begin_object(&j, NULL);
 	json_vdisk(&j, v, master);
+	if (lease) {
+		td_json_begin_object(&j, "lease");
+		ctl_json_lease(&j, lease);
+		td_json_end_object(&j);
+	}
 	td_json_end_object(&j);
 	return ctl_print_json(&j, &sb);
 }

@@ -210,7 +210,7 @@ int ctl_cmd_vdisk_create(struct ctl_opts *o)
 static int show_at_master(const struct ctl_opts *o)
 {
 	struct master_client *c;
-	ms_reply rep;
+	ms_reply rep, lease;
 	int status;
 
 	if (!stripe_map_name_ok(o->name))
@@ -219,9 +219,16 @@ static int show_at_master(const struct ctl_opts *o)
 		return EXIT_FAILURE;
 	if (master_call_vdisk_lookup(c, o->name, &rep))
 		status = ctl_call_failed(c, "vdisk show");
-	else
-		status = ctl_show_vdisk(&rep.body.ms_body_u.vdisk,
-					master_client_address(c), o->json);
+	else {
+		/* An older master has no leases: show the disk without. */
+		int ret = master_call_lease_show(c, o->name, &lease);
+
+		status =
+			ctl_show_vdisk(&rep.body.ms_body_u.vdisk,
+				       ret ? NULL : &lease.body.ms_body_u.lease,
+				       master_client_address(c), o->json);
+		master_reply_free(&lease);
+	}
 	master_reply_free(&rep);
 	master_client_close(c);
 	return status;

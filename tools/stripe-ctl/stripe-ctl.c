@@ -5,7 +5,8 @@
  * stripe-ctl talks to stripe-master (master/client.h) and writes and reads
  * mapping files (drivers/stripe/map/map.h).  The commands live in
  * stripe-ctl-server.c, stripe-ctl-vdisk.c, stripe-ctl-resync.c and
- * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm).
+ * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm) and
+ * stripe-ctl-lease.c (a disk's lease).
  */
 #include "config.h"
 
@@ -21,6 +22,7 @@
 #include "common/util.h"
 #include "drivers/stripe/map/stripe-layout.h"
 #include "tapdisk/control/control.h"
+#include "master/client/host-id.h"
 #include "tapdisk/driver.h"
 #include "tools/cli/cli.h"
 #include "tools/stripe-ctl/stripe-ctl.h"
@@ -52,6 +54,10 @@ enum {
 	O_ALLOCATED = 1u << 13,
 	O_RATE = 1u << 14,
 	O_RUN_DIR = 1u << 15,
+	O_HOST_ID = 1u << 16,
+	O_TO = 1u << 17,
+	O_FENCE = 1u << 18,
+	O_EPOCH = 1u << 19,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -131,7 +137,7 @@ static const struct command commands[] = {
 	 "the state of each replica (ok, or stale: it missed writes).  Needs\n"
 	 "no master.  --name NAME prints the master's record of the disk\n"
 	 "instead: its servers, extents and the replica states the master\n"
-	 "was told.\n\n"
+	 "was told, and the disk's lease (holder and epoch).\n\n"
 	 "    --name NAME          the disk, as the master knows it\n",
 	 ctl_cmd_vdisk_show, NULL, 0},
 	{"vdisk", "destroy", O_NAME, 0, "FILE",
@@ -181,6 +187,65 @@ static const struct command commands[] = {
 	 "                         (default $" TD_CTL_RUN_DIR_ENV ", else\n"
 	 "                         " TD_CTL_RUN_DIR_DEFAULT ")\n",
 	 ctl_cmd_vdisk_resync, NULL, 0},
+	{"vdisk", "lease show", 0, 0, "NAME", "vdisk lease show NAME",
+	 "Print a disk's lease at the master: the host that holds it (the one\n"
+	 "host allowed to serve it), its epoch (it grows at every change of\n"
+	 "holder), the previous holder and the time of the last change.\n",
+	 ctl_cmd_lease_show, NULL, 0},
+	{"vdisk", "lease acquire", O_HOST_ID, 0, "NAME",
+	 "vdisk lease acquire NAME [--host-id ID]",
+	 "Take a disk's lease for this host, as tapdisk does before serving\n"
+	 "it.  A lease this host holds already is kept at its epoch.  Refused\n"
+	 "when another host holds it: the message names that host and says\n"
+	 "what to do (handover there, or takeover if it is dead).\n\n"
+	 "    --host-id ID         act as host ID (default $" MASTER_HOST_ID_ENV
+	 ", else\n"
+	 "                         " MASTER_HOST_ID_FILE ", else the host "
+	 "name)\n",
+	 ctl_cmd_lease_acquire, NULL, 0},
+	{"vdisk", "lease release", O_HOST_ID | O_EPOCH, 0, "NAME",
+	 "vdisk lease release NAME [--host-id ID] [--epoch N]",
+	 "Give up this host's lease on a disk (stop its tapdisk first).  Only\n"
+	 "the holder may, at the lease's epoch; releasing again succeeds.\n\n"
+	 "    --host-id ID         act as host ID (default $" MASTER_HOST_ID_ENV
+	 ", else\n"
+	 "                         " MASTER_HOST_ID_FILE ", else the host "
+	 "name)\n"
+	 "    --epoch N            the epoch the lease must be at (default: "
+	 "the one\n"
+	 "                         the master shows now)\n",
+	 ctl_cmd_lease_release, NULL, 0},
+	{"vdisk", "lease handover", O_HOST_ID | O_EPOCH | O_TO, O_TO, "NAME",
+	 "vdisk lease handover NAME --to HOST [--host-id ID] [--epoch N]",
+	 "Hand this host's lease on a disk to another host (live migration:\n"
+	 "after the source stopped writing).  The epoch grows by one.  Only\n"
+	 "the holder may; repeating it succeeds, unchanged.\n\n"
+	 "    --to HOST            the host that gets the lease\n"
+	 "    --host-id ID         act as host ID (default $" MASTER_HOST_ID_ENV
+	 ", else\n"
+	 "                         " MASTER_HOST_ID_FILE ", else the host "
+	 "name)\n"
+	 "    --epoch N            the epoch the lease must be at (default: "
+	 "the one\n"
+	 "                         the master shows now)\n",
+	 ctl_cmd_lease_handover, NULL, 0},
+	{"vdisk", "lease takeover", O_HOST_ID | O_EPOCH | O_FENCE, 0, "NAME",
+	 "vdisk lease takeover NAME [--fence] [--host-id ID] [--epoch N]",
+	 "Take a disk's lease by force from the host that holds it (a dead or\n"
+	 "cut-off host).  The epoch grows by one.  Refused when the lease is\n"
+	 "no longer at the epoch expected (it changed meanwhile).  Fencing\n"
+	 "is NOT performed yet: --fence records that it was asked and prints\n"
+	 "the LUNs (portal, target, LUN) the old holder must be fenced from;\n"
+	 "until a later version does it, make sure the old host is stopped.\n\n"
+	 "    --fence              ask for fencing; list the LUNs to fence\n"
+	 "    --host-id ID         act as host ID (default $" MASTER_HOST_ID_ENV
+	 ", else\n"
+	 "                         " MASTER_HOST_ID_FILE ", else the host "
+	 "name)\n"
+	 "    --epoch N            the epoch the lease must be at (default: "
+	 "the one\n"
+	 "                         the master shows now)\n",
+	 ctl_cmd_lease_takeover, NULL, 0},
 	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
 	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
 	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
@@ -319,9 +384,12 @@ static void global_usage(FILE *out)
 	      "    stripe-ctl vdisk mark " CTL_MAP_DIR "/db1.map 0 3 1 stale\n"
 	      "    stripe-ctl vdisk resync " CTL_MAP_DIR "/db1.map --rate 50M\n"
 	      "    stripe-ctl session login " CTL_MAP_DIR "/db1.map\n"
+	      "    stripe-ctl vdisk lease show db1\n"
+	      "    stripe-ctl vdisk lease handover db1 --to host-b\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
 	      "ENVIRONMENT\n"
 	      "    " CTL_MASTER_ENV "   the master, as --master\n"
+	      "    " MASTER_HOST_ID_ENV " this host's id, as --host-id\n"
 	      "    " TD_CTL_RUN_DIR_ENV
 	      " the tapdisks' run directory, as --run-dir\n\n"
 	      "EXIT STATUS\n"
@@ -347,6 +415,10 @@ enum {
 	L_ALLOCATED,
 	L_RATE,
 	L_RUN_DIR,
+	L_HOST_ID,
+	L_TO,
+	L_FENCE,
+	L_EPOCH,
 };
 
 static const struct option long_options[] = {
@@ -370,6 +442,10 @@ static const struct option long_options[] = {
 	{"allocated", no_argument, NULL, L_ALLOCATED},
 	{"rate", required_argument, NULL, L_RATE},
 	{"run-dir", required_argument, NULL, L_RUN_DIR},
+	{"host-id", required_argument, NULL, L_HOST_ID},
+	{"to", required_argument, NULL, L_TO},
+	{"fence", no_argument, NULL, L_FENCE},
+	{"epoch", required_argument, NULL, L_EPOCH},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -410,6 +486,14 @@ static unsigned int option_bit(int c)
 		return O_RATE;
 	case L_RUN_DIR:
 		return O_RUN_DIR;
+	case L_HOST_ID:
+		return O_HOST_ID;
+	case L_TO:
+		return O_TO;
+	case L_FENCE:
+		return O_FENCE;
+	case L_EPOCH:
+		return O_EPOCH;
 	default:
 		return O_GLOBAL;
 	}
@@ -491,6 +575,19 @@ static int take_server(struct ctl_opts *o, const char *arg)
 	return 0;
 }
 
+static int take_epoch(struct ctl_opts *o, const char *arg)
+{
+	char *end;
+
+	errno = 0;
+	o->epoch = strtoull(arg, &end, 10);
+	if (errno || end == arg || *end || *arg == '-')
+		return usage_error(NULL, "--epoch wants a number, not '%s'",
+				   arg);
+	o->epoch_given = true;
+	return 0;
+}
+
 /* Numbers of options that need more than a pointer; 0 or exit status. */
 static int take_number_option(struct ctl_opts *o, int c, const char *arg)
 {
@@ -526,6 +623,8 @@ static int take_number_option(struct ctl_opts *o, int c, const char *arg)
 		return take_unit(o, arg);
 	case L_BLOCK:
 		return take_block_size(o, arg);
+	case L_EPOCH:
+		return take_epoch(o, arg);
 	default:
 		return take_server(o, arg);
 	}
@@ -564,6 +663,15 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 	case L_RUN_DIR:
 		o->run_dir = arg;
 		return 0;
+	case L_HOST_ID:
+		o->host_id = arg;
+		return 0;
+	case L_TO:
+		o->to = arg;
+		return 0;
+	case L_FENCE:
+		o->fence = true;
+		return 0;
 	default:
 		return take_number_option(o, c, arg);
 	}
@@ -571,18 +679,32 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 
 /* --- commands ---------------------------------------------------------------- */
 
+/* How many of words name spell "A" or "A B" (0: they do not). */
+static int words_match(const char *name, char **words, int n)
+{
+	const char *space = strchr(name, ' ');
+	size_t len = space ? (size_t)(space - name) : strlen(name);
+
+	if (n < 1 || strlen(words[0]) != len || strncmp(words[0], name, len))
+		return 0;
+	if (!space)
+		return 1;
+	return n >= 2 && !strcmp(words[1], space + 1) ? 2 : 0;
+}
+
 static const struct command *find_command(char **words, int n, int *used)
 {
 	for (size_t i = 0; i < NR_COMMANDS; i++) {
 		const struct command *c = &commands[i];
+		int k;
 
-		if (!c->group && n >= 1 && !strcmp(words[0], c->name)) {
-			*used = 1;
+		if (!c->group && (k = words_match(c->name, words, n))) {
+			*used = k;
 			return c;
 		}
 		if (c->group && n >= 2 && !strcmp(words[0], c->group) &&
-		    !strcmp(words[1], c->name)) {
-			*used = 2;
+		    (k = words_match(c->name, words + 1, n - 1))) {
+			*used = 1 + k;
 			return c;
 		}
 	}

@@ -51,6 +51,12 @@ struct ctl_opts {
 	uint32_t server_ids[CTL_MAX_SERVER_IDS];
 	unsigned int nr_server_ids;
 	bool allocated;
+	/* vdisk lease */
+	const char *host_id; /* NULL: master_host_id_default */
+	const char *to;
+	bool fence;
+	uint64_t epoch;
+	bool epoch_given;
 };
 
 /* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
@@ -83,7 +89,13 @@ void ctl_json_server(struct td_json *j, const char *key, const ms_server *s);
 void ctl_print_server_header(void);
 void ctl_print_server(const ms_server *s);
 int ctl_show_map(const struct stripe_map *m, const char *path, bool json);
-int ctl_show_vdisk(const ms_vdisk *v, const char *master, bool json);
+/* lease NULL: the master gave none (an older master). */
+int ctl_show_vdisk(const ms_vdisk *v, const ms_lease *lease, const char *master,
+		   bool json);
+
+/* A lease's holder, epoch, previous, fence, since (stripe-ctl-lease.c). */
+void ctl_json_lease(struct td_json *j, const ms_lease *l);
+void ctl_print_lease(const ms_lease *l);
 
 /* The commands; each returns the exit status. */
 int ctl_cmd_info(struct ctl_opts *o);
@@ -98,6 +110,12 @@ int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
 int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
+/* Leases (stripe-ctl-lease.c). */
+int ctl_cmd_lease_show(struct ctl_opts *o);
+int ctl_cmd_lease_acquire(struct ctl_opts *o);
+int ctl_cmd_lease_release(struct ctl_opts *o);
+int ctl_cmd_lease_handover(struct ctl_opts *o);
+int ctl_cmd_lease_takeover(struct ctl_opts *o);
 /* Kernel iSCSI sessions (stripe-ctl-session.c). */
 int ctl_cmd_session_login(struct ctl_opts *o);
 int ctl_cmd_session_logout(struct ctl_opts *o);

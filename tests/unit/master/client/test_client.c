@@ -22,6 +22,7 @@
 
 #include "master/addr.h"
 #include "master/client/client.h"
+#include "master/client/host-id.h"
 #include "common/log.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -195,6 +196,69 @@ static void test_reply_helpers(void **state)
 	free(empty);
 }
 
+static void test_host_id_rule(void **state)
+{
+	assert_true(master_host_id_ok("host-a.example_1"));
+	assert_false(master_host_id_ok(""));
+	assert_false(master_host_id_ok(NULL));
+	assert_false(master_host_id_ok("a b"));
+	assert_false(master_host_id_ok("a/b"));
+	assert_false(master_host_id_ok("h\xc3\xa9"));
+	assert_true(master_host_id_ok("012345678901234567890123456789012345678"
+				      "901234567890123456789012"));
+	assert_false(master_host_id_ok("01234567890123456789012345678901234567"
+				       "8901234567890123456789012X"));
+}
+
+/* $TAPSTRIPE_HOST_ID, else the file's first line, else the host name. */
+static void test_host_id_default(void **state)
+{
+	char dir[] = "/tmp/test_hostid.XXXXXX", path[64],
+	     id[MASTER_HOST_ID_SIZE];
+	char msg[256], name[256] = "";
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/host-id", dir);
+	unsetenv(MASTER_HOST_ID_ENV);
+	/* no file: the host name */
+	assert_int_equal(master_host_id_default(path, id, msg, sizeof(msg)), 0);
+	gethostname(name, sizeof(name));
+	assert_string_equal(id, name);
+	/* the file, blanks around it ignored */
+	assert_non_null(f = fopen(path, "w"));
+	fputs("  node-7.rack2 \n# a comment line is not read\n", f);
+	fclose(f);
+	assert_int_equal(master_host_id_default(path, id, msg, sizeof(msg)), 0);
+	assert_string_equal(id, "node-7.rack2");
+	/* the environment first */
+	setenv(MASTER_HOST_ID_ENV, "from-env", 1);
+	assert_int_equal(master_host_id_default(path, id, msg, sizeof(msg)), 0);
+	assert_string_equal(id, "from-env");
+	setenv(MASTER_HOST_ID_ENV, "bad id", 1);
+	assert_int_equal(master_host_id_default(path, id, msg, sizeof(msg)),
+			 -EINVAL);
+	assert_non_null(strstr(msg, "$" MASTER_HOST_ID_ENV));
+	unsetenv(MASTER_HOST_ID_ENV);
+	/* a malformed file is refused, naming it */
+	assert_non_null(f = fopen(path, "w"));
+	fputs("not/valid\n", f);
+	fclose(f);
+	assert_int_equal(master_host_id_default(path, id, msg, sizeof(msg)),
+			 -EINVAL);
+	assert_non_null(strstr(msg, path));
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_lease_status_errno(void **state)
+{
+	assert_int_equal(master_status_errno(MS_EHELD), -EBUSY);
+	assert_int_equal(master_status_errno(MS_ESTALE), -ESTALE);
+	assert_string_equal(master_status_name(MS_EHELD), "EHELD");
+	assert_string_equal(master_status_name(MS_ESTALE), "ESTALE");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +269,9 @@ int main(void)
 		cmocka_unit_test(test_nobody_answers),
 		cmocka_unit_test(test_status_errno),
 		cmocka_unit_test(test_reply_helpers),
+		cmocka_unit_test(test_host_id_rule),
+		cmocka_unit_test(test_host_id_default),
+		cmocka_unit_test(test_lease_status_errno),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

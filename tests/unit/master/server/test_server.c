@@ -263,13 +263,28 @@ static void test_denied_outside_allow_list(void **state)
 	/* a replica state changes the master too */
 	assert_int_equal(master_call_replica_state(c, &rs, &rep), -EPERM);
 	master_reply_free(&rep);
+	/* so do the lease calls, all but show */
+	assert_int_equal(master_call_lease_acquire(c, "d1", "A", &rep), -EPERM);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_release(c, "d1", "A", 1, &rep),
+			 -EPERM);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_handover(c, "d1", "A", 1, "B", &rep),
+			 -EPERM);
+	master_reply_free(&rep);
+	assert_int_equal(
+		master_call_lease_takeover(c, "d1", "A", 1, true, &rep),
+		-EPERM);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_show(c, "d1", &rep), -ENOENT);
+	master_reply_free(&rep);
 	/* reading is for everyone */
 	assert_int_equal(master_call_info(c, &rep), 0);
 	assert_int_equal(rep.body.ms_body_u.info.nr_servers, 0);
 	master_reply_free(&rep);
 	master_client_close(c);
 	stop(f);
-	assert_int_equal(f->stats.denied, 2);
+	assert_int_equal(f->stats.denied, 6);
 }
 
 static void test_undecodable_call_freed(void **state)
@@ -471,6 +486,136 @@ static void test_port_in_use(void **state)
 			 -EINVAL);
 }
 
+/* --- leases ------------------------------------------------------------------- */
+
+/* Every lease call over RPC; the refusals carry the lease as it is. */
+static void test_lease_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct master_client *c = client(f);
+	ms_alloc_args a = {"d1", 2, 1, 1, 1 * MiB};
+	const ms_lease *l;
+	ms_reply rep;
+
+	add_servers(c, 2);
+	assert_int_equal(master_call_vdisk_alloc(c, &a, &rep), 0);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_acquire(c, "d1", "A", &rep), 0);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 1);
+	master_reply_free(&rep);
+	/* another host: -EBUSY, the holder in the body and the message */
+	assert_int_equal(master_call_lease_acquire(c, "d1", "B", &rep), -EBUSY);
+	assert_int_equal(rep.status, MS_EHELD);
+	assert_int_equal(rep.body.kind, MS_BODY_LEASE);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "A");
+	assert_non_null(strstr(master_client_error(c), "held by host A"));
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_release(c, "d1", "A", 7, &rep),
+			 -ESTALE);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 1);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_handover(c, "d1", "A", 1, "B", &rep),
+			 0);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "B");
+	master_reply_free(&rep);
+	assert_int_equal(
+		master_call_lease_takeover(c, "d1", "A", 2, true, &rep), 0);
+	l = &rep.body.ms_body_u.lease;
+	assert_string_equal(l->holder, "A");
+	assert_string_equal(l->previous, "B");
+	assert_int_equal(l->epoch, 3);
+	assert_int_equal(l->servers.servers_len, 2);
+	assert_non_null(l->servers.servers_val[0].portal);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_show(c, "nope", &rep), -ENOENT);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_acquire(c, "d1", "a b", &rep),
+			 -EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(master_call_lease_show(c, "d1", &rep), 0);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "A");
+	master_reply_free(&rep);
+	master_client_close(c);
+	stop(f);
+	assert_int_equal(f->stats.decode_errors, 0);
+}
+
+#define RACE_CALLS 200
+
+struct racer {
+	struct fixture *f;
+	const char *host, *other;
+	uint64_t owner_epochs[RACE_CALLS]; /* epochs acknowledged as held */
+	unsigned int nr_owned;
+};
+
+static void *lease_racer(void *arg)
+{
+	struct racer *r = arg;
+	struct master_client *c = client(r->f);
+	uint64_t epoch = 0;
+
+	for (int i = 0; i < RACE_CALLS; i++) {
+		ms_reply rep;
+		int ret;
+
+		switch (i % 4) {
+		case 0:
+			ret = master_call_lease_acquire(c, "d1", r->host, &rep);
+			break;
+		case 1:
+			ret = master_call_lease_takeover(c, "d1", r->host,
+							 epoch, false, &rep);
+			break;
+		case 2:
+			ret = master_call_lease_handover(c, "d1", r->host,
+							 epoch, r->other, &rep);
+			break;
+		default:
+			ret = master_call_lease_release(c, "d1", r->host, epoch,
+							&rep);
+		}
+		if (rep.body.kind == MS_BODY_LEASE) {
+			const ms_lease *l = &rep.body.ms_body_u.lease;
+
+			epoch = l->epoch;
+			if (!ret && !strcmp(l->holder, r->host))
+				r->owner_epochs[r->nr_owned++] = l->epoch;
+		}
+		master_reply_free(&rep);
+	}
+	master_client_close(c);
+	return NULL;
+}
+
+/* Two hosts race: no epoch is ever acknowledged as held by both. */
+static void test_lease_two_hosts_race(void **state)
+{
+	struct fixture *f = *state;
+	struct master_client *c = client(f);
+	ms_alloc_args a = {"d1", 1, 1, 1, 1 * MiB};
+	struct racer r[2] = {{f, "A", "B", {0}, 0}, {f, "B", "A", {0}, 0}};
+	pthread_t t[2];
+	char msg[256];
+	ms_reply rep;
+
+	add_servers(c, 1);
+	assert_int_equal(master_call_vdisk_alloc(c, &a, &rep), 0);
+	master_reply_free(&rep);
+	master_client_close(c);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, lease_racer, &r[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	assert_true(r[0].nr_owned > 0 && r[1].nr_owned > 0);
+	for (unsigned int i = 0; i < r[0].nr_owned; i++)
+		for (unsigned int j = 0; j < r[1].nr_owned; j++)
+			assert_true(r[0].owner_epochs[i] !=
+				    r[1].owner_epochs[j]);
+	stop(f);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
 int main(void)
 {
 #define T(name, s) cmocka_unit_test_setup_teardown(name, s, teardown)
@@ -484,6 +629,8 @@ int main(void)
 		T(test_concurrent_clients, setup),
 		T(test_second_server_refused, setup),
 		T(test_port_in_use, setup),
+		T(test_lease_round_trip, setup),
+		T(test_lease_two_hosts_race, setup),
 	};
 #undef T
 

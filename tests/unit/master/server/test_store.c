@@ -925,22 +925,25 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 2 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 3 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
 					   " 'allocations_stale'"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
+					   " sqlite_master WHERE name ="
+					   " 'leases'"));
 	assert_int_equal(
 		master_store_open(path, 1 * MiB, &st, msg, sizeof(msg)), 0);
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 3"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 4"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 2"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 3 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 3"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
 					   " meta"));
 }
 
@@ -1012,6 +1015,357 @@ static void test_vdisk_id_rule(void **state)
 					"789012345678901234567890123"));
 }
 
+/* --- leases ---------------------------------------------------------------- */
+
+enum lease_op { L_ACQUIRE, L_RELEASE, L_HANDOVER, L_TAKEOVER, L_SHOW };
+
+struct lease_call {
+	enum lease_op op;
+	ms_lease_args a;
+};
+
+static int do_lease(struct master_store *st, const void *p, ms_reply *rep)
+{
+	const struct lease_call *lc = p;
+
+	switch (lc->op) {
+	case L_ACQUIRE:
+		return master_store_lease_acquire(st, &lc->a, rep);
+	case L_RELEASE:
+		return master_store_lease_release(st, &lc->a, rep);
+	case L_HANDOVER:
+		return master_store_lease_handover(st, &lc->a, rep);
+	case L_TAKEOVER:
+		return master_store_lease_takeover(st, &lc->a, rep);
+	default:
+		return master_store_lease_show(st, lc->a.vdisk, rep);
+	}
+}
+
+/*
+ * One lease call; its status.  On MS_OK, MS_EHELD and MS_ESTALE the body
+ * is the lease: *holder and *epoch get it (when given).
+ */
+static ms_status lease(struct master_store *st, enum lease_op op,
+		       const char *vdisk, const char *host, uint64_t epoch,
+		       const char *to, ms_reply *out)
+{
+	struct lease_call lc = {op,
+				{(char *)vdisk, (char *)host, epoch,
+				 (char *)(to ? to : ""), false}};
+	ms_reply rep;
+	ms_status status;
+
+	assert_int_equal(call(st, do_lease, &lc, &rep), 0);
+	status = rep.status;
+	if (status == MS_OK || status == MS_EHELD || status == MS_ESTALE) {
+		assert_int_equal(rep.body.kind, MS_BODY_LEASE);
+		assert_string_equal(rep.body.ms_body_u.lease.vdisk, vdisk);
+	} else {
+		assert_int_equal(rep.body.kind, MS_BODY_NONE);
+		assert_true(rep.message && *rep.message);
+	}
+	if (out)
+		*out = rep;
+	else
+		master_reply_free(&rep);
+	return status;
+}
+
+static void expect_lease(struct master_store *st, const char *vdisk,
+			 const char *holder, uint64_t epoch)
+{
+	ms_reply rep;
+
+	assert_int_equal(lease(st, L_SHOW, vdisk, NULL, 0, NULL, &rep), MS_OK);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, holder);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, epoch);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+}
+
+static void test_lease_acquire_release(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	expect_lease(f->st, "d1", "", 0); /* never leased */
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "hostA", 0, NULL, &rep),
+			 MS_OK);
+	assert_true(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 1);
+	assert_true(rep.body.ms_body_u.lease.since > 0);
+	master_reply_free(&rep);
+	/* the same host again (a retry, a reopen): the same epoch */
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "hostA", 0, NULL, &rep),
+			 MS_OK);
+	assert_false(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 1);
+	master_reply_free(&rep);
+	/* another host is refused, told who holds it */
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "hostB", 0, NULL, &rep),
+			 MS_EHELD);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "hostA");
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 1);
+	assert_non_null(strstr(rep.message, "held by host hostA (epoch 1)"));
+	assert_non_null(strstr(rep.message, "takeover d1 --fence"));
+	master_reply_free(&rep);
+	/* release: only the holder, only at its epoch */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "hostB", 1, NULL, NULL),
+			 MS_EHELD);
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "hostA", 2, NULL, &rep),
+			 MS_ESTALE);
+	assert_non_null(
+		strstr(rep.message, "at epoch 1 (held by hostA), not 2"));
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "hostA", 1, NULL, &rep),
+			 MS_OK);
+	assert_true(rep.changed);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "");
+	assert_string_equal(rep.body.ms_body_u.lease.previous, "hostA");
+	master_reply_free(&rep);
+	/* repeated: answered, unchanged; by another, or at another epoch: no */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "hostA", 1, NULL, &rep),
+			 MS_OK);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "hostB", 1, NULL, NULL),
+			 MS_ESTALE);
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "hostA", 0, NULL, NULL),
+			 MS_ESTALE);
+	expect_lease(f->st, "d1", "", 1);
+	/* the next holder gets the next epoch */
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "hostB", 0, NULL, NULL),
+			 MS_OK);
+	expect_lease(f->st, "d1", "hostB", 2);
+}
+
+static void test_lease_handover(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "A", 1, "B", &rep),
+			 MS_OK);
+	assert_true(rep.changed);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "B");
+	assert_string_equal(rep.body.ms_body_u.lease.previous, "A");
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 2);
+	master_reply_free(&rep);
+	/* a retry answers the same, unchanged */
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "A", 1, "B", &rep),
+			 MS_OK);
+	assert_false(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 2);
+	master_reply_free(&rep);
+	/* A no longer holds it: it cannot hand it on, nor release it */
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "A", 1, "C", NULL),
+			 MS_EHELD);
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "A", 1, NULL, NULL),
+			 MS_EHELD);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
+			 MS_EHELD);
+	/* B at a stale epoch; to itself; to a malformed id */
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 1, "C", NULL),
+			 MS_ESTALE);
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "B", NULL),
+			 MS_EINVAL);
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "C D", NULL),
+			 MS_EINVAL);
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "", NULL),
+			 MS_EINVAL);
+	expect_lease(f->st, "d1", "B", 2);
+	/* and back */
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "A", NULL),
+			 MS_OK);
+	expect_lease(f->st, "d1", "A", 3);
+}
+
+static void test_lease_takeover(void **state)
+{
+	struct fixture *f = *state;
+	const ms_lease *l;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
+			 MS_OK);
+	/* the epoch expected must be the lease's */
+	assert_int_equal(lease(f->st, L_TAKEOVER, "d1", "B", 0, NULL, &rep),
+			 MS_ESTALE);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "A");
+	master_reply_free(&rep);
+	struct lease_call lc = {L_TAKEOVER, {"d1", "B", 1, "", true}};
+
+	for (int i = 0; i < 2; i++) { /* the second: a retry */
+		assert_int_equal(call(f->st, do_lease, &lc, &rep), 0);
+		assert_int_equal(rep.status, MS_OK);
+		assert_int_equal(rep.changed, i == 0);
+		l = &rep.body.ms_body_u.lease;
+		assert_string_equal(l->holder, "B");
+		assert_string_equal(l->previous, "A");
+		assert_int_equal(l->epoch, 2);
+		assert_true(l->fence);
+		/* 2 columns x 2 replicas on 4 servers of distinct hosts */
+		assert_int_equal(l->servers.servers_len, 4);
+		for (u_int s = 0; s < 4; s++) {
+			assert_int_equal(l->servers.servers_val[s].id, s + 1);
+			assert_non_null(strstr(l->servers.servers_val[s].target,
+					       "iqn.2024-01.t:s"));
+		}
+		master_reply_free(&rep);
+	}
+	/* the old holder is out */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "A", 1, NULL, NULL),
+			 MS_EHELD);
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "A", 1, "C", NULL),
+			 MS_EHELD);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
+			 MS_EHELD);
+	/* taking a free lease over works too; A at a stale epoch does not */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(lease(f->st, L_TAKEOVER, "d1", "A", 1, NULL, NULL),
+			 MS_ESTALE);
+	assert_int_equal(lease(f->st, L_TAKEOVER, "d1", "A", 2, NULL, &rep),
+			 MS_OK);
+	assert_string_equal(rep.body.ms_body_u.lease.previous, "");
+	assert_false(rep.body.ms_body_u.lease.fence);
+	master_reply_free(&rep);
+	expect_lease(f->st, "d1", "A", 3);
+}
+
+static void test_lease_bad_input(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const bad_hosts[] = {
+		"",
+		"a b",
+		"x/y",
+		"h\\n",
+		"\\xff",
+		"0123456789012345678901234567890123456789012345678901234567890"
+		"123"};
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	for (enum lease_op op = L_ACQUIRE; op <= L_SHOW; op++) {
+		assert_int_equal(lease(f->st, op, "nope", "A", 0, "B", &rep),
+				 MS_ENOENT);
+		assert_non_null(strstr(rep.message, "no vdisk nope"));
+		master_reply_free(&rep);
+		assert_int_equal(lease(f->st, op, "a/b", "A", 0, "B", NULL),
+				 MS_EINVAL);
+		for (size_t i = 0; op != L_SHOW && i < ARRAY_SIZE(bad_hosts);
+		     i++)
+			assert_int_equal(lease(f->st, op, "d1", bad_hosts[i], 0,
+					       "B", NULL),
+					 MS_EINVAL);
+	}
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1",
+			       "012345678901234567890123456789012345678901234"
+			       "567890123456789012",
+			       0, NULL, NULL),
+			 MS_OK); /* 63 bytes: the longest */
+	expect_lease(f->st, "d1",
+		     "012345678901234567890123456789012345678901234567890123456"
+		     "789012",
+		     1);
+}
+
+/* Destroying a disk frees its lease; made again, it goes on from there. */
+static void test_lease_destroy(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(call(f->st, do_release, "d1", &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(lease(f->st, L_SHOW, "d1", NULL, 0, NULL, NULL),
+			 MS_ENOENT);
+	assert_int_equal(alloc(f->st, "d1", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	expect_lease(f->st, "d1", "", 1);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "B", 0, NULL, NULL),
+			 MS_OK);
+	expect_lease(f->st, "d1", "B", 2);
+	/* the check finds a lease held on a disk that is gone */
+	master_store_close(f->st);
+	assert_int_equal(raw_sql(f->path, "INSERT INTO leases VALUES"
+					  " ('gone', 'A', 1, '', 0, 0)"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+	assert_non_null(strstr(msg, "lease is held on a disk"));
+}
+
+/*
+ * Two hosts race with every call, each acting on what it was last told.
+ * Whatever the order: one holder at a time, the epoch never goes back, and
+ * no epoch is ever acknowledged to two hosts.
+ */
+static void test_lease_race(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const hosts[] = {"A", "B"};
+	char owner[4096][2] = {{0}};
+	uint64_t seen[2] = {0, 0}, last = 0;
+	unsigned int seed = 18;
+	char msg[256];
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	for (int i = 0; i < 1000; i++) {
+		int h = rand_r(&seed) % 2;
+		enum lease_op op = (enum lease_op)(rand_r(&seed) % 4);
+		const ms_lease *l;
+		ms_status status;
+
+		status = lease(f->st, op, "d1", hosts[h], seen[h], hosts[1 - h],
+			       &rep);
+		l = &rep.body.ms_body_u.lease;
+		if (status == MS_OK || status == MS_EHELD ||
+		    status == MS_ESTALE) {
+			assert_true(l->epoch >= last);
+			last = l->epoch;
+			seen[h] = l->epoch;
+			assert_true(l->epoch < ARRAY_SIZE(owner));
+			if (status == MS_OK && *l->holder) {
+				char *o = owner[l->epoch];
+
+				assert_true(!*o || *o == *l->holder);
+				*o = *l->holder;
+			}
+		}
+		master_reply_free(&rep);
+	}
+	assert_true(last > 10);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1035,6 +1389,12 @@ int main(void)
 		T(test_one_master_per_database),
 		T(test_schema_upgrade),
 		T(test_schema_new_equals_upgraded),
+		T(test_lease_acquire_release),
+		T(test_lease_handover),
+		T(test_lease_takeover),
+		T(test_lease_bad_input),
+		T(test_lease_destroy),
+		T(test_lease_race),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};
