@@ -74,6 +74,7 @@ static const struct {
 	[MS_EIO] = {"EIO", -EIO},
 	[MS_EHELD] = {"EHELD", -EBUSY},
 	[MS_ESTALE] = {"ESTALE", -ESTALE},
+	[MS_EFENCED] = {"EFENCED", -EPERM},
 };
 
 const char *master_status_name(ms_status status)

@@ -42,7 +42,8 @@ const char *master_status_name(ms_status status);
 
 /*
  * 0 for MS_OK, else the matching -errno (MS_EINVAL -> -EINVAL ...;
- * MS_EHELD -> -EBUSY, MS_ESTALE -> -ESTALE).
+ * MS_EHELD -> -EBUSY, MS_ESTALE -> -ESTALE, MS_EFENCED -> -EPERM, like
+ * MS_EPERM: the two are told apart by the status).
  */
 int master_status_errno(ms_status status);
 

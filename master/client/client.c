@@ -460,3 +460,28 @@ int master_call_lease_show(struct master_client *c, const char *vdisk,
 	return master_client_call(c, MS_LEASE_SHOW, (xdrproc_t)xdr_ms_vdisk_id,
 				  &vdisk, MS_BODY_LEASE, rep);
 }
+
+int master_call_lease_fenced(struct master_client *c, const char *vdisk,
+			     const char *host, uint64_t epoch, ms_reply *rep)
+{
+	ms_lease_args a = {(char *)vdisk, (char *)host, epoch, (char *)"",
+			   false};
+
+	return lease_call(c, MS_LEASE_FENCED, &a, rep);
+}
+
+/* --- hosts -------------------------------------------------------------------- */
+
+int master_call_host_list(struct master_client *c, ms_reply *rep)
+{
+	return master_client_call(c, MS_HOST_LIST, MASTER_XDR_VOID, NULL,
+				  MS_BODY_HOSTS, rep);
+}
+
+int master_call_host_readmit(struct master_client *c, const char *host,
+			     ms_reply *rep)
+{
+	return master_client_call(c, MS_HOST_READMIT,
+				  (xdrproc_t)xdr_ms_host_id, &host,
+				  MS_BODY_HOSTS, rep);
+}

@@ -103,7 +103,8 @@ int master_call_replica_state(struct master_client *c,
  * Leases (issue #18; what each does: stripe.x).  Body LEASE.  Besides the
  * errors of master_client_call: -EBUSY when another host holds the lease
  * (MS_EHELD) and -ESTALE when the epoch given is not the lease's
- * (MS_ESTALE); then rep->body is LEASE too, the lease as it is (holder,
+ * (MS_ESTALE), -EPERM with status MS_EFENCED when the caller's host
+ * was fenced; then rep->body is LEASE too, the lease as it is (holder,
  * epoch), and master_client_error() says what to do.  Each is safe to
  * retry (the client does, after a transport error).
  */
@@ -120,5 +121,20 @@ int master_call_lease_takeover(struct master_client *c, const char *vdisk,
 			       bool fence, ms_reply *rep);
 int master_call_lease_show(struct master_client *c, const char *vdisk,
 			   ms_reply *rep);
+/*
+ * After a fenced takeover: host (the holder at epoch) has preempted the
+ * old holder on every LUN; the lease's fence_pending becomes false.
+ */
+int master_call_lease_fenced(struct master_client *c, const char *vdisk,
+			     const char *host, uint64_t epoch, ms_reply *rep);
+
+/*
+ * Fenced hosts.  A fenced host's acquire (and a handover to it) answers
+ * MS_EFENCED: -EPERM with rep->status MS_EFENCED and body LEASE.  Body
+ * HOSTS: every fenced host (after readmit: those left).
+ */
+int master_call_host_list(struct master_client *c, ms_reply *rep);
+int master_call_host_readmit(struct master_client *c, const char *host,
+			     ms_reply *rep);
 
 #endif

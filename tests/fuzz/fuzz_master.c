@@ -97,7 +97,8 @@ static bool reply_body_ok(const ms_reply *rep)
 {
 	if (rep->status == MS_OK || rep->body.kind == MS_BODY_NONE)
 		return true;
-	return (rep->status == MS_EHELD || rep->status == MS_ESTALE) &&
+	return (rep->status == MS_EHELD || rep->status == MS_ESTALE ||
+		rep->status == MS_EFENCED) &&
 	       rep->body.kind == MS_BODY_LEASE;
 }
 
