@@ -481,7 +481,6 @@ int master_call_host_list(struct master_client *c, ms_reply *rep)
 int master_call_host_readmit(struct master_client *c, const char *host,
 			     ms_reply *rep)
 {
-	return master_client_call(c, MS_HOST_READMIT,
-				  (xdrproc_t)xdr_ms_host_id, &host,
-				  MS_BODY_HOSTS, rep);
+	return master_client_call(c, MS_HOST_READMIT, (xdrproc_t)xdr_ms_host_id,
+				  &host, MS_BODY_HOSTS, rep);
 }
