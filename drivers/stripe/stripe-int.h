@@ -22,6 +22,7 @@
 #include "drivers/stripe/map/map.h"
 #include "drivers/stripe/map/stripe-layout.h"
 #include "drivers/stripe/stripe-notify.h"
+#include "master/client/host-id.h"
 #include "tapdisk/driver.h"
 
 /* How often held commands look at a connection that is still CONNECTING. */
@@ -267,6 +268,20 @@ struct stripe_opts {
 	char *initiator;
 };
 
+/*
+ * The disk's lease at the master (issue #18; stripe-lease.c takes it at
+ * open, stripe-fence.c registers key on every LUN and checks with the
+ * master before writing where it was not registered).  Filled at open,
+ * read-only afterwards but for handed_over.
+ */
+struct stripe_lease {
+	bool enabled;			   /* lease=on (the default) */
+	char host_id[MASTER_HOST_ID_SIZE]; /* this host's id */
+	uint64_t key;			   /* iscsi_conn_pr_key(host_id) */
+	uint64_t epoch;			   /* the lease's epoch, held at open */
+	bool handed_over; /* given to another host: no more I/O */
+};
+
 struct stripe_dev {
 	struct td_driver *drv;
 	char *path; /* the mapping file */
@@ -292,6 +307,7 @@ struct stripe_dev {
 	struct stripe_stale stale;
 	struct stripe_resync resync;
 	struct stripe_notify *notify;
+	struct stripe_lease lease;
 
 	/* counters for tap-ctl stats */
 	uint64_t read_fallbacks;
