@@ -9,7 +9,10 @@
 # reads) and in disk bytes/s and IOPS (the LUN is then a loop device opened
 # O_DIRECT by a tgtd placed in a cgroup v1 blkio group with throttle rules).
 # A stripe-master runs on a port and database of its own (or MASTER is
-# used) and every server is registered with it.
+# used) and every server is registered with it.  The lab's own master
+# listens on NET.0.1 (an address on lo), so that the lab's hosts ("host
+# add": more Xen hosts, each a network namespace, issue #18) reach it as
+# well as this one; NET.0.0/16 may change it.
 #
 # COMMANDS
 #   up N        start N servers (1-16) and the master; prints the servers'
@@ -25,6 +28,17 @@
 #   lun I FILE  server I's LUN 1 deleted and made again on FILE (the LUN's
 #               size is FILE's): a LUN that shrinks, or moves to a full or
 #               failing filesystem; tgtd and its sessions stay up
+#   host add H  a Xen host of its own: network namespace NAME-hK (K = 1..8,
+#               the next free) with address NET.(200+K).2, routed through
+#               this host to every server and to the master; H is its host
+#               id (1-32 of [a-z0-9-]); prints K
+#   host del H  remove host H (its processes must have ended: a namespace
+#               with processes in it is refused)
+#   host exec H CMD...  run CMD inside host H, with TAPSTRIPE_HOST_ID=H
+#   host cut H  host H's network cut: this end of its link goes down
+#               (its packets are dropped, no reset: connections hang)
+#   host restore H  host H's link up again after a cut
+#   host list   the hosts: id, namespace, address, cut or not
 #   status      per server: alive or dead, caps, qdisc counters; the master
 #   urls        the servers' iSCSI URLs, one a line
 #   env         shell assignments describing the lab, for eval in scripts
@@ -219,7 +233,8 @@ net_up() { # I
 		ip link set "$h" up &&
 		ip -n "$(ns "$i")" addr add "$(addr "$i")/24" dev "$n" &&
 		ip -n "$(ns "$i")" link set "$n" up &&
-		ip -n "$(ns "$i")" link set lo up ||
+		ip -n "$(ns "$i")" link set lo up &&
+		ip -n "$(ns "$i")" route add default via "$NET.$i.1" ||
 		die "cannot configure server $i's network"
 }
 
@@ -370,9 +385,13 @@ master_up() {
 		MASTER_ADDR=$MASTER
 	else
 		master_bin=$(find_tool stripe-master)
-		MASTER_ADDR=127.0.0.1:$(free_port "${LAB_MASTER_PORT:-$((7700 + ${NET#*.}))}")
+		ip addr add "$NET.0.1/32" dev lo ||
+			die "cannot add $NET.0.1 to lo for the master (another lab on $NET?)"
+		: >"$STATE/master.addr"
+		MASTER_ADDR=$NET.0.1:$(free_port "${LAB_MASTER_PORT:-$((7700 + ${NET#*.}))}")
 		echo "MASTER_ADDR=$MASTER_ADDR" >>"$STATE/env"
 		setsid "$master_bin" --foreground --db "$STATE/master.db" --listen "$MASTER_ADDR" \
+			--allow 127.0.0.0/8 --allow "$NET.0.0/16" \
 			--extent-size "$EXTENT" >>"$STATE/master.log" 2>&1 </dev/null &
 		pid=$!
 		record_pid "$STATE/master.pid" "$pid" ||
@@ -421,6 +440,120 @@ claim_net() {
 		return 0
 	done
 	die "no free 10.X network (X = 100..199) for LAB_NET=auto"
+}
+
+
+# --- hosts: more Xen hosts, each a network namespace (issue #18) -------------------
+
+MAX_HOSTS=8
+hns() { echo "$NAME-h$1"; }
+hgw() { echo "${NAME}g$1"; } # the veth end on this host
+hif() { echo "${NAME}i$1"; } # the veth end inside host K
+
+host_index() { # H: its K, or nothing
+	local f
+	for f in "$STATE"/host*.id; do
+		[ -e "$f" ] && [ "$(cat "$f")" = "$1" ] && { f=${f##*/host}; echo "${f%.id}"; return 0; }
+	done
+	return 1
+}
+
+host_of() { # H: its K, or die
+	[[ $1 =~ ^[a-z0-9][a-z0-9-]{0,31}$ ]] || die "a host id is 1-32 of [a-z0-9-]: '$1'"
+	host_index "$1" || die "no host '$1' in this lab (lab.sh host add $1)"
+}
+
+# Forwarding only on the lab's own links, never machine-wide.
+host_forwarding() { # K
+	local i
+	sysctl -qw "net.ipv4.conf.$(hgw "$1").forwarding=1" || return 1
+	for ((i = 1; i <= N; i++)); do
+		sysctl -qw "net.ipv4.conf.$(hveth "$i").forwarding=1" || return 1
+	done
+}
+
+host_add() { # H
+	local h=$1 k
+	[[ $h =~ ^[a-z0-9][a-z0-9-]{0,31}$ ]] || die "a host id is 1-32 of [a-z0-9-]: '$h'"
+	host_index "$h" >/dev/null && die "host '$h' exists"
+	for ((k = 1; k <= MAX_HOSTS; k++)); do [ -e "$STATE/host$k.id" ] || break; done
+	[ $k -le $MAX_HOSTS ] || die "at most $MAX_HOSTS hosts"
+	echo "$h" >"$STATE/host$k.id"
+	ip netns add "$(hns "$k")" || { rm -f "$STATE/host$k.id"; die "ip netns add $(hns "$k") failed"; }
+	if ! { ip link add "$(hgw "$k")" mtu "$MTU" type veth peer name "$(hif "$k")" mtu "$MTU" &&
+		ip link set "$(hif "$k")" netns "$(hns "$k")" &&
+		ip addr add "$NET.$((200 + k)).1/24" dev "$(hgw "$k")" &&
+		ip link set "$(hgw "$k")" up &&
+		ip -n "$(hns "$k")" addr add "$NET.$((200 + k)).2/24" dev "$(hif "$k")" &&
+		ip -n "$(hns "$k")" link set "$(hif "$k")" up &&
+		ip -n "$(hns "$k")" link set lo up &&
+		ip -n "$(hns "$k")" route add default via "$NET.$((200 + k)).1" &&
+		host_forwarding "$k"; }; then
+		host_del_k "$k"
+		die "cannot configure host $h's network"
+	fi
+	echo "$k"
+}
+
+host_del_k() { # K
+	if [ -n "$(ip netns pids "$(hns "$1")" 2>/dev/null)" ]; then
+		echo "lab.sh: host $(cat "$STATE/host$1.id") still runs processes:" \
+			"$(ip netns pids "$(hns "$1")" | tr '\n' ' ')" >&2
+		return 1
+	fi
+	ip netns del "$(hns "$1")" 2>/dev/null
+	ip link show "$(hgw "$1")" >/dev/null 2>&1 && ip link del "$(hgw "$1")" 2>/dev/null
+	rm -f "$STATE/host$1.id" "$STATE/host$1.cut"
+	return 0
+}
+
+hosts_down() {
+	local f k
+	for f in "$STATE"/host*.id; do
+		[ -e "$f" ] || continue
+		k=${f##*/host} k=${k%.id}
+		host_del_k "$k" || echo "lab.sh: host $k left up" >&2
+	done
+}
+
+cmd_host() {
+	local sub=${1:-} k f
+	load_env
+	shift
+	case $sub in
+	add) host_add "${1:-}" ;;
+	del) k=$(host_of "${1:-}") && { host_del_k "$k" || die "stop its processes first"; } ;;
+	exec)
+		k=$(host_of "${1:-}") || exit 1
+		shift
+		[ $# -gt 0 ] || die "usage: lab.sh host exec H CMD..."
+		exec ip netns exec "$(hns "$k")" env TAPSTRIPE_HOST_ID="$(cat "$STATE/host$k.id")" "$@"
+		;;
+	cut)
+		k=$(host_of "${1:-}") || exit 1
+		# this end goes down: host H keeps its link and routes (no carrier),
+		# its packets are dropped; no error, no reset: connections hang
+		ip link set "$(hgw "$k")" down || die "cannot put host $1's link down"
+		: >"$STATE/host$k.cut"
+		echo "host $1 cut off" >&2
+		;;
+	restore)
+		k=$(host_of "${1:-}") || exit 1
+		ip link set "$(hgw "$k")" up &&
+			ip -n "$(hns "$k")" neigh flush dev "$(hif "$k")" ||
+			die "cannot bring host $1's link up"
+		rm -f "$STATE/host$k.cut"
+		echo "host $1 restored" >&2
+		;;
+	list)
+		for f in "$STATE"/host*.id; do
+			[ -e "$f" ] || continue
+			k=${f##*/host} k=${k%.id}
+			echo "$(cat "$f") $(hns "$k") $NET.$((200 + k)).2$([ -e "$STATE/host$k.cut" ] && echo " cut")"
+		done
+		;;
+	*) die "usage: lab.sh host add|del|exec|cut|restore|list ..." ;;
+	esac
 }
 
 # --- commands -------------------------------------------------------------------------
@@ -505,6 +638,11 @@ cmd_down() {
 		rm -f "$STATE/srv$i.rate" "$STATE/srv$i.log" "$STATE/srv$i.pid" "$STATE/srv$i.cut"
 	done
 	stop_recorded "$STATE/master.pid" 50
+	hosts_down
+	if [ -e "$STATE/master.addr" ]; then
+		ip addr del "$NET.0.1/32" dev lo 2>/dev/null
+		rm -f "$STATE/master.addr"
+	fi
 	rmdir "$DIR" 2>/dev/null
 	[ -n "${CLAIM:-}" ] && rm -rf "${CLAIMS:?}/$CLAIM"
 	rm -f "$STATE/env" "$STATE/master.db" "$STATE/master.db-wal" "$STATE/master.db-shm" \
@@ -646,6 +784,7 @@ status) cmd_status ;;
 urls) cmd_urls ;;
 env) cmd_env ;;
 master) load_env; echo "$MASTER_ADDR" ;;
+host) shift; cmd_host "$@" ;;
 -h | --help | help) usage ;;
 "") usage >&2; exit 2 ;;
 *) echo "lab.sh: unknown command '$1' (lab.sh --help)" >&2; exit 2 ;;
