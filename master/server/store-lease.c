@@ -361,12 +361,12 @@ int master_store_lease_handover(struct master_store *st, const ms_lease_args *a,
 	if (!strcmp(l.holder, a->to) && !strcmp(l.previous, a->host) &&
 	    a->epoch < INT64_MAX && l.epoch == a->epoch + 1)
 		return lease_ok(rep, a->vdisk, &l, false); /* a retry */
-	if ((ret = check_fenced(st, rep, a, &l, a->to, "be handed", &ok)) || ok)
-		return ret;
 	if (*l.holder && strcmp(l.holder, a->host))
 		return refuse_held(rep, a, &l);
 	if (!*l.holder || l.epoch != a->epoch)
 		return refuse_stale(rep, a, &l);
+	if ((ret = check_fenced(st, rep, a, &l, a->to, "be handed", &ok)) || ok)
+		return ret;
 	if ((ret = lease_move(st, a->vdisk, &l, a->to, false, false)))
 		return ret;
 	td_info("vdisk %s: lease handed over from %s to %s, epoch %" PRIu64,
