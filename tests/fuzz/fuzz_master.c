@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "master/hostid.h"
 #include "master/server/server-int.h"
 #include "master/server/store-int.h"
 #include "common/log.h"
@@ -89,12 +90,28 @@ static bool_t fake_freeargs(SVCXPRT *x, xdrproc_t proc, void *where)
 	return proc(&xdrs, where, 0);
 }
 
+/* A HOSTS body (MS_HOST_LIST, MS_HOST_READMIT) names well-formed hosts. */
+static bool hosts_ok(const ms_reply *rep)
+{
+	for (u_int i = 0; i < rep->body.ms_body_u.hosts.hosts_len; i++) {
+		const ms_fenced_host *h =
+			&rep->body.ms_body_u.hosts.hosts_val[i];
+
+		if (!master_host_id_ok(h->host) || !master_host_id_ok(h->by) ||
+		    !h->epoch)
+			return false;
+	}
+	return true;
+}
+
 /*
  * A reply carries a body only with MS_OK, but for a lease refusal, which
- * names the lease it found (stripe.x).
+ * names the lease it found (stripe.x); a HOSTS body only with MS_OK.
  */
 static bool reply_body_ok(const ms_reply *rep)
 {
+	if (rep->body.kind == MS_BODY_HOSTS)
+		return rep->status == MS_OK && hosts_ok(rep);
 	if (rep->status == MS_OK || rep->body.kind == MS_BODY_NONE)
 		return true;
 	return (rep->status == MS_EHELD || rep->status == MS_ESTALE ||

@@ -15,8 +15,9 @@ FOREIGN, END_ROUND = 0x01, 0x02
 (NULL, INFO, SERVER_ADD, SERVER_DRAIN, SERVER_REMOVE, SERVER_LIST,
  VDISK_ALLOC, VDISK_LOOKUP, VDISK_RELEASE, VDISK_LIST, EXTENT_LIST,
  REPLICA_STATE, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER,
- LEASE_SHOW) = range(17)
-UNKNOWN = 17  # taken modulo the procedures found (17, then the unknown one)
+ LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT) = range(20)
+UNKNOWN = 20  # taken modulo the procedures found (20, then the unknown one)
+BODY_LEASE, BODY_HOSTS = 8, 9
 
 
 def u32(v):
@@ -112,6 +113,46 @@ def leases(flags):
         rec(LEASE_SHOW, string("d1"), flags))
 
 
+def fencing(flags):
+    """A fenced takeover, the fenced host refused, the confirmation, the
+    re-admission (issue #18)."""
+    return calls(
+        rec(SERVER_ADD, server_add(1), flags),
+        rec(VDISK_ALLOC, alloc("d1", 1, 1, 1), flags),
+        rec(VDISK_ALLOC, alloc("d2", 1, 1, 1), flags),
+        rec(LEASE_ACQUIRE, lease("d1", "hostA"), flags),
+        rec(LEASE_ACQUIRE, lease("d2", "hostA"), flags),
+        rec(LEASE_TAKEOVER, lease("d1", "hostB", 1, "", 1), flags),
+        rec(LEASE_TAKEOVER, lease("d1", "hostB", 1, "", 1), flags),  # retry
+        rec(HOST_LIST, b"", flags),
+        rec(LEASE_ACQUIRE, lease("d1", "hostA"), flags),  # fenced
+        rec(LEASE_HANDOVER, lease("d1", "hostB", 2, "hostA"), flags),
+        rec(LEASE_RELEASE, lease("d2", "hostA", 1), flags),
+        rec(LEASE_FENCED, lease("d1", "hostC", 2), flags),  # held
+        rec(LEASE_FENCED, lease("d1", "hostB", 1), flags),  # stale
+        rec(LEASE_FENCED, lease("d1", "hostB", 2), flags),
+        rec(LEASE_FENCED, lease("d1", "hostB", 2), flags),  # unchanged
+        rec(HOST_READMIT, string("hostA"), flags),
+        rec(HOST_READMIT, string("hostA"), flags),  # unchanged
+        rec(HOST_READMIT, string("a b"), flags),
+        rec(LEASE_ACQUIRE, lease("d2", "hostA"), flags),
+        rec(HOST_LIST, b"", flags))
+
+
+def reply_hosts():
+    host = (string("hostA") + string("hostB") + string("d1") + u64(2) +
+            u64(1795690046))
+    return (b"\x80" + u32(0) + string("") + u32(1) + u32(BODY_HOSTS) +
+            u32(2) + host + host)
+
+
+def reply_efenced():
+    body = (string("d1") + string("hostB") + u64(2) + string("hostA") +
+            u32(1) + u64(1795690046) + u32(0) + u32(1))
+    return (b"\x80" + u32(10) + string("host hostA may not acquire") +
+            u32(0) + u32(BODY_LEASE) + body)
+
+
 def reply_vdisk():
     server = (u32(1) + string("10.0.0.1") + string("10.0.0.1:3260") +
               string("iqn.2024-01.t:s1") + u32(1) + u64(16 * MiB) +
@@ -128,6 +169,8 @@ def seeds():
     yield "lifecycle-rounds", lifecycle(END_ROUND)
     yield "leases-one-round", leases(0)
     yield "leases-rounds", leases(END_ROUND)
+    yield "fencing-one-round", fencing(0)
+    yield "fencing-rounds", fencing(END_ROUND)
     yield "foreign", calls(rec(SERVER_ADD, server_add(1), FOREIGN),
                            rec(VDISK_LIST, vdisk_list(), FOREIGN))
     yield "garbage-args", calls(rec(SERVER_ADD, server_add(1)[:9]),
@@ -183,6 +226,8 @@ def seeds():
         rec(VDISK_ALLOC, alloc("e", 1, 1, 2), END_ROUND),
         rec(VDISK_LOOKUP, string("e")))
     yield "client-reply-vdisk", reply_vdisk()
+    yield "client-reply-hosts", reply_hosts()
+    yield "client-reply-efenced", reply_efenced()
     yield "client-reply-error", (b"\x80" + u32(3) + string("exists") +
                                  u32(0) + u32(0))
 

@@ -447,6 +447,8 @@ case_lease_crash() {
 	local pid_a pid_b n out
 	ctl vdisk create lz --size 8M --stripes 1 -o "$WORK/lz.map" >/dev/null ||
 		{ fail "lease crash: vdisk create"; return; }
+	# case_lease's takeover --fence fenced hostB: both hosts play here
+	ctl host readmit hostB >/dev/null || { fail "lease crash: host readmit"; return; }
 	: >"$WORK/lease-a"
 	: >"$WORK/lease-b"
 	lease_loop hostA hostB $((LEASE_CALLS / 2)) "$WORK/lease-a" &
