@@ -7,11 +7,14 @@
  * reads that avoid stale replicas and fall back, flush rounds, a DOWN
  * server, the geometry gate, degraded servers (a session lost after it
  * was up: writes and flushes go on without it), discard, resync, control
- * and open errors.
+ * open errors, and the lease: the decision of open (a table), refusals,
+ * lease=off and the hand-over for live migration.
  *
  * rename(2) is wrapped (--wrap, the OS boundary) so that a test can hold
  * the map rewrite in the writer thread, or make it fail.  The master
- * notifier is replaced by a recorder (master_notifier_* below).
+ * notifier is replaced by a recorder (master_notifier_* below), and the
+ * master's lease calls by a fake (master_client_* below) that grants the
+ * lease unless a test scripts another answer.
  */
 #include "config.h"
 
@@ -32,7 +35,9 @@
 #include "drivers/drivers.h"
 #include "drivers/stripe/map/map.h"
 #include "drivers/stripe/stripe-int.h"
+#include "master/client/client.h"
 #include "master/client/notify.h"
+#include "master/reply.h"
 #include "tapdisk/vbd-int.h"
 #include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
 #include "tests/unit/vbd-fixture.h"
@@ -123,6 +128,84 @@ void master_notifier_replica_state(struct master_notifier *n, const char *vdisk,
 
 void master_notifier_stop(struct master_notifier *n)
 {
+}
+
+/* --- fake master: the lease calls of stripe-lease.c --------------------------- */
+
+static struct {
+	int acquire_ret;  /* 0: granted to the caller */
+	ms_status status; /* of a refusal */
+	char holder[64];  /* of a refusal; "" for the caller */
+	uint64_t epoch;	  /* the lease's epoch */
+	bool fence_pending;
+	int handover_ret; /* 0: handed over at epoch + 1 */
+	unsigned int acquires, handovers;
+	char last_host[64], last_to[64];
+	uint64_t last_epoch;
+} fm;
+
+static int fake_client_token;
+
+int master_client_open(const char *address,
+		       const struct master_client_opts *opts,
+		       struct master_client **out)
+{
+	assert_string_equal(address, "127.0.0.1:7700");
+	assert_int_equal(opts->timeout_ms, STRIPE_LEASE_TIMEOUT_MS);
+	*out = (struct master_client *)&fake_client_token;
+	return 0;
+}
+
+void master_client_close(struct master_client *c)
+{
+}
+
+const char *master_client_error(const struct master_client *c)
+{
+	return fm.acquire_ret == -ENOENT ? "no vdisk t1" : "";
+}
+
+static void fake_lease(ms_reply *rep, ms_status status, const char *holder,
+		       uint64_t epoch)
+{
+	master_reply_init(rep);
+	rep->status = status;
+	rep->body.kind = MS_BODY_LEASE;
+	rep->body.ms_body_u.lease.vdisk = strdup("t1");
+	rep->body.ms_body_u.lease.holder = strdup(holder);
+	rep->body.ms_body_u.lease.previous = strdup("host-old");
+	rep->body.ms_body_u.lease.epoch = epoch;
+	rep->body.ms_body_u.lease.fence_pending = fm.fence_pending;
+}
+
+int master_call_lease_acquire(struct master_client *c, const char *vdisk,
+			      const char *host, ms_reply *rep)
+{
+	fm.acquires++;
+	snprintf(fm.last_host, sizeof(fm.last_host), "%s", host);
+	if (fm.acquire_ret && !fm.holder[0]) { /* a transport error */
+		master_reply_init(rep);
+		return fm.acquire_ret;
+	}
+	fake_lease(rep, fm.acquire_ret ? fm.status : MS_OK,
+		   fm.holder[0] ? fm.holder : host, fm.epoch);
+	return fm.acquire_ret;
+}
+
+/* Runs in the hand-over's thread: reads fm only. */
+int master_call_lease_handover(struct master_client *c, const char *vdisk,
+			       const char *host, uint64_t epoch, const char *to,
+			       ms_reply *rep)
+{
+	fm.handovers++;
+	snprintf(fm.last_to, sizeof(fm.last_to), "%s", to);
+	fm.last_epoch = epoch;
+	if (fm.handover_ret) {
+		master_reply_init(rep);
+		return fm.handover_ret;
+	}
+	fake_lease(rep, MS_OK, to, epoch + 1);
+	return 0;
 }
 
 /* --- geometries, written out by hand ------------------------------------------ */
@@ -290,6 +373,9 @@ static int stripe_setup(void **state)
 	rename_hold(false);
 	rename_fail(0);
 	nr_notes = 0;
+	memset(&fm, 0, sizeof(fm));
+	fm.epoch = 7;
+	setenv("TAPSTRIPE_HOST_ID", "host-a", 1);
 	snprintf(ts.dir, sizeof(ts.dir), "/tmp/test-stripe.XXXXXX");
 	assert_non_null(mkdtemp(ts.dir));
 	snprintf(ts.path, sizeof(ts.path), "%s/t1.map", ts.dir);
