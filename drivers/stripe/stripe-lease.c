@@ -55,6 +55,7 @@ struct stripe_handover {
 	uint32_t sync_server;
 	uint64_t start_ns;
 	uint64_t stall_us; /* from the start to the end (done or failed) */
+	bool failure_told; /* a control reply said why it failed */
 	char error[LEASE_MSG_SIZE];
 
 	int efd;
@@ -539,8 +540,11 @@ static int handover_status(struct stripe_dev *dev, struct td_strbuf *out)
 				 dev->lease.epoch, ho->stall_us);
 		return 0;
 	case HO_FAILED:
-		td_strbuf_printf(out, "hand-over to %s failed: %s", ho->to,
-				 ho->error);
+		ho->failure_told = true;
+		td_strbuf_printf(out,
+				 "hand-over to %s failed: %s; writes go on "
+				 "here (repeat the command to try again)",
+				 ho->to, ho->error);
 		return -EIO;
 	default:
 		td_strbuf_printf(out,
@@ -603,10 +607,12 @@ static int control_handover(struct stripe_dev *dev, const char *to,
 		handover_call(ho); /* the same call again: idempotent */
 		return handover_status(dev, out);
 	}
-	if (ho->state != HO_IDLE && ho->state != HO_FAILED)
+	if (ho->state != HO_IDLE &&
+	    (ho->state != HO_FAILED || !ho->failure_told))
 		return handover_status(dev, out);
 	snprintf(ho->to, sizeof(ho->to), "%s", to);
 	ho->error[0] = '\0';
+	ho->failure_told = false;
 	ho->state = HO_DRAINING;
 	ho->start_ns = td_now_ns();
 	td_vbd_info(dev->drv->vbd,
