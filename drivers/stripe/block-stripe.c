@@ -562,6 +562,17 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 	}
 }
 
+/* tap-ctl info: the lease ("lease: held, holder H, epoch N, this host H"). */
+static void stripe_info_json(struct td_driver *drv, struct td_json *j)
+{
+	stripe_lease_report_json(dev_of(drv), j);
+}
+
+static void stripe_info_text(struct td_driver *drv, struct td_strbuf *sb)
+{
+	stripe_lease_report_text(dev_of(drv), sb);
+}
+
 /* --- control ------------------------------------------------------------------------ */
 
 static int control_resync(struct stripe_dev *dev, int argc, char **argv,
@@ -616,5 +627,7 @@ const struct td_driver_ops td_stripe_ops = {
 	.submit = stripe_lease_submit,
 	.report_json = stripe_report_json,
 	.report_text = stripe_report_text,
+	.info_json = stripe_info_json,
+	.info_text = stripe_info_text,
 	.control = stripe_control,
 };

@@ -1713,6 +1713,10 @@ static void test_lease_held_and_off(void **state)
 	assert_int_equal(control("lease", NULL, &out), 0);
 	assert_non_null(strstr(td_strbuf_str(&out),
 			       "lease: held, holder host-a, epoch 7"));
+	/* tap-ctl info's part */
+	td_strbuf_reset(&out);
+	td_vbd_info_drivers_text(fx->vbd, &out);
+	assert_non_null(strstr(td_strbuf_str(&out), "holder host-a, epoch 7"));
 	td_vbd_close(fx->vbd);
 	fx->vbd = NULL;
 	assert_int_equal(open_stripe(",lease=off"), 0);
