@@ -176,6 +176,16 @@ struct td_driver_ops {
 	void (*report_text)(struct td_driver *drv, struct td_strbuf *sb);
 
 	/*
+	 * Optional.  The few facts tap-ctl info shows next to the disk's
+	 * size (the stripe driver's lease): info_json adds members to the
+	 * JSON object that is open (named after the driver, inside
+	 * "drivers"), info_text appends "key: value" lines.  Run in the
+	 * event loop; neither may fail.
+	 */
+	void (*info_json)(struct td_driver *drv, struct td_json *j);
+	void (*info_text)(struct td_driver *drv, struct td_strbuf *sb);
+
+	/*
 	 * Optional (nr_counters 0).  The driver's own counters, listed among
 	 * the vbd's "driver counters" of tap-ctl stats ("counters" in
 	 * --json), between backend_merges and merged_iov_entries in the

@@ -96,6 +96,8 @@ int td_format_info_text(const struct td_report *r, struct td_strbuf *sb)
 	for (unsigned int i = 0; i < r->nr_frontends; i++)
 		td_strbuf_printf(sb, "frontend: %s %s\n", r->frontends[i].kind,
 				 r->frontends[i].addr);
+	if (r->vbd)
+		td_vbd_info_drivers_text(r->vbd, sb);
 	td_strbuf_printf(sb, "uptime_us: %" PRIu64 "\n", r->uptime_us);
 	return td_strbuf_error(sb);
 }
@@ -130,6 +132,8 @@ int td_format_info_json(const struct td_report *r, struct td_strbuf *sb)
 		td_json_end_object(&j);
 	}
 	td_json_end_array(&j);
+	if (r->vbd)
+		td_vbd_info_drivers_json(r->vbd, &j);
 	td_json_u64(&j, "uptime_us", r->uptime_us);
 	td_json_end_object(&j);
 	return td_json_finish(&j);

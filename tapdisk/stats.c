@@ -198,6 +198,31 @@ void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb)
 	}
 }
 
+void td_vbd_info_drivers_json(struct td_vbd *vbd, struct td_json *j)
+{
+	td_json_begin_object(j, "drivers");
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (!drv->ops->info_json)
+			continue;
+		td_json_begin_object(j, drv->ops->name);
+		drv->ops->info_json(drv, j);
+		td_json_end_object(j);
+	}
+	td_json_end_object(j);
+}
+
+void td_vbd_info_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb)
+{
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (drv->ops->info_text)
+			drv->ops->info_text(drv, sb);
+	}
+}
+
 int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
 			  char **argv, struct td_strbuf *out)
 {

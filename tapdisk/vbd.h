@@ -157,6 +157,10 @@ uint64_t td_vbd_driver_counter(const struct td_vbd_stats *s, const char *name);
 void td_vbd_report_drivers_json(struct td_vbd *vbd, struct td_json *j);
 void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb);
 
+/* The same for the drivers' info_json / info_text (tap-ctl info). */
+void td_vbd_info_drivers_json(struct td_vbd *vbd, struct td_json *j);
+void td_vbd_info_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb);
+
 /*
  * Pass a control command to the driver of the chain named name (the top
  * one when the chain names it twice): its ->control's result, or -ENOENT

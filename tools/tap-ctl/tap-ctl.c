@@ -414,6 +414,11 @@ static const struct subcommand subcommands[] = {
 	 "                          default: the chain's resync_rate);\n"
 	 "                          returns at once: status shows progress\n"
 	 "    stripe resync stop    stop after the chunk in flight\n"
+	 "    stripe lease          the disk's lease: state, holder, epoch\n"
+	 "    stripe handover HOST  hand the lease to HOST (live migration):\n"
+	 "                          writes held, flushed, then the master;\n"
+	 "                          returns at once: repeat it until it\n"
+	 "                          says handed over (or why it failed)\n"
 	 "Options come before NAME.\n",
 	 cmd_driver},
 	{"nbd", OPT_ID | OPT_JSON | OPT_ARGS,
