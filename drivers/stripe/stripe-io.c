@@ -73,9 +73,12 @@ static enum gate_action gate_action(struct stripe_dev *dev,
 	if (srv->gate == STRIPE_GATE_UNCHECKED) {
 		switch (srv->ops->state(srv->be)) {
 		case ISCSI_CONN_CONNECTING:
+		case ISCSI_CONN_ADMITTING:
 			return GATE_HOLD;
 		case ISCSI_CONN_DOWN:
 			return GATE_ISSUE; /* fails at once with -EIO */
+		case ISCSI_CONN_FENCED:
+			return GATE_ISSUE; /* fails at once with -EACCES */
 		case ISCSI_CONN_UP:
 			gate_check(dev, srv);
 			break;
@@ -208,8 +211,11 @@ bool stripe_server_degraded(struct stripe_dev *dev, struct stripe_server *srv)
 	enum iscsi_conn_state s = srv->ops->state(srv->be);
 	struct iscsi_conn_stats st;
 
-	if (s == ISCSI_CONN_UP || srv->gate == STRIPE_GATE_BAD ||
-	    (s == ISCSI_CONN_CONNECTING &&
+	/* A FENCED server is not degraded: its commands go and fail with
+	 * -EACCES, which fails the request (never skipped, never stale). */
+	if (s == ISCSI_CONN_UP || s == ISCSI_CONN_FENCED ||
+	    srv->gate == STRIPE_GATE_BAD ||
+	    ((s == ISCSI_CONN_CONNECTING || s == ISCSI_CONN_ADMITTING) &&
 	     srv->gate == STRIPE_GATE_UNCHECKED)) {
 		srv->degraded_ns = 0;
 		return false;
