@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/stripe/iscsi/iscsi-pr.h"
 #include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
 
 #define MOCK_DEFAULT_BLOCK 512u
@@ -222,7 +223,10 @@ void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	c->st.in_flight++;
 	if (c->state == ISCSI_CONN_DOWN)
 		make_ready(c, cmd, -EIO);
-	else if (c->state == ISCSI_CONN_CONNECTING)
+	else if (c->state == ISCSI_CONN_FENCED)
+		make_ready(c, cmd, -EACCES);
+	else if (c->state == ISCSI_CONN_CONNECTING ||
+		 c->state == ISCSI_CONN_ADMITTING)
 		TAILQ_INSERT_TAIL(&c->connecting, cmd, link);
 	else if (c->hold)
 		TAILQ_INSERT_TAIL(&c->held, cmd, link);
@@ -286,11 +290,14 @@ void mock_iscsi_set_state(unsigned int i, enum iscsi_conn_state state)
 	struct iscsi_cmd *cmd;
 
 	c->state = state;
-	if (state == ISCSI_CONN_CONNECTING)
+	if (state == ISCSI_CONN_CONNECTING || state == ISCSI_CONN_ADMITTING)
 		return;
 	while ((cmd = TAILQ_FIRST(&c->connecting))) {
 		TAILQ_REMOVE(&c->connecting, cmd, link);
-		make_ready(c, cmd, state == ISCSI_CONN_DOWN ? -EIO : 0);
+		make_ready(c, cmd,
+			   state == ISCSI_CONN_DOWN	? -EIO
+			   : state == ISCSI_CONN_FENCED ? -EACCES
+							: 0);
 	}
 }
 
@@ -354,6 +361,10 @@ const char *iscsi_conn_state_name(enum iscsi_conn_state s)
 		return "up";
 	case ISCSI_CONN_DOWN:
 		return "down";
+	case ISCSI_CONN_ADMITTING:
+		return "admitting";
+	case ISCSI_CONN_FENCED:
+		return "fenced";
 	default:
 		return "connecting";
 	}
@@ -363,4 +374,55 @@ int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry)
 {
 	*retry = false;
 	return status ? -EIO : 0;
+}
+
+/*
+ * The admission and PR calls of stripe-fence.c: these tests never turn
+ * the lease on (the admission decision is tested as a pure function), so
+ * a call is a bug: refuse it (stripe-fence.c aborts on a refused call).
+ */
+int iscsi_conn_admitted(struct iscsi_conn *c, int err)
+{
+	return -EINVAL;
+}
+
+int iscsi_conn_pr_register(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			   uint64_t key, iscsi_pr_done_fn done, void *opaque)
+{
+	return -EINVAL;
+}
+
+int iscsi_conn_pr_unregister(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			     iscsi_pr_done_fn done, void *opaque)
+{
+	return -EINVAL;
+}
+
+int iscsi_conn_pr_reserve(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			  uint64_t key, iscsi_pr_done_fn done, void *opaque)
+{
+	return -EINVAL;
+}
+
+int iscsi_conn_pr_read_keys(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			    iscsi_pr_done_fn done, void *opaque)
+{
+	return -EINVAL;
+}
+
+int iscsi_conn_pr_read_reservation(struct iscsi_conn *c,
+				   struct iscsi_pr_cmd *pr,
+				   iscsi_pr_done_fn done, void *opaque)
+{
+	return -EINVAL;
+}
+
+bool iscsi_pr_has_key(const struct iscsi_pr_cmd *pr, uint64_t key)
+{
+	return false;
+}
+
+const char *iscsi_pr_action_name(enum iscsi_pr_action a)
+{
+	return "pr";
 }

@@ -72,7 +72,8 @@ unsigned int mock_iscsi_nr_held(unsigned int i);
 /* Complete only the oldest held command, as mock_iscsi_release does. */
 void mock_iscsi_release_first(unsigned int i, int err);
 
-/* UP releases what CONNECTING kept; DOWN fails it with -EIO. */
+/* UP releases what CONNECTING (or ADMITTING) kept; DOWN fails it with
+ * -EIO, FENCED with -EACCES (and every later command). */
 void mock_iscsi_set_state(unsigned int i, enum iscsi_conn_state state);
 
 /* Log entries of connection conn with op since log index from. */

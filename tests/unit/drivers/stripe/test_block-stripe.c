@@ -810,6 +810,176 @@ static void test_flush_failure_unreplicated(void **state)
 	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
 }
 
+/* --- fencing (stripe-fence.c; issue #18) ---------------------------------------- */
+
+static enum stripe_fence_action decide(bool hb, uint32_t gb, bool kb, bool ha,
+				       uint32_t ga, bool ka,
+				       enum stripe_fence_verdict v)
+{
+	struct stripe_fence_view view = {
+		.have_before = hb,
+		.gen_before = gb,
+		.key_before = kb,
+		.have_after = ha,
+		.gen_after = ga,
+		.key_after = ka,
+		.verdict = v,
+	};
+
+	return stripe_fence_decide(&view);
+}
+
+static void test_fence_decide(void **state)
+{
+	const enum stripe_fence_verdict N = FENCE_VERDICT_NONE;
+
+	/* READ KEYS before: our key there -> REGISTER; absent -> master */
+	assert_int_equal(decide(true, 7, true, false, 0, false, N),
+			 FENCE_DO_REGISTER);
+	assert_int_equal(decide(true, 7, false, false, 0, false, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(false, 0, false, false, 0, false, N),
+			 FENCE_DO_ASK_MASTER);
+	/* after our REGISTER: g + 1 and the key -> reserve */
+	assert_int_equal(decide(true, 7, true, true, 8, true, N),
+			 FENCE_DO_RESERVE);
+	/* the generation moved by more than one, or the key vanished */
+	assert_int_equal(decide(true, 7, true, true, 9, true, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(true, 7, true, true, 7, true, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(true, 7, true, true, 8, false, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(true, UINT32_MAX, true, true, 0, true, N),
+			 FENCE_DO_RESERVE); /* the generation wraps */
+	/* the master's verdict decides whatever the keys said */
+	assert_int_equal(
+		decide(true, 7, false, false, 0, false, FENCE_VERDICT_HOLDER),
+		FENCE_DO_REGISTER_ASKED);
+	assert_int_equal(
+		decide(true, 7, false, false, 0, false, FENCE_VERDICT_FENCED),
+		FENCE_DO_REFUSE);
+	assert_int_equal(
+		decide(true, 7, true, true, 9, true, FENCE_VERDICT_UNREACHABLE),
+		FENCE_DO_WAIT);
+}
+
+static enum stripe_fence_verdict verdict(int lease_err, const char *holder,
+					 uint64_t epoch, bool pending,
+					 int hosts_err, const char *by)
+{
+	struct stripe_fence_answer a = {
+		.lease_err = lease_err,
+		.holder = holder,
+		.epoch = epoch,
+		.fence_pending = pending,
+		.hosts_err = hosts_err,
+		.fenced_by = by,
+		.fenced_epoch = 4,
+	};
+	char why[256];
+	enum stripe_fence_verdict v =
+		stripe_fence_verdict_of(&a, "hostA", 3, why, sizeof(why));
+
+	assert_true((v == FENCE_VERDICT_HOLDER) == !why[0]);
+	return v;
+}
+
+static void test_fence_verdict(void **state)
+{
+	assert_int_equal(verdict(0, "hostA", 3, false, 0, NULL),
+			 FENCE_VERDICT_HOLDER);
+	/* a master without MS_HOST_LIST: no fenced hosts */
+	assert_int_equal(verdict(0, "hostA", 3, false, -EPROTONOSUPPORT, NULL),
+			 FENCE_VERDICT_HOLDER);
+	assert_int_equal(verdict(0, "hostB", 4, false, 0, NULL),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(0, "hostA", 4, false, 0, NULL),
+			 FENCE_VERDICT_FENCED); /* a newer epoch */
+	assert_int_equal(verdict(0, "", 3, false, 0, NULL),
+			 FENCE_VERDICT_FENCED); /* released */
+	assert_int_equal(verdict(0, "hostA", 3, true, 0, NULL),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(0, "hostA", 3, false, 0, "hostB"),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(-ENOENT, NULL, 0, false, 0, NULL),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(-ECONNREFUSED, NULL, 0, false, 0, NULL),
+			 FENCE_VERDICT_UNREACHABLE);
+	assert_int_equal(verdict(-ETIMEDOUT, NULL, 0, false, 0, NULL),
+			 FENCE_VERDICT_UNREACHABLE);
+	assert_int_equal(verdict(0, "hostA", 3, false, -ECONNRESET, NULL),
+			 FENCE_VERDICT_UNREACHABLE);
+}
+
+/* EACCES on one replica: the write fails, nothing is marked stale. */
+static void test_fenced_write_marks_nothing(void **state)
+{
+	int calls;
+
+	start(&g2, NULL, NULL);
+	mock_iscsi_fail(1, -EACCES, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	calls = rename_calls();
+	fill(0, 3, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EACCES);
+	RUN_UNTIL(true);
+	assert_int_equal(rename_calls(), calls);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	assert_int_equal(stripe_live_replicas(dev(), 0, 0), 2);
+	assert_int_equal(dev()->replica_write_errors, 0);
+	assert_int_equal(dev()->writes_degraded, 0);
+	assert_int_equal(dev()->reservation_conflicts, 1);
+	assert_int_equal(dev()->servers[1].fence.reservation_conflicts, 1);
+}
+
+/* A FENCED connection: writes, flushes and reads fail with EACCES, are
+ * never skipped as degraded, and mark nothing. */
+static void test_fenced_server_fails_cleanly(void **state)
+{
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	fill(0, 4, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_FENCED);
+	assert_false(stripe_server_degraded(dev(), &dev()->servers[1]));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EACCES);
+	assert_int_equal(do_io(0, TD_OP_WRITE_ZEROES, 0, 4096), -EACCES);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), -EACCES);
+	/* (0, 1) is on servers 1 and 2: a read of it may fail too */
+	for (int i = 0; i < 4; i++) {
+		int r = do_io(1, TD_OP_READ, 268 * KiB, 4096);
+
+		assert_true(r == 0 || r == -EACCES);
+	}
+	RUN_UNTIL(true);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	assert_int_equal(dev()->degraded_skips, 0);
+	assert_int_equal(dev()->replica_write_errors, 0);
+	assert_true(dev()->reservation_conflicts >= 5);
+	assert_string_equal(
+		stripe_fence_state_name(dev()->servers[1].fence.state), "off");
+}
+
+/* ADMITTING is held like CONNECTING, then released in order. */
+static void test_admitting_held(void **state)
+{
+	start(&g2, NULL, NULL);
+	mock_iscsi_set_state(1, ISCSI_CONN_ADMITTING);
+	mock_iscsi_set_state(0, ISCSI_CONN_ADMITTING);
+	fill(0, 6, 4096);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 0);
+	assert_int_equal(fx->calls[0], 0);
+	mock_iscsi_set_state(0, ISCSI_CONN_UP);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
 /* --- servers ------------------------------------------------------------------------ */
 
 /* G4, R=1: server 1 (column 1) down fails only column 1's I/O. */
@@ -1496,6 +1666,11 @@ int main(void)
 		T(test_flush_skips_stale_only_server),
 		T(test_flush_failure_marks_replicas),
 		T(test_flush_failure_unreplicated),
+		T(test_fence_decide),
+		T(test_fence_verdict),
+		T(test_fenced_write_marks_nothing),
+		T(test_fenced_server_fails_cleanly),
+		T(test_admitting_held),
 		T(test_down_server_fails_its_extents),
 		T(test_down_server_replicated),
 		T(test_gate_block_size_mismatch),
