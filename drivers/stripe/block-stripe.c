@@ -6,12 +6,14 @@
  *
  * Chain: "stripe:/var/lib/tapstripe/NAME.map[,OPTION=VALUE]...", options
  * queue_depth, cmd_timeout_ms, login_retries, degraded_grace_ms,
- * resync_rate, resync_chunk, initiator (doc/driver-chains.md).  Open takes
- * the mapping file's exclusive lock until close; the driver declares the
- * stripe unit as its boundary.  Control ("tap-ctl driver -i ID stripe"):
- * resync [RATE], resync stop, status.  The design of open, the request
- * path (stripe-io.c), stale marks (stripe-stale.c) and resync
- * (stripe-resync.c) is in doc/stripe-driver.md.
+ * resync_rate, resync_chunk, initiator, lease (doc/driver-chains.md).
+ * Open takes the mapping file's exclusive lock until close and the disk's
+ * lease at the master (stripe-lease.c; kept after close); the driver
+ * declares the stripe unit as its boundary.  Control ("tap-ctl driver -i
+ * ID stripe"): resync [RATE], resync stop, status, lease, handover HOST.
+ * The design of open, the request path (stripe-io.c), stale marks
+ * (stripe-stale.c) and resync (stripe-resync.c) is in
+ * doc/stripe-driver.md.
  */
 #include "config.h"
 
@@ -104,6 +106,9 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 		ret = parse_size_opt(
 			v, STRIPE_RESYNC_CHUNK_ALIGN, STRIPE_MAX_RESYNC_CHUNK,
 			STRIPE_RESYNC_CHUNK_ALIGN, &o->resync_chunk);
+	} else if (key_is(opt, klen, "lease")) {
+		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
+		o->lease_off = !strcmp(v, "off");
 	} else if (key_is(opt, klen, "initiator") && *v && !o->initiator) {
 		if (!(o->initiator = strdup(v)))
 			return -ENOMEM;
@@ -131,7 +136,7 @@ static int parse_options(struct stripe_dev *dev)
 				"login_retries=N, degraded_grace_ms=N, "
 				"resync_rate=SIZE (at least 64K), "
 				"resync_chunk=SIZE (a multiple of 4K, at most "
-				"64M) or initiator=IQN",
+				"64M), lease=on|off or initiator=IQN",
 				comma + 1);
 		if (ret > 0)
 			break;
@@ -345,6 +350,7 @@ static void stripe_close(struct td_driver *drv)
 			dev->servers[i].ops->destroy(dev->servers[i].be);
 	stripe_io_close(dev);
 	stripe_fence_stop(dev);
+	stripe_lease_close(dev); /* the lease itself stays with this host */
 	stripe_resync_close(dev);
 	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
 	stripe_notify_stop(dev->notify);
@@ -378,6 +384,8 @@ static int stripe_open(struct td_driver *drv, const char *args)
 	ret = parse_options(dev);
 	if (!ret)
 		ret = open_map(dev);
+	if (!ret)
+		ret = stripe_lease_open(dev);
 	if (!ret)
 		ret = servers_init(dev, &max_bs);
 	if (!ret && (ret = stripe_fence_start(dev)))
@@ -469,6 +477,7 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_u64(j, "reservation_conflicts", dev->reservation_conflicts);
 	td_json_bool(j, "fencing", dev->fence.on);
 	td_json_u64(j, "fence_master_asks", dev->fence.asks);
+	stripe_lease_report_json(dev, j);
 	report_resync_json(dev, j);
 	td_json_begin_array(j, "servers");
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
@@ -540,6 +549,7 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 		", degraded skips %" PRIu64 ", flush rounds %" PRIu64 "\n",
 		dev->read_fallbacks, dev->replica_write_errors,
 		dev->writes_degraded, dev->degraded_skips, dev->flush_rounds);
+	stripe_lease_report_text(dev, sb);
 	report_resync_text(dev, sb);
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
@@ -606,8 +616,10 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 		stripe_report_text(drv, out);
 		return 0;
 	}
+	if (!strcmp(argv[0], "lease") || !strcmp(argv[0], "handover"))
+		return stripe_lease_control(dev, argc, argv, out);
 	td_strbuf_puts(out, "stripe commands: resync [RATE], resync stop, "
-			    "status");
+			    "status, lease, handover HOST");
 	return -EINVAL;
 }
 
@@ -617,7 +629,7 @@ const struct td_driver_ops td_stripe_ops = {
 	.req_size = sizeof(struct stripe_req),
 	.open = stripe_open,
 	.close = stripe_close,
-	.submit = stripe_io_submit,
+	.submit = stripe_lease_submit,
 	.report_json = stripe_report_json,
 	.report_text = stripe_report_text,
 	.control = stripe_control,

@@ -612,6 +612,7 @@ int stripe_fence_start(struct stripe_dev *dev)
 	int ret;
 
 	f->efd = -1;
+	f->started = true; /* stop cleans up from here on */
 	if (!dev->lease.enabled || !any_iscsi(dev))
 		return 0;
 	f->master = strdup(dev->map.master);
@@ -646,6 +647,8 @@ void stripe_fence_stop(struct stripe_dev *dev)
 {
 	struct stripe_fence *f = &dev->fence;
 
+	if (!f->started)
+		return; /* open failed before stripe_fence_start */
 	if (f->thread_started) {
 		pthread_mutex_lock(&f->lock);
 		f->stop = true;
@@ -667,6 +670,7 @@ void stripe_fence_stop(struct stripe_dev *dev)
 	free(f->host);
 	f->master = f->vdisk = f->host = NULL;
 	f->on = false;
+	f->started = false;
 }
 
 void stripe_fence_conflict(struct stripe_dev *dev, struct stripe_server *srv)

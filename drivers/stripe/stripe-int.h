@@ -59,6 +59,7 @@ enum stripe_gate {
 
 struct stripe_dev;
 struct stripe_server;
+struct stripe_handover;
 
 /* --- fencing (stripe-fence.c; doc/stripe-driver.md "Fencing") ------------ */
 
@@ -156,8 +157,9 @@ struct stripe_fence_srv {
 
 /* Per disk: the worker thread that asks the master (off the loop). */
 struct stripe_fence {
-	bool on; /* dev->lease.enabled and some server is iscsi */
-	int efd; /* the worker's answers */
+	bool on;      /* dev->lease.enabled and some server is iscsi */
+	bool started; /* stripe_fence_start ran: stop must clean up */
+	int efd;      /* the worker's answers */
 	struct td_fd efd_event;
 	struct td_timer retry_timer;
 	bool retry_armed;
@@ -388,6 +390,7 @@ struct stripe_opts {
 	uint64_t resync_chunk;
 	uint32_t degraded_grace_ms;
 	char *initiator;
+	bool lease_off; /* lease=off: no lease taken (a map no other host has) */
 };
 
 /*
@@ -402,6 +405,9 @@ struct stripe_lease {
 	uint64_t key;			   /* iscsi_conn_pr_key(host_id) */
 	uint64_t epoch;			   /* the lease's epoch, held at open */
 	bool handed_over; /* given to another host: no more I/O */
+	/* The holder now: host_id, or the host it was handed over to. */
+	char holder[MASTER_HOST_ID_SIZE];
+	struct stripe_handover *ho; /* NULL until the first hand-over */
 };
 
 struct stripe_dev {
@@ -499,6 +505,46 @@ void stripe_fence_stop(struct stripe_dev *dev);
 /* A command of srv failed with EACCES: count, log once, note FENCED. */
 void stripe_fence_conflict(struct stripe_dev *dev, struct stripe_server *srv);
 const char *stripe_fence_state_name(enum stripe_fence_state s);
+/* --- stripe-lease.c ---------------------------------------------------- */
+/* How open asks the master for the lease: bounded, tapdisk's start waits. */
+#define STRIPE_LEASE_TIMEOUT_MS 5000u /* per attempt */
+#define STRIPE_LEASE_RETRIES	1u
+
+/* What open asks about and whom (for stripe_lease_verdict's messages). */
+struct stripe_lease_ctx {
+	const char *vdisk;
+	const char *host;   /* this host's id */
+	const char *master; /* the master's address */
+	const char *error;  /* master_client_error() of the call */
+};
+
+/*
+ * The decision of open, a pure function: ret and rep are what
+ * master_call_lease_acquire answered.  0 with *epoch: this host holds the
+ * lease and may serve.  Else -errno with msg (one line: the holder and
+ * what to do): -EBUSY held by another host, -EPERM this host was fenced,
+ * -EAGAIN a fenced takeover not yet finished, -EHOSTUNREACH the master
+ * cannot be reached, or the master's own error.
+ */
+int stripe_lease_verdict(int ret, const ms_reply *rep,
+			 const struct stripe_lease_ctx *ctx, uint64_t *epoch,
+			 char *msg, size_t len);
+/*
+ * At open, after the map is read, before the connections: take the lease
+ * (lease on) or warn (lease=off).  0, or -errno having said why with
+ * td_driver_fail.  Blocks for at most about 2 * STRIPE_LEASE_TIMEOUT_MS.
+ */
+int stripe_lease_open(struct stripe_dev *dev);
+/* Stop a hand-over under way (its thread is joined) and free it. */
+void stripe_lease_close(struct stripe_dev *dev);
+/* The driver's submit: the lease's gate in front of stripe_io_submit. */
+int stripe_lease_submit(struct td_driver *drv, struct td_request *req);
+/* "lease" and "handover HOST" control commands. */
+int stripe_lease_control(struct stripe_dev *dev, int argc, char **argv,
+			 struct td_strbuf *out);
+void stripe_lease_report_json(struct stripe_dev *dev, struct td_json *j);
+void stripe_lease_report_text(struct stripe_dev *dev, struct td_strbuf *sb);
+const char *stripe_lease_state(const struct stripe_dev *dev);
 
 /* --- stripe-resync.c --------------------------------------------------- */
 /* 0 (started), -EALREADY, -ENOMEM; msg says what happened. */

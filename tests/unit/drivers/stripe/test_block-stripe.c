@@ -7,11 +7,14 @@
  * reads that avoid stale replicas and fall back, flush rounds, a DOWN
  * server, the geometry gate, degraded servers (a session lost after it
  * was up: writes and flushes go on without it), discard, resync, control
- * and open errors.
+ * open errors, and the lease: the decision of open (a table), refusals,
+ * lease=off and the hand-over for live migration.
  *
  * rename(2) is wrapped (--wrap, the OS boundary) so that a test can hold
  * the map rewrite in the writer thread, or make it fail.  The master
- * notifier is replaced by a recorder (master_notifier_* below).
+ * notifier is replaced by a recorder (master_notifier_* below), and the
+ * master's lease calls by a fake (master_client_* below) that grants the
+ * lease unless a test scripts another answer.
  */
 #include "config.h"
 
@@ -30,9 +33,12 @@
 #include <cmocka.h>
 
 #include "drivers/drivers.h"
+#include "drivers/stripe/iscsi/iscsi-pr.h"
 #include "drivers/stripe/map/map.h"
 #include "drivers/stripe/stripe-int.h"
+#include "master/client/client.h"
 #include "master/client/notify.h"
+#include "master/reply.h"
 #include "tapdisk/vbd-int.h"
 #include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
 #include "tests/unit/vbd-fixture.h"
@@ -123,6 +129,132 @@ void master_notifier_replica_state(struct master_notifier *n, const char *vdisk,
 
 void master_notifier_stop(struct master_notifier *n)
 {
+}
+
+/* --- fake master: the lease calls of stripe-lease.c --------------------------- */
+
+static struct {
+	int acquire_ret;  /* 0: granted to the caller */
+	ms_status status; /* of a refusal */
+	char holder[64];  /* of a refusal; "" for the caller */
+	uint64_t epoch;	  /* the lease's epoch */
+	bool fence_pending;
+	int handover_ret; /* 0: handed over at epoch + 1 */
+	unsigned int acquires, handovers;
+	char last_host[64], last_to[64];
+	uint64_t last_epoch;
+} fm;
+
+static int fake_client_token;
+
+int master_client_open(const char *address,
+		       const struct master_client_opts *opts,
+		       struct master_client **out)
+{
+	assert_string_equal(address, "127.0.0.1:7700");
+	/* stripe-lease.c at open, or stripe-fence.c's worker */
+	assert_true(opts->timeout_ms == STRIPE_LEASE_TIMEOUT_MS ||
+		    opts->timeout_ms == STRIPE_FENCE_MASTER_TIMEOUT_MS);
+	*out = (struct master_client *)&fake_client_token;
+	return 0;
+}
+
+void master_client_close(struct master_client *c)
+{
+}
+
+const char *master_client_error(const struct master_client *c)
+{
+	return fm.acquire_ret == -ENOENT ? "no vdisk t1" : "";
+}
+
+static void fake_lease(ms_reply *rep, ms_status status, const char *holder,
+		       uint64_t epoch)
+{
+	master_reply_init(rep);
+	rep->status = status;
+	rep->body.kind = MS_BODY_LEASE;
+	rep->body.ms_body_u.lease.vdisk = strdup("t1");
+	rep->body.ms_body_u.lease.holder = strdup(holder);
+	rep->body.ms_body_u.lease.previous = strdup("host-old");
+	rep->body.ms_body_u.lease.epoch = epoch;
+	rep->body.ms_body_u.lease.fence_pending = fm.fence_pending;
+}
+
+int master_call_lease_acquire(struct master_client *c, const char *vdisk,
+			      const char *host, ms_reply *rep)
+{
+	fm.acquires++;
+	snprintf(fm.last_host, sizeof(fm.last_host), "%s", host);
+	if (fm.acquire_ret && !fm.holder[0]) { /* a transport error */
+		master_reply_init(rep);
+		return fm.acquire_ret;
+	}
+	fake_lease(rep, fm.acquire_ret ? fm.status : MS_OK,
+		   fm.holder[0] ? fm.holder : host, fm.epoch);
+	return fm.acquire_ret;
+}
+
+/* Runs in the hand-over's thread: reads fm only. */
+int master_call_lease_handover(struct master_client *c, const char *vdisk,
+			       const char *host, uint64_t epoch, const char *to,
+			       ms_reply *rep)
+{
+	fm.handovers++;
+	snprintf(fm.last_to, sizeof(fm.last_to), "%s", to);
+	fm.last_epoch = epoch;
+	if (fm.handover_ret) {
+		master_reply_init(rep);
+		return fm.handover_ret;
+	}
+	fake_lease(rep, MS_OK, to, epoch + 1);
+	return 0;
+}
+
+/*
+ * stripe-fence.c's questions, from its worker thread: the lease as
+ * acquired (the caller at fm.epoch) unless show_holder says otherwise;
+ * show_ret a transport error; hosts_ret the host list's answer
+ * (-EPROTONOSUPPORT: a master without it), fenced_host listed.
+ */
+static struct {
+	int show_ret;
+	char show_holder[64];
+	int hosts_ret;
+	char fenced_host[64];
+	unsigned int shows;
+} fq;
+
+int master_call_lease_show(struct master_client *c, const char *vdisk,
+			   ms_reply *rep)
+{
+	fq.shows++;
+	if (fq.show_ret) {
+		master_reply_init(rep);
+		return fq.show_ret;
+	}
+	fake_lease(rep, MS_OK,
+		   fq.show_holder[0] ? fq.show_holder : fm.last_host, fm.epoch);
+	return 0;
+}
+
+int master_call_host_list(struct master_client *c, ms_reply *rep)
+{
+	master_reply_init(rep);
+	if (fq.hosts_ret)
+		return fq.hosts_ret;
+	rep->body.kind = MS_BODY_HOSTS;
+	if (fq.fenced_host[0]) {
+		ms_fenced_host *h = calloc(1, sizeof(*h));
+
+		h->host = strdup(fq.fenced_host);
+		h->by = strdup("host-b");
+		h->vdisk = strdup("t1");
+		h->epoch = 8;
+		rep->body.ms_body_u.hosts.hosts_len = 1;
+		rep->body.ms_body_u.hosts.hosts_val = h;
+	}
+	return 0;
 }
 
 /* --- geometries, written out by hand ------------------------------------------ */
@@ -290,6 +422,11 @@ static int stripe_setup(void **state)
 	rename_hold(false);
 	rename_fail(0);
 	nr_notes = 0;
+	memset(&fm, 0, sizeof(fm));
+	fm.epoch = 7;
+	memset(&fq, 0, sizeof(fq));
+	fq.hosts_ret = -EPROTONOSUPPORT;
+	setenv("TAPSTRIPE_HOST_ID", "host-a", 1);
 	snprintf(ts.dir, sizeof(ts.dir), "/tmp/test-stripe.XXXXXX");
 	assert_non_null(mkdtemp(ts.dir));
 	snprintf(ts.path, sizeof(ts.path), "%s/t1.map", ts.dir);
@@ -958,8 +1095,10 @@ static void test_fenced_server_fails_cleanly(void **state)
 	assert_int_equal(dev()->degraded_skips, 0);
 	assert_int_equal(dev()->replica_write_errors, 0);
 	assert_true(dev()->reservation_conflicts >= 5);
+	/* the lease is on (the default): the server is seen fenced */
 	assert_string_equal(
-		stripe_fence_state_name(dev()->servers[1].fence.state), "off");
+		stripe_fence_state_name(dev()->servers[1].fence.state),
+		"fenced");
 }
 
 /* ADMITTING is held like CONNECTING, then released in order. */
@@ -978,6 +1117,144 @@ static void test_admitting_held(void **state)
 	RUN_UNTIL(fx->calls[0]);
 	assert_int_equal(fx->err[0], 0);
 	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* --- admission through the mock's persistent reservations ------------------------ */
+
+static bool fence_is(unsigned int i, enum stripe_fence_state st)
+{
+	return dev()->servers[i].fence.state == st;
+}
+
+#define RUN_FOR_MS(ms)                                                \
+	do {                                                          \
+		uint64_t end_ = td_now_ns() + (uint64_t)(ms)*1000000; \
+		while (td_now_ns() < end_)                            \
+			td_loop_run_once(fx->loop, 5);                \
+	} while (0)
+
+static void wait_registered(void)
+{
+	for (unsigned int i = 0; i < 3; i++)
+		RUN_UNTIL(fence_is(i, STRIPE_FENCE_REGISTERED));
+}
+
+/* Open: every LUN gets our key and the WERO reservation, asked once. */
+static void test_fence_open_registers(void **state)
+{
+	uint64_t key = iscsi_conn_pr_key("host-a");
+
+	start(&g2, NULL, NULL);
+	assert_true(dev()->fence.on);
+	fill(0, 9, 4096);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	wait_registered();
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	for (unsigned int i = 0; i < 3; i++) {
+		assert_true(mock_iscsi_registered(i));
+		assert_true(mock_iscsi_lun(i)->reserved);
+		assert_int_equal(mock_iscsi_lun(i)->holder, key);
+		assert_int_equal(mock_iscsi_lun(i)->type, ISCSI_PR_TYPE_WERO);
+	}
+	/* key absent on three fresh LUNs: asked, a batch may serve several */
+	assert_true(fq.shows >= 1 && fq.shows <= 3);
+}
+
+/* A reconnect finds our key (the old session's): no master question. */
+static void test_fence_reconnect_keeps_key(void **state)
+{
+	unsigned int shows;
+
+	start(&g2, NULL, NULL);
+	wait_registered();
+	shows = fq.shows;
+	fq.show_ret = -ECONNREFUSED; /* the master is not needed */
+	mock_iscsi_relogin(1, false);
+	assert_true(fence_is(1, STRIPE_FENCE_REGISTERED));
+	RUN_UNTIL(iscsi_conn_state(mock_iscsi_conn(1)) == ISCSI_CONN_UP);
+	assert_true(mock_iscsi_registered(1));
+	assert_int_equal(fq.shows, shows);
+	assert_int_equal(dev()->servers[1].fence.admissions, 2);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+}
+
+/* A server that lost its PR state (tgtd restart): the master says we
+ * still hold the disk, the session is admitted again; while the master
+ * is unreachable the session stays held and the disk goes on. */
+static void test_fence_server_restart(void **state)
+{
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	wait_registered();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0); /* gate checked */
+	memset(mock_iscsi_lun(1), 0, sizeof(struct mock_pr));
+	fq.show_ret = -ECONNREFUSED;
+	mock_iscsi_relogin(1, true);
+	RUN_FOR_MS(100);
+	assert_true(fence_is(1, STRIPE_FENCE_ADMITTING));
+	assert_int_equal(iscsi_conn_state(mock_iscsi_conn(1)),
+			 ISCSI_CONN_ADMITTING);
+	/* degraded: a write to (0, 0) goes on with server 0 alone */
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_true(file_stale(0, 0, 1));
+	fq.show_ret = 0;
+	RUN_UNTIL(fence_is(1, STRIPE_FENCE_REGISTERED)); /* within 2 s */
+	assert_true(mock_iscsi_registered(1));
+	assert_true(mock_iscsi_lun(1)->reserved);
+	assert_int_equal(iscsi_conn_state(mock_iscsi_conn(1)), ISCSI_CONN_UP);
+}
+
+/* Preempted by another host: writes fail with EACCES, nothing stale; a
+ * new session is refused by the master's answer: FENCED. */
+static void test_fence_preempted(void **state)
+{
+	uint64_t key = iscsi_conn_pr_key("host-a");
+	uint64_t theirs = iscsi_conn_pr_key("host-b");
+
+	start(&g2, NULL, NULL);
+	wait_registered();
+	for (unsigned int i = 0; i < 3; i++)
+		mock_iscsi_preempt(i, key, theirs);
+	fill(0, 10, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EACCES);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	assert_true(fence_is(0, STRIPE_FENCE_FENCED));
+	/* the session comes back: the key is gone, the master says B */
+	snprintf(fq.show_holder, sizeof(fq.show_holder), "host-b");
+	mock_iscsi_relogin(1, false);
+	RUN_UNTIL(iscsi_conn_state(mock_iscsi_conn(1)) == ISCSI_CONN_FENCED);
+	assert_false(mock_iscsi_registered(1));
+	assert_int_equal(do_io(0, TD_OP_WRITE, 320 * KiB, 4096), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_true(dev()->reservation_conflicts >= 2);
+}
+
+/* The master lists this host as fenced: refused even as the holder. */
+static void test_fence_listed_host(void **state)
+{
+	start(&g2, NULL, NULL);
+	wait_registered();
+	memset(mock_iscsi_lun(2), 0, sizeof(struct mock_pr));
+	fq.hosts_ret = 0;
+	snprintf(fq.fenced_host, sizeof(fq.fenced_host), "host-a");
+	mock_iscsi_relogin(2, true);
+	RUN_UNTIL(fence_is(2, STRIPE_FENCE_FENCED));
+	assert_int_equal(iscsi_conn_state(mock_iscsi_conn(2)),
+			 ISCSI_CONN_FENCED);
+	assert_true(fence_is(0, STRIPE_FENCE_REGISTERED));
+}
+
+/* Another reservation type on the LUN: refused (another scheme). */
+static void test_fence_foreign_reservation(void **state)
+{
+	start(&g2, NULL, NULL);
+	wait_registered();
+	mock_iscsi_lun(0)->type = 1; /* Write Exclusive */
+	mock_iscsi_lun(0)->holder = 0x99;
+	mock_iscsi_relogin(0, false);
+	RUN_UNTIL(fence_is(0, STRIPE_FENCE_FENCED));
 }
 
 /* --- servers ------------------------------------------------------------------------ */
@@ -1644,6 +1921,283 @@ static void test_device_too_small(void **state)
 	assert_true(file_stale(0, 1, 1));
 }
 
+/* --- the lease ----------------------------------------------------------------------- */
+
+/* The decision of open: (call's result, reply) -> serve, or a refusal. */
+struct verdict_row {
+	int ret;
+	ms_status status;
+	const char *holder; /* NULL: no body */
+	uint64_t epoch;
+	bool fence_pending;
+	int want;
+	const char *says[3];
+};
+
+static const struct verdict_row verdicts[] = {
+	{0, MS_OK, "host-a", 3, false, 0, {NULL}},
+	{-EBUSY,
+	 MS_EHELD,
+	 "host-b",
+	 4,
+	 false,
+	 -EBUSY,
+	 {"held by host host-b (lease epoch 4)", "stripe handover host-a",
+	  "takeover t1 --fence"}},
+	{-EPERM,
+	 MS_EFENCED,
+	 "host-b",
+	 5,
+	 false,
+	 -EPERM,
+	 {"was fenced", "stripe-ctl host readmit host-a", NULL}},
+	{0,
+	 MS_OK,
+	 "host-a",
+	 6,
+	 true,
+	 -EAGAIN,
+	 {"not fenced yet", "takeover t1 --fence", "host-old"}},
+	{-ECONNREFUSED,
+	 MS_OK,
+	 NULL,
+	 0,
+	 false,
+	 -EHOSTUNREACH,
+	 {"cannot reach the master at 127.0.0.1:7700",
+	  "disks already running are not affected",
+	  "start the master or check the network"}},
+	{-ETIMEDOUT, MS_OK, NULL, 0, false, -EHOSTUNREACH, {"cannot reach"}},
+	{-ENOENT,
+	 MS_ENOENT,
+	 NULL,
+	 0,
+	 false,
+	 -ENOENT,
+	 {"refused the lease of vdisk t1: no vdisk t1"}},
+	/* an OK that names another holder is never served */
+	{0, MS_OK, "host-b", 2, false, -EBUSY, {"held by host host-b"}},
+	/* an OK without the lease */
+	{0, MS_OK, NULL, 0, false, -EBUSY, {"held by host ?"}},
+	/* EPERM that is not a fence: the master's own message */
+	{-EPERM, MS_EPERM, NULL, 0, false, -EPERM, {"refused the lease"}},
+};
+
+static void test_lease_verdict(void **state)
+{
+	struct stripe_lease_ctx ctx = {"t1", "host-a", "127.0.0.1:7700",
+				       "no vdisk t1"};
+
+	for (size_t i = 0; i < sizeof(verdicts) / sizeof(verdicts[0]); i++) {
+		const struct verdict_row *v = &verdicts[i];
+		uint64_t epoch = 99;
+		char msg[512] = "";
+		ms_reply rep;
+
+		fm.fence_pending = v->fence_pending;
+		if (v->holder)
+			fake_lease(&rep, v->status, v->holder, v->epoch);
+		else
+			master_reply_init(&rep);
+		assert_int_equal(stripe_lease_verdict(v->ret, &rep, &ctx,
+						      &epoch, msg, sizeof(msg)),
+				 v->want);
+		if (!v->want)
+			assert_int_equal(epoch, v->epoch);
+		for (int k = 0; k < 3 && v->says[k]; k++)
+			if (!strstr(msg, v->says[k]))
+				fail_msg("row %zu: '%s' lacks '%s'", i, msg,
+					 v->says[k]);
+		master_reply_free(&rep);
+	}
+}
+
+static int open_refused(const char *opts, char *reason)
+{
+	char chain[256];
+	struct td_vbd_open_error err = {0};
+	struct td_vbd_params p = {
+		.name = "test", .chain = chain, .error = &err};
+	int ret;
+
+	snprintf(chain, sizeof(chain), "stripe:%s%s", ts.path,
+		 opts ? opts : "");
+	ret = td_vbd_open(fx->loop, table, &p, &fx->vbd);
+	snprintf(reason, TD_VBD_REASON_MAX, "%s", err.reason);
+	return ret;
+}
+
+/* Every refusal fails the open before any connection, naming why. */
+static void test_lease_refusals(void **state)
+{
+	char reason[TD_VBD_REASON_MAX];
+
+	make_map(&g2, NULL);
+	fm.acquire_ret = -EBUSY;
+	fm.status = MS_EHELD;
+	snprintf(fm.holder, sizeof(fm.holder), "host-b");
+	assert_int_equal(open_refused(NULL, reason), -EBUSY);
+	assert_non_null(strstr(reason, "held by host host-b"));
+	assert_string_equal(fm.last_host, "host-a");
+	assert_int_equal(mock_iscsi.nr_created, 0);
+	fm.acquire_ret = -EPERM;
+	fm.status = MS_EFENCED;
+	assert_int_equal(open_refused(NULL, reason), -EPERM);
+	assert_non_null(strstr(reason, "stripe-ctl host readmit host-a"));
+	fm.acquire_ret = -ECONNREFUSED;
+	fm.holder[0] = '\0';
+	assert_int_equal(open_refused(NULL, reason), -EHOSTUNREACH);
+	assert_non_null(strstr(reason, "master at 127.0.0.1:7700"));
+	fm.acquire_ret = 0;
+	fm.fence_pending = true;
+	assert_int_equal(open_refused(NULL, reason), -EAGAIN);
+	assert_non_null(strstr(reason, "takeover t1 --fence"));
+	setenv("TAPSTRIPE_HOST_ID", "bad host", 1);
+	assert_int_equal(open_refused(NULL, reason), -EINVAL);
+	assert_non_null(strstr(reason, "TAPSTRIPE_HOST_ID"));
+	assert_int_equal(open_refused(",lease=maybe", reason), -EINVAL);
+	assert_int_equal(mock_iscsi.nr_created, 0);
+	assert_int_equal(fm.acquires, 4);
+}
+
+static void test_lease_held_and_off(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g2, NULL, NULL);
+	assert_int_equal(fm.acquires, 1);
+	assert_true(dev()->lease.enabled);
+	assert_int_equal(dev()->lease.epoch, 7);
+	assert_int_equal(dev()->lease.key, iscsi_conn_pr_key("host-a"));
+	assert_int_equal(control("lease", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out),
+			       "lease: held, holder host-a, epoch 7"));
+	td_vbd_close(fx->vbd);
+	fx->vbd = NULL;
+	assert_int_equal(open_stripe(",lease=off"), 0);
+	assert_int_equal(fm.acquires, 1); /* not asked */
+	assert_false(dev()->lease.enabled);
+	assert_string_equal(stripe_lease_state(dev()), "off");
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_int_equal(control("handover", "host-b", &out), -EINVAL);
+	td_strbuf_free(&out);
+}
+
+/* Start a hand-over while a write is in flight on server 0 (held). */
+static void handover_under_write(struct td_strbuf *out)
+{
+	start(&g2, NULL, NULL);
+	mock_iscsi_hold(0, true);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	RUN_UNTIL(mock_iscsi_nr_held(0) == 1);
+	assert_int_equal(control("handover", "host-b", out), 0);
+	assert_non_null(strstr(td_strbuf_str(out), "draining"));
+	submit(1, TD_OP_WRITE, 64 * KiB, 4096, 0); /* held by the lease */
+	/* reads go on: column 0 extent 1, servers 1 and 2 */
+	assert_int_equal(do_io(2, TD_OP_READ, 256 * KiB, 4096), 0);
+	for (int n = 0; n < 20; n++)
+		td_loop_run_once(fx->loop, 2);
+	assert_int_equal(fx->calls[1], 0);
+	assert_int_equal(fm.handovers, 0); /* the write is still in flight */
+	mock_iscsi_hold(0, false);
+	mock_iscsi_release(0, 0);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+}
+
+static void test_handover(void **state)
+{
+	struct td_strbuf out;
+	unsigned int log0 = 0;
+
+	td_strbuf_init(&out);
+	handover_under_write(&out);
+	log0 = mock_iscsi.nr_log;
+	RUN_UNTIL(dev()->lease.handed_over);
+	assert_int_equal(fm.handovers, 1);
+	assert_string_equal(fm.last_to, "host-b");
+	assert_int_equal(fm.last_epoch, 7);
+	/* a SYNCHRONIZE CACHE on every server before the call */
+	for (unsigned int i = 0; i < 3; i++)
+		assert_true(mock_iscsi_count(i, ISCSI_CMD_SYNC, 0) >= 1);
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], -EACCES);
+	assert_int_equal(mock_iscsi_count(0, ISCSI_CMD_WRITE, log0) +
+				 mock_iscsi_count(1, ISCSI_CMD_WRITE, log0) +
+				 mock_iscsi_count(2, ISCSI_CMD_WRITE, log0),
+			 0);
+	assert_int_equal(do_io(3, TD_OP_READ, 0, 4096), -EACCES);
+	assert_int_equal(do_io(3, TD_OP_WRITE, 0, 4096), -EACCES);
+	assert_int_equal(control("handover", "host-b", &out), 0);
+	assert_non_null(
+		strstr(td_strbuf_str(&out), "held by host-b at epoch 8"));
+	assert_int_equal(control("lease", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "handed-over, holder "
+						    "host-b, epoch 8"));
+	assert_int_equal(control("handover", "host-c", &out), -EBUSY);
+	td_strbuf_free(&out);
+}
+
+static void test_handover_refused(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	fm.handover_ret = -ECONNREFUSED;
+	handover_under_write(&out);
+	RUN_UNTIL(fx->calls[1]); /* the held write goes on */
+	assert_int_equal(fx->err[1], 0);
+	assert_int_equal(fm.handovers, 1);
+	assert_false(dev()->lease.handed_over);
+	assert_int_equal(control("handover", "host-b", &out), -EIO);
+	assert_non_null(strstr(td_strbuf_str(&out), "failed"));
+	assert_int_equal(do_io(3, TD_OP_WRITE, 0, 4096), 0);
+	/* bad input */
+	assert_int_equal(control("handover", "host a", &out), -EINVAL);
+	assert_int_equal(control("handover", "host-a", &out), -EINVAL);
+	assert_int_equal(control("lease", "x", &out), -EINVAL);
+	/* the master answers again: a second try succeeds */
+	fm.handover_ret = 0;
+	assert_int_equal(control("handover", "host-b", &out), 0);
+	RUN_UNTIL(dev()->lease.handed_over);
+	assert_int_equal(do_io(3, TD_OP_WRITE, 0, 4096), -EACCES);
+	td_strbuf_free(&out);
+}
+
+static bool lease_says(const char *what)
+{
+	struct td_strbuf sb;
+	bool found;
+
+	td_strbuf_init(&sb);
+	stripe_lease_report_text(dev(), &sb);
+	found = strstr(td_strbuf_str(&sb), what) != NULL;
+	td_strbuf_free(&sb);
+	return found;
+}
+
+/* A call that may have run on the master keeps the writes held. */
+static void test_handover_uncertain(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	fm.handover_ret = -ETIMEDOUT;
+	handover_under_write(&out);
+	RUN_UNTIL(fm.handovers == 1 && lease_says("hand-over to host-b: "
+						  "unknown"));
+	for (int n = 0; n < 20; n++)
+		td_loop_run_once(fx->loop, 2);
+	assert_int_equal(fx->calls[1], 0);
+	fm.handover_ret = 0;
+	assert_int_equal(control("handover", "host-b", &out), 0);
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_equal(fx->err[1], -EACCES);
+	assert_true(dev()->lease.handed_over);
+	td_strbuf_free(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1671,6 +2225,12 @@ int main(void)
 		T(test_fenced_write_marks_nothing),
 		T(test_fenced_server_fails_cleanly),
 		T(test_admitting_held),
+		T(test_fence_open_registers),
+		T(test_fence_reconnect_keeps_key),
+		T(test_fence_server_restart),
+		T(test_fence_preempted),
+		T(test_fence_listed_host),
+		T(test_fence_foreign_reservation),
 		T(test_down_server_fails_its_extents),
 		T(test_down_server_replicated),
 		T(test_gate_block_size_mismatch),
@@ -1693,6 +2253,12 @@ int main(void)
 		T(test_device_appears),
 		T(test_device_retry_leaks_nothing),
 		T(test_device_too_small),
+		T(test_lease_verdict),
+		T(test_lease_refusals),
+		T(test_lease_held_and_off),
+		T(test_handover),
+		T(test_handover_refused),
+		T(test_handover_uncertain),
 #undef T
 	};
 
