@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "drivers/stripe/stripe-int.h"
 #include "master/client/client.h"
 
@@ -601,7 +602,8 @@ static int fence_thread_start(struct stripe_fence *f)
 
 	pthread_mutex_init(&f->lock, NULL);
 	pthread_cond_init(&f->cond, NULL);
-	ret = -pthread_create(&f->thread, NULL, fence_worker, f);
+	/* Signals stay with the loop thread (td_thread_create blocks them). */
+	ret = td_thread_create(&f->thread, fence_worker, f);
 	f->thread_started = !ret;
 	return ret;
 }
