@@ -171,4 +171,6 @@ fi
 kill -TERM "$TD_PID" 2>/dev/null
 wait_for 20 eval '! kill -0 "$TD_PID" 2>/dev/null' && pass "tapdisk stopped" ||
 	fail "tapdisk stopped within 20 s"
+grep -q "Sanitizer\|runtime error" "$WORK/e1.log" &&
+	fail "no sanitizer report in the tapdisk log" "$(grep -A5 "Sanitizer\|runtime error" "$WORK/e1.log")"
 summary
