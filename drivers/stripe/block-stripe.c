@@ -287,7 +287,10 @@ static int conn_create(struct stripe_dev *dev, uint32_t i, const char *name)
 		.name = name,
 	};
 	struct iscsi_conn *c;
-	int ret = iscsi_conn_create(dev->drv->loop, &cfg, &c);
+	int ret;
+
+	stripe_fence_conn_cfg(dev, i, &cfg);
+	ret = iscsi_conn_create(dev->drv->loop, &cfg, &c);
 
 	if (!ret) {
 		dev->servers[i].ops = &stripe_backend_iscsi;
@@ -346,6 +349,7 @@ static void stripe_close(struct td_driver *drv)
 		if (dev->servers[i].be)
 			dev->servers[i].ops->destroy(dev->servers[i].be);
 	stripe_io_close(dev);
+	stripe_fence_stop(dev);
 	stripe_lease_close(dev); /* the lease itself stays with this host */
 	stripe_resync_close(dev);
 	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
@@ -384,6 +388,9 @@ static int stripe_open(struct td_driver *drv, const char *args)
 		ret = stripe_lease_open(dev);
 	if (!ret)
 		ret = servers_init(dev, &max_bs);
+	if (!ret && (ret = stripe_fence_start(dev)))
+		td_driver_fail(drv, ret, "stripe: %s: cannot start fencing: %s",
+			       dev->path, strerror(-ret));
 	if (!ret)
 		ret = conns_create(dev);
 	if (ret) {
@@ -467,6 +474,9 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_u64(j, "degraded_skips", dev->degraded_skips);
 	td_json_u64(j, "degraded_grace_ms", dev->opts.degraded_grace_ms);
 	td_json_u64(j, "flush_rounds", dev->flush_rounds);
+	td_json_u64(j, "reservation_conflicts", dev->reservation_conflicts);
+	td_json_bool(j, "fencing", dev->fence.on);
+	td_json_u64(j, "fence_master_asks", dev->fence.asks);
 	stripe_lease_report_json(dev, j);
 	report_resync_json(dev, j);
 	td_json_begin_array(j, "servers");
@@ -483,6 +493,11 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 		td_json_bool(j, "degraded",
 			     stripe_server_degraded(dev, &dev->servers[i]));
 		td_json_u64(j, "live_replicas", srv->live_slots);
+		td_json_str(j, "fence",
+			    stripe_fence_state_name(srv->fence.state));
+		td_json_u64(j, "fence_admissions", srv->fence.admissions);
+		td_json_u64(j, "reservation_conflicts",
+			    srv->fence.reservation_conflicts);
 		srv->ops->report(srv->be, j);
 		td_json_end_object(j);
 	}
@@ -544,7 +559,7 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 		td_strbuf_printf(
 			sb,
 			"server %u %s %s lun %u (%s%s%s): %s%s, geometry %s, "
-			"%u live "
+			"fence %s, %u live "
 			"replicas, %" PRIu64 " reads %" PRIu64
 			" writes %" PRIu64 " syncs, %" PRIu64
 			" errors, %" PRIu64 " timeouts, %" PRIu64
@@ -556,9 +571,10 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			stripe_server_degraded(dev, &dev->servers[i])
 				? " (degraded)"
 				: "",
-			stripe_gate_name(srv->gate), srv->live_slots, st.reads,
-			st.writes, st.syncs, st.errors, st.timeouts,
-			st.reconnects, st.in_flight);
+			stripe_gate_name(srv->gate),
+			stripe_fence_state_name(srv->fence.state),
+			srv->live_slots, st.reads, st.writes, st.syncs,
+			st.errors, st.timeouts, st.reconnects, st.in_flight);
 	}
 }
 

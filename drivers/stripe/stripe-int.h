@@ -19,6 +19,7 @@
 #include <sys/queue.h>
 
 #include "drivers/stripe/iscsi/iscsi-conn.h"
+#include "drivers/stripe/iscsi/iscsi-pr.h"
 #include "drivers/stripe/map/map.h"
 #include "drivers/stripe/map/stripe-layout.h"
 #include "drivers/stripe/stripe-notify.h"
@@ -59,6 +60,127 @@ enum stripe_gate {
 struct stripe_dev;
 struct stripe_server;
 struct stripe_handover;
+
+/* --- fencing (stripe-fence.c; doc/stripe-driver.md "Fencing") ------------ */
+
+/* How often an admission that could not reach the master asks again. */
+#define STRIPE_FENCE_RETRY_MS 2000u
+/* The master calls of an admission: per attempt, and extra attempts. */
+#define STRIPE_FENCE_MASTER_TIMEOUT_MS 2000u
+#define STRIPE_FENCE_MASTER_RETRIES    1u
+/* RESERVE refused then READ RESERVATION saying none: tries at most. */
+#define STRIPE_FENCE_MAX_RESERVE_TRIES 3u
+
+enum stripe_fence_state {
+	STRIPE_FENCE_OFF = 0,	 /* no lease, or not an iscsi backend */
+	STRIPE_FENCE_ADMITTING,	 /* a session logged in, not yet admitted */
+	STRIPE_FENCE_REGISTERED, /* our key registered, WERO reserved */
+	STRIPE_FENCE_FENCED,	 /* refused: writes fail with EACCES */
+};
+
+/* Where a server's admission is. */
+enum stripe_fence_step {
+	FENCE_STEP_IDLE = 0,
+	FENCE_STEP_KEYS_BEFORE,	   /* READ KEYS */
+	FENCE_STEP_REGISTER,	   /* REGISTER: our key was there */
+	FENCE_STEP_KEYS_AFTER,	   /* READ KEYS: generation + 1, key there? */
+	FENCE_STEP_ASKING,	   /* the master is asked (worker thread) */
+	FENCE_STEP_REGISTER_ASKED, /* REGISTER: the master said yes */
+	FENCE_STEP_READ_RES,	   /* READ RESERVATION */
+	FENCE_STEP_RESERVE,	   /* RESERVE (WERO) */
+	FENCE_STEP_UNREGISTER,	   /* the master said no */
+};
+
+/* What the master said of this host and the disk (the worker's answer). */
+enum stripe_fence_verdict {
+	FENCE_VERDICT_NONE = 0,	   /* not asked yet */
+	FENCE_VERDICT_HOLDER,	   /* we hold the lease: register */
+	FENCE_VERDICT_FENCED,	   /* not the holder, or fenced: refuse */
+	FENCE_VERDICT_UNREACHABLE, /* ask again later */
+};
+
+/* The admission's next move: stripe_fence_decide(). */
+enum stripe_fence_action {
+	FENCE_DO_REGISTER,   /* our key is there: REGISTER this session */
+	FENCE_DO_RESERVE,    /* registered, checked: ensure the reservation */
+	FENCE_DO_ASK_MASTER, /* key absent or generation moved: ask */
+	FENCE_DO_REGISTER_ASKED, /* the master says we hold it: REGISTER */
+	FENCE_DO_REFUSE,	 /* the master says no: unregister, FENCED */
+	FENCE_DO_WAIT,		 /* master unreachable: ask again later */
+};
+
+/* What one server's admission has learnt so far (decide's input). */
+struct stripe_fence_view {
+	bool have_before, have_after;
+	uint32_t gen_before, gen_after; /* READ KEYS' PRgeneration */
+	bool key_before, key_after;	/* our key among the keys */
+	enum stripe_fence_verdict verdict;
+};
+
+/* The pure decision (see doc/stripe-driver.md "Fencing"). */
+enum stripe_fence_action stripe_fence_decide(const struct stripe_fence_view *v);
+
+/*
+ * The master's answers turned into a verdict (pure): lease_err and lease
+ * from lease show(vdisk), hosts_err and the fenced hosts from host list
+ * (-EPROTONOSUPPORT: a master without MS_HOST_LIST, taken as "none
+ * fenced").  why gets the reason for a refusal or an unreachable master.
+ */
+struct stripe_fence_answer {
+	int lease_err; /* 0, or master_call_lease_show's -errno */
+	const char *holder;
+	uint64_t epoch;
+	bool fence_pending;
+	int hosts_err;	       /* 0, or master_call_host_list's -errno */
+	const char *fenced_by; /* non-NULL: we are listed, fenced by it */
+	uint64_t fenced_epoch;
+};
+enum stripe_fence_verdict
+stripe_fence_verdict_of(const struct stripe_fence_answer *a, const char *host,
+			uint64_t epoch, char *why, size_t why_len);
+
+/* Per server (stripe_server.fence). */
+struct stripe_fence_srv {
+	enum stripe_fence_state state;
+	enum stripe_fence_step step;
+	struct iscsi_pr_cmd pr;
+	bool busy;    /* pr is submitted */
+	bool restart; /* a new login while busy: start again after it */
+	struct stripe_fence_view view;
+	uint64_t ask_seq; /* the request this server waits an answer for */
+	uint32_t reserve_tries;
+	bool logged_conflict; /* "fenced" logged for a refused write */
+	bool logged_error;
+	uint64_t admissions;		/* admitted sessions */
+	uint64_t reservation_conflicts; /* its commands refused (EACCES) */
+};
+
+/* Per disk: the worker thread that asks the master (off the loop). */
+struct stripe_fence {
+	bool on;      /* dev->lease.enabled and some server is iscsi */
+	bool started; /* stripe_fence_start ran: stop must clean up */
+	int efd;      /* the worker's answers */
+	struct td_fd efd_event;
+	struct td_timer retry_timer;
+	bool retry_armed;
+	bool logged_unreachable;
+	uint64_t asks;	    /* master questions sent (for stats) */
+	char last_why[512]; /* the last answer's reason, copied from why */
+
+	/* shared with the worker, under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool thread_started;
+	bool stop;
+	uint64_t asked;	   /* requests so far (loop thread increments) */
+	uint64_t answered; /* the newest request the answer covers */
+	enum stripe_fence_verdict verdict;
+	char why[512];
+	/* the worker's own */
+	char *master, *vdisk, *host;
+	uint64_t epoch;
+};
 
 /*
  * How a server's LUN is reached: "iscsi", a libiscsi session of tapdisk's
@@ -140,6 +262,7 @@ struct stripe_server {
 	struct stripe_cmd_list parked;
 	uint64_t degraded_ns; /* when first seen degraded; 0: not degraded */
 	uint64_t degraded_reconnects; /* its reconnect count then */
+	struct stripe_fence_srv fence;
 };
 
 /* A replica child of a request. */
@@ -313,6 +436,7 @@ struct stripe_dev {
 	struct stripe_resync resync;
 	struct stripe_notify *notify;
 	struct stripe_lease lease;
+	struct stripe_fence fence;
 
 	/* counters for tap-ctl stats */
 	uint64_t read_fallbacks;
@@ -322,6 +446,7 @@ struct stripe_dev {
 				     not sent */
 	uint64_t flush_rounds;
 	uint64_t gate_failures;
+	uint64_t reservation_conflicts; /* requests failed with EACCES */
 };
 
 /* --- block-stripe.c ------------------------------------------------------ */
@@ -366,6 +491,20 @@ void stripe_stale_wait(struct stripe_dev *dev, struct stripe_req *sr,
 bool stripe_stale_durable(const struct stripe_dev *dev, size_t slot);
 uint32_t stripe_stale_pending(const struct stripe_dev *dev);
 
+/* --- stripe-fence.c ---------------------------------------------------- */
+/*
+ * At open, before the backends exist: when dev->lease.enabled, start the
+ * worker and fill *cfg's admission hook for each iscsi server (call once
+ * per server from conn_create).  0 or -errno.
+ */
+int stripe_fence_start(struct stripe_dev *dev);
+void stripe_fence_conn_cfg(struct stripe_dev *dev, uint32_t server,
+			   struct iscsi_conn_cfg *cfg);
+/* At close, after the backends are destroyed. */
+void stripe_fence_stop(struct stripe_dev *dev);
+/* A command of srv failed with EACCES: count, log once, note FENCED. */
+void stripe_fence_conflict(struct stripe_dev *dev, struct stripe_server *srv);
+const char *stripe_fence_state_name(enum stripe_fence_state s);
 /* --- stripe-lease.c ---------------------------------------------------- */
 /* How open asks the master for the lease: bounded, tapdisk's start waits. */
 #define STRIPE_LEASE_TIMEOUT_MS 5000u /* per attempt */

@@ -73,9 +73,12 @@ static enum gate_action gate_action(struct stripe_dev *dev,
 	if (srv->gate == STRIPE_GATE_UNCHECKED) {
 		switch (srv->ops->state(srv->be)) {
 		case ISCSI_CONN_CONNECTING:
+		case ISCSI_CONN_ADMITTING:
 			return GATE_HOLD;
 		case ISCSI_CONN_DOWN:
 			return GATE_ISSUE; /* fails at once with -EIO */
+		case ISCSI_CONN_FENCED:
+			return GATE_ISSUE; /* fails at once with -EACCES */
 		case ISCSI_CONN_UP:
 			gate_check(dev, srv);
 			break;
@@ -208,8 +211,11 @@ bool stripe_server_degraded(struct stripe_dev *dev, struct stripe_server *srv)
 	enum iscsi_conn_state s = srv->ops->state(srv->be);
 	struct iscsi_conn_stats st;
 
-	if (s == ISCSI_CONN_UP || srv->gate == STRIPE_GATE_BAD ||
-	    (s == ISCSI_CONN_CONNECTING &&
+	/* A FENCED server is not degraded: its commands go and fail with
+	 * -EACCES, which fails the request (never skipped, never stale). */
+	if (s == ISCSI_CONN_UP || s == ISCSI_CONN_FENCED ||
+	    srv->gate == STRIPE_GATE_BAD ||
+	    ((s == ISCSI_CONN_CONNECTING || s == ISCSI_CONN_ADMITTING) &&
 	     srv->gate == STRIPE_GATE_UNCHECKED)) {
 		srv->degraded_ns = 0;
 		return false;
@@ -399,6 +405,13 @@ static void read_done(struct stripe_cmd *sc, int err)
 		td_complete(sr->req, err);
 		return;
 	}
+	if (err == -EACCES) {
+		/* Fenced: the request fails, as writes do (no fallback). */
+		stripe_fence_conflict(dev, sc->srv);
+		dev->reservation_conflicts++;
+		td_complete(sr->req, -EACCES);
+		return;
+	}
 	if (!sr->err)
 		sr->err = err;
 	td_vbd_warn(dev->drv->vbd,
@@ -582,6 +595,33 @@ static uint64_t write_mark(struct stripe_dev *dev, struct stripe_req *sr,
 	return stripe_stale_commit(dev);
 }
 
+/*
+ * EACCES from a server: this host was fenced from its LUN.  The request
+ * fails with EACCES whatever the other replicas did; no replica is marked
+ * stale (the host is out, not the server).  true when that was the case.
+ */
+static bool write_fenced(struct stripe_dev *dev, struct stripe_req *sr)
+{
+	bool fenced = false;
+
+	for (uint32_t r = 0; r < dev->map.replicas; r++) {
+		struct stripe_child *ch = &sr->child[r];
+
+		if (!((sr->issued_mask | sr->target_mask) & (1u << r)) ||
+		    ch->err != -EACCES)
+			continue;
+		stripe_fence_conflict(dev, ch->sc.srv);
+		fenced = true;
+	}
+	if (fenced) {
+		if (sr->target_mask)
+			stripe_resync_target_failed(dev, -EACCES);
+		dev->reservation_conflicts++;
+		td_complete(sr->req, -EACCES);
+	}
+	return fenced;
+}
+
 static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	bool blocker = sr->resync_blocker;
@@ -591,6 +631,11 @@ static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 	TAILQ_REMOVE(&dev->writes, sr, link);
 	sr->in_writes = false;
 	sr->resync_blocker = false;
+	if (write_fenced(dev, sr)) {
+		if (blocker)
+			stripe_resync_blocker_done(dev);
+		return;
+	}
 	write_results(dev, sr, &ok, &failed);
 	if (!ok) {
 		td_vbd_err(dev->drv->vbd,
@@ -754,6 +799,24 @@ static int round_failures(struct stripe_dev *dev, uint64_t *gen)
 	return ret;
 }
 
+/* A server refused the round with EACCES (fenced): count and log. */
+static bool round_fenced(struct stripe_dev *dev)
+{
+	bool fenced = false;
+
+	for (uint32_t i = 0; i < dev->nr_servers; i++) {
+		struct stripe_server *srv = &dev->servers[i];
+
+		if (srv->in_round && srv->sync_err == -EACCES) {
+			stripe_fence_conflict(dev, srv);
+			fenced = true;
+		}
+	}
+	if (fenced)
+		dev->reservation_conflicts++;
+	return fenced;
+}
+
 static void round_end(struct stripe_dev *dev)
 {
 	struct stripe_req *sr;
@@ -779,7 +842,9 @@ static void round_end(struct stripe_dev *dev)
 				   "failed: %s",
 				   i, strerror(-srv->sync_err));
 	}
-	if (failed && !dev->closing)
+	if (round_fenced(dev))
+		err = -EACCES; /* no stale marks: the host is out */
+	else if (failed && !dev->closing)
 		err = round_failures(dev, &gen);
 	dev->round_active = false;
 	while ((sr = TAILQ_FIRST(&dev->flush_cur))) {

@@ -32,6 +32,10 @@
  *              again (re-admitted) writes again.  Writes what region 1
  *              must hold to --dir/pr-region1.bin for the script to
  *              compare with the LUN's backing file.
+ *     pr-keys  READ KEYS and READ RESERVATION: prints "keys: K..." and
+ *              "reservation: none|KEY type T" (for stripe-fence.sh)
+ *     pr-preempt  registers the key of host --pr-host, then preempts the
+ *              key of host --pr-victim (a fenced takeover by hand)
  *
  * Prints what it checks and the connection's JSON report; exits 0 when
  * every check passed, 1 otherwise, 2 for a bad command line.
@@ -72,6 +76,7 @@ static struct {
 	struct iscsi_conn_cfg cfg;
 	const char *dir;
 	const char *initiator2;
+	const char *pr_host, *pr_victim; /* pr-preempt */
 	const char *expect;
 	const char *expect_unmap;
 	unsigned int seconds;
@@ -766,6 +771,36 @@ static void case_pr(struct iscsi_conn *a, struct iscsi_conn *b)
 	      "READ KEYS after: %u keys", prc.nr_keys);
 }
 
+static void case_pr_keys(void)
+{
+	int e = PR(iscsi_conn_pr_read_keys(conn, &prc, pr_cb, NULL));
+
+	check(!e, "READ KEYS: %s", strerror(-e));
+	printf("keys:");
+	for (uint32_t i = 0; !e && i < prc.nr_kept; i++)
+		printf(" 0x%016llx", (unsigned long long)prc.keys[i]);
+	printf("\n");
+	e = PR(iscsi_conn_pr_read_reservation(conn, &prc, pr_cb, NULL));
+	check(!e, "READ RESERVATION: %s", strerror(-e));
+	if (!e && prc.reserved)
+		printf("reservation: 0x%016llx type %u\n",
+		       (unsigned long long)prc.holder_key, prc.type);
+	else if (!e)
+		printf("reservation: none\n");
+}
+
+static void case_pr_preempt(void)
+{
+	uint64_t k = iscsi_conn_pr_key(opt.pr_host),
+		 v = iscsi_conn_pr_key(opt.pr_victim);
+
+	check(!PR(iscsi_conn_pr_register(conn, &prc, k, pr_cb, NULL)),
+	      "%s registers key 0x%016llx", opt.pr_host, (unsigned long long)k);
+	check(!PR(iscsi_conn_pr_preempt_abort(conn, &prc, k, v, pr_cb, NULL)),
+	      "%s preempts %s (key 0x%016llx)", opt.pr_host, opt.pr_victim,
+	      (unsigned long long)v);
+}
+
 static void run_pr_case(void)
 {
 	struct iscsi_conn_cfg cfg = opt.cfg;
@@ -798,7 +833,8 @@ static void usage(void)
 		"  [--retries N] [--backoff-ms N] [--revive-ms N]\n"
 		"  [--expect up|down] [--expect-unmap yes|no] [--seconds N]\n"
 		"  [--dir DIR] [--initiator IQN] [--initiator2 IQN]\n"
-		"  verify|down|stream|stall|login|pr\n");
+		"  [--pr-host H --pr-victim V]\n"
+		"  verify|down|stream|stall|login|pr|pr-keys|pr-preempt\n");
 	exit(2);
 }
 
@@ -821,6 +857,8 @@ static void parse(int argc, char **argv)
 		{"dir", 1, NULL, 'd'},
 		{"initiator", 1, NULL, 'i'},
 		{"initiator2", 1, NULL, 'I'},
+		{"pr-host", 1, NULL, 'H'},
+		{"pr-victim", 1, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
 	int o;
@@ -881,6 +919,12 @@ static void parse(int argc, char **argv)
 		case 'I':
 			opt.initiator2 = optarg;
 			break;
+		case 'H':
+			opt.pr_host = optarg;
+			break;
+		case 'V':
+			opt.pr_victim = optarg;
+			break;
 		default:
 			usage();
 		}
@@ -888,6 +932,9 @@ static void parse(int argc, char **argv)
 	if (optind != argc - 1 || !opt.cfg.portal || !opt.cfg.target)
 		usage();
 	if (!strcmp(argv[optind], "pr") && !opt.initiator2)
+		usage();
+	if (!strcmp(argv[optind], "pr-preempt") &&
+	    (!opt.pr_host || !opt.pr_victim))
 		usage();
 	if (!opt.cfg.cmd_timeout_ms)
 		opt.cfg.cmd_timeout_ms = 10000;
@@ -928,6 +975,10 @@ int main(int argc, char **argv)
 		case_login();
 	else if (!strcmp(what, "pr"))
 		run_pr_case();
+	else if (!strcmp(what, "pr-keys"))
+		case_pr_keys();
+	else if (!strcmp(what, "pr-preempt"))
+		case_pr_preempt();
 	else
 		usage();
 	report();

@@ -454,15 +454,28 @@ static struct scsi_task *cmd_new_task(struct iscsi_conn *c,
 	return NULL;
 }
 
+/* The next command that may go out: while ADMITTING, admission ones only. */
+static struct iscsi_cmd *cmd_next(struct iscsi_conn *c)
+{
+	struct iscsi_cmd *cmd;
+
+	if (c->state == ISCSI_CONN_UP)
+		return TAILQ_FIRST(&c->waiting);
+	TAILQ_FOREACH(cmd, &c->waiting, link)
+	if (cmd->admission)
+		return cmd;
+	return NULL;
+}
+
 void iscsi_conn_issue_waiting(struct iscsi_conn *c)
 {
 	struct iscsi_cmd *cmd;
 	struct scsi_task *task;
 	int err;
 
-	while (c->state == ISCSI_CONN_UP && c->ctx && !c->busy_paused &&
+	while (iscsi_conn_has_session(c) && c->ctx && !c->busy_paused &&
 	       !c->session_lost && c->nr_in_flight < c->queue_depth &&
-	       (cmd = TAILQ_FIRST(&c->waiting))) {
+	       (cmd = cmd_next(c))) {
 		TAILQ_REMOVE(&c->waiting, cmd, link);
 		c->nr_waiting--;
 		err = cmd_check(c, cmd);
@@ -701,9 +714,15 @@ void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	cmd->expired = false;
 	cmd->reissued = false;
 	TAILQ_INSERT_TAIL(&c->by_age, cmd, age_link);
-	if (c->state == ISCSI_CONN_DOWN || c->destroyed) {
+	if (c->state == ISCSI_CONN_DOWN || c->state == ISCSI_CONN_FENCED ||
+	    c->destroyed) {
 		/* Completed from the loop (or by the running destroy). */
-		iscsi_conn_complete(c, cmd, c->destroyed ? -ECANCELED : -EIO);
+		if (c->state == ISCSI_CONN_FENCED && !c->destroyed)
+			c->stats.reservation_conflicts++;
+		iscsi_conn_complete(c, cmd,
+				    c->destroyed		    ? -ECANCELED
+				    : c->state == ISCSI_CONN_FENCED ? -EACCES
+								    : -EIO);
 		return;
 	}
 	cmd->state = ISCSI_CMD_WAITING;

@@ -59,6 +59,10 @@ const char *iscsi_conn_state_name(enum iscsi_conn_state s)
 		return "up";
 	case ISCSI_CONN_DOWN:
 		return "down";
+	case ISCSI_CONN_ADMITTING:
+		return "admitting";
+	case ISCSI_CONN_FENCED:
+		return "fenced";
 	}
 	return "unknown";
 }
@@ -106,7 +110,7 @@ static void conn_update_fd(struct iscsi_conn *c)
 	r = td_loop_add_fd(c->loop, &c->fde, fd, want, conn_fd_cb, c);
 	if (r < 0) {
 		conn_err(c, "cannot watch the iSCSI socket: %s", strerror(-r));
-		if (c->state == ISCSI_CONN_UP)
+		if (iscsi_conn_has_session(c))
 			c->session_lost = true;
 		else
 			c->attempt_err = true;
@@ -141,7 +145,7 @@ static void conn_drop_ctx(struct iscsi_conn *c)
 static void conn_service(struct iscsi_conn *c, int revents)
 {
 	if (iscsi_service(c->ctx, revents) < 0) {
-		if (c->state == ISCSI_CONN_UP) {
+		if (iscsi_conn_has_session(c)) {
 			if (!c->session_lost)
 				iscsi_conn_set_error(c, "%s",
 						     iscsi_get_error(c->ctx));
@@ -246,22 +250,76 @@ static void conn_login_timeout_cb(struct td_timer *t, void *opaque)
 	iscsi_conn_settle(c);
 }
 
+static void conn_admit_cb(struct td_defer *d, void *opaque)
+{
+	struct iscsi_conn *c = opaque;
+
+	if (c->state == ISCSI_CONN_ADMITTING && !c->destroyed)
+		c->admit(c, c->admit_opaque);
+}
+
 static void conn_become_up(struct iscsi_conn *c)
 {
 	td_loop_timer_cancel(&c->login_timer);
-	c->state = ISCSI_CONN_UP;
+	c->state = c->admit ? ISCSI_CONN_ADMITTING : ISCSI_CONN_UP;
 	c->attempts = 0;
 	c->reviving = false;
 	if (c->ever_up)
 		c->stats.reconnects++;
 	c->ever_up = true;
 	conn_info(c,
-		  "%s %s lun %u up: %llu blocks of %u bytes, unmap %s, "
+		  "%s %s lun %u %s: %llu blocks of %u bytes, unmap %s, "
 		  "write same unmap %s, transfer length max %u opt %u blocks",
 		  c->portal, c->target, c->lun,
+		  c->admit ? "logged in, admitting" : "up",
 		  (unsigned long long)c->nr_blocks, c->block_size,
 		  c->lbpu ? "yes" : "no", c->lbpws && c->lbprz ? "yes" : "no",
 		  c->max_xfer_blocks, c->opt_xfer_blocks);
+	/* From the loop: the owner may submit and decide at once. */
+	if (c->admit)
+		td_loop_defer(c->loop, &c->admit_defer, conn_admit_cb, c);
+}
+
+/* Refused: fail what waits, drop the session, never come back. */
+static void conn_fence(struct iscsi_conn *c)
+{
+	uint32_t held;
+
+	c->state = ISCSI_CONN_FENCED;
+	td_loop_defer_cancel(c->loop, &c->admit_defer);
+	td_loop_timer_cancel(&c->retry_timer);
+	td_loop_timer_cancel(&c->busy_timer);
+	c->busy_paused = false;
+	conn_drop_ctx(c);
+	iscsi_conn_requeue_front(c, &c->lost);
+	held = c->nr_waiting;
+	c->stats.reservation_conflicts += held;
+	iscsi_conn_fail_waiting(c, -EACCES);
+	iscsi_conn_set_error(c, "fenced: this host's key is not admitted");
+	conn_err(c,
+		 "%s %s lun %u: this host was fenced from the LUN: %u held "
+		 "commands and every later one fail with "
+		 "EACCES; " ISCSI_CONN_READMIT_HINT,
+		 c->portal, c->target, c->lun, held);
+}
+
+int iscsi_conn_admitted(struct iscsi_conn *c, int err)
+{
+	if (c->destroyed || c->state == ISCSI_CONN_FENCED)
+		return -EINVAL;
+	if (err == -EACCES) {
+		conn_fence(c);
+		conn_update_fd(c);
+		return 0;
+	}
+	if (err)
+		return -EINVAL;
+	if (c->state != ISCSI_CONN_ADMITTING)
+		return -ESTALE;
+	c->state = ISCSI_CONN_UP;
+	conn_info(c, "%s lun %u: admitted: up", c->portal, c->lun);
+	iscsi_conn_settle(c);
+	return 0;
 }
 
 /* Drop a session that was UP and start again at once (see the header). */
@@ -272,6 +330,7 @@ void iscsi_conn_lose_session(struct iscsi_conn *c, const char *why)
 	conn_drop_ctx(c);
 	iscsi_conn_requeue_front(c, &c->lost);
 	td_loop_timer_cancel(&c->busy_timer);
+	td_loop_defer_cancel(c->loop, &c->admit_defer);
 	c->busy_paused = false;
 	c->state = ISCSI_CONN_CONNECTING;
 	c->reviving = false;
@@ -299,7 +358,7 @@ void iscsi_conn_settle(struct iscsi_conn *c)
 			conn_attempt_failed(c);
 		else if (c->probed)
 			conn_become_up(c);
-	} else if (c->state == ISCSI_CONN_UP && c->session_lost) {
+	} else if (iscsi_conn_has_session(c) && c->session_lost) {
 		iscsi_conn_lose_session(c, c->error[0] ? c->error
 						       : "connection closed");
 	}
@@ -436,6 +495,8 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 		cfg->login_backoff_ms, ISCSI_CONN_DEFAULT_LOGIN_BACKOFF_MS);
 	c->revive_interval_ms = DEFAULT_IF_ZERO(cfg->revive_interval_ms,
 						ISCSI_CONN_DEFAULT_REVIVE_MS);
+	c->admit = cfg->admit;
+	c->admit_opaque = cfg->admit_opaque;
 	TAILQ_INIT(&c->waiting);
 	TAILQ_INIT(&c->in_flight);
 	TAILQ_INIT(&c->done);
@@ -452,7 +513,7 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 /* Best effort: queue a logout and push it out without waiting. */
 static void conn_logout(struct iscsi_conn *c)
 {
-	if (c->state != ISCSI_CONN_UP || !c->ctx || c->nr_in_flight)
+	if (!iscsi_conn_has_session(c) || !c->ctx || c->nr_in_flight)
 		return;
 	if (iscsi_logout_async(c->ctx, NULL, NULL) == 0)
 		iscsi_service(c->ctx, POLLOUT);
@@ -470,6 +531,7 @@ void iscsi_conn_destroy(struct iscsi_conn *c)
 	td_loop_timer_cancel(&c->retry_timer);
 	td_loop_timer_cancel(&c->deadline_timer);
 	td_loop_timer_cancel(&c->busy_timer);
+	td_loop_defer_cancel(c->loop, &c->admit_defer);
 	iscsi_conn_requeue_front(c, &c->lost);
 	iscsi_conn_fail_waiting(c, -ECANCELED);
 	td_loop_defer_cancel(c->loop, &c->done_defer);

@@ -40,6 +40,8 @@
 #define ISCSI_CONN_ZERO_CHUNK_BYTES	    (256u << 10)
 #define ISCSI_CONN_PIECE_IOV		    64 /* iovec entries per piece */
 
+struct iscsi_conn;
+
 struct iscsi_conn_cfg {
 	const char *portal; /* "host:port" (":3260" when no port) */
 	const char *target; /* target IQN */
@@ -55,12 +57,24 @@ struct iscsi_conn_cfg {
 	uint32_t login_backoff_ms; /* 0: default; first pause, doubling */
 	uint32_t revive_interval_ms; /* 0: default; attempts while DOWN */
 	const char *name;	     /* for log messages, e.g. "srv2" */
+	/*
+	 * Optional admission (issue #18).  When set, every successful
+	 * login (the first and each reconnect) leaves the connection
+	 * ADMITTING instead of UP and calls admit(c, admit_opaque) from the
+	 * loop: only commands with cmd->admission set go out meanwhile, the
+	 * others are held (their deadlines keep running) until the owner
+	 * calls iscsi_conn_admitted().  NULL: UP at once, as always.
+	 */
+	void (*admit)(struct iscsi_conn *c, void *opaque);
+	void *admit_opaque;
 };
 
 enum iscsi_conn_state {
 	ISCSI_CONN_CONNECTING = 0,
 	ISCSI_CONN_UP,
 	ISCSI_CONN_DOWN,
+	ISCSI_CONN_ADMITTING, /* logged in, cfg.admit deciding: see above */
+	ISCSI_CONN_FENCED,    /* admission refused: every command -EACCES */
 };
 
 enum iscsi_cmd_op {
@@ -94,8 +108,9 @@ struct iscsi_cmd {
 	 */
 	struct iovec *iov;
 	int iovcnt;
-	bool fua;     /* WRITE, WRITE_ZEROES: durable on completion */
-	bool no_hole; /* WRITE_ZEROES: allocate, never unmap */
+	bool fua;	/* WRITE, WRITE_ZEROES: durable on completion */
+	bool no_hole;	/* WRITE_ZEROES: allocate, never unmap */
+	bool admission; /* issued while ADMITTING (cfg.admit's commands) */
 	iscsi_cmd_done_fn done;
 	void *opaque;
 
@@ -135,7 +150,8 @@ struct iscsi_conn_stats {
 	uint64_t login_failures;
 	uint64_t splits;      /* READ/WRITE done in pieces (the LUN's limit) */
 	uint64_t pr_commands; /* PERSISTENT RESERVE IN/OUT done */
-	uint64_t reservation_conflicts; /* commands refused: fenced */
+	uint64_t reservation_conflicts; /* commands refused: fenced (a
+					   RESERVATION CONFLICT, or FENCED) */
 	uint64_t unit_attentions;	/* taken and retried */
 	uint32_t in_flight, queued, max_in_flight; /* max: since create */
 	uint64_t latency_sum_us; /* over completed READ/WRITE commands */
@@ -165,6 +181,19 @@ void iscsi_conn_destroy(struct iscsi_conn *c);
 void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd);
 
 enum iscsi_conn_state iscsi_conn_state(const struct iscsi_conn *c);
+
+/*
+ * The admission's verdict (cfg.admit), from the event loop:
+ *   0        ADMITTING -> UP, the held commands go out in order;
+ *   -EACCES  -> FENCED (from any state): what is held or queued, and
+ *            every later command, completes with -EACCES; the session is
+ *            dropped and never reconnected (logged; a new connection is
+ *            the only way back).
+ * Returns 0, -ESTALE for 0 when the connection is not ADMITTING (the
+ * session was lost meanwhile: admit runs again after the next login),
+ * -EINVAL for another err or a FENCED connection.
+ */
+int iscsi_conn_admitted(struct iscsi_conn *c, int err);
 
 /* What READ CAPACITY said once UP: 0 until then. */
 uint32_t iscsi_conn_block_size(const struct iscsi_conn *c);

@@ -78,6 +78,9 @@ struct iscsi_conn {
 	uint32_t attempts;	   /* failed attempts of this (re)connect */
 	bool reviving;		   /* this attempt is DOWN's single one */
 	bool ever_up;		   /* a later UP is a reconnect */
+	void (*admit)(struct iscsi_conn *c, void *opaque); /* cfg.admit */
+	void *admit_opaque;
+	struct td_defer admit_defer; /* calls admit after a login */
 
 	/* Flags set by libiscsi's callbacks, acted on by iscsi_conn_settle. */
 	bool logged_in;	    /* login done */
@@ -131,6 +134,11 @@ struct iscsi_conn {
 	td_log(TD_LOG_DBG, __func__, (c)->name, &(c)->rl, __VA_ARGS__)
 
 /* iscsi-conn.c */
+/* A session exists and commands may be issued on it: UP or ADMITTING. */
+static inline bool iscsi_conn_has_session(const struct iscsi_conn *c)
+{
+	return c->state == ISCSI_CONN_UP || c->state == ISCSI_CONN_ADMITTING;
+}
 void iscsi_conn_set_error(struct iscsi_conn *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /*

@@ -276,10 +276,14 @@ static int pr_submit(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
 {
 	bool out = action != ISCSI_PR_READ_KEYS &&
 		   action != ISCSI_PR_READ_RESERVATION;
+	bool admission;
 
 	if (!c || !pr || !done)
 		return -EINVAL;
+	admission = pr->admission;
 	memset(pr, 0, sizeof(*pr));
+	pr->admission = admission;
+	pr->cmd.admission = admission;
 	pr->action = action;
 	pr->key = key;
 	pr->victim = victim;

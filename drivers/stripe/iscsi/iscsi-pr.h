@@ -43,6 +43,9 @@ typedef void (*iscsi_pr_done_fn)(struct iscsi_pr_cmd *pr, int err,
  * call until done runs.  The answer fields are valid in done when err is 0.
  */
 struct iscsi_pr_cmd {
+	/* --- set before the call (the only field the call keeps) ---------- */
+	bool admission; /* an admission command (iscsi_conn_cfg.admit) */
+
 	/* --- the answer ------------------------------------------------- */
 	uint32_t generation; /* PRgeneration (READ KEYS / READ RESERVATION) */
 	uint32_t nr_keys;    /* READ KEYS: registrations on the LUN */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drivers/stripe/iscsi/iscsi-pr.h"
 #include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
 
 #define MOCK_DEFAULT_BLOCK 512u
@@ -32,9 +33,23 @@ struct iscsi_conn {
 	struct mock_cmd_list connecting; /* until UP or DOWN */
 	struct td_defer defer;
 	struct iscsi_conn_stats st;
+	/* admission (cfg.admit) and the LUN's persistent reservations */
+	void (*admit)(struct iscsi_conn *c, void *opaque);
+	void *admit_opaque;
+	struct td_defer admit_defer;
+	struct mock_pr lun;
+	bool ours; /* this session is registered (with key ours_key) */
+	uint64_t ours_key;
+	struct iscsi_pr_cmd *pr_pending[4];
+	int pr_err[4];
+	unsigned int nr_pr;
+	struct td_defer pr_defer;
 };
 
 struct mock_iscsi mock_iscsi;
+
+static void mock_pr_run(struct td_defer *d, void *opaque);
+static void admit_run(struct td_defer *d, void *opaque);
 
 void mock_iscsi_reset(void)
 {
@@ -71,6 +86,10 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 	c->nr_blocks = s->nr_blocks ? s->nr_blocks
 				    : MOCK_DEFAULT_BYTES / c->block_size;
 	c->can_unmap = !s->cannot_unmap;
+	c->admit = cfg->admit;
+	c->admit_opaque = cfg->admit_opaque;
+	if (c->admit && c->state == ISCSI_CONN_UP)
+		c->state = ISCSI_CONN_ADMITTING;
 	TAILQ_INIT(&c->ready);
 	TAILQ_INIT(&c->held);
 	TAILQ_INIT(&c->connecting);
@@ -80,6 +99,8 @@ int iscsi_conn_create(struct td_loop *loop, const struct iscsi_conn_cfg *cfg,
 	}
 	mock_iscsi.conns[i] = c;
 	mock_iscsi.nr_created++;
+	if (c->state == ISCSI_CONN_ADMITTING)
+		td_loop_defer(loop, &c->admit_defer, admit_run, c);
 	*out = c;
 	return 0;
 }
@@ -99,6 +120,9 @@ void iscsi_conn_destroy(struct iscsi_conn *c)
 	if (!c)
 		return;
 	td_loop_defer_cancel(c->loop, &c->defer);
+	td_loop_defer_cancel(c->loop, &c->admit_defer);
+	mock_pr_run(&c->pr_defer, c); /* done exactly once */
+	td_loop_defer_cancel(c->loop, &c->pr_defer);
 	complete_list(&c->ready, -ECANCELED);
 	complete_list(&c->held, -ECANCELED);
 	complete_list(&c->connecting, -ECANCELED);
@@ -207,6 +231,12 @@ static void make_ready(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 	td_loop_defer(c->loop, &c->defer, run_ready, c);
 }
 
+/* A write-like command refused: a WERO reservation, this session out. */
+static bool pr_conflict(const struct iscsi_conn *c, const struct iscsi_cmd *cmd)
+{
+	return c->lun.reserved && !c->ours && cmd->op != ISCSI_CMD_READ;
+}
+
 void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 {
 	if (mock_iscsi.nr_log < MOCK_ISCSI_MAX_LOG) {
@@ -222,12 +252,15 @@ void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	c->st.in_flight++;
 	if (c->state == ISCSI_CONN_DOWN)
 		make_ready(c, cmd, -EIO);
-	else if (c->state == ISCSI_CONN_CONNECTING)
+	else if (c->state == ISCSI_CONN_FENCED)
+		make_ready(c, cmd, -EACCES);
+	else if (c->state == ISCSI_CONN_CONNECTING ||
+		 c->state == ISCSI_CONN_ADMITTING)
 		TAILQ_INSERT_TAIL(&c->connecting, cmd, link);
 	else if (c->hold)
 		TAILQ_INSERT_TAIL(&c->held, cmd, link);
 	else
-		make_ready(c, cmd, 0);
+		make_ready(c, cmd, pr_conflict(c, cmd) ? -EACCES : 0);
 }
 
 void mock_iscsi_fail(unsigned int i, int err, uint32_t ops_mask,
@@ -286,11 +319,14 @@ void mock_iscsi_set_state(unsigned int i, enum iscsi_conn_state state)
 	struct iscsi_cmd *cmd;
 
 	c->state = state;
-	if (state == ISCSI_CONN_CONNECTING)
+	if (state == ISCSI_CONN_CONNECTING || state == ISCSI_CONN_ADMITTING)
 		return;
 	while ((cmd = TAILQ_FIRST(&c->connecting))) {
 		TAILQ_REMOVE(&c->connecting, cmd, link);
-		make_ready(c, cmd, state == ISCSI_CONN_DOWN ? -EIO : 0);
+		make_ready(c, cmd,
+			   state == ISCSI_CONN_DOWN	? -EIO
+			   : state == ISCSI_CONN_FENCED ? -EACCES
+							: 0);
 	}
 }
 
@@ -354,6 +390,10 @@ const char *iscsi_conn_state_name(enum iscsi_conn_state s)
 		return "up";
 	case ISCSI_CONN_DOWN:
 		return "down";
+	case ISCSI_CONN_ADMITTING:
+		return "admitting";
+	case ISCSI_CONN_FENCED:
+		return "fenced";
 	default:
 		return "connecting";
 	}
@@ -363,4 +403,221 @@ int iscsi_conn_status_errno(int status, int sense_key, int ascq, bool *retry)
 {
 	*retry = false;
 	return status ? -EIO : 0;
+}
+
+/* --- admission and persistent reservations ------------------------------ */
+
+static void admit_run(struct td_defer *d, void *opaque)
+{
+	struct iscsi_conn *c = opaque;
+
+	if (c->state == ISCSI_CONN_ADMITTING)
+		c->admit(c, c->admit_opaque);
+}
+
+void mock_iscsi_relogin(unsigned int i, bool lose_registration)
+{
+	struct iscsi_conn *c = mock_iscsi.conns[i];
+
+	if (!c) /* inside create: the newest */
+		return;
+	/* The old session's registration stays on the LUN (tgtd keys it by
+	 * I_T nexus); the new session is unregistered. */
+	if (c->ours && !lose_registration)
+		c->lun.others[c->lun.nr_others++] = c->ours_key;
+	c->ours = false;
+	c->state = ISCSI_CONN_ADMITTING;
+	td_loop_defer(c->loop, &c->admit_defer, admit_run, c);
+}
+
+struct mock_pr *mock_iscsi_lun(unsigned int i)
+{
+	return &mock_iscsi.conns[i]->lun;
+}
+
+bool mock_iscsi_registered(unsigned int i)
+{
+	return mock_iscsi.conns[i]->ours;
+}
+
+void mock_iscsi_preempt(unsigned int i, uint64_t victim, uint64_t by)
+{
+	struct iscsi_conn *c = mock_iscsi.conns[i];
+	struct mock_pr *l = &c->lun;
+	unsigned int n = 0;
+
+	for (unsigned int k = 0; k < l->nr_others; k++)
+		if (l->others[k] != victim)
+			l->others[n++] = l->others[k];
+	l->nr_others = n;
+	if (c->ours && c->ours_key == victim)
+		c->ours = false;
+	l->reserved = true;
+	l->type = ISCSI_PR_TYPE_WERO;
+	l->holder = by;
+	l->gen++;
+}
+
+static void mock_pr_run(struct td_defer *d, void *opaque)
+{
+	struct iscsi_conn *c = opaque;
+	unsigned int n = c->nr_pr;
+	struct iscsi_pr_cmd *prs[4];
+	int errs[4];
+
+	memcpy(prs, c->pr_pending, sizeof(prs));
+	memcpy(errs, c->pr_err, sizeof(errs));
+	c->nr_pr = 0;
+	for (unsigned int k = 0; k < n; k++)
+		prs[k]->done(prs[k], errs[k], prs[k]->opaque);
+}
+
+static void pr_keys(struct iscsi_conn *c, struct iscsi_pr_cmd *pr)
+{
+	const struct mock_pr *l = &c->lun;
+
+	pr->generation = l->gen;
+	pr->nr_keys = pr->nr_kept = 0;
+	for (unsigned int k = 0; k < l->nr_others; k++)
+		pr->keys[pr->nr_kept++] = l->others[k];
+	if (c->ours)
+		pr->keys[pr->nr_kept++] = c->ours_key;
+	pr->nr_keys = pr->nr_kept;
+}
+
+static int pr_do(struct iscsi_conn *c, struct iscsi_pr_cmd *pr)
+{
+	struct mock_pr *l = &c->lun;
+
+	if (c->state == ISCSI_CONN_DOWN || c->state == ISCSI_CONN_FENCED)
+		return c->state == ISCSI_CONN_DOWN ? -EIO : -EACCES;
+	if (l->fail_err)
+		return l->fail_err;
+	switch (pr->action) {
+	case ISCSI_PR_READ_KEYS:
+		pr_keys(c, pr);
+		return 0;
+	case ISCSI_PR_READ_RESERVATION:
+		pr->generation = l->gen;
+		pr->reserved = l->reserved;
+		pr->holder_key = l->holder;
+		pr->type = l->type;
+		return 0;
+	case ISCSI_PR_REGISTER:
+		c->ours = true;
+		c->ours_key = pr->key;
+		l->gen++;
+		return 0;
+	case ISCSI_PR_UNREGISTER:
+		if (c->ours)
+			l->gen++;
+		c->ours = false;
+		return 0;
+	case ISCSI_PR_RESERVE:
+		if (!c->ours || (l->reserved && l->holder != pr->key))
+			return -EACCES;
+		l->reserved = true;
+		l->type = ISCSI_PR_TYPE_WERO;
+		l->holder = pr->key;
+		return 0;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static int pr_queue(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+		    enum iscsi_pr_action a, uint64_t key, iscsi_pr_done_fn done,
+		    void *opaque)
+{
+	bool admission = pr->admission;
+
+	if (!done || c->nr_pr == 4)
+		return -EINVAL;
+	memset(pr, 0, sizeof(*pr));
+	pr->admission = admission;
+	pr->action = a;
+	pr->key = key;
+	pr->done = done;
+	pr->opaque = opaque;
+	c->pr_pending[c->nr_pr] = pr;
+	c->pr_err[c->nr_pr++] = pr_do(c, pr);
+	c->lun.commands++;
+	td_loop_defer(c->loop, &c->pr_defer, mock_pr_run, c);
+	return 0;
+}
+
+int iscsi_conn_admitted(struct iscsi_conn *c, int err)
+{
+	if (c->state == ISCSI_CONN_FENCED)
+		return -EINVAL;
+	if (err == -EACCES) {
+		mock_iscsi_set_state(c->index, ISCSI_CONN_FENCED);
+		return 0;
+	}
+	if (err)
+		return -EINVAL;
+	if (c->state != ISCSI_CONN_ADMITTING)
+		return -ESTALE;
+	mock_iscsi_set_state(c->index, ISCSI_CONN_UP);
+	return 0;
+}
+
+int iscsi_conn_pr_register(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			   uint64_t key, iscsi_pr_done_fn done, void *opaque)
+{
+	return key ? pr_queue(c, pr, ISCSI_PR_REGISTER, key, done, opaque)
+		   : -EINVAL;
+}
+
+int iscsi_conn_pr_unregister(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			     iscsi_pr_done_fn done, void *opaque)
+{
+	return pr_queue(c, pr, ISCSI_PR_UNREGISTER, 0, done, opaque);
+}
+
+int iscsi_conn_pr_reserve(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			  uint64_t key, iscsi_pr_done_fn done, void *opaque)
+{
+	return key ? pr_queue(c, pr, ISCSI_PR_RESERVE, key, done, opaque)
+		   : -EINVAL;
+}
+
+int iscsi_conn_pr_read_keys(struct iscsi_conn *c, struct iscsi_pr_cmd *pr,
+			    iscsi_pr_done_fn done, void *opaque)
+{
+	return pr_queue(c, pr, ISCSI_PR_READ_KEYS, 0, done, opaque);
+}
+
+int iscsi_conn_pr_read_reservation(struct iscsi_conn *c,
+				   struct iscsi_pr_cmd *pr,
+				   iscsi_pr_done_fn done, void *opaque)
+{
+	return pr_queue(c, pr, ISCSI_PR_READ_RESERVATION, 0, done, opaque);
+}
+
+bool iscsi_pr_has_key(const struct iscsi_pr_cmd *pr, uint64_t key)
+{
+	for (uint32_t i = 0; i < pr->nr_kept; i++)
+		if (pr->keys[i] == key)
+			return true;
+	return false;
+}
+
+const char *iscsi_pr_action_name(enum iscsi_pr_action a)
+{
+	return a == ISCSI_PR_READ_KEYS ? "read-keys" : "pr";
+}
+
+/* iscsi-pr.c's, the same FNV-1a 64 (the mock stands in for that file). */
+uint64_t iscsi_conn_pr_key(const char *host_id)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (!host_id || !*host_id)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)host_id; *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
 }

@@ -72,8 +72,38 @@ unsigned int mock_iscsi_nr_held(unsigned int i);
 /* Complete only the oldest held command, as mock_iscsi_release does. */
 void mock_iscsi_release_first(unsigned int i, int err);
 
-/* UP releases what CONNECTING kept; DOWN fails it with -EIO. */
+/* UP releases what CONNECTING (or ADMITTING) kept; DOWN fails it with
+ * -EIO, FENCED with -EACCES (and every later command). */
 void mock_iscsi_set_state(unsigned int i, enum iscsi_conn_state state);
+
+/*
+ * Persistent reservations of connection i's LUN (stripe-fence.c): the
+ * registrations of other sessions (other hosts, or this host's older
+ * sessions), the generation, the reservation.  A connection created
+ * with cfg.admit starts ADMITTING and calls admit from the loop; PR
+ * calls act on lun at once and complete from the loop; a write-like
+ * command of an unregistered session of a reserved LUN fails with
+ * -EACCES, as tgtd's WERO does.
+ */
+struct mock_pr {
+	uint64_t others[8];
+	unsigned int nr_others;
+	uint32_t gen;
+	bool reserved;
+	uint8_t type;
+	uint64_t holder;
+	int fail_err; /* every PR command fails with it (0: none) */
+	unsigned int commands;
+};
+struct mock_pr *mock_iscsi_lun(unsigned int i);
+/* This session registered? */
+bool mock_iscsi_registered(unsigned int i);
+/* A new session logs in (ADMITTING, admit called); the old session's
+ * registration stays unless lose_registration (a server restart). */
+void mock_iscsi_relogin(unsigned int i, bool lose_registration);
+/* Another host (key by) preempts victim: its registrations go, by
+ * holds the WERO reservation. */
+void mock_iscsi_preempt(unsigned int i, uint64_t victim, uint64_t by);
 
 /* Log entries of connection conn with op since log index from. */
 unsigned int mock_iscsi_count(unsigned int conn, enum iscsi_cmd_op op,

@@ -152,7 +152,9 @@ int master_client_open(const char *address,
 		       struct master_client **out)
 {
 	assert_string_equal(address, "127.0.0.1:7700");
-	assert_int_equal(opts->timeout_ms, STRIPE_LEASE_TIMEOUT_MS);
+	/* stripe-lease.c at open, or stripe-fence.c's worker */
+	assert_true(opts->timeout_ms == STRIPE_LEASE_TIMEOUT_MS ||
+		    opts->timeout_ms == STRIPE_FENCE_MASTER_TIMEOUT_MS);
 	*out = (struct master_client *)&fake_client_token;
 	return 0;
 }
@@ -206,6 +208,52 @@ int master_call_lease_handover(struct master_client *c, const char *vdisk,
 		return fm.handover_ret;
 	}
 	fake_lease(rep, MS_OK, to, epoch + 1);
+	return 0;
+}
+
+/*
+ * stripe-fence.c's questions, from its worker thread: the lease as
+ * acquired (the caller at fm.epoch) unless show_holder says otherwise;
+ * show_ret a transport error; hosts_ret the host list's answer
+ * (-EPROTONOSUPPORT: a master without it), fenced_host listed.
+ */
+static struct {
+	int show_ret;
+	char show_holder[64];
+	int hosts_ret;
+	char fenced_host[64];
+	unsigned int shows;
+} fq;
+
+int master_call_lease_show(struct master_client *c, const char *vdisk,
+			   ms_reply *rep)
+{
+	fq.shows++;
+	if (fq.show_ret) {
+		master_reply_init(rep);
+		return fq.show_ret;
+	}
+	fake_lease(rep, MS_OK,
+		   fq.show_holder[0] ? fq.show_holder : fm.last_host, fm.epoch);
+	return 0;
+}
+
+int master_call_host_list(struct master_client *c, ms_reply *rep)
+{
+	master_reply_init(rep);
+	if (fq.hosts_ret)
+		return fq.hosts_ret;
+	rep->body.kind = MS_BODY_HOSTS;
+	if (fq.fenced_host[0]) {
+		ms_fenced_host *h = calloc(1, sizeof(*h));
+
+		h->host = strdup(fq.fenced_host);
+		h->by = strdup("host-b");
+		h->vdisk = strdup("t1");
+		h->epoch = 8;
+		rep->body.ms_body_u.hosts.hosts_len = 1;
+		rep->body.ms_body_u.hosts.hosts_val = h;
+	}
 	return 0;
 }
 
@@ -376,6 +424,8 @@ static int stripe_setup(void **state)
 	nr_notes = 0;
 	memset(&fm, 0, sizeof(fm));
 	fm.epoch = 7;
+	memset(&fq, 0, sizeof(fq));
+	fq.hosts_ret = -EPROTONOSUPPORT;
 	setenv("TAPSTRIPE_HOST_ID", "host-a", 1);
 	snprintf(ts.dir, sizeof(ts.dir), "/tmp/test-stripe.XXXXXX");
 	assert_non_null(mkdtemp(ts.dir));
@@ -895,6 +945,316 @@ static void test_flush_failure_unreplicated(void **state)
 	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), -EIO);
 	assert_int_equal(nr_file_stale(), 0);
 	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), 0);
+}
+
+/* --- fencing (stripe-fence.c; issue #18) ---------------------------------------- */
+
+static enum stripe_fence_action decide(bool hb, uint32_t gb, bool kb, bool ha,
+				       uint32_t ga, bool ka,
+				       enum stripe_fence_verdict v)
+{
+	struct stripe_fence_view view = {
+		.have_before = hb,
+		.gen_before = gb,
+		.key_before = kb,
+		.have_after = ha,
+		.gen_after = ga,
+		.key_after = ka,
+		.verdict = v,
+	};
+
+	return stripe_fence_decide(&view);
+}
+
+static void test_fence_decide(void **state)
+{
+	const enum stripe_fence_verdict N = FENCE_VERDICT_NONE;
+
+	/* READ KEYS before: our key there -> REGISTER; absent -> master */
+	assert_int_equal(decide(true, 7, true, false, 0, false, N),
+			 FENCE_DO_REGISTER);
+	assert_int_equal(decide(true, 7, false, false, 0, false, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(false, 0, false, false, 0, false, N),
+			 FENCE_DO_ASK_MASTER);
+	/* after our REGISTER: g + 1 and the key -> reserve */
+	assert_int_equal(decide(true, 7, true, true, 8, true, N),
+			 FENCE_DO_RESERVE);
+	/* the generation moved by more than one, or the key vanished */
+	assert_int_equal(decide(true, 7, true, true, 9, true, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(true, 7, true, true, 7, true, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(true, 7, true, true, 8, false, N),
+			 FENCE_DO_ASK_MASTER);
+	assert_int_equal(decide(true, UINT32_MAX, true, true, 0, true, N),
+			 FENCE_DO_RESERVE); /* the generation wraps */
+	/* the master's verdict decides whatever the keys said */
+	assert_int_equal(
+		decide(true, 7, false, false, 0, false, FENCE_VERDICT_HOLDER),
+		FENCE_DO_REGISTER_ASKED);
+	assert_int_equal(
+		decide(true, 7, false, false, 0, false, FENCE_VERDICT_FENCED),
+		FENCE_DO_REFUSE);
+	assert_int_equal(
+		decide(true, 7, true, true, 9, true, FENCE_VERDICT_UNREACHABLE),
+		FENCE_DO_WAIT);
+}
+
+static enum stripe_fence_verdict verdict(int lease_err, const char *holder,
+					 uint64_t epoch, bool pending,
+					 int hosts_err, const char *by)
+{
+	struct stripe_fence_answer a = {
+		.lease_err = lease_err,
+		.holder = holder,
+		.epoch = epoch,
+		.fence_pending = pending,
+		.hosts_err = hosts_err,
+		.fenced_by = by,
+		.fenced_epoch = 4,
+	};
+	char why[256];
+	enum stripe_fence_verdict v =
+		stripe_fence_verdict_of(&a, "hostA", 3, why, sizeof(why));
+
+	assert_true((v == FENCE_VERDICT_HOLDER) == !why[0]);
+	return v;
+}
+
+static void test_fence_verdict(void **state)
+{
+	assert_int_equal(verdict(0, "hostA", 3, false, 0, NULL),
+			 FENCE_VERDICT_HOLDER);
+	/* a master without MS_HOST_LIST: no fenced hosts */
+	assert_int_equal(verdict(0, "hostA", 3, false, -EPROTONOSUPPORT, NULL),
+			 FENCE_VERDICT_HOLDER);
+	assert_int_equal(verdict(0, "hostB", 4, false, 0, NULL),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(0, "hostA", 4, false, 0, NULL),
+			 FENCE_VERDICT_FENCED); /* a newer epoch */
+	assert_int_equal(verdict(0, "", 3, false, 0, NULL),
+			 FENCE_VERDICT_FENCED); /* released */
+	assert_int_equal(verdict(0, "hostA", 3, true, 0, NULL),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(0, "hostA", 3, false, 0, "hostB"),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(-ENOENT, NULL, 0, false, 0, NULL),
+			 FENCE_VERDICT_FENCED);
+	assert_int_equal(verdict(-ECONNREFUSED, NULL, 0, false, 0, NULL),
+			 FENCE_VERDICT_UNREACHABLE);
+	assert_int_equal(verdict(-ETIMEDOUT, NULL, 0, false, 0, NULL),
+			 FENCE_VERDICT_UNREACHABLE);
+	assert_int_equal(verdict(0, "hostA", 3, false, -ECONNRESET, NULL),
+			 FENCE_VERDICT_UNREACHABLE);
+}
+
+/* EACCES on one replica: the write fails, nothing is marked stale. */
+static void test_fenced_write_marks_nothing(void **state)
+{
+	int calls;
+
+	start(&g2, NULL, NULL);
+	mock_iscsi_fail(1, -EACCES, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	calls = rename_calls();
+	fill(0, 3, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EACCES);
+	RUN_UNTIL(true);
+	assert_int_equal(rename_calls(), calls);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	assert_int_equal(stripe_live_replicas(dev(), 0, 0), 2);
+	assert_int_equal(dev()->replica_write_errors, 0);
+	assert_int_equal(dev()->writes_degraded, 0);
+	assert_int_equal(dev()->reservation_conflicts, 1);
+	assert_int_equal(dev()->servers[1].fence.reservation_conflicts, 1);
+}
+
+/* A FENCED connection: writes, flushes and reads fail with EACCES, are
+ * never skipped as degraded, and mark nothing. */
+static void test_fenced_server_fails_cleanly(void **state)
+{
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	fill(0, 4, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	mock_iscsi_set_state(1, ISCSI_CONN_FENCED);
+	assert_false(stripe_server_degraded(dev(), &dev()->servers[1]));
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EACCES);
+	assert_int_equal(do_io(0, TD_OP_WRITE_ZEROES, 0, 4096), -EACCES);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), -EACCES);
+	/* (0, 1) is on servers 1 and 2: a read of it may fail too */
+	for (int i = 0; i < 4; i++) {
+		int r = do_io(1, TD_OP_READ, 268 * KiB, 4096);
+
+		assert_true(r == 0 || r == -EACCES);
+	}
+	RUN_UNTIL(true);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	assert_int_equal(dev()->degraded_skips, 0);
+	assert_int_equal(dev()->replica_write_errors, 0);
+	assert_true(dev()->reservation_conflicts >= 5);
+	/* the lease is on (the default): the server is seen fenced */
+	assert_string_equal(
+		stripe_fence_state_name(dev()->servers[1].fence.state),
+		"fenced");
+}
+
+/* ADMITTING is held like CONNECTING, then released in order. */
+static void test_admitting_held(void **state)
+{
+	start(&g2, NULL, NULL);
+	mock_iscsi_set_state(1, ISCSI_CONN_ADMITTING);
+	mock_iscsi_set_state(0, ISCSI_CONN_ADMITTING);
+	fill(0, 6, 4096);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	for (int i = 0; i < 20; i++)
+		td_loop_run_once(fx->loop, 0);
+	assert_int_equal(fx->calls[0], 0);
+	mock_iscsi_set_state(0, ISCSI_CONN_UP);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* --- admission through the mock's persistent reservations ------------------------ */
+
+static bool fence_is(unsigned int i, enum stripe_fence_state st)
+{
+	return dev()->servers[i].fence.state == st;
+}
+
+#define RUN_FOR_MS(ms)                                                \
+	do {                                                          \
+		uint64_t end_ = td_now_ns() + (uint64_t)(ms)*1000000; \
+		while (td_now_ns() < end_)                            \
+			td_loop_run_once(fx->loop, 5);                \
+	} while (0)
+
+static void wait_registered(void)
+{
+	for (unsigned int i = 0; i < 3; i++)
+		RUN_UNTIL(fence_is(i, STRIPE_FENCE_REGISTERED));
+}
+
+/* Open: every LUN gets our key and the WERO reservation, asked once. */
+static void test_fence_open_registers(void **state)
+{
+	uint64_t key = iscsi_conn_pr_key("host-a");
+
+	start(&g2, NULL, NULL);
+	assert_true(dev()->fence.on);
+	fill(0, 9, 4096);
+	submit(0, TD_OP_WRITE, 0, 4096, 0);
+	wait_registered();
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	for (unsigned int i = 0; i < 3; i++) {
+		assert_true(mock_iscsi_registered(i));
+		assert_true(mock_iscsi_lun(i)->reserved);
+		assert_int_equal(mock_iscsi_lun(i)->holder, key);
+		assert_int_equal(mock_iscsi_lun(i)->type, ISCSI_PR_TYPE_WERO);
+	}
+	/* key absent on three fresh LUNs: asked, a batch may serve several */
+	assert_true(fq.shows >= 1 && fq.shows <= 3);
+}
+
+/* A reconnect finds our key (the old session's): no master question. */
+static void test_fence_reconnect_keeps_key(void **state)
+{
+	unsigned int shows;
+
+	start(&g2, NULL, NULL);
+	wait_registered();
+	shows = fq.shows;
+	fq.show_ret = -ECONNREFUSED; /* the master is not needed */
+	mock_iscsi_relogin(1, false);
+	assert_true(fence_is(1, STRIPE_FENCE_REGISTERED));
+	RUN_UNTIL(iscsi_conn_state(mock_iscsi_conn(1)) == ISCSI_CONN_UP);
+	assert_true(mock_iscsi_registered(1));
+	assert_int_equal(fq.shows, shows);
+	assert_int_equal(dev()->servers[1].fence.admissions, 2);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+}
+
+/* A server that lost its PR state (tgtd restart): the master says we
+ * still hold the disk, the session is admitted again; while the master
+ * is unreachable the session stays held and the disk goes on. */
+static void test_fence_server_restart(void **state)
+{
+	start(&g2, NULL, ",degraded_grace_ms=0");
+	wait_registered();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0); /* gate checked */
+	memset(mock_iscsi_lun(1), 0, sizeof(struct mock_pr));
+	fq.show_ret = -ECONNREFUSED;
+	mock_iscsi_relogin(1, true);
+	RUN_FOR_MS(100);
+	assert_true(fence_is(1, STRIPE_FENCE_ADMITTING));
+	assert_int_equal(iscsi_conn_state(mock_iscsi_conn(1)),
+			 ISCSI_CONN_ADMITTING);
+	/* degraded: a write to (0, 0) goes on with server 0 alone */
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), 0);
+	assert_true(file_stale(0, 0, 1));
+	fq.show_ret = 0;
+	RUN_UNTIL(fence_is(1, STRIPE_FENCE_REGISTERED)); /* within 2 s */
+	assert_true(mock_iscsi_registered(1));
+	assert_true(mock_iscsi_lun(1)->reserved);
+	assert_int_equal(iscsi_conn_state(mock_iscsi_conn(1)), ISCSI_CONN_UP);
+}
+
+/* Preempted by another host: writes fail with EACCES, nothing stale; a
+ * new session is refused by the master's answer: FENCED. */
+static void test_fence_preempted(void **state)
+{
+	uint64_t key = iscsi_conn_pr_key("host-a");
+	uint64_t theirs = iscsi_conn_pr_key("host-b");
+
+	start(&g2, NULL, NULL);
+	wait_registered();
+	for (unsigned int i = 0; i < 3; i++)
+		mock_iscsi_preempt(i, key, theirs);
+	fill(0, 10, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, 4096), -EACCES);
+	assert_int_equal(do_io(0, TD_OP_FLUSH, 0, 0), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_int_equal(nr_notes, 0);
+	assert_true(fence_is(0, STRIPE_FENCE_FENCED));
+	/* the session comes back: the key is gone, the master says B */
+	snprintf(fq.show_holder, sizeof(fq.show_holder), "host-b");
+	mock_iscsi_relogin(1, false);
+	RUN_UNTIL(iscsi_conn_state(mock_iscsi_conn(1)) == ISCSI_CONN_FENCED);
+	assert_false(mock_iscsi_registered(1));
+	assert_int_equal(do_io(0, TD_OP_WRITE, 320 * KiB, 4096), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+	assert_true(dev()->reservation_conflicts >= 2);
+}
+
+/* The master lists this host as fenced: refused even as the holder. */
+static void test_fence_listed_host(void **state)
+{
+	start(&g2, NULL, NULL);
+	wait_registered();
+	memset(mock_iscsi_lun(2), 0, sizeof(struct mock_pr));
+	fq.hosts_ret = 0;
+	snprintf(fq.fenced_host, sizeof(fq.fenced_host), "host-a");
+	mock_iscsi_relogin(2, true);
+	RUN_UNTIL(fence_is(2, STRIPE_FENCE_FENCED));
+	assert_int_equal(iscsi_conn_state(mock_iscsi_conn(2)),
+			 ISCSI_CONN_FENCED);
+	assert_true(fence_is(0, STRIPE_FENCE_REGISTERED));
+}
+
+/* Another reservation type on the LUN: refused (another scheme). */
+static void test_fence_foreign_reservation(void **state)
+{
+	start(&g2, NULL, NULL);
+	wait_registered();
+	mock_iscsi_lun(0)->type = 1; /* Write Exclusive */
+	mock_iscsi_lun(0)->holder = 0x99;
+	mock_iscsi_relogin(0, false);
+	RUN_UNTIL(fence_is(0, STRIPE_FENCE_FENCED));
 }
 
 /* --- servers ------------------------------------------------------------------------ */
@@ -1864,6 +2224,17 @@ int main(void)
 		T(test_flush_skips_stale_only_server),
 		T(test_flush_failure_marks_replicas),
 		T(test_flush_failure_unreplicated),
+		T(test_fence_decide),
+		T(test_fence_verdict),
+		T(test_fenced_write_marks_nothing),
+		T(test_fenced_server_fails_cleanly),
+		T(test_admitting_held),
+		T(test_fence_open_registers),
+		T(test_fence_reconnect_keeps_key),
+		T(test_fence_server_restart),
+		T(test_fence_preempted),
+		T(test_fence_listed_host),
+		T(test_fence_foreign_reservation),
 		T(test_down_server_fails_its_extents),
 		T(test_down_server_replicated),
 		T(test_gate_block_size_mismatch),

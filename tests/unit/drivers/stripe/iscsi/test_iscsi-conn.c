@@ -1721,6 +1721,166 @@ static void test_pr_reissued_after_loss(void **state)
 	iscsi_conn_destroy(c);
 }
 
+/* --- admission (cfg.admit) ------------------------------------------------- */
+
+static struct {
+	int calls;
+	struct iscsi_conn *c;
+	struct tpr pr;
+} adm;
+
+static void admit_hook(struct iscsi_conn *c, void *opaque)
+{
+	assert_ptr_equal(opaque, &adm);
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_ADMITTING);
+	adm.calls++;
+	adm.c = c;
+	/* What the stripe driver does: a PR command marked as admission. */
+	memset(&adm.pr, 0, sizeof(adm.pr));
+	adm.pr.pr.admission = true;
+	assert_int_equal(
+		iscsi_conn_pr_read_keys(c, &adm.pr.pr, tpr_done, &adm.pr), 0);
+}
+
+static struct iscsi_conn *admitting_conn(uint32_t timeout_ms)
+{
+	struct iscsi_conn_cfg cfg = {
+		.portal = "127.0.0.1:3260",
+		.target = "iqn.2026-11.test:t",
+		.lun = 1,
+		.queue_depth = 8,
+		.cmd_timeout_ms = timeout_ms,
+		.login_retries = 2,
+		.login_backoff_ms = 1,
+		.revive_interval_ms = 5,
+		.admit = admit_hook,
+		.admit_opaque = &adm,
+	};
+	struct iscsi_conn *c;
+
+	memset(&adm, 0, sizeof(adm));
+	assert_int_equal(iscsi_conn_create(loop, &cfg, &c), 0);
+	for (int n = 0; n < 200 && !adm.calls; n++)
+		td_loop_run_once(loop, 1);
+	assert_int_equal(adm.calls, 1);
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_ADMITTING);
+	return c;
+}
+
+/* Answer the hook's READ KEYS (no keys). */
+static void admit_answer(void)
+{
+	static uint8_t keys[8];
+	struct fake_task *f = pr_task(&adm.pr);
+
+	assert_non_null(f);
+	f->task.datain.data = keys;
+	f->task.datain.size = sizeof(keys);
+	fake_due(f, SCSI_STATUS_GOOD);
+	run_pr(&adm.pr, 100);
+	assert_int_equal(adm.pr.err, 0);
+}
+
+/* Held while ADMITTING, the admission command goes; admitted(0) releases
+ * them in order; a reconnect admits again before the reissue. */
+static void test_admission_holds(void **state)
+{
+	struct iscsi_conn *c = admitting_conn(10000);
+	struct iscsi_context *old;
+	struct iscsi_conn_stats st;
+
+	prep(0, ISCSI_CMD_WRITE, 0, 1);
+	prep(1, ISCSI_CMD_READ, 1, 1);
+	sub(c, 0);
+	sub(c, 1);
+	run(10, -1);
+	assert_null(task_of(0));
+	assert_null(task_of(1));
+	admit_answer();
+	assert_null(task_of(0));
+	assert_int_equal(iscsi_conn_admitted(c, 0), 0);
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_UP);
+	assert_int_equal(iscsi_conn_admitted(c, 0), -ESTALE);
+	assert_non_null(task_of(0));
+	assert_non_null(task_of(1));
+	/* The session breaks: the two come back held until admitted. */
+	old = fake.ctx;
+	old->service_ret = -1;
+	for (int i = 0; i < 2; i++) {
+		struct fake_task *t = task_of(i);
+
+		t->answered = true;
+		t->cb(old, SCSI_STATUS_CANCELLED, &t->task, t->priv);
+	}
+	fake_poke(old);
+	for (int n = 0; n < 200 && adm.calls < 2; n++)
+		td_loop_run_once(loop, 1);
+	assert_int_equal(adm.calls, 2);
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_ADMITTING);
+	assert_null(task_of(0));
+	admit_answer();
+	assert_null(task_of(0));
+	assert_int_equal(iscsi_conn_admitted(c, 0), 0);
+	fake_due(task_of(0), SCSI_STATUS_GOOD);
+	fake_due(task_of(1), SCSI_STATUS_GOOD);
+	run(50, 1);
+	assert_int_equal(tc[0].err, 0);
+	assert_int_equal(tc[1].err, 0);
+	assert_int_equal(order[0], 0);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.reconnects, 1);
+	assert_int_equal(st.reissued, 2);
+	iscsi_conn_destroy(c);
+}
+
+/* Refused: held and later commands fail with EACCES, once; no reconnect. */
+static void test_admission_fenced(void **state)
+{
+	struct iscsi_conn *c = admitting_conn(10000);
+	struct iscsi_conn_stats st;
+
+	prep(0, ISCSI_CMD_WRITE, 0, 1);
+	sub(c, 0);
+	admit_answer();
+	assert_int_equal(iscsi_conn_admitted(c, -EACCES), 0);
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_FENCED);
+	assert_int_equal(tc[0].calls, 0); /* never inside the call */
+	run(20, 0);
+	assert_int_equal(tc[0].calls, 1);
+	assert_int_equal(tc[0].err, -EACCES);
+	prep(1, ISCSI_CMD_READ, 0, 1);
+	sub(c, 1);
+	run(20, 1);
+	assert_int_equal(tc[1].err, -EACCES);
+	run(30, -1);
+	assert_int_equal(fake.contexts, 1); /* never reconnected */
+	assert_int_equal(iscsi_conn_state(c), ISCSI_CONN_FENCED);
+	assert_int_equal(iscsi_conn_admitted(c, 0), -EINVAL);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.reservation_conflicts, 2);
+	assert_int_equal(tc[0].calls, 1);
+	prep(2, ISCSI_CMD_WRITE, 0, 1);
+	sub(c, 2);
+	iscsi_conn_destroy(c); /* completes it before returning */
+	assert_int_equal(tc[2].calls, 1);
+}
+
+/* Deadlines run while held; destroy while ADMITTING cancels. */
+static void test_admission_deadline_and_destroy(void **state)
+{
+	struct iscsi_conn *c = admitting_conn(30);
+
+	prep(0, ISCSI_CMD_WRITE, 0, 1);
+	sub(c, 0);
+	run(200, 0);
+	assert_int_equal(tc[0].err, -ETIMEDOUT);
+	prep(1, ISCSI_CMD_WRITE, 0, 1);
+	sub(c, 1);
+	iscsi_conn_destroy(c);
+	assert_int_equal(tc[1].calls, 1);
+	assert_int_equal(tc[1].err, -ECANCELED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1776,6 +1936,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_pr_unit_attentions_retried,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_admission_holds, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_admission_fenced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			test_admission_deadline_and_destroy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_reissued_after_loss,
 						setup, teardown),
 	};
