@@ -31,6 +31,7 @@ union ms_args {
 	ms_extent_list_args extent_list;
 	ms_replica_state_args replica_state;
 	ms_lease_args lease;
+	ms_host_id host;
 };
 
 struct proc {
@@ -137,6 +138,24 @@ static int run_lease_show(struct master_store *st, const union ms_args *a,
 	return master_store_lease_show(st, a->id, rep);
 }
 
+static int run_lease_fenced(struct master_store *st, const union ms_args *a,
+			    ms_reply *rep)
+{
+	return master_store_lease_fenced(st, &a->lease, rep);
+}
+
+static int run_host_list(struct master_store *st, const union ms_args *a,
+			 ms_reply *rep)
+{
+	return master_store_host_list(st, rep);
+}
+
+static int run_host_readmit(struct master_store *st, const union ms_args *a,
+			    ms_reply *rep)
+{
+	return master_store_host_readmit(st, a->host, rep);
+}
+
 static const struct proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
@@ -170,6 +189,11 @@ static const struct proc procs[] = {
 			       true, run_lease_takeover},
 	[MS_LEASE_SHOW] = {"lease_show", (xdrproc_t)xdr_ms_vdisk_id, false,
 			   run_lease_show},
+	[MS_LEASE_FENCED] = {"lease_fenced", (xdrproc_t)xdr_ms_lease_args, true,
+			     run_lease_fenced},
+	[MS_HOST_LIST] = {"host_list", MASTER_XDR_VOID, false, run_host_list},
+	[MS_HOST_READMIT] = {"host_readmit", (xdrproc_t)xdr_ms_host_id, true,
+			     run_host_readmit},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

@@ -78,6 +78,8 @@ static const struct {
 	{"a lease is held on a disk that does not exist",
 	 "SELECT 1 FROM leases l WHERE holder != '' AND NOT EXISTS"
 	 " (SELECT 1 FROM vdisks v WHERE v.id = l.vdisk_id)"},
+	{"a free lease has a fence pending",
+	 "SELECT 1 FROM leases WHERE holder = '' AND fence_pending != 0"},
 };
 
 _Static_assert(sizeof(invariants) / sizeof(invariants[0]) ==

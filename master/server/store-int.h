@@ -49,11 +49,15 @@ enum master_store_stmt {
 	ST_LEASE_PUT,
 	ST_LEASE_FREE,
 	ST_LEASE_SERVERS,
+	ST_FENCED_GET,
+	ST_FENCED_PUT,
+	ST_FENCED_DELETE,
+	ST_FENCED_ALL,
 	ST_COUNT
 };
 
 /* The invariants master_store_check queries (store-check.c). */
-#define STORE_NR_INVARIANTS 10
+#define STORE_NR_INVARIANTS 11
 
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \
@@ -103,6 +107,23 @@ int master_store_vdisk_exists(struct master_store *st, const char *id);
 
 /* Free the lease of disk id, being destroyed (store-lease.c); 0/-errno. */
 int master_store_lease_drop(struct master_store *st, const char *id);
+
+/*
+ * A fenced host (store-host.c): 1 with *f filled when host is fenced, 0
+ * when not, -errno.
+ */
+struct master_fence {
+	char by[MS_HOST_ID_MAX + 1];
+	char vdisk[MS_VDISK_ID_MAX + 1];
+	uint64_t epoch;
+	uint64_t since;
+};
+int master_store_fenced_get(struct master_store *st, const char *host,
+			    struct master_fence *f);
+
+/* Record host as fenced by `by` (disk, epoch after the takeover), now. */
+int master_store_fenced_put(struct master_store *st, const char *host,
+			    const char *by, const char *vdisk, uint64_t epoch);
 
 /* Printable ASCII without spaces, 1..max bytes. */
 bool master_store_token_ok(const char *s, size_t max);

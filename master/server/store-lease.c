@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store-lease.c - a lease per virtual disk (issue #18): MS_LEASE_ACQUIRE,
- * _RELEASE, _HANDOVER, _TAKEOVER, _SHOW (see stripe.x for what each does).
+ * _RELEASE, _HANDOVER, _TAKEOVER, _SHOW, _FENCED (see stripe.x for what
+ * each does).
  *
  * One row of leases per disk ever leased: holder ("" when free), epoch,
  * previous (the holder before the last change), fence (the last change
- * was a takeover asked to fence), since (Unix time of the last change).  A
+ * was a takeover asked to fence), since (Unix time of the last change),
+ * fence_pending (a fenced takeover not yet confirmed by its holder).  A
  * disk never leased has no row and reads as holder "", epoch 0.  One row
  * per disk makes two holders impossible; every change of holder is one
  * row rewritten with epoch + 1, inside the caller's transaction, so it is
@@ -13,6 +15,13 @@
  *
  * Idempotency: each call first asks whether the store already shows its
  * effect (a retry after a success) and then answers that state unchanged.
+ *
+ * Fencing: a takeover with fence from another holder marks the lease
+ * fence_pending and that holder fenced (store-host.c), both in the
+ * transaction that moves the lease.  A fenced host may release what it
+ * holds, but acquire, take over or be handed nothing until re-admitted.
+ * A release or a hand-over ends a pending fence: the lease then goes to
+ * a holder that did not ask for it (see doc/striped-disks.md "Leases").
  */
 #include "config.h"
 
@@ -37,6 +46,7 @@ struct lease {
 	char previous[HOST_BUF];
 	bool fence;
 	uint64_t since;
+	bool fence_pending;
 };
 
 static void copy_host(char *dst, const unsigned char *src)
@@ -59,6 +69,7 @@ static int lease_get(struct master_store *st, const char *id, struct lease *l)
 		copy_host(l->previous, sqlite3_column_text(s, 2));
 		l->fence = sqlite3_column_int(s, 3) != 0;
 		l->since = (uint64_t)sqlite3_column_int64(s, 4);
+		l->fence_pending = sqlite3_column_int(s, 5) != 0;
 	}
 	sqlite3_reset(s);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -66,18 +77,18 @@ static int lease_get(struct master_store *st, const char *id, struct lease *l)
 	return 0;
 }
 
-/* Give the lease to holder ("" frees it), stamped now. */
+/* Store the lease as *l says (the caller stamps since). */
 static int lease_put(struct master_store *st, const char *id, struct lease *l)
 {
 	sqlite3_stmt *s = master_store_stmt(st, ST_LEASE_PUT);
 
-	l->since = (uint64_t)time(NULL);
 	master_store_bind_text(s, 1, id);
 	master_store_bind_text(s, 2, l->holder);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)l->epoch);
 	master_store_bind_text(s, 4, l->previous);
 	sqlite3_bind_int(s, 5, l->fence);
 	sqlite3_bind_int64(s, 6, (sqlite3_int64)l->since);
+	sqlite3_bind_int(s, 7, l->fence_pending);
 	return master_store_exec(st, s, "lease");
 }
 
@@ -132,6 +143,7 @@ static int lease_body(ms_reply *rep, const char *id, const struct lease *l)
 	b->epoch = l->epoch;
 	b->fence = l->fence;
 	b->since = l->since;
+	b->fence_pending = l->fence_pending;
 	return b->vdisk && b->holder && b->previous ? 0 : -ENOMEM;
 }
 
@@ -202,14 +214,19 @@ static int check_lease_args(struct master_store *st, const ms_lease_args *a,
 	return 0;
 }
 
-/* Move the lease to holder at epoch + 1 (previous: the old holder). */
+/*
+ * Move the lease to holder at epoch + 1 (previous: the old holder), now;
+ * pending: the old holder is being fenced.
+ */
 static int lease_move(struct master_store *st, const char *id, struct lease *l,
-		      const char *holder, bool fence)
+		      const char *holder, bool fence, bool pending)
 {
 	snprintf(l->previous, HOST_BUF, "%s", l->holder);
 	snprintf(l->holder, HOST_BUF, "%s", holder);
 	l->epoch++;
 	l->fence = fence;
+	l->fence_pending = pending;
+	l->since = (uint64_t)time(NULL);
 	return lease_put(st, id, l);
 }
 
@@ -246,6 +263,38 @@ static int refuse_stale(ms_reply *rep, const ms_lease_args *a,
 		a->epoch, a->vdisk);
 }
 
+/*
+ * host may get a lease only when not fenced: *refused true and an
+ * MS_EFENCED reply (body: the lease as it is) when it is.  what says the
+ * act refused ("acquire", "be handed", "take over").
+ */
+static int check_fenced(struct master_store *st, ms_reply *rep,
+			const ms_lease_args *a, const struct lease *l,
+			const char *host, const char *what, bool *refused)
+{
+	struct master_fence f;
+	char when[32] = "?";
+	time_t t;
+	struct tm tm;
+	int ret;
+
+	*refused = false;
+	if ((ret = master_store_fenced_get(st, host, &f)) <= 0)
+		return ret;
+	*refused = true;
+	t = (time_t)f.since;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	return lease_refuse(rep, MS_EFENCED, a->vdisk, l,
+			    "host %s may not %s vdisk %s: it was fenced by "
+			    "host %s at %s (takeover of vdisk %s at epoch "
+			    "%" PRIu64 "); make sure host %s's tapdisks of "
+			    "disk %s are stopped, then re-admit it: "
+			    "stripe-ctl host readmit %s",
+			    host, what, a->vdisk, f.by, when, f.vdisk, f.epoch,
+			    host, f.vdisk, host);
+}
+
 int master_store_lease_acquire(struct master_store *st, const ms_lease_args *a,
 			       ms_reply *rep)
 {
@@ -255,11 +304,13 @@ int master_store_lease_acquire(struct master_store *st, const ms_lease_args *a,
 
 	if (ret || !ok)
 		return ret;
+	if ((ret = check_fenced(st, rep, a, &l, a->host, "acquire", &ok)) || ok)
+		return ret;
 	if (!strcmp(l.holder, a->host)) /* held already: a retry, a reopen */
 		return lease_ok(rep, a->vdisk, &l, false);
 	if (*l.holder)
 		return refuse_held(rep, a, &l);
-	if ((ret = lease_move(st, a->vdisk, &l, a->host, false)))
+	if ((ret = lease_move(st, a->vdisk, &l, a->host, false, false)))
 		return ret;
 	td_info("vdisk %s: lease acquired by %s, epoch %" PRIu64, a->vdisk,
 		a->host, l.epoch);
@@ -284,6 +335,8 @@ int master_store_lease_release(struct master_store *st, const ms_lease_args *a,
 	snprintf(l.previous, HOST_BUF, "%s", l.holder);
 	l.holder[0] = '\0';
 	l.fence = false;
+	l.fence_pending = false;
+	l.since = (uint64_t)time(NULL);
 	if ((ret = lease_put(st, a->vdisk, &l)))
 		return ret;
 	td_info("vdisk %s: lease released by %s at epoch %" PRIu64, a->vdisk,
@@ -308,11 +361,13 @@ int master_store_lease_handover(struct master_store *st, const ms_lease_args *a,
 	if (!strcmp(l.holder, a->to) && !strcmp(l.previous, a->host) &&
 	    a->epoch < INT64_MAX && l.epoch == a->epoch + 1)
 		return lease_ok(rep, a->vdisk, &l, false); /* a retry */
+	if ((ret = check_fenced(st, rep, a, &l, a->to, "be handed", &ok)) || ok)
+		return ret;
 	if (*l.holder && strcmp(l.holder, a->host))
 		return refuse_held(rep, a, &l);
 	if (!*l.holder || l.epoch != a->epoch)
 		return refuse_stale(rep, a, &l);
-	if ((ret = lease_move(st, a->vdisk, &l, a->to, false)))
+	if ((ret = lease_move(st, a->vdisk, &l, a->to, false, false)))
 		return ret;
 	td_info("vdisk %s: lease handed over from %s to %s, epoch %" PRIu64,
 		a->vdisk, a->host, a->to, l.epoch);
@@ -325,6 +380,27 @@ static int takeover_ok(struct master_store *st, ms_reply *rep, const char *id,
 	int ret = lease_ok(rep, id, l, changed);
 
 	return ret ? ret : lease_servers(st, id, &rep->body.ms_body_u.lease);
+}
+
+/* The takeover that moves the lease, fencing its old holder when asked. */
+static int takeover_move(struct master_store *st, const ms_lease_args *a,
+			 struct lease *l)
+{
+	bool fencing = a->fence && *l->holder && strcmp(l->holder, a->host);
+	int ret = lease_move(st, a->vdisk, l, a->host, a->fence, fencing);
+
+	if (!ret && fencing)
+		ret = master_store_fenced_put(st, l->previous, a->host,
+					      a->vdisk, l->epoch);
+	if (ret)
+		return ret;
+	td_warn("vdisk %s: lease taken over by %s from %s, epoch %" PRIu64 "%s",
+		a->vdisk, a->host, *l->previous ? l->previous : "nobody",
+		l->epoch,
+		fencing	   ? ", old holder fenced"
+		: a->fence ? ", nobody to fence"
+			   : "");
+	return 0;
 }
 
 int master_store_lease_takeover(struct master_store *st, const ms_lease_args *a,
@@ -340,14 +416,37 @@ int master_store_lease_takeover(struct master_store *st, const ms_lease_args *a,
 	    (l.epoch == a->epoch ||
 	     (a->epoch < INT64_MAX && l.epoch == a->epoch + 1)))
 		return takeover_ok(st, rep, a->vdisk, &l, false); /* a retry */
+	if ((ret = check_fenced(st, rep, a, &l, a->host, "take over", &ok)) ||
+	    ok)
+		return ret;
 	if (l.epoch != a->epoch)
 		return refuse_stale(rep, a, &l);
-	if ((ret = lease_move(st, a->vdisk, &l, a->host, a->fence)))
+	if ((ret = takeover_move(st, a, &l)))
 		return ret;
-	td_warn("vdisk %s: lease taken over by %s from %s, epoch %" PRIu64 "%s",
-		a->vdisk, a->host, *l.previous ? l.previous : "nobody", l.epoch,
-		a->fence ? ", fencing asked" : "");
 	return takeover_ok(st, rep, a->vdisk, &l, true);
+}
+
+int master_store_lease_fenced(struct master_store *st, const ms_lease_args *a,
+			      ms_reply *rep)
+{
+	struct lease l;
+	bool ok;
+	int ret = check_lease_args(st, a, false, &l, rep, &ok);
+
+	if (ret || !ok)
+		return ret;
+	if (*l.holder && strcmp(l.holder, a->host))
+		return refuse_held(rep, a, &l);
+	if (!*l.holder || l.epoch != a->epoch)
+		return refuse_stale(rep, a, &l);
+	if (!l.fence_pending) /* confirmed already, or nothing to fence */
+		return lease_ok(rep, a->vdisk, &l, false);
+	l.fence_pending = false;
+	if ((ret = lease_put(st, a->vdisk, &l)))
+		return ret;
+	td_info("vdisk %s: %s confirmed host %s fenced, epoch %" PRIu64,
+		a->vdisk, a->host, l.previous, l.epoch);
+	return lease_ok(rep, a->vdisk, &l, true);
 }
 
 int master_store_lease_show(struct master_store *st, const char *id,

@@ -94,6 +94,14 @@ static const char schema_sql[] =
  * vdisks: the row outlives a destroyed disk, so that a disk made again
  * under the same name goes on from the epoch its lease had (an epoch
  * never goes back for a name).  Destroying a disk frees its lease.
+ *
+ * 3 -> 4: fencing (issue #18).  leases.fence_pending is 1 from a fenced
+ * takeover until its holder confirms the old holder preempted on every
+ * LUN (MS_LEASE_FENCED); a free lease has none pending.  fenced_hosts
+ * holds one row per fenced host (the last fence: by whom, which disk at
+ * which epoch, when) until MS_HOST_READMIT; its vdisk_id has no foreign
+ * key either, a fence outlives the disk.  "by" is an SQL keyword, hence
+ * by_host.
  */
 static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	[1] = "ALTER TABLE allocations ADD COLUMN"
@@ -109,6 +117,17 @@ static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	      " fence INTEGER NOT NULL CHECK (fence IN (0, 1)),"
 	      " since INTEGER NOT NULL CHECK (since >= 0),"
 	      " CHECK (holder = '' OR epoch >= 1)"
+	      ") WITHOUT ROWID;",
+	[3] = "ALTER TABLE leases ADD COLUMN fence_pending INTEGER NOT NULL"
+	      " DEFAULT 0 CHECK (fence_pending IN (0, 1));"
+	      "CREATE TABLE fenced_hosts ("
+	      " host TEXT PRIMARY KEY NOT NULL"
+	      "  CHECK (length(host) BETWEEN 1 AND 63),"
+	      " by_host TEXT NOT NULL CHECK (length(by_host) BETWEEN 1 AND 63),"
+	      " vdisk_id TEXT NOT NULL CHECK (length(vdisk_id) BETWEEN 1 AND "
+	      "63),"
+	      " epoch INTEGER NOT NULL CHECK (epoch >= 1),"
+	      " since INTEGER NOT NULL CHECK (since >= 0)"
 	      ") WITHOUT ROWID;",
 };
 
@@ -177,17 +196,25 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_REPLICA_SET] = "UPDATE allocations SET stale = ?5"
 			   " WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
 			   " AND replica = ?4",
-	[ST_LEASE_GET] = "SELECT holder, epoch, previous, fence, since"
-			 " FROM leases WHERE vdisk_id = ?1",
+	[ST_LEASE_GET] = "SELECT holder, epoch, previous, fence, since,"
+			 " fence_pending FROM leases WHERE vdisk_id = ?1",
 	[ST_LEASE_PUT] = "INSERT OR REPLACE INTO leases (vdisk_id, holder,"
-			 " epoch, previous, fence, since)"
-			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			 " epoch, previous, fence, since, fence_pending)"
+			 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_LEASE_FREE] = "UPDATE leases SET previous = holder, holder = '',"
-			  " fence = 0, since = ?2"
+			  " fence = 0, fence_pending = 0, since = ?2"
 			  " WHERE vdisk_id = ?1 AND holder != ''",
 	[ST_LEASE_SERVERS] = "SELECT " STORE_SERVER_COLS " FROM servers"
 			     " WHERE id IN (SELECT server_id FROM allocations"
 			     " WHERE vdisk_id = ?1) ORDER BY id",
+	[ST_FENCED_GET] = "SELECT by_host, vdisk_id, epoch, since"
+			  " FROM fenced_hosts WHERE host = ?1",
+	[ST_FENCED_PUT] =
+		"INSERT OR REPLACE INTO fenced_hosts (host, by_host,"
+		" vdisk_id, epoch, since) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_FENCED_DELETE] = "DELETE FROM fenced_hosts WHERE host = ?1",
+	[ST_FENCED_ALL] = "SELECT host, by_host, vdisk_id, epoch, since"
+			  " FROM fenced_hosts ORDER BY host LIMIT ?1",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"

@@ -23,7 +23,8 @@
  * the extent's place in it and whether that replica is stale; UNIQUE
  * (server_id, idx) means one owner per extent), released (extents handed
  * out once and free again), leases (one row per disk ever leased: holder,
- * epoch; see store-lease.c).  A database of an older schema is upgraded
+ * epoch, fence_pending; see store-lease.c), fenced_hosts (one row per
+ * host fenced and not re-admitted; store-host.c).  A database of an older schema is upgraded
  * when opened, in one transaction.
  *
  * Procedures fill an ms_reply: status, message, body.  They return 0 when
@@ -44,7 +45,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    3
+#define MASTER_SCHEMA_VERSION	    4
 /*
  * Extents one allocation may lock (columns x extents per column x
  * replicas), at most MS_MAX_SLOTS.  The master is single-threaded and an
@@ -124,12 +125,18 @@ int master_store_lease_takeover(struct master_store *st, const ms_lease_args *a,
 				ms_reply *rep);
 int master_store_lease_show(struct master_store *st, const char *id,
 			    ms_reply *rep);
+int master_store_lease_fenced(struct master_store *st, const ms_lease_args *a,
+			      ms_reply *rep);
+int master_store_host_list(struct master_store *st, ms_reply *rep);
+int master_store_host_readmit(struct master_store *st, const char *host,
+			      ms_reply *rep);
 
 /*
  * Check every invariant the schema cannot express alone, and the ones it
  * does (in case the file was edited): SQLite's quick_check, foreign keys,
  * free counts, one owner per extent, S·J·R extents per disk, replicas on
- * distinct hosts, no lease held on a disk that does not exist.  0 when
+ * distinct hosts, no lease held on a disk that does not exist, no fence
+ * pending on a free lease.  0 when
  * all hold; -EUCLEAN with msg naming the first
  * broken one; -EIO.
  */

@@ -168,7 +168,7 @@ want="host-b True False [('$(srv 1 TARGET)', 'fenced'), ('$T2', 'failed'), ('$(s
 	pass "server 2 cut: exit 1, its LUN named as not fenced, the others fenced, fence pending" ||
 	fail "fence with server 2 cut (exit $rc)" "$sum $(cat "$WORK/fence3.err")"
 out=$(ctl --json vdisk lease show lc | jget 'j["holder"], j["fence_pending"]')
-[ "$out" = "host-b True" ] && ctl vdisk lease show lc | grep -q "PENDING" &&
+[ "$out" = "host-b True" ] && ctl vdisk lease show lc | grep -q "lease fence pending: yes" &&
 	pass "lease show: fence_pending true, said so" || fail "lease show with the fence pending" "$out"
 "$LAB" restore 2 >/dev/null 2>&1
 out=$(ctl --host-id host-b --json vdisk lease takeover lc --fence 2>"$WORK/fence4.err")

@@ -46,12 +46,10 @@ void ctl_print_lease(const ms_lease *l)
 	       *l->holder ? l->holder : "(none: free)", (uint64_t)l->epoch,
 	       when, *l->previous ? " (from " : "", l->previous,
 	       *l->previous ? ")" : "");
-	if (l->fence_pending)
-		printf("lease fence:         PENDING: %s may still write; "
-		       "the disk must not be served\n"
-		       "                     until 'stripe-ctl vdisk lease "
-		       "takeover %s --fence' completes\n",
-		       *l->previous ? l->previous : "the old holder", l->vdisk);
+	printf("lease fence pending: %s\n",
+	       l->fence_pending ? "yes: the old holder is not fenced on every "
+				  "LUN yet; do not serve"
+				: "no");
 }
 
 /* This host's id (--host-id, else the default); 0 or EXIT_FAILURE. */
@@ -90,9 +88,10 @@ static int print_lease_result(const struct ctl_opts *o, const ms_reply *rep,
 		return ctl_print_json(&j, &sb);
 	}
 	if (*l->holder)
-		printf("vdisk %s: %s; held by %s, epoch %" PRIu64 "\n",
+		printf("vdisk %s: %s; held by %s, epoch %" PRIu64 "%s\n",
 		       l->vdisk, rep->changed ? what : "already so, unchanged",
-		       l->holder, (uint64_t)l->epoch);
+		       l->holder, (uint64_t)l->epoch,
+		       l->fence_pending ? "; fence pending: do not serve" : "");
 	else
 		printf("vdisk %s: %s; free, epoch %" PRIu64 "\n", l->vdisk,
 		       rep->changed ? what : "already so, unchanged",
@@ -102,8 +101,9 @@ static int print_lease_result(const struct ctl_opts *o, const ms_reply *rep,
 
 /*
  * A lease call failed: the master's message on stderr; with --json, when
- * the master refused with the lease as it is (MS_EHELD, MS_ESTALE), that
- * lease on stdout too, with "error" (the status) and "message".
+ * the master refused with the lease as it is (MS_EHELD, MS_ESTALE,
+ * MS_EFENCED), that lease on stdout too, with "error" (the status) and
+ * "message".
  */
 int ctl_lease_failed(const struct ctl_opts *o, struct master_client *c,
 		     const ms_reply *rep, const char *what)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * stripe-ctl-vdisk.c - stripe-ctl vdisk create|show|destroy|list|mark: the
+ * stripe-ctl-vdisk.c - stripe-ctl vdisk create|map|show|destroy|list|mark: the
  * layout (drivers/stripe-layout.h), the master's allocation and replica
  * states, and the mapping file (drivers/stripe/map/map.h).
  */
@@ -106,6 +106,7 @@ static int map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
 			return -EPROTO;
 		m->slots[i].server = s;
 		m->slots[i].lba = e->offset_bytes / m->servers[s].block_size;
+		m->slots[i].stale = e->stale;
 	}
 	return 0;
 }
@@ -199,6 +200,87 @@ int ctl_cmd_vdisk_create(struct ctl_opts *o)
 		status = allocate_and_write(
 			o, c, rep.body.ms_body_u.info.extent_size_bytes,
 			per_column);
+	master_reply_free(&rep);
+	master_client_close(c);
+	return status;
+}
+
+/* --- map ---------------------------------------------------------------------- */
+
+/*
+ * The master keeps no size nor stripe unit: the ones given must give the
+ * disk's geometry (its columns and J) with the master's E.
+ */
+static int check_geometry(struct ctl_opts *o, const ms_vdisk *v)
+{
+	uint32_t per_column;
+	int status;
+
+	o->stripes = v->columns;
+	o->replicas = v->replicas;
+	if ((status = layout(o, v->extent_size_bytes, &per_column)))
+		return status;
+	if (per_column != v->extents_per_column)
+		return ctl_fail("--size and --stripe-unit give %u extents per "
+				"column, but vdisk %s has %u at the master (%u "
+				"columns): give the values 'vdisk create' was "
+				"given",
+				per_column, v->id, v->extents_per_column,
+				v->columns);
+	return 0;
+}
+
+static int write_map(struct ctl_opts *o, struct master_client *c,
+		     const ms_reply *rep)
+{
+	char buf[PATH_MAX];
+	const char *path = output_path(o, buf, sizeof(buf));
+	struct stripe_map_error err;
+	struct stripe_map m = {0};
+	int status, ret;
+
+	if ((status = check_geometry(o, &rep->body.ms_body_u.vdisk)))
+		return status;
+	if (map_from_reply(&rep->body.ms_body_u.vdisk, o,
+			   master_client_address(c), &m))
+		status =
+			ctl_fail("the master's answer is not a disk this "
+				 "stripe-ctl can map: is it the same version?");
+	else if ((ret = stripe_map_write(path, &m, &err)) == -EBUSY)
+		status =
+			ctl_fail("%s is locked by a tapdisk: the disk is being "
+				 "served from it; stop that tapdisk first, or "
+				 "write the map elsewhere (-o)",
+				 path);
+	else if (ret) {
+		print_map_error(path, &err);
+		status = EXIT_FAILURE;
+	} else if (o->json)
+		status = ctl_print_result(m.vdisk, path, true);
+	else
+		printf("vdisk %s: mapping file %s written from the master\n",
+		       m.vdisk, path);
+	stripe_map_free(&m);
+	return status;
+}
+
+int ctl_cmd_vdisk_map(struct ctl_opts *o)
+{
+	struct master_client *c;
+	ms_reply rep;
+	int status;
+
+	if (!stripe_map_name_ok(o->arg))
+		return ctl_fail("'%s' is not a vdisk name", o->arg);
+	if (o->size_bytes % SECTOR_BYTES)
+		return ctl_fail("--size must be a multiple of %u bytes",
+				SECTOR_BYTES);
+	if (!(c = ctl_client(o)))
+		return EXIT_FAILURE;
+	if (master_call_vdisk_lookup(c, o->arg, &rep))
+		status = ctl_call_failed(c, "vdisk map");
+	else
+		status = write_map(o, c, &rep);
 	master_reply_free(&rep);
 	master_client_close(c);
 	return status;

@@ -6,7 +6,8 @@
  * mapping files (drivers/stripe/map/map.h).  The commands live in
  * stripe-ctl-server.c, stripe-ctl-vdisk.c, stripe-ctl-resync.c and
  * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm),
- * stripe-ctl-lease.c (a disk's lease) and stripe-ctl-fence.c (fencing).
+ * stripe-ctl-lease.c (a disk's lease), stripe-ctl-host.c (fenced hosts)
+ * and stripe-ctl-fence.c (fencing).
  */
 #include "config.h"
 
@@ -135,12 +136,31 @@ static const struct command commands[] = {
 	 "    -o, --output FILE    the mapping file (default\n"
 	 "                         " CTL_MAP_DIR "/NAME.map)\n",
 	 ctl_cmd_vdisk_create, NULL, 0},
+	{"vdisk", "map", O_SIZE | O_UNIT | O_OUTPUT, O_SIZE, "NAME",
+	 "vdisk map NAME --size SIZE [--stripe-unit U] [-o FILE]",
+	 "Write the mapping file of a disk that exists at the master, with\n"
+	 "the same writer as 'vdisk create' and the replica states the master\n"
+	 "records: a host that is to serve the disk (the destination of a\n"
+	 "live migration) gets its file from the master, without a shared\n"
+	 "file system.  The master keeps neither the disk's size nor its\n"
+	 "stripe unit: give the ones 'vdisk create' was given (checked\n"
+	 "against the disk's columns and extents; the file is then the same\n"
+	 "byte for byte).  Writing over a file again is fine; a file a\n"
+	 "tapdisk holds locked (it serves the disk from it) is refused.  The\n"
+	 "master keeps no CHAP credentials (issue #20): the file written has\n"
+	 "none, so copy the file of a disk whose servers need CHAP instead.\n\n"
+	 "    --size SIZE          the disk's size, as given to vdisk create\n"
+	 "    --stripe-unit U      its stripe unit, as given (default 1M)\n"
+	 "    -o, --output FILE    the mapping file (default\n"
+	 "                         " CTL_MAP_DIR "/NAME.map)\n",
+	 ctl_cmd_vdisk_map, NULL, 0},
 	{"vdisk", "show", O_NAME, 0, "FILE", "vdisk show FILE | --name NAME",
 	 "Check a mapping file and print it: geometry, servers, extents and\n"
 	 "the state of each replica (ok, or stale: it missed writes).  Needs\n"
 	 "no master.  --name NAME prints the master's record of the disk\n"
 	 "instead: its servers, extents and the replica states the master\n"
-	 "was told, and the disk's lease (holder and epoch).\n\n"
+	 "was told, and the disk's lease (holder, epoch, and whether a fence\n"
+	 "is pending: a fenced takeover not yet confirmed, do not serve).\n\n"
 	 "    --name NAME          the disk, as the master knows it\n",
 	 ctl_cmd_vdisk_show, NULL, 0},
 	{"vdisk", "destroy", O_NAME, 0, "FILE",
@@ -193,14 +213,18 @@ static const struct command commands[] = {
 	{"vdisk", "lease show", 0, 0, "NAME", "vdisk lease show NAME",
 	 "Print a disk's lease at the master: the host that holds it (the one\n"
 	 "host allowed to serve it), its epoch (it grows at every change of\n"
-	 "holder), the previous holder and the time of the last change.\n",
+	 "holder), the previous holder, the time of the last change, and\n"
+	 "fence_pending: after a fenced takeover, until the new holder has\n"
+	 "preempted the old one on every LUN (the new holder must not serve\n"
+	 "before).\n",
 	 ctl_cmd_lease_show, NULL, 0},
 	{"vdisk", "lease acquire", O_HOST_ID, 0, "NAME",
 	 "vdisk lease acquire NAME [--host-id ID]",
 	 "Take a disk's lease for this host, as tapdisk does before serving\n"
 	 "it.  A lease this host holds already is kept at its epoch.  Refused\n"
 	 "when another host holds it: the message names that host and says\n"
-	 "what to do (handover there, or takeover if it is dead).\n\n"
+	 "what to do (handover there, or takeover if it is dead); and when\n"
+	 "this host was fenced (EFENCED, see 'stripe-ctl host readmit').\n\n"
 	 "    --host-id ID         act as host ID (default $" MASTER_HOST_ID_ENV
 	 ", else\n"
 	 "                         " MASTER_HOST_ID_FILE ", else the host "
@@ -276,6 +300,22 @@ static const struct command commands[] = {
 	 "the one\n"
 	 "                         the master shows now)\n",
 	 ctl_cmd_lease_takeover, NULL, 0},
+	{"host", "list", 0, 0, NULL, "host list",
+	 "Print every fenced host: the host, the host that fenced it, the\n"
+	 "disk and the epoch of that takeover, and when.  A takeover with\n"
+	 "--fence of a disk from a live holder fences that holder: its key is\n"
+	 "preempted on the disk's LUNs, so the storage servers refuse its\n"
+	 "writes (RESERVATION CONFLICT), and the master refuses it every\n"
+	 "lease (EFENCED) until it is re-admitted.\n",
+	 ctl_cmd_host_list, NULL, 0},
+	{"host", "readmit", 0, 0, "HOST", "host readmit HOST",
+	 "Re-admit a fenced host: the master forgets its fence and it may\n"
+	 "acquire leases again.  Before, make sure the host is sane:\n"
+	 "every tapdisk it ran for the fenced disk (and any other disk taken\n"
+	 "over from it) is stopped, and whatever it had queued is gone (a\n"
+	 "reboot is the sure way); its writes were refused since the fence.\n"
+	 "Re-admitting a host that is not fenced succeeds, unchanged.\n",
+	 ctl_cmd_host_readmit, NULL, 0},
 	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
 	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
 	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
@@ -417,6 +457,9 @@ static void global_usage(FILE *out)
 	      "    stripe-ctl vdisk lease show db1\n"
 	      "    stripe-ctl vdisk lease handover db1 --to host-b\n"
 	      "    stripe-ctl vdisk lease takeover db1 --fence\n"
+	      "    stripe-ctl vdisk map db1 --size 10G -o /tmp/db1.map\n"
+	      "    stripe-ctl host list\n"
+	      "    stripe-ctl host readmit host-a\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
 	      "ENVIRONMENT\n"
 	      "    " CTL_MASTER_ENV "   the master, as --master\n"
@@ -851,7 +894,7 @@ int main(int argc, char **argv)
 			return EXIT_SUCCESS;
 		}
 		return usage_error(NULL, "give a command: info, server, vdisk, "
-					 "extents or session");
+					 "host, extents or session");
 	}
 	if (!(cmd = find_command(argv + optind, argc - optind, &used)))
 		return usage_error(NULL, "unknown command '%s%s%s'",

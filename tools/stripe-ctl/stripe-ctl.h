@@ -120,6 +120,7 @@ int ctl_cmd_server_remove(struct ctl_opts *o);
 int ctl_cmd_server_list(struct ctl_opts *o);
 int ctl_cmd_extents_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_create(struct ctl_opts *o);
+int ctl_cmd_vdisk_map(struct ctl_opts *o);
 int ctl_cmd_vdisk_show(struct ctl_opts *o);
 int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
 int ctl_cmd_vdisk_list(struct ctl_opts *o);
@@ -131,6 +132,9 @@ int ctl_cmd_lease_acquire(struct ctl_opts *o);
 int ctl_cmd_lease_release(struct ctl_opts *o);
 int ctl_cmd_lease_handover(struct ctl_opts *o);
 int ctl_cmd_lease_takeover(struct ctl_opts *o);
+/* Fenced hosts (stripe-ctl-host.c). */
+int ctl_cmd_host_list(struct ctl_opts *o);
+int ctl_cmd_host_readmit(struct ctl_opts *o);
 /* Kernel iSCSI sessions (stripe-ctl-session.c). */
 int ctl_cmd_session_login(struct ctl_opts *o);
 int ctl_cmd_session_logout(struct ctl_opts *o);

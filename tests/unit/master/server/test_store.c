@@ -4,8 +4,8 @@
  * directory: registration, placement as stored (hand-written tables of
  * which server and which offset each extent of a disk gets), idempotent
  * repeats, refusals, release and reuse, listings, replica states,
- * transactions, the consistency check, the one-master lock and the
- * upgrade of a database of schema 1.
+ * transactions, the consistency check, the one-master lock, the
+ * upgrade of a database of schema 1 and of schema 3, leases and fencing.
  *
  * The pool is 4 servers of 4 MiB cut into 1 MiB extents (E = 1 MiB), so
  * every extent can be named: (server id, offset).
@@ -925,7 +925,7 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 3 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -937,13 +937,16 @@ static void test_schema_upgrade(void **state)
 		master_store_open(path, 1 * MiB, &st, msg, sizeof(msg)), 0);
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
+	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
+					   " sqlite_master WHERE name ="
+					   " 'fenced_hosts'"));
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 4"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 5"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 3"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 4"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
 					   " meta"));
 }
 
@@ -1017,7 +1020,15 @@ static void test_vdisk_id_rule(void **state)
 
 /* --- leases ---------------------------------------------------------------- */
 
-enum lease_op { L_ACQUIRE, L_RELEASE, L_HANDOVER, L_TAKEOVER, L_SHOW };
+enum lease_op {
+	L_ACQUIRE,
+	L_RELEASE,
+	L_HANDOVER,
+	L_TAKEOVER,
+	L_SHOW,
+	L_FENCED, /* after L_SHOW: test_lease_bad_input stops at L_SHOW */
+	L_TAKEOVER_FENCE,
+};
 
 struct lease_call {
 	enum lease_op op;
@@ -1036,7 +1047,10 @@ static int do_lease(struct master_store *st, const void *p, ms_reply *rep)
 	case L_HANDOVER:
 		return master_store_lease_handover(st, &lc->a, rep);
 	case L_TAKEOVER:
+	case L_TAKEOVER_FENCE:
 		return master_store_lease_takeover(st, &lc->a, rep);
+	case L_FENCED:
+		return master_store_lease_fenced(st, &lc->a, rep);
 	default:
 		return master_store_lease_show(st, lc->a.vdisk, rep);
 	}
@@ -1052,13 +1066,15 @@ static ms_status lease(struct master_store *st, enum lease_op op,
 {
 	struct lease_call lc = {op,
 				{(char *)vdisk, (char *)host, epoch,
-				 (char *)(to ? to : ""), false}};
+				 (char *)(to ? to : ""),
+				 op == L_TAKEOVER_FENCE}};
 	ms_reply rep;
 	ms_status status;
 
 	assert_int_equal(call(st, do_lease, &lc, &rep), 0);
 	status = rep.status;
-	if (status == MS_OK || status == MS_EHELD || status == MS_ESTALE) {
+	if (status == MS_OK || status == MS_EHELD || status == MS_ESTALE ||
+	    status == MS_EFENCED) {
 		assert_int_equal(rep.body.kind, MS_BODY_LEASE);
 		assert_string_equal(rep.body.ms_body_u.lease.vdisk, vdisk);
 	} else {
@@ -1082,6 +1098,35 @@ static void expect_lease(struct master_store *st, const char *vdisk,
 	assert_int_equal(rep.body.ms_body_u.lease.epoch, epoch);
 	assert_false(rep.changed);
 	master_reply_free(&rep);
+}
+
+static int do_readmit(struct master_store *st, const void *host, ms_reply *rep)
+{
+	return master_store_host_readmit(st, host, rep);
+}
+
+static int do_host_list(struct master_store *st, const void *unused,
+			ms_reply *rep)
+{
+	return master_store_host_list(st, rep);
+}
+
+/* Re-admit host; its status (the body: the fenced hosts left). */
+static ms_status readmit(struct master_store *st, const char *host,
+			 ms_reply *out)
+{
+	ms_reply rep;
+	ms_status status;
+
+	assert_int_equal(call(st, do_readmit, host, &rep), 0);
+	status = rep.status;
+	assert_int_equal(rep.body.kind,
+			 status == MS_OK ? MS_BODY_HOSTS : MS_BODY_NONE);
+	if (out)
+		*out = rep;
+	else
+		master_reply_free(&rep);
+	return status;
 }
 
 static void test_lease_acquire_release(void **state)
@@ -1225,13 +1270,14 @@ static void test_lease_takeover(void **state)
 		}
 		master_reply_free(&rep);
 	}
-	/* the old holder is out */
+	/* the old holder is out, and fenced (test_fence_* say more) */
 	assert_int_equal(lease(f->st, L_RELEASE, "d1", "A", 1, NULL, NULL),
 			 MS_EHELD);
 	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "A", 1, "C", NULL),
 			 MS_EHELD);
 	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
-			 MS_EHELD);
+			 MS_EFENCED);
+	assert_int_equal(readmit(f->st, "A", NULL), MS_OK);
 	/* taking a free lease over works too; A at a stale epoch does not */
 	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
 			 MS_OK);
@@ -1311,7 +1357,9 @@ static void test_lease_destroy(void **state)
 	expect_lease(f->st, "d1", "B", 2);
 	/* the check finds a lease held on a disk that is gone */
 	master_store_close(f->st);
-	assert_int_equal(raw_sql(f->path, "INSERT INTO leases VALUES"
+	assert_int_equal(raw_sql(f->path, "INSERT INTO leases (vdisk_id,"
+					  " holder, epoch, previous, fence,"
+					  " since) VALUES"
 					  " ('gone', 'A', 1, '', 0, 0)"),
 			 SQLITE_OK);
 	assert_int_equal(
@@ -1366,6 +1414,387 @@ static void test_lease_race(void **state)
 	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
 }
 
+/* --- fencing ------------------------------------------------------------------- */
+
+/* The fenced hosts, "host:by:vdisk:epoch host:..." (in host order). */
+static void expect_hosts(struct master_store *st, const char *want)
+{
+	char got[512] = "";
+	ms_reply rep;
+
+	assert_int_equal(call(st, do_host_list, NULL, &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	assert_int_equal(rep.body.kind, MS_BODY_HOSTS);
+	assert_false(rep.changed);
+	for (u_int i = 0; i < rep.body.ms_body_u.hosts.hosts_len; i++) {
+		const ms_fenced_host *h =
+			&rep.body.ms_body_u.hosts.hosts_val[i];
+		size_t n = strlen(got);
+
+		assert_true(h->since > 0);
+		snprintf(got + n, sizeof(got) - n, "%s%s:%s:%s:%llu",
+			 n ? " " : "", h->host, h->by, h->vdisk,
+			 (unsigned long long)h->epoch);
+	}
+	master_reply_free(&rep);
+	assert_string_equal(got, want);
+}
+
+/* The lease of vdisk: holder, epoch and fence_pending. */
+static void expect_pending(struct master_store *st, const char *vdisk,
+			   const char *holder, uint64_t epoch, bool pending)
+{
+	ms_reply rep;
+
+	assert_int_equal(lease(st, L_SHOW, vdisk, NULL, 0, NULL, &rep), MS_OK);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, holder);
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, epoch);
+	assert_int_equal(rep.body.ms_body_u.lease.fence_pending, pending);
+	master_reply_free(&rep);
+}
+
+/* Two disks on four servers; A holds d1 (epoch 1) and d2 (epoch 1). */
+static void two_disks_held_by_a(struct master_store *st)
+{
+	ms_reply rep;
+
+	add_four(st);
+	assert_int_equal(alloc(st, "d1", 2, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(st, "d2", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(lease(st, L_ACQUIRE, "d1", "A", 0, NULL, NULL), MS_OK);
+	assert_int_equal(lease(st, L_ACQUIRE, "d2", "A", 0, NULL, NULL), MS_OK);
+	expect_hosts(st, "");
+}
+
+/*
+ * A fenced takeover: the lease is fence_pending and the old holder
+ * fenced, in one call; a retry changes nothing more.
+ */
+static void test_fence_takeover(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+	ms_reply rep;
+
+	two_disks_held_by_a(f->st);
+	for (int i = 0; i < 2; i++) { /* the second: a retry */
+		assert_int_equal(lease(f->st, L_TAKEOVER_FENCE, "d1", "B", 1,
+				       NULL, &rep),
+				 MS_OK);
+		assert_int_equal(rep.changed, i == 0);
+		assert_true(rep.body.ms_body_u.lease.fence_pending);
+		assert_int_equal(rep.body.ms_body_u.lease.epoch, 2);
+		master_reply_free(&rep);
+	}
+	expect_pending(f->st, "d1", "B", 2, true);
+	expect_hosts(f->st, "A:B:d1:2");
+	/* B's own acquire (its tapdisk): OK, but the fence is pending */
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "B", 0, NULL, &rep),
+			 MS_OK);
+	assert_false(rep.changed);
+	assert_true(rep.body.ms_body_u.lease.fence_pending);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
+/* No one else to fence, or fencing not asked: nothing pending, no one
+ * fenced. */
+static void test_fence_nobody(void **state)
+{
+	struct fixture *f = *state;
+
+	two_disks_held_by_a(f->st);
+	/* not asked */
+	assert_int_equal(lease(f->st, L_TAKEOVER, "d1", "B", 1, NULL, NULL),
+			 MS_OK);
+	expect_pending(f->st, "d1", "B", 2, false);
+	/* a free lease: no holder to fence */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d1", "C", 2, NULL, NULL),
+		MS_OK);
+	expect_pending(f->st, "d1", "C", 3, false);
+	/* the holder itself at its epoch: a retry, unchanged */
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d2", "A", 1, NULL, NULL),
+		MS_OK);
+	expect_pending(f->st, "d2", "A", 1, false);
+	expect_hosts(f->st, "");
+}
+
+/* What a fenced host may not do, with a message saying why and what to do. */
+static void test_fence_refusals(void **state)
+{
+	struct fixture *f = *state;
+	const char *m;
+	ms_reply rep;
+
+	two_disks_held_by_a(f->st);
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d1", "B", 1, NULL, NULL),
+		MS_OK);
+	/* A's acquire of any disk, even one it holds */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(lease(f->st, L_ACQUIRE, i ? "d2" : "d1", "A",
+				       0, NULL, &rep),
+				 MS_EFENCED);
+		m = rep.message;
+		assert_non_null(strstr(m, "host A may not acquire vdisk d"));
+		assert_non_null(strstr(m, "fenced by host B at 20"));
+		assert_non_null(strstr(m, "(takeover of vdisk d1 at epoch 2)"));
+		assert_non_null(strstr(m, "make sure host A's tapdisks of disk "
+					  "d1 are stopped, then re-admit it: "
+					  "stripe-ctl host readmit A"));
+		assert_string_equal(rep.body.ms_body_u.lease.holder,
+				    i ? "A" : "B");
+		master_reply_free(&rep);
+	}
+	/* a hand-over to A; a takeover by A */
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "A", &rep),
+			 MS_EFENCED);
+	assert_non_null(strstr(rep.message, "host A may not be handed vdisk"));
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_TAKEOVER, "d1", "A", 2, NULL, NULL),
+			 MS_EFENCED);
+	expect_pending(f->st, "d1", "B", 2, true);
+	/* letting go stays allowed: A releases d2 */
+	assert_int_equal(lease(f->st, L_RELEASE, "d2", "A", 1, NULL, NULL),
+			 MS_OK);
+	expect_pending(f->st, "d2", "", 1, false);
+	/* fenced again by another host: the row says the last fence */
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d2", "C", 0, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(lease(f->st, L_HANDOVER, "d2", "C", 2, "B", NULL),
+			 MS_OK);
+	expect_hosts(f->st, "A:B:d1:2");
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d2", "C", 3, NULL, NULL),
+		MS_OK);
+	expect_hosts(f->st, "A:B:d1:2 B:C:d2:4");
+}
+
+/* MS_LEASE_FENCED: only the holder, only at its epoch; then repeated. */
+static void test_fence_confirmed(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	two_disks_held_by_a(f->st);
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d1", "B", 1, NULL, NULL),
+		MS_OK);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "C", 2, NULL, &rep),
+			 MS_EHELD);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "B");
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B", 1, NULL, &rep),
+			 MS_ESTALE);
+	assert_true(rep.body.ms_body_u.lease.fence_pending);
+	master_reply_free(&rep);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B", 3, NULL, NULL),
+			 MS_ESTALE);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B b", 2, NULL, NULL),
+			 MS_EINVAL);
+	assert_int_equal(lease(f->st, L_FENCED, "zz", "B", 2, NULL, NULL),
+			 MS_ENOENT);
+	expect_pending(f->st, "d1", "B", 2, true);
+	for (int i = 0; i < 2; i++) { /* the second: a retry */
+		assert_int_equal(
+			lease(f->st, L_FENCED, "d1", "B", 2, NULL, &rep),
+			MS_OK);
+		assert_int_equal(rep.changed, i == 0);
+		assert_false(rep.body.ms_body_u.lease.fence_pending);
+		assert_int_equal(rep.body.ms_body_u.lease.epoch, 2);
+		master_reply_free(&rep);
+	}
+	expect_pending(f->st, "d1", "B", 2, false);
+	/* the host stays fenced: that is the re-admission's business */
+	expect_hosts(f->st, "A:B:d1:2");
+	/* a free lease has nothing to confirm */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B", 2, NULL, NULL),
+			 MS_ESTALE);
+}
+
+/* Re-admission: idempotent, checked, and the host may acquire again. */
+static void test_fence_readmit(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	two_disks_held_by_a(f->st);
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d1", "B", 1, NULL, NULL),
+		MS_OK);
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d2", "C", 1, NULL, NULL),
+		MS_OK);
+	expect_hosts(f->st, "A:C:d2:2"); /* the last fence of A */
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d2", "B", 2, NULL, NULL),
+		MS_OK);
+	expect_hosts(f->st, "A:C:d2:2 C:B:d2:3");
+	for (int i = 0; i < 2; i++) { /* the second: a retry */
+		assert_int_equal(readmit(f->st, "A", &rep), MS_OK);
+		assert_int_equal(rep.changed, i == 0);
+		assert_int_equal(rep.body.ms_body_u.hosts.hosts_len, 1);
+		assert_string_equal(rep.body.ms_body_u.hosts.hosts_val[0].host,
+				    "C");
+		master_reply_free(&rep);
+	}
+	assert_int_equal(readmit(f->st, "never-fenced", &rep), MS_OK);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	assert_int_equal(readmit(f->st, "a b", &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "a host id is 1-63"));
+	master_reply_free(&rep);
+	assert_int_equal(readmit(f->st, "", NULL), MS_EINVAL);
+	expect_hosts(f->st, "C:B:d2:3");
+	/* A acquires again: d1 after B lets it go */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
+	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
+			 MS_OK);
+	expect_pending(f->st, "d1", "A", 3, false);
+}
+
+/* A call that fails after the fence is written leaves neither behind. */
+static void test_fence_rollback(void **state)
+{
+	struct fixture *f = *state;
+	ms_lease_args a = {"d1", "B", 1, "", true};
+	ms_reply rep;
+
+	two_disks_held_by_a(f->st);
+	master_reply_init(&rep);
+	assert_int_equal(master_store_begin(f->st), 0);
+	assert_int_equal(master_store_call_begin(f->st), 0);
+	assert_int_equal(master_store_lease_takeover(f->st, &a, &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_call_end(f->st, false), 0);
+	assert_int_equal(master_store_commit(f->st), 0);
+	expect_pending(f->st, "d1", "A", 1, false);
+	expect_hosts(f->st, "");
+}
+
+/* The check finds a fence pending on a free lease. */
+static void test_fence_check(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+
+	two_disks_held_by_a(f->st);
+	master_store_close(f->st);
+	assert_int_equal(raw_sql(f->path, "UPDATE leases SET holder = '',"
+					  " fence_pending = 1"
+					  " WHERE vdisk_id = 'd1'"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+	assert_non_null(strstr(msg, "a free lease has a fence pending"));
+}
+
+/*
+ * A database of schema 3 as stripe-master 3 left it (its dump, made with
+ * the previous stripe-master: two servers, disk "old" of 2 x 1 x 1, taken
+ * over by hostB from hostA with --fence, which that master only recorded).
+ */
+static const char schema_v3_dump[] =
+	"CREATE TABLE allocations ( vdisk_id TEXT NOT NULL REFERENCES vdisks"
+	" (id), col INTEGER NOT NULL CHECK (col >= 0), ext INTEGER NOT NULL"
+	" CHECK (ext >= 0), replica INTEGER NOT NULL CHECK (replica >= 0),"
+	" server_id INTEGER NOT NULL REFERENCES servers (id), idx INTEGER NOT"
+	" NULL CHECK (idx >= 0), stale INTEGER NOT NULL DEFAULT 0 CHECK (stale"
+	" IN (0, 1)), PRIMARY KEY (vdisk_id, col, ext, replica), UNIQUE"
+	" (server_id, idx)) WITHOUT ROWID;"
+	"INSERT INTO \"allocations\" VALUES('old',0,0,0,1,0,0);"
+	"INSERT INTO \"allocations\" VALUES('old',1,0,0,2,0,0);"
+	"CREATE TABLE leases ( vdisk_id TEXT PRIMARY KEY NOT NULL  CHECK"
+	" (length(vdisk_id) BETWEEN 1 AND 63), holder TEXT NOT NULL CHECK"
+	" (length(holder) <= 63), epoch INTEGER NOT NULL CHECK (epoch >= 0),"
+	" previous TEXT NOT NULL CHECK (length(previous) <= 63), fence INTEGER"
+	" NOT NULL CHECK (fence IN (0, 1)), since INTEGER NOT NULL CHECK"
+	" (since >= 0), CHECK (holder = '' OR epoch >= 1)) WITHOUT ROWID;"
+	"INSERT INTO \"leases\" VALUES('old','hostB',2,'hostA',1,1795689883);"
+	"CREATE TABLE meta ( id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" schema_version INTEGER NOT NULL, extent_size_bytes INTEGER NOT NULL"
+	" CHECK (extent_size_bytes > 0));"
+	"INSERT INTO \"meta\" VALUES(1,3,1048576);"
+	"CREATE TABLE released ( server_id INTEGER NOT NULL REFERENCES servers"
+	" (id), idx INTEGER NOT NULL CHECK (idx >= 0), PRIMARY KEY (server_id,"
+	" idx)) WITHOUT ROWID;"
+	"CREATE TABLE servers ( id INTEGER PRIMARY KEY AUTOINCREMENT, address"
+	" TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 63), portal TEXT"
+	" NOT NULL CHECK (length(portal) BETWEEN 1 AND 261), target TEXT NOT"
+	" NULL CHECK (length(target) BETWEEN 1 AND 223), lun INTEGER NOT NULL"
+	" CHECK (lun BETWEEN 0 AND 65535), size_bytes INTEGER NOT NULL CHECK"
+	" (size_bytes > 0), block_size INTEGER NOT NULL CHECK (block_size IN"
+	" (512, 1024, 2048,  4096)), nr_extents INTEGER NOT NULL CHECK"
+	" (nr_extents > 0), free_extents INTEGER NOT NULL  CHECK (free_extents"
+	" BETWEEN 0 AND nr_extents), next_fresh INTEGER NOT NULL DEFAULT 0 "
+	" CHECK (next_fresh BETWEEN 0 AND nr_extents), draining INTEGER NOT"
+	" NULL DEFAULT 0 CHECK (draining IN (0, 1)), UNIQUE (target, lun));"
+	"INSERT INTO \"servers\" VALUES(1,'10.0.0.1','10.0.0.1:3260',"
+	"'iqn.2024-01.t:s1',1,4194304,512,4,3,1,0);"
+	"INSERT INTO \"servers\" VALUES(2,'10.0.0.2','10.0.0.2:3260',"
+	"'iqn.2024-01.t:s2',1,4194304,512,4,3,1,0);"
+	"CREATE TABLE vdisks ( id TEXT PRIMARY KEY NOT NULL CHECK (length(id)"
+	" BETWEEN 1 AND 63), columns INTEGER NOT NULL CHECK (columns BETWEEN 1"
+	" AND 256), extents_per_column INTEGER NOT NULL CHECK"
+	" (extents_per_column >= 1), replicas INTEGER NOT NULL CHECK (replicas"
+	" BETWEEN 1 AND 4), CHECK (columns * extents_per_column * replicas <="
+	" 262144)) WITHOUT ROWID;"
+	"INSERT INTO \"vdisks\" VALUES('old',2,1,1);"
+	"CREATE INDEX allocations_stale ON allocations (vdisk_id) WHERE"
+	" stale = 1;"
+	"DELETE FROM \"sqlite_sequence\";"
+	"INSERT INTO \"sqlite_sequence\" VALUES('servers',2);";
+
+/*
+ * Schema 3 -> 4 keeps the leases; the fence the old master only recorded
+ * fences nobody now (it never preempted anyone, and a running disk must
+ * not stop on an upgrade).
+ */
+static void test_fence_schema3_upgrade(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+	ms_reply rep;
+
+	snprintf(path, sizeof(path), "%s/v3.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v3_dump), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+	assert_int_equal(lease(st, L_SHOW, "old", NULL, 0, NULL, &rep), MS_OK);
+	assert_string_equal(rep.body.ms_body_u.lease.holder, "hostB");
+	assert_string_equal(rep.body.ms_body_u.lease.previous, "hostA");
+	assert_int_equal(rep.body.ms_body_u.lease.epoch, 2);
+	assert_true(rep.body.ms_body_u.lease.fence);
+	assert_int_equal(rep.body.ms_body_u.lease.since, 1795689883);
+	assert_false(rep.body.ms_body_u.lease.fence_pending);
+	master_reply_free(&rep);
+	expect_hosts(st, "");
+	/* it works on: hostC fences hostB */
+	assert_int_equal(
+		lease(st, L_TAKEOVER_FENCE, "old", "hostC", 2, NULL, NULL),
+		MS_OK);
+	expect_hosts(st, "hostB:hostC:old:3");
+	master_store_close(st);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
+					   " meta"));
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	expect_pending(st, "old", "hostC", 3, true);
+	expect_hosts(st, "hostB:hostC:old:3");
+	master_store_close(st);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1395,6 +1824,14 @@ int main(void)
 		T(test_lease_bad_input),
 		T(test_lease_destroy),
 		T(test_lease_race),
+		T(test_fence_takeover),
+		T(test_fence_nobody),
+		T(test_fence_refusals),
+		T(test_fence_confirmed),
+		T(test_fence_readmit),
+		T(test_fence_rollback),
+		T(test_fence_check),
+		T(test_fence_schema3_upgrade),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};
