@@ -36,10 +36,9 @@
  *              reserve WERO when the LUN has no reservation, write region
  *              0; then log out (the registration stays on the LUN)
  *     hold     as register, then keep the session: touch --dir/ready,
- *              wait (up to --seconds) for --dir/go, write region 1 and
- *              expect RESERVATION CONFLICT (-EACCES: this host was
- *              fenced meanwhile); --expect up wants the write to succeed
- *              instead (nobody fenced it)
+ *              wait (up to --seconds) for --dir/go, write region 1:
+ *              --expect fenced wants RESERVATION CONFLICT (-EACCES: this
+ *              host was fenced meanwhile), else the write must succeed
  *     keys     READ KEYS and READ RESERVATION: prints "generation G",
  *              "key 0x..." per registration, "reservation 0xKEY TYPE"
  *              or "reservation none"
@@ -833,7 +832,7 @@ static void case_hold(void)
 	check(wait_flag("go", (uint64_t)opt.seconds * 1000),
 	      "%s/go appeared within %u s", opt.dir, opt.seconds);
 	e = pr_write(c, 1, 8);
-	if (!strcmp(opt.expect, "up"))
+	if (strcmp(opt.expect, "fenced"))
 		check(!e, "%s's write after go: %d (want 0)", opt.host_id, e);
 	else
 		check(e == -EACCES,
@@ -868,7 +867,8 @@ static void usage(void)
 		"usage: iscsi-conn-harness --portal P --target IQN [--lun N]\n"
 		"  [--chap-user U --chap-secret S] [--qd N] [--timeout-ms N]\n"
 		"  [--retries N] [--backoff-ms N] [--revive-ms N]\n"
-		"  [--expect up|down] [--expect-unmap yes|no] [--seconds N]\n"
+		"  [--expect up|down|fenced] [--expect-unmap yes|no] "
+		"[--seconds N]\n"
 		"  [--dir DIR] [--initiator IQN] [--initiator2 IQN]\n"
 		"  [--host-id ID]\n"
 		"  "
