@@ -302,6 +302,17 @@ static void fence_reservation_read(struct fence_lun *l)
 	fence_step(l, l->registered ? FS_RESERVE : FS_REGISTER);
 }
 
+/* A command of l failed: its message, and l is finished. */
+static void fence_pr_failed(struct fence_lun *l, int err)
+{
+	snprintf(l->error, sizeof(l->error), "%s: %s%s%s",
+		 l->step == FS_PREEMPT ? "preempt" : "command",
+		 err == -EACCES ? "reservation conflict" : strerror(-err),
+		 *iscsi_conn_error(l->conn) ? ": " : "",
+		 iscsi_conn_error(l->conn));
+	fence_finish(l, err);
+}
+
 static void fence_pr_done(struct iscsi_pr_cmd *pr, int err, void *opaque)
 {
 	struct fence_lun *l = opaque;
@@ -314,13 +325,7 @@ static void fence_pr_done(struct iscsi_pr_cmd *pr, int err, void *opaque)
 		return;
 	}
 	if (err) {
-		snprintf(l->error, sizeof(l->error), "%s: %s%s%s",
-			 l->step == FS_PREEMPT ? "preempt" : "command",
-			 err == -EACCES ? "reservation conflict"
-					: strerror(-err),
-			 *iscsi_conn_error(l->conn) ? ": " : "",
-			 iscsi_conn_error(l->conn));
-		fence_finish(l, err);
+		fence_pr_failed(l, err);
 		return;
 	}
 	switch (l->step) {
