@@ -18,7 +18,8 @@
 #     LUNs are fenced; after the restore a rerun completes;
 #   - disk lk held by host D, server 3 cut so the fence hangs there:
 #     stripe-ctl killed with SIGKILL in the middle leaves fence_pending
-#     true; after the restore a rerun resumes and completes.
+#     true; after the restore a rerun resumes and completes;
+#   - --initiator without --fence, --map with and without a file.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when root, tgt, libnbd or
@@ -201,6 +202,7 @@ out=$(ctl --json vdisk lease show lk | jget 'j["holder"], j["fence_pending"]')
 out=$(ctl --host-id host-b vdisk lease takeover lk --fence 2>"$WORK/fence6.err")
 rc=$?
 [ $rc = 0 ] && grep -q "resuming the fencing of host-d" "$WORK/fence6.err" &&
+	grep -q "host host-d fenced on 3 LUNs in .*the master knows" <<<"$out" &&
 	[ "$(ctl --json vdisk lease show lk | jget 'j["fence_pending"]')" = False ] &&
 	fenced_on host-d 1 2 3 &&
 	pass "the rerun resumes and completes: host D fenced everywhere, fence_pending false" ||
@@ -210,6 +212,8 @@ rc=$?
 out=$(ctl vdisk lease takeover lf --initiator x 2>&1)
 [ $? = 2 ] && grep -q "goes with --fence" <<<"$out" && pass "--initiator without --fence: usage error" ||
 	fail "--initiator without --fence" "$out"
+out=$(ctl --host-id host-b vdisk lease takeover lf --fence --map "$WORK/lf.map" 2>&1)
+[ $? = 0 ] && pass "--map FILE (no CHAP in it): the rerun with it succeeds" || fail "--map FILE" "$out"
 out=$(ctl --host-id host-b vdisk lease takeover lf --fence --map "$WORK/none.map" 2>&1)
 [ $? = 1 ] && grep -q "none.map" <<<"$out" && pass "--map of a missing file: refused, naming it" ||
 	fail "--map missing" "$out"
