@@ -295,6 +295,27 @@ static int check_fenced(struct master_store *st, ms_reply *rep,
 			    host, f.vdisk, host);
 }
 
+/*
+ * While a fenced takeover is not confirmed (fence_pending), the old
+ * holder may still write to some LUN: the lease must not move on (a
+ * release or hand-over would let a third host serve beside it, and a
+ * takeover by a third host would fence only the pending holder).  Only
+ * the pending holder finishes the fence (stripe-ctl vdisk lease takeover
+ * --fence again, or with --host-id HOLDER from any host when it is gone).
+ */
+static int refuse_pending(ms_reply *rep, const ms_lease_args *a,
+			  const struct lease *l, const char *what)
+{
+	return master_reply_fail(
+		rep, MS_EBUSY,
+		"vdisk %s cannot be %s: host %s took it over from %s at epoch "
+		"%" PRIu64 " and has not finished fencing %s on its LUNs; "
+		"finish it first: stripe-ctl --host-id %s vdisk lease takeover "
+		"%s --fence (from any host, if %s is gone)",
+		a->vdisk, what, l->holder, l->previous, l->epoch, l->previous,
+		l->holder, a->vdisk, l->holder);
+}
+
 int master_store_lease_acquire(struct master_store *st, const ms_lease_args *a,
 			       ms_reply *rep)
 {
@@ -332,6 +353,8 @@ int master_store_lease_release(struct master_store *st, const ms_lease_args *a,
 		return refuse_held(rep, a, &l);
 	if (!*l.holder || l.epoch != a->epoch)
 		return refuse_stale(rep, a, &l);
+	if (l.fence_pending)
+		return refuse_pending(rep, a, &l, "released");
 	snprintf(l.previous, HOST_BUF, "%s", l.holder);
 	l.holder[0] = '\0';
 	l.fence = false;
@@ -365,6 +388,8 @@ int master_store_lease_handover(struct master_store *st, const ms_lease_args *a,
 		return refuse_held(rep, a, &l);
 	if (!*l.holder || l.epoch != a->epoch)
 		return refuse_stale(rep, a, &l);
+	if (l.fence_pending)
+		return refuse_pending(rep, a, &l, "handed over");
 	if ((ret = check_fenced(st, rep, a, &l, a->to, "be handed", &ok)) || ok)
 		return ret;
 	if ((ret = lease_move(st, a->vdisk, &l, a->to, false, false)))
@@ -421,6 +446,8 @@ int master_store_lease_takeover(struct master_store *st, const ms_lease_args *a,
 		return ret;
 	if (l.epoch != a->epoch)
 		return refuse_stale(rep, a, &l);
+	if (l.fence_pending)
+		return refuse_pending(rep, a, &l, "taken over");
 	if ((ret = takeover_move(st, a, &l)))
 		return ret;
 	return takeover_ok(st, rep, a->vdisk, &l, true);

@@ -36,6 +36,17 @@
  *              "reservation: none|KEY type T" (for stripe-fence.sh)
  *     pr-preempt  registers the key of host --pr-host, then preempts the
  *              key of host --pr-victim (a fenced takeover by hand)
+ *     register as host --host-id (its key) on one session: register,
+ *              reserve WERO when the LUN has no reservation, write region
+ *              0; then log out (the registration stays on the LUN)
+ *     hold     as register, then keep the session: touch --dir/ready,
+ *              wait (up to --seconds) for --dir/go, write region 1:
+ *              --expect fenced wants RESERVATION CONFLICT (-EACCES: this
+ *              host was fenced meanwhile), else the write must succeed
+ *     keys     READ KEYS and READ RESERVATION: prints "generation G",
+ *              "key 0x..." per registration, "reservation 0xKEY TYPE"
+ *              or "reservation none"
+ *     keyof    prints the key of --host-id (no connection)
  *
  * Prints what it checks and the connection's JSON report; exits 0 when
  * every check passed, 1 otherwise, 2 for a bad command line.
@@ -77,6 +88,7 @@ static struct {
 	const char *dir;
 	const char *initiator2;
 	const char *pr_host, *pr_victim; /* pr-preempt */
+	const char *host_id;
 	const char *expect;
 	const char *expect_unmap;
 	unsigned int seconds;
@@ -823,6 +835,65 @@ static void run_pr_case(void)
 	iscsi_conn_destroy(b);
 }
 
+/* --- a host's registration, as the lease-fence test needs it ----------------- */
+
+/* Register --host-id's key, reserve WERO unless reserved, write region 0. */
+static void case_register(void)
+{
+	uint64_t key = iscsi_conn_pr_key(opt.host_id);
+	int e;
+
+	check(!PR(iscsi_conn_pr_register(conn, &prc, key, pr_cb, NULL)),
+	      "%s registers key 0x%016llx", opt.host_id,
+	      (unsigned long long)key);
+	e = PR(iscsi_conn_pr_read_reservation(conn, &prc, pr_cb, NULL));
+	if (!e && !prc.reserved)
+		e = PR(iscsi_conn_pr_reserve(conn, &prc, key, pr_cb, NULL));
+	if (e == -EACCES)
+		e = PR(iscsi_conn_pr_read_reservation(conn, &prc, pr_cb, NULL));
+	check(!e, "a WERO reservation on the LUN: %d", e);
+	e = pr_write(conn, 0, 7);
+	check(!e, "%s writes region 0: %d", opt.host_id, e);
+}
+
+/* Keep the registered session until --dir/go; then write. */
+static void case_hold(void)
+{
+	struct iscsi_conn *c = conn;
+	int e;
+
+	case_register();
+	touch("ready");
+	check(wait_flag("go", (uint64_t)opt.seconds * 1000),
+	      "%s/go appeared within %u s", opt.dir, opt.seconds);
+	e = pr_write(c, 1, 8);
+	if (strcmp(opt.expect, "fenced"))
+		check(!e, "%s's write after go: %d (want 0)", opt.host_id, e);
+	else
+		check(e == -EACCES,
+		      "%s's write after go: %d (want -EACCES: fenced)",
+		      opt.host_id, e);
+}
+
+static void case_keys(void)
+{
+	int e = PR(iscsi_conn_pr_read_keys(conn, &prc, pr_cb, NULL));
+
+	check(!e, "READ KEYS: %d", e);
+	if (e)
+		return;
+	printf("generation %u\n", prc.generation);
+	for (uint32_t i = 0; i < prc.nr_kept; i++)
+		printf("key 0x%016llx\n", (unsigned long long)prc.keys[i]);
+	e = PR(iscsi_conn_pr_read_reservation(conn, &prc, pr_cb, NULL));
+	check(!e, "READ RESERVATION: %d", e);
+	if (!e && prc.reserved)
+		printf("reservation 0x%016llx %u\n",
+		       (unsigned long long)prc.holder_key, prc.type);
+	else if (!e)
+		printf("reservation none\n");
+}
+
 /* --- main ----------------------------------------------------------------- */
 
 static void usage(void)
@@ -831,35 +902,30 @@ static void usage(void)
 		"usage: iscsi-conn-harness --portal P --target IQN [--lun N]\n"
 		"  [--chap-user U --chap-secret S] [--qd N] [--timeout-ms N]\n"
 		"  [--retries N] [--backoff-ms N] [--revive-ms N]\n"
-		"  [--expect up|down] [--expect-unmap yes|no] [--seconds N]\n"
+		"  [--expect up|down|fenced] [--expect-unmap yes|no] "
+		"[--seconds N]\n"
 		"  [--dir DIR] [--initiator IQN] [--initiator2 IQN]\n"
-		"  [--pr-host H --pr-victim V]\n"
-		"  verify|down|stream|stall|login|pr|pr-keys|pr-preempt\n");
+		"  [--pr-host H --pr-victim V] [--host-id ID]\n"
+		"  "
+		"verify|down|stream|stall|login|pr|pr-keys|pr-preempt|register|"
+		"hold|\n"
+		"  keys|keyof\n");
 	exit(2);
 }
 
 static void parse(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"portal", 1, NULL, 'p'},
-		{"target", 1, NULL, 't'},
-		{"lun", 1, NULL, 'l'},
-		{"chap-user", 1, NULL, 'u'},
-		{"chap-secret", 1, NULL, 's'},
-		{"qd", 1, NULL, 'q'},
-		{"timeout-ms", 1, NULL, 'T'},
-		{"retries", 1, NULL, 'r'},
-		{"backoff-ms", 1, NULL, 'b'},
-		{"revive-ms", 1, NULL, 'R'},
-		{"expect", 1, NULL, 'e'},
-		{"expect-unmap", 1, NULL, 'U'},
-		{"seconds", 1, NULL, 'S'},
-		{"dir", 1, NULL, 'd'},
-		{"initiator", 1, NULL, 'i'},
-		{"initiator2", 1, NULL, 'I'},
-		{"pr-host", 1, NULL, 'H'},
-		{"pr-victim", 1, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+		{"portal", 1, NULL, 'p'},      {"target", 1, NULL, 't'},
+		{"lun", 1, NULL, 'l'},	       {"chap-user", 1, NULL, 'u'},
+		{"chap-secret", 1, NULL, 's'}, {"qd", 1, NULL, 'q'},
+		{"timeout-ms", 1, NULL, 'T'},  {"retries", 1, NULL, 'r'},
+		{"backoff-ms", 1, NULL, 'b'},  {"revive-ms", 1, NULL, 'R'},
+		{"expect", 1, NULL, 'e'},      {"expect-unmap", 1, NULL, 'U'},
+		{"seconds", 1, NULL, 'S'},     {"dir", 1, NULL, 'd'},
+		{"initiator", 1, NULL, 'i'},   {"initiator2", 1, NULL, 'I'},
+		{"pr-host", 1, NULL, 'H'},     {"pr-victim", 1, NULL, 'V'},
+		{"host-id", 1, NULL, 'K'},     {NULL, 0, NULL, 0},
 	};
 	int o;
 
@@ -925,11 +991,20 @@ static void parse(int argc, char **argv)
 		case 'V':
 			opt.pr_victim = optarg;
 			break;
+		case 'K':
+			opt.host_id = optarg;
+			break;
 		default:
 			usage();
 		}
 	}
+	if (optind == argc - 1 && !strcmp(argv[optind], "keyof") && opt.host_id)
+		return;
 	if (optind != argc - 1 || !opt.cfg.portal || !opt.cfg.target)
+		usage();
+	if ((!strcmp(argv[optind], "register") ||
+	     !strcmp(argv[optind], "hold")) &&
+	    !opt.host_id)
 		usage();
 	if (!strcmp(argv[optind], "pr") && !opt.initiator2)
 		usage();
@@ -947,6 +1022,11 @@ int main(int argc, char **argv)
 
 	parse(argc, argv);
 	what = argv[optind];
+	if (!strcmp(what, "keyof")) {
+		printf("0x%016llx\n",
+		       (unsigned long long)iscsi_conn_pr_key(opt.host_id));
+		return 0;
+	}
 	td_log_set_level(TD_LOG_INFO);
 	if ((r = td_loop_create(&loop)) < 0 ||
 	    (r = iscsi_conn_create(loop, &opt.cfg, &conn)) < 0) {
@@ -979,6 +1059,12 @@ int main(int argc, char **argv)
 		case_pr_keys();
 	else if (!strcmp(what, "pr-preempt"))
 		case_pr_preempt();
+	else if (!strcmp(what, "register"))
+		case_register();
+	else if (!strcmp(what, "hold"))
+		case_hold();
+	else if (!strcmp(what, "keys"))
+		case_keys();
 	else
 		usage();
 	report();

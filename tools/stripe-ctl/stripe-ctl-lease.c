@@ -9,9 +9,8 @@
  * master shows now unless --epoch gives one: a lease that changed in
  * between is refused (MS_ESTALE), never moved blindly.
  *
- * takeover --fence does not fence yet: it records that fencing was asked
- * and prints the LUNs the old holder would be fenced from (PREEMPT AND
- * ABORT of its key, a later step of issue #18), saying so.
+ * takeover --fence fences the old holder on the storage servers too
+ * (stripe-ctl-fence.c).
  */
 #include "config.h"
 
@@ -106,8 +105,8 @@ static int print_lease_result(const struct ctl_opts *o, const ms_reply *rep,
  * MS_EFENCED), that lease on stdout too, with "error" (the status) and
  * "message".
  */
-static int lease_failed(const struct ctl_opts *o, struct master_client *c,
-			const ms_reply *rep, const char *what)
+int ctl_lease_failed(const struct ctl_opts *o, struct master_client *c,
+		     const ms_reply *rep, const char *what)
 {
 	const ms_lease *l = &rep->body.ms_body_u.lease;
 	struct td_strbuf sb;
@@ -139,7 +138,7 @@ static int current_epoch(const struct ctl_opts *o, struct master_client *c,
 		return 0;
 	}
 	if (master_call_lease_show(c, o->arg, &rep))
-		status = lease_failed(o, c, &rep, "vdisk lease show");
+		status = ctl_lease_failed(o, c, &rep, "vdisk lease show");
 	else
 		*epoch = rep.body.ms_body_u.lease.epoch;
 	master_reply_free(&rep);
@@ -167,7 +166,7 @@ int ctl_cmd_lease_show(struct ctl_opts *o)
 	if (!c)
 		return EXIT_FAILURE;
 	if (master_call_lease_show(c, o->arg, &rep))
-		status = lease_failed(o, c, &rep, "vdisk lease show");
+		status = ctl_lease_failed(o, c, &rep, "vdisk lease show");
 	else if (o->json)
 		status = print_lease_result(o, &rep, "");
 	else {
@@ -190,7 +189,7 @@ int ctl_cmd_lease_acquire(struct ctl_opts *o)
 	if (!c)
 		return EXIT_FAILURE;
 	if (master_call_lease_acquire(c, o->arg, host, &rep))
-		status = lease_failed(o, c, &rep, "vdisk lease acquire");
+		status = ctl_lease_failed(o, c, &rep, "vdisk lease acquire");
 	else
 		status = print_lease_result(o, &rep, "acquired");
 	master_reply_free(&rep);
@@ -210,8 +209,8 @@ int ctl_cmd_lease_release(struct ctl_opts *o)
 		return EXIT_FAILURE;
 	if (!(status = current_epoch(o, c, &epoch))) {
 		if (master_call_lease_release(c, o->arg, host, epoch, &rep))
-			status =
-				lease_failed(o, c, &rep, "vdisk lease release");
+			status = ctl_lease_failed(o, c, &rep,
+						  "vdisk lease release");
 		else
 			status = print_lease_result(o, &rep, "released");
 		master_reply_free(&rep);
@@ -236,8 +235,8 @@ int ctl_cmd_lease_handover(struct ctl_opts *o)
 	if (!(status = current_epoch(o, c, &epoch))) {
 		if (master_call_lease_handover(c, o->arg, host, epoch, o->to,
 					       &rep))
-			status = lease_failed(o, c, &rep,
-					      "vdisk lease handover");
+			status = ctl_lease_failed(o, c, &rep,
+						  "vdisk lease handover");
 		else
 			status = print_lease_result(o, &rep, "handed over");
 		master_reply_free(&rep);
@@ -246,28 +245,18 @@ int ctl_cmd_lease_handover(struct ctl_opts *o)
 	return status;
 }
 
-static void json_fence(struct td_json *j, const ms_lease *l, bool fence)
+/* takeover without --fence: the JSON keys a fenced one has, empty. */
+static void json_no_fence(struct td_json *j)
 {
-	td_json_bool(j, "fence_asked", fence);
+	td_json_bool(j, "fence_asked", false);
 	td_json_bool(j, "fencing_performed", false);
 	td_json_begin_array(j, "fence_luns");
-	for (u_int i = 0; fence && i < l->servers.servers_len; i++) {
-		const ms_server *s = &l->servers.servers_val[i];
-
-		td_json_begin_object(j, NULL);
-		td_json_str(j, "portal", s->portal);
-		td_json_str(j, "target", s->target);
-		td_json_u64(j, "lun", s->lun);
-		td_json_str(j, "address", s->address);
-		td_json_end_object(j);
-	}
 	td_json_end_array(j);
 }
 
 static int print_takeover(const struct ctl_opts *o, const ms_reply *rep)
 {
 	const ms_lease *l = &rep->body.ms_body_u.lease;
-	const char *old = *l->previous ? l->previous : "nobody";
 	struct td_strbuf sb;
 	struct td_json j;
 
@@ -278,43 +267,76 @@ static int print_takeover(const struct ctl_opts *o, const ms_reply *rep)
 		td_json_str(&j, "vdisk", l->vdisk);
 		ctl_json_lease(&j, l);
 		td_json_bool(&j, "changed", rep->changed);
-		json_fence(&j, l, o->fence);
+		json_no_fence(&j);
 		td_json_end_object(&j);
 		return ctl_print_json(&j, &sb);
 	}
 	printf("vdisk %s: %s; held by %s, epoch %" PRIu64 " (taken from %s)\n",
 	       l->vdisk, rep->changed ? "taken over" : "already so, unchanged",
-	       l->holder, (uint64_t)l->epoch, old);
-	if (!o->fence)
-		return 0;
-	printf("fencing is NOT performed yet (a later step): host %s keeps "
-	       "write access\nto these LUNs until its key is preempted there; "
-	       "make sure it is stopped:\n",
-	       old);
-	for (u_int i = 0; i < l->servers.servers_len; i++)
-		printf("    %s %s lun %u (host %s)\n",
-		       l->servers.servers_val[i].portal,
-		       l->servers.servers_val[i].target,
-		       l->servers.servers_val[i].lun,
-		       l->servers.servers_val[i].address);
+	       l->holder, (uint64_t)l->epoch,
+	       *l->previous ? l->previous : "nobody");
+	if (*l->previous && rep->changed)
+		printf("host %s was NOT fenced (no --fence): make sure it is "
+		       "stopped\n",
+		       l->previous);
 	return 0;
+}
+
+/* --map FILE for --fence's CHAP credentials; 0 or EXIT_FAILURE. */
+static int read_creds(const struct ctl_opts *o, struct stripe_map *m)
+{
+	struct stripe_map_error err;
+	char text[STRIPE_MAP_ERROR_TEXT_MAX];
+
+	if (!o->map)
+		return 0;
+	if (stripe_map_read(o->map, m, &err)) {
+		stripe_map_error_text(&err, o->map, text, sizeof(text));
+		return ctl_fail("--map: %s", text);
+	}
+	if (strcmp(m->vdisk, o->arg))
+		fprintf(stderr,
+			"stripe-ctl: note: %s maps vdisk %s, not %s: only its "
+			"CHAP credentials are used\n",
+			o->map, m->vdisk, o->arg);
+	return 0;
+}
+
+static int takeover_fence(struct ctl_opts *o, struct master_client *c,
+			  const char *host)
+{
+	struct stripe_map m;
+	int status;
+
+	memset(&m, 0, sizeof(m));
+	if (!(status = read_creds(o, &m)))
+		status = ctl_lease_takeover_fence(o, c, host,
+						  o->map ? &m : NULL);
+	stripe_map_free(&m);
+	return status;
 }
 
 int ctl_cmd_lease_takeover(struct ctl_opts *o)
 {
 	char host[MASTER_HOST_ID_SIZE];
-	struct master_client *c = lease_client(o, host);
+	struct master_client *c;
 	uint64_t epoch = 0;
 	ms_reply rep;
 	int status;
 
-	if (!c)
+	if (!o->fence && (o->initiator || o->map))
+		return ctl_usage_fail("vdisk lease takeover",
+				      "--%s goes with --fence",
+				      o->initiator ? "initiator" : "map");
+	if (!(c = lease_client(o, host)))
 		return EXIT_FAILURE;
-	if (!(status = current_epoch(o, c, &epoch))) {
-		if (master_call_lease_takeover(c, o->arg, host, epoch, o->fence,
+	if (o->fence)
+		status = takeover_fence(o, c, host);
+	else if (!(status = current_epoch(o, c, &epoch))) {
+		if (master_call_lease_takeover(c, o->arg, host, epoch, false,
 					       &rep))
-			status = lease_failed(o, c, &rep,
-					      "vdisk lease takeover");
+			status = ctl_lease_failed(o, c, &rep,
+						  "vdisk lease takeover");
 		else
 			status = print_takeover(o, &rep);
 		master_reply_free(&rep);

@@ -6,8 +6,8 @@
  * mapping files (drivers/stripe/map/map.h).  The commands live in
  * stripe-ctl-server.c, stripe-ctl-vdisk.c, stripe-ctl-resync.c and
  * stripe-ctl-session.c (kernel iSCSI sessions with iscsiadm),
- * stripe-ctl-lease.c (a disk's lease) and stripe-ctl-host.c (fenced
- * hosts).
+ * stripe-ctl-lease.c (a disk's lease), stripe-ctl-host.c (fenced hosts)
+ * and stripe-ctl-fence.c (fencing).
  */
 #include "config.h"
 
@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "drivers/stripe/iscsi/iscsi-conn.h"
 #include "drivers/stripe/map/stripe-layout.h"
 #include "tapdisk/control/control.h"
 #include "master/client/host-id.h"
@@ -59,6 +60,8 @@ enum {
 	O_TO = 1u << 17,
 	O_FENCE = 1u << 18,
 	O_EPOCH = 1u << 19,
+	O_INITIATOR = 1u << 20,
+	O_MAP = 1u << 21,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -253,15 +256,42 @@ static const struct command commands[] = {
 	 "the one\n"
 	 "                         the master shows now)\n",
 	 ctl_cmd_lease_handover, NULL, 0},
-	{"vdisk", "lease takeover", O_HOST_ID | O_EPOCH | O_FENCE, 0, "NAME",
-	 "vdisk lease takeover NAME [--fence] [--host-id ID] [--epoch N]",
+	{"vdisk", "lease takeover",
+	 O_HOST_ID | O_EPOCH | O_FENCE | O_INITIATOR | O_MAP, 0, "NAME",
+	 "vdisk lease takeover NAME [--fence [--initiator IQN] [--map FILE]]\n"
+	 "             [--host-id ID] [--epoch N]",
 	 "Take a disk's lease by force from the host that holds it (a dead or\n"
 	 "cut-off host).  The epoch grows by one.  Refused when the lease is\n"
-	 "no longer at the epoch expected (it changed meanwhile).  Fencing\n"
-	 "is NOT performed yet: --fence records that it was asked and prints\n"
-	 "the LUNs (portal, target, LUN) the old holder must be fenced from;\n"
-	 "until a later version does it, make sure the old host is stopped.\n\n"
-	 "    --fence              ask for fencing; list the LUNs to fence\n"
+	 "no longer at the epoch expected (it changed meanwhile).  Without\n"
+	 "--fence the old host keeps write access to the LUNs: make sure it\n"
+	 "is stopped.\n\n"
+	 "--fence fences the old host on the storage servers themselves, as\n"
+	 "fence_scsi does (SCSI-3 persistent reservations): on every LUN the\n"
+	 "disk has extents on, this host's key is registered, the old host's\n"
+	 "key is preempted (PREEMPT AND ABORT; PREEMPT on servers without it,\n"
+	 "tgtd: then the old host's commands the LUN already accepted are\n"
+	 "not aborted, the output says so) and a Write Exclusive - "
+	 "Registrants\n"
+	 "Only reservation is made if the LUN has none.  From then on every\n"
+	 "write of the old host to those LUNs fails at the server with\n"
+	 "RESERVATION CONFLICT: the whole host is fenced from them, for every\n"
+	 "disk it serves there, until 'stripe-ctl host readmit HOST' lets it\n"
+	 "back.  A progress line per LUN goes to stderr.  When every LUN is\n"
+	 "fenced the master is told and the disk may be served (the lease's\n"
+	 "fence_pending becomes false); a LUN that cannot be fenced\n"
+	 "(unreachable, refused) fails the command (exit status 1), naming\n"
+	 "it, and the disk stays unserved (fence pending) until the same\n"
+	 "command is run again and completes.  It is safe to run again at any\n"
+	 "time, after a failure or a kill too: it resumes, and a LUN fenced\n"
+	 "already is left unchanged.  --timeout bounds each LUN.\n\n"
+	 "    --fence              fence the old holder on the LUNs (above)\n"
+	 "    --initiator IQN      the iSCSI initiator name to fence with\n"
+	 "                         (default " ISCSI_CONN_DEFAULT_INITIATOR ",\n"
+	 "                         tapdisk's: the targets' ACLs admit it)\n"
+	 "    --map FILE           a mapping file of the disk: CHAP "
+	 "credentials\n"
+	 "                         for the LUNs that need them (the master\n"
+	 "                         keeps none)\n"
 	 "    --host-id ID         act as host ID (default $" MASTER_HOST_ID_ENV
 	 ", else\n"
 	 "                         " MASTER_HOST_ID_FILE ", else the host "
@@ -426,6 +456,7 @@ static void global_usage(FILE *out)
 	      "    stripe-ctl session login " CTL_MAP_DIR "/db1.map\n"
 	      "    stripe-ctl vdisk lease show db1\n"
 	      "    stripe-ctl vdisk lease handover db1 --to host-b\n"
+	      "    stripe-ctl vdisk lease takeover db1 --fence\n"
 	      "    stripe-ctl vdisk map db1 --size 10G -o /tmp/db1.map\n"
 	      "    stripe-ctl host list\n"
 	      "    stripe-ctl host readmit host-a\n"
@@ -462,6 +493,8 @@ enum {
 	L_TO,
 	L_FENCE,
 	L_EPOCH,
+	L_INITIATOR,
+	L_MAP,
 };
 
 static const struct option long_options[] = {
@@ -489,6 +522,8 @@ static const struct option long_options[] = {
 	{"to", required_argument, NULL, L_TO},
 	{"fence", no_argument, NULL, L_FENCE},
 	{"epoch", required_argument, NULL, L_EPOCH},
+	{"initiator", required_argument, NULL, L_INITIATOR},
+	{"map", required_argument, NULL, L_MAP},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -537,6 +572,10 @@ static unsigned int option_bit(int c)
 		return O_FENCE;
 	case L_EPOCH:
 		return O_EPOCH;
+	case L_INITIATOR:
+		return O_INITIATOR;
+	case L_MAP:
+		return O_MAP;
 	default:
 		return O_GLOBAL;
 	}
@@ -714,6 +753,12 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_FENCE:
 		o->fence = true;
+		return 0;
+	case L_INITIATOR:
+		o->initiator = arg;
+		return 0;
+	case L_MAP:
+		o->map = arg;
 		return 0;
 	default:
 		return take_number_option(o, c, arg);

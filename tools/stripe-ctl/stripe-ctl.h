@@ -57,6 +57,8 @@ struct ctl_opts {
 	bool fence;
 	uint64_t epoch;
 	bool epoch_given;
+	const char *initiator; /* takeover --fence: NULL for the default */
+	const char *map;       /* takeover --fence: CHAP credentials */
 };
 
 /* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
@@ -96,6 +98,19 @@ int ctl_show_vdisk(const ms_vdisk *v, const ms_lease *lease, const char *master,
 /* A lease's holder, epoch, previous, fence, since (stripe-ctl-lease.c). */
 void ctl_json_lease(struct td_json *j, const ms_lease *l);
 void ctl_print_lease(const ms_lease *l);
+/*
+ * A lease call failed: the master's message on stderr (and with --json
+ * the lease it sent back, if any, on stdout); returns EXIT_FAILURE.
+ */
+int ctl_lease_failed(const struct ctl_opts *o, struct master_client *c,
+		     const ms_reply *rep, const char *what);
+/*
+ * takeover --fence (stripe-ctl-fence.c): take the lease (or resume a
+ * pending fence), fence the old holder on every LUN of the disk, tell the
+ * master.  m: --map's file for CHAP credentials, or NULL.  Exit status.
+ */
+int ctl_lease_takeover_fence(const struct ctl_opts *o, struct master_client *c,
+			     const char *host, const struct stripe_map *m);
 
 /* The commands; each returns the exit status. */
 int ctl_cmd_info(struct ctl_opts *o);

@@ -1278,6 +1278,11 @@ static void test_lease_takeover(void **state)
 	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
 			 MS_EFENCED);
 	assert_int_equal(readmit(f->st, "A", NULL), MS_OK);
+	/* the lease stays put while B's fence is pending */
+	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
+			 MS_EBUSY);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
 	/* taking a free lease over works too; A at a stale epoch does not */
 	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
 			 MS_OK);
@@ -1552,14 +1557,18 @@ static void test_fence_refusals(void **state)
 				    i ? "A" : "B");
 		master_reply_free(&rep);
 	}
-	/* a hand-over to A; a takeover by A */
+	/* a hand-over to A (once B's fence is done); a takeover by A */
+	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "C", NULL),
+			 MS_EBUSY);
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
 	assert_int_equal(lease(f->st, L_HANDOVER, "d1", "B", 2, "A", &rep),
 			 MS_EFENCED);
 	assert_non_null(strstr(rep.message, "host A may not be handed vdisk"));
 	master_reply_free(&rep);
 	assert_int_equal(lease(f->st, L_TAKEOVER, "d1", "A", 2, NULL, NULL),
 			 MS_EFENCED);
-	expect_pending(f->st, "d1", "B", 2, true);
+	expect_pending(f->st, "d1", "B", 2, false);
 	/* letting go stays allowed: A releases d2 */
 	assert_int_equal(lease(f->st, L_RELEASE, "d2", "A", 1, NULL, NULL),
 			 MS_OK);
@@ -1634,6 +1643,12 @@ static void test_fence_readmit(void **state)
 		lease(f->st, L_TAKEOVER_FENCE, "d2", "C", 1, NULL, NULL),
 		MS_OK);
 	expect_hosts(f->st, "A:C:d2:2"); /* the last fence of A */
+	/* no third host takes it over before C's fence of A is done */
+	assert_int_equal(
+		lease(f->st, L_TAKEOVER_FENCE, "d2", "B", 2, NULL, NULL),
+		MS_EBUSY);
+	assert_int_equal(lease(f->st, L_FENCED, "d2", "C", 2, NULL, NULL),
+			 MS_OK);
 	assert_int_equal(
 		lease(f->st, L_TAKEOVER_FENCE, "d2", "B", 2, NULL, NULL),
 		MS_OK);
@@ -1654,7 +1669,9 @@ static void test_fence_readmit(void **state)
 	master_reply_free(&rep);
 	assert_int_equal(readmit(f->st, "", NULL), MS_EINVAL);
 	expect_hosts(f->st, "C:B:d2:3");
-	/* A acquires again: d1 after B lets it go */
+	/* A acquires again: d1 after B fenced A and lets it go */
+	assert_int_equal(lease(f->st, L_FENCED, "d1", "B", 2, NULL, NULL),
+			 MS_OK);
 	assert_int_equal(lease(f->st, L_RELEASE, "d1", "B", 2, NULL, NULL),
 			 MS_OK);
 	assert_int_equal(lease(f->st, L_ACQUIRE, "d1", "A", 0, NULL, NULL),
