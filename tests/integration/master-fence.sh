@@ -152,11 +152,11 @@ case_refusals() {
 	[ $? -eq 1 ] && echo "$out" | grep -q '"EFENCED"' &&
 		pass "the fenced host's acquire of a disk it holds: EFENCED too" ||
 		fail "fenced acquire of its own disk" "$out"
-	out=$(ctl vdisk lease handover f1 --to hostA --host-id hostB 2>&1)
-	[ $? -eq 1 ] && echo "$out" | grep -q "host hostA may not be handed vdisk f1: it was fenced" &&
+	out=$(ctl vdisk lease handover f1 --to hostC --host-id hostB 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q "has not finished fencing hostA on its LUNs; finish it first" &&
 		[ "$(ctl --json vdisk lease show f1 | json_get 'j["holder"], j["epoch"]')" = "hostB 2" ] &&
-		pass "a hand-over to the fenced host: EFENCED, the lease unchanged" ||
-		fail "hand-over to a fenced host" "$out"
+		pass "a hand-over while the fence is pending: refused, the lease unchanged" ||
+		fail "hand-over while the fence is pending" "$out"
 	out=$(lease hostA release f2 | json_get 'j["holder"], j["changed"]')
 	[ "$out" = " True" ] && pass "the fenced host may still release" ||
 		fail "fenced release" "$out"
@@ -176,6 +176,11 @@ case_confirm() {
 	[ "$(ctl host list --json | json_get 'len(j["fenced"])')" = 1 ] &&
 		pass "the confirmation does not re-admit the old holder" ||
 		fail "host still fenced after the confirmation"
+	out=$(ctl vdisk lease handover f1 --to hostA --host-id hostB 2>&1)
+	[ $? -eq 1 ] && echo "$out" | grep -q "host hostA may not be handed vdisk f1: it was fenced" &&
+		[ "$(ctl --json vdisk lease show f1 | json_get 'j["holder"], j["epoch"]')" = "hostB 2" ] &&
+		pass "a hand-over to the fenced host: EFENCED, the lease unchanged" ||
+		fail "hand-over to a fenced host" "$out"
 }
 
 case_readmit() {
