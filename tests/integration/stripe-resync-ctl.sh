@@ -22,7 +22,8 @@
 #     host.  A lease this host holds is kept; a lease another host holds
 #     refuses the resync naming that host, with no byte written (the
 #     stale replicas stay stale); a free lease is taken for the copy and
-#     released again at the end (free, its epoch grown by one).
+#     released again at the end (free, its epoch grown by one); the
+#     master unreachable, the driver's own message.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when root, tgt, libnbd or
@@ -180,6 +181,28 @@ if degrade 1 "$WORK/d2"; then
 	[ "$(lease_field holder) $(lease_field epoch)" = "other-host $EPOCH" ] &&
 		pass "other-host keeps the lease, epoch $EPOCH" ||
 		fail "other-host keeps the lease" "$(lease_field holder) $(lease_field epoch)"
+
+	# --- offline, the master unreachable: the driver's own refusal -------
+	# a copy of the file naming a master nobody listens at (checksum redone)
+	"$PY" -c '
+import re, sys
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+body = open(sys.argv[1], "rb").read().rsplit(b"checksum ", 1)[0]
+body = re.sub(rb"(?m)^master .*$", b"master 127.0.0.1:1", body)
+open(sys.argv[2], "wb").write(body + b"checksum crc32c %08x\n" % crc32c(body))
+' "$MAP" "$WORK/nomaster.map"
+	out=$("$CTL" --timeout 2 vdisk resync "$WORK/nomaster.map" 2>&1)
+	rc=$?
+	[ $rc = 1 ] && grep -q "^stripe-ctl: stripe: $WORK/nomaster.map: cannot reach the master at 127.0.0.1:1" <<<"$out" &&
+		! grep -q "locked by" <<<"$out" &&
+		pass "the master unreachable: the driver's message: '$(tail -1 <<<"$out")'" ||
+		fail "resync with the master unreachable (exit $rc)" "$out"
 
 	# --- offline, the lease free: taken for the copy, released again -----
 	"$CTL" --master "$LAB_MASTER" --host-id other-host vdisk lease release rs >/dev/null 2>&1 &&
