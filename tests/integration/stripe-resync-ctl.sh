@@ -22,8 +22,9 @@
 #     host.  A lease this host holds is kept; a lease another host holds
 #     refuses the resync naming that host, with no byte written (the
 #     stale replicas stay stale); a free lease is taken for the copy and
-#     released again at the end (free, its epoch grown by one); the
-#     master unreachable, the driver's own message.
+#     released again at the end (free, its epoch grown by one), also
+#     when the resync is stopped by SIGINT; the master unreachable, the
+#     driver's own message.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when root, tgt, libnbd or
@@ -208,6 +209,24 @@ open(sys.argv[2], "wb").write(body + b"checksum crc32c %08x\n" % crc32c(body))
 	"$CTL" --master "$LAB_MASTER" --host-id other-host vdisk lease release rs >/dev/null 2>&1 &&
 		[ "$(lease_field holder)" = "" ] && pass "other-host released the lease" ||
 		fail "other-host releases the lease"
+	# stopped with Ctrl-C: the lease taken is released all the same
+	EPOCH=$(lease_field epoch)
+	"$CTL" vdisk resync "$MAP" --rate 1M >"$WORK/int.out" 2>"$WORK/int.err" &
+	INT_PID=$!
+	for ((t = 0; t < 50; t++)); do
+		grep -q "^resync: " "$WORK/int.err" && break
+		sleep 0.1
+	done
+	kill -INT "$INT_PID"
+	wait "$INT_PID"
+	rc=$?
+	[ $rc = 1 ] && grep -q "the resync was stopped" "$WORK/int.err" &&
+		grep -q "the lease of vdisk rs was free.*released again at epoch $((EPOCH + 1))" "$WORK/int.err" &&
+		[ "$(lease_field holder) $(lease_field epoch)" = " $((EPOCH + 1))" ] &&
+		pass "a free lease, the resync stopped by SIGINT: released again, free at epoch $((EPOCH + 1))" ||
+		fail "a free lease, SIGINT (exit $rc): released again" \
+			"holder '$(lease_field holder)' epoch $(lease_field epoch); $(cat "$WORK/int.out" "$WORK/int.err")"
+
 	EPOCH=$(lease_field epoch)
 	out=$("$CTL" vdisk resync "$MAP" --json 2>"$WORK/free.err")
 	rc=$?
