@@ -17,7 +17,14 @@
 #     does the copy): the same checks, and NBD reads the data back;
 #   - what users get wrong: a missing file, a bad --rate, a disk locked by
 #     a tapdisk of another run directory, a stale replica whose server is
-#     down (resync fails, the replica stays stale), a bad command line.
+#     down (resync fails, the replica stays stale), a bad command line;
+#   - the lease (issue #18): offline, stripe-ctl serves the disk as this
+#     host.  A lease this host holds is kept; a lease another host holds
+#     refuses the resync naming that host, with no byte written (the
+#     stale replicas stay stale); a free lease is taken for the copy and
+#     released again at the end (free, its epoch grown by one), also
+#     when the resync is stopped by SIGINT; the master unreachable, the
+#     driver's own message.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when root, tgt, libnbd or
@@ -75,6 +82,12 @@ in_step() {
 		fail "$1: the master lists no stale replica of rs" "it lists ${out:-none}"
 }
 
+# lease_field KEY: the lease of rs at the master, one field of its --json.
+lease_field() {
+	"$CTL" --master "$LAB_MASTER" --json vdisk lease show rs 2>/dev/null |
+		"$PY" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
+
 # --- nothing to do, and a bad command line ---------------------------------
 out=$("$CTL" vdisk resync "$MAP" 2>&1) && grep -q "nothing to resync" <<<"$out" &&
 	pass "nothing stale: '$out'" || fail "resync of a disk with nothing stale" "$out"
@@ -99,12 +112,18 @@ head -c 16M /dev/urandom >"$WORK/d1"
 head -c 16M /dev/urandom >"$WORK/d2"
 if degrade 2 "$WORK/d1"; then
 	unserve "$TD_PID" rs && pass "tapdisk stopped"
-	T0=$(date +%s.%N)
+	ME=$(lease_field holder)
+	EPOCH=$(lease_field epoch)
 	out=$("$CTL" vdisk resync "$MAP" 2>&1)
 	rc=$?
 	[ $rc = 0 ] && grep -q "resynchronising offline" <<<"$out" &&
 		grep -q "4 stale replicas resynchronised offline" <<<"$out" &&
-		pass "offline resync: $(tail -1 <<<"$out")" || fail "offline resync (exit $rc)" "$out"
+		pass "offline resync: $(grep -v '^resync: ' <<<"$out" | tr '\n' ' ')" || fail "offline resync (exit $rc)" "$out"
+	[ -n "$ME" ] && [ "$(lease_field holder) $(lease_field epoch)" = "$ME $EPOCH" ] &&
+		grep -q "lease of vdisk rs is held by this host ($ME, epoch $EPOCH): kept" <<<"$out" &&
+		pass "a lease this host holds is kept: holder $ME, epoch $EPOCH" ||
+		fail "offline resync keeps this host's lease ($ME, epoch $EPOCH)" \
+			"now $(lease_field holder) epoch $(lease_field epoch); $out"
 	in_step "offline" "$WORK/d1"
 	out=$("$CTL" vdisk resync "$MAP" 2>&1) && grep -q "nothing to resync" <<<"$out" &&
 		pass "a second resync has nothing to do" || fail "a second resync" "$out"
@@ -141,5 +160,83 @@ if degrade 1 "$WORK/d2"; then
 		fail "resync with the target's server down (exit $rc, $stale stale)" "$out"
 	"$LAB" revive 2 >/dev/null 2>&1
 	unserve "$TD_PID" rs && pass "tapdisk stopped cleanly"
+
+	# --- offline, the lease held by another host: refused, nothing written --
+	"$CTL" --master "$LAB_MASTER" vdisk lease release rs >/dev/null 2>&1 &&
+		"$CTL" --master "$LAB_MASTER" --host-id other-host vdisk lease acquire rs >/dev/null 2>&1 &&
+		pass "the lease of rs handed to other-host" || fail "lease of rs to other-host"
+	EPOCH=$(lease_field epoch)
+	SUMS=$(md5sum "${LUNS[@]}")
+	out=$("$CTL" vdisk resync "$MAP" 2>&1)
+	rc=$?
+	stale=$("$PY" "$STRIPE_IO" stale "$MAP" | grep -c .)
+	[ $rc = 1 ] && [ "$stale" = 4 ] && grep -q "held by host other-host" <<<"$out" &&
+		! grep -q "locked by" <<<"$out" && [ "$SUMS" = "$(md5sum "${LUNS[@]}")" ] &&
+		pass "held by other-host: refused, 4 replicas stay stale, no LUN changed: '$out'" ||
+		fail "resync of a disk held by another host (exit $rc, $stale stale)" "$out"
+	out=$("$CTL" vdisk resync "$MAP" --json 2>/dev/null)
+	rc=$?
+	[ $rc = 1 ] && [ "$("$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["error"], d["holder"], "held by host other-host" in d["message"])' <<<"$out" 2>&1)" = "EHELD other-host True" ] &&
+		pass "held by other-host, --json: error EHELD, the holder, a message" ||
+		fail "resync --json of a disk held by another host (exit $rc)" "$out"
+	[ "$(lease_field holder) $(lease_field epoch)" = "other-host $EPOCH" ] &&
+		pass "other-host keeps the lease, epoch $EPOCH" ||
+		fail "other-host keeps the lease" "$(lease_field holder) $(lease_field epoch)"
+
+	# --- offline, the master unreachable: the driver's own refusal -------
+	# a copy of the file naming a master nobody listens at (checksum redone)
+	"$PY" -c '
+import re, sys
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 & -(c & 1))
+    return c ^ 0xFFFFFFFF
+body = open(sys.argv[1], "rb").read().rsplit(b"checksum ", 1)[0]
+body = re.sub(rb"(?m)^master .*$", b"master 127.0.0.1:1", body)
+open(sys.argv[2], "wb").write(body + b"checksum crc32c %08x\n" % crc32c(body))
+' "$MAP" "$WORK/nomaster.map"
+	out=$("$CTL" --timeout 2 vdisk resync "$WORK/nomaster.map" 2>&1)
+	rc=$?
+	[ $rc = 1 ] && grep -q "^stripe-ctl: stripe: $WORK/nomaster.map: cannot reach the master at 127.0.0.1:1" <<<"$out" &&
+		! grep -q "locked by" <<<"$out" &&
+		pass "the master unreachable: the driver's message: '$(tail -1 <<<"$out")'" ||
+		fail "resync with the master unreachable (exit $rc)" "$out"
+
+	# --- offline, the lease free: taken for the copy, released again -----
+	"$CTL" --master "$LAB_MASTER" --host-id other-host vdisk lease release rs >/dev/null 2>&1 &&
+		[ "$(lease_field holder)" = "" ] && pass "other-host released the lease" ||
+		fail "other-host releases the lease"
+	# stopped with Ctrl-C: the lease taken is released all the same
+	EPOCH=$(lease_field epoch)
+	"$CTL" vdisk resync "$MAP" --rate 1M >"$WORK/int.out" 2>"$WORK/int.err" &
+	INT_PID=$!
+	for ((t = 0; t < 50; t++)); do
+		grep -q "^resync: " "$WORK/int.err" && break
+		sleep 0.1
+	done
+	kill -INT "$INT_PID"
+	wait "$INT_PID"
+	rc=$?
+	[ $rc = 1 ] && grep -q "the resync was stopped" "$WORK/int.err" &&
+		grep -q "the lease of vdisk rs was free.*released again at epoch $((EPOCH + 1))" "$WORK/int.err" &&
+		[ "$(lease_field holder) $(lease_field epoch)" = " $((EPOCH + 1))" ] &&
+		pass "a free lease, the resync stopped by SIGINT: released again, free at epoch $((EPOCH + 1))" ||
+		fail "a free lease, SIGINT (exit $rc): released again" \
+			"holder '$(lease_field holder)' epoch $(lease_field epoch); $(cat "$WORK/int.out" "$WORK/int.err")"
+
+	EPOCH=$(lease_field epoch)
+	out=$("$CTL" vdisk resync "$MAP" --json 2>"$WORK/free.err")
+	rc=$?
+	[ $rc = 0 ] && [ "$("$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["mode"], d["state"], d["stale_left"], d["lease"], d["lease_epoch"])' <<<"$out" 2>&1)" = "offline done 0 released $((EPOCH + 1))" ] &&
+		grep -q "the lease of vdisk rs was free.*released again at epoch $((EPOCH + 1))" "$WORK/free.err" &&
+		pass "a free lease: taken and released again: $out" ||
+		fail "offline resync of a disk whose lease is free (exit $rc)" "$out$(cat "$WORK/free.err")"
+	[ "$(lease_field holder) $(lease_field epoch)" = " $((EPOCH + 1))" ] &&
+		pass "the lease is free again, epoch $EPOCH + 1" ||
+		fail "the lease is free again at epoch $((EPOCH + 1))" "holder '$(lease_field holder)' epoch $(lease_field epoch)"
+	in_step "free lease" "$WORK/d1"
 fi
 summary

@@ -52,8 +52,7 @@ void ctl_print_lease(const ms_lease *l)
 				: "no");
 }
 
-/* This host's id (--host-id, else the default); 0 or EXIT_FAILURE. */
-static int host_id(const struct ctl_opts *o, char *out)
+int ctl_host_id(const struct ctl_opts *o, char *out)
 {
 	char msg[256];
 
@@ -152,7 +151,7 @@ static struct master_client *lease_client(const struct ctl_opts *o, char *host)
 		ctl_fail("'%s' is not a vdisk name", o->arg);
 		return NULL;
 	}
-	if (host && host_id(o, host))
+	if (host && ctl_host_id(o, host))
 		return NULL;
 	return ctl_client(o);
 }

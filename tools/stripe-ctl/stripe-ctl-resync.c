@@ -14,6 +14,15 @@
  * copy: a vbd with the chain stripe:FILE on a private event loop, the
  * same driver, the same command, the loop driven until the run ends; the
  * close writes the cleared marks.
+ * Offline, the driver takes the disk's lease at the master as this host
+ * (issue #18), so the lease is looked at first: held by another host,
+ * the resync is refused (it must run on that host, or after the lease is
+ * released or handed over); free, the open takes it and it is released
+ * again at the end, at the epoch the open took it at, whatever the
+ * outcome; this host's, it stays.  The driver's own refusals (a fence
+ * pending, this host fenced, the master unreachable) are printed as the
+ * driver says them.  A -EBUSY from the open is the file's lock (a tapdisk
+ * of this host took it meanwhile: online) only when the file is locked.
  * Either way the file decides: the command succeeds only when it has no
  * stale replica left.  SIGINT or SIGTERM stops the run after the chunk in
  * flight (the replicas not yet copied stay stale).
@@ -30,7 +39,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/util.h"
 #include "drivers/drivers.h"
+#include "master/client/host-id.h"
+#include "master/reply.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/control/ctl-client.h"
 #include "tapdisk/vbd.h"
@@ -44,6 +56,11 @@
 #define STATE_SIZE	   16
 #define ERROR_SIZE	   256
 #define VBD_NAME	   "stripe-ctl"
+#define MSG_SIZE	   (PATH_MAX + 1024)
+
+/* The lease before an offline open (LEASE_UNKNOWN: not looked at, or the
+ * master did not say). */
+enum lease_before { LEASE_UNKNOWN = 0, LEASE_FREE, LEASE_MINE };
 
 static volatile sig_atomic_t interrupted;
 
@@ -72,6 +89,12 @@ struct job {
 	/* offline: the disk served here */
 	struct td_loop *loop;
 	struct td_vbd *vbd;
+	/* offline: the lease */
+	char host[MASTER_HOST_ID_SIZE]; /* this host's id */
+	enum lease_before lease;
+	bool taken;	     /* the open took a free lease at epoch */
+	uint64_t epoch;	     /* taken at, or held at (LEASE_MINE) */
+	const char *outcome; /* --json "lease": released, kept, NULL */
 	/* the progress line */
 	bool tty;
 	bool line_open; /* a \r line is on the terminal */
@@ -432,11 +455,220 @@ static int run_online(struct job *job)
 	return run(job);
 }
 
+/* --- the lease (offline) ---------------------------------------------------------- */
+
+/* A client of the master the map names, the one the driver asks; NULL
+ * when the map's text is not HOST[:PORT] (the open says so). */
+static struct master_client *lease_client(const struct job *job)
+{
+	struct master_client_opts co = {.timeout_ms = job->o->timeout_s * 1000,
+					.retries = job->o->retries};
+	struct master_client *c;
+
+	return master_client_open(job->master, &co, &c) ? NULL : c;
+}
+
+/* Another host holds the lease: refused, nothing opened; EXIT_FAILURE. */
+static int refuse_held(const struct job *job, const ms_lease *l)
+{
+	char msg[MSG_SIZE];
+	struct td_strbuf sb;
+	struct td_json j;
+
+	snprintf(msg, sizeof(msg),
+		 "vdisk %s is held by host %s (lease epoch %" PRIu64
+		 "), this host is %s and no tapdisk of it serves %s: an "
+		 "offline resync serves the disk as this host, so run it on "
+		 "%s (it goes through the tapdisk there), or once %s has "
+		 "released the lease or handed it over here (stripe-ctl vdisk "
+		 "lease release|handover %s); nothing was written",
+		 job->vdisk, l->holder, (uint64_t)l->epoch, job->host,
+		 job->path, l->holder, l->holder, job->vdisk);
+	if (job->o->json) {
+		td_strbuf_init(&sb);
+		td_json_init(&j, &sb);
+		td_json_begin_object(&j, NULL);
+		td_json_str(&j, "file", job->path);
+		td_json_str(&j, "vdisk", job->vdisk);
+		ctl_json_lease(&j, l);
+		td_json_str(&j, "error", master_status_name(MS_EHELD));
+		td_json_str(&j, "message", msg);
+		td_json_end_object(&j);
+		ctl_print_json(&j, &sb);
+	}
+	return ctl_fail("%s", msg);
+}
+
+/*
+ * Before an offline open: who holds the lease.  Another host: refused (an
+ * exit status printed).  Free or this host's: noted, 0.  Not known (the
+ * master unreachable, the disk unknown to it): 0, and the open says why
+ * in the driver's own words.  The driver is to act as this host too.
+ */
+static int check_lease(struct job *job)
+{
+	struct master_client *c;
+	const ms_lease *l = NULL;
+	ms_reply rep;
+	int status;
+
+	if ((status = ctl_host_id(job->o, job->host)))
+		return status;
+	if (setenv(MASTER_HOST_ID_ENV, job->host, 1))
+		return ctl_fail("setenv: %s", strerror(errno));
+	if (!(c = lease_client(job)))
+		return 0;
+	if (!master_call_lease_show(c, job->vdisk, &rep) &&
+	    rep.body.kind == MS_BODY_LEASE)
+		l = &rep.body.ms_body_u.lease;
+	if (l && !*l->holder)
+		job->lease = LEASE_FREE;
+	else if (l && !strcmp(l->holder, job->host))
+		job->lease = LEASE_MINE;
+	else if (l)
+		status = refuse_held(job, l);
+	job->epoch = l ? l->epoch : 0;
+	master_reply_free(&rep);
+	master_client_close(c);
+	return status;
+}
+
+/* After the open: the epoch the driver took the lease at (its "lease"). */
+static void note_taken(struct job *job)
+{
+	struct td_strbuf out;
+	const char *e;
+
+	td_strbuf_init(&out);
+	if (job->lease == LEASE_FREE && !command(job, "lease", &out) &&
+	    (e = strstr(td_strbuf_str(&out), ", epoch ")) &&
+	    sscanf(e, ", epoch %" SCNu64, &job->epoch) == 1)
+		job->taken = true;
+	td_strbuf_free(&out);
+}
+
+/*
+ * The open failed, or its "lease" was not understood: whether this host
+ * holds the lease now all the same (taken before the open failed); then
+ * job->epoch is its epoch.
+ */
+static bool held_here(struct job *job, struct master_client *c)
+{
+	ms_reply rep;
+	bool mine = false;
+
+	if (!master_call_lease_show(c, job->vdisk, &rep) &&
+	    rep.body.kind == MS_BODY_LEASE &&
+	    !strcmp(rep.body.ms_body_u.lease.holder, job->host)) {
+		job->epoch = rep.body.ms_body_u.lease.epoch;
+		mine = true;
+	}
+	master_reply_free(&rep);
+	return mine;
+}
+
+/* Release the lease taken for the resync; 0 or EXIT_FAILURE printed. */
+static int release_lease(struct job *job)
+{
+	struct master_client *c = lease_client(job);
+	const char *why = "the master's address in the map is not HOST[:PORT]";
+	ms_reply rep;
+	int status = 0;
+
+	if (c && !job->taken && !(job->taken = held_here(job, c))) {
+		master_client_close(c);
+		return 0; /* the open did not take it */
+	}
+	if (c && !master_call_lease_release(c, job->vdisk, job->host,
+					    job->epoch, &rep)) {
+		fprintf(stderr,
+			"stripe-ctl: the lease of vdisk %s was free before the "
+			"resync: released again at epoch %" PRIu64 "\n",
+			job->vdisk, job->epoch);
+		job->outcome = "released";
+	} else {
+		why = c ? master_client_error(c) : why;
+		status = ctl_fail(
+			"the lease of vdisk %s, taken for the resync, is still "
+			"held by this host (%s, epoch %" PRIu64
+			"): the release failed: %s; release it with "
+			"'stripe-ctl --host-id %s vdisk lease release %s "
+			"--epoch %" PRIu64 "'",
+			job->vdisk, job->host, job->epoch, why, job->host,
+			job->vdisk, job->epoch);
+	}
+	if (c) {
+		master_reply_free(&rep);
+		master_client_close(c);
+	}
+	return status;
+}
+
+/* After an offline attempt: leave the lease as it was; 0 or EXIT_FAILURE. */
+static int restore_lease(struct job *job)
+{
+	if (job->lease == LEASE_FREE)
+		return release_lease(job);
+	if (job->lease == LEASE_MINE) {
+		fprintf(stderr,
+			"stripe-ctl: the lease of vdisk %s is held by this "
+			"host "
+			"(%s, epoch %" PRIu64 "): kept\n",
+			job->vdisk, job->host, job->epoch);
+		job->outcome = "kept";
+	}
+	return 0;
+}
+
+/* The file's lock is held: the open's -EBUSY is a tapdisk serving it. */
+static bool file_locked(const char *path)
+{
+	struct stripe_map_error err;
+	struct stripe_map m;
+	int lock_fd, ret = stripe_map_open(path, &m, &lock_fd, &err);
+
+	if (!ret) {
+		stripe_map_close(lock_fd);
+		stripe_map_free(&m);
+	}
+	return ret == -EBUSY;
+}
+
+/* The offline open failed: the driver's reason as it is; EXIT_FAILURE. */
+static int open_failed(const struct job *job, const char *chain, int err,
+		       const char *reason)
+{
+	char msg[MSG_SIZE], name[32];
+	struct td_strbuf sb;
+	struct td_json j;
+
+	if (*reason)
+		snprintf(msg, sizeof(msg), "%s", reason);
+	else
+		snprintf(msg, sizeof(msg), "cannot open %s: %s", chain,
+			 strerror(-err));
+	if (job->o->json) {
+		td_strbuf_init(&sb);
+		td_json_init(&j, &sb);
+		td_json_begin_object(&j, NULL);
+		td_json_str(&j, "file", job->path);
+		td_json_str(&j, "vdisk", job->vdisk);
+		td_json_str(&j, "error",
+			    td_errno_name(err, name, sizeof(name)));
+		td_json_str(&j, "message", msg);
+		td_json_end_object(&j);
+		ctl_print_json(&j, &sb);
+	}
+	return ctl_fail("%s", msg);
+}
+
 /* -EBUSY when a tapdisk took the file meanwhile; else 0 or exit status. */
 static int run_offline(struct job *job)
 {
 	char chain[PATH_MAX + 8];
-	struct td_vbd_params vp = {.name = VBD_NAME, .chain = chain};
+	struct td_vbd_open_error oe = {.reason = ""};
+	struct td_vbd_params vp = {
+		.name = VBD_NAME, .chain = chain, .error = &oe};
 	enum td_log_level level = td_log_get_level();
 	int err, status;
 
@@ -444,17 +676,21 @@ static int run_offline(struct job *job)
 	if ((err = td_loop_create(&job->loop)))
 		return ctl_fail("cannot create an event loop: %s",
 				strerror(-err));
-	/* The driver's own notes are for tapdisk's log; its errors show. */
+	/* The driver's notes are for tapdisk's log; its errors show, and
+	 * why the open failed is printed below. */
 	td_log_set_level(TD_LOG_WARN);
 	err = td_vbd_open(job->loop, td_driver_table, &vp, &job->vbd);
 	if (err) {
 		td_loop_destroy(job->loop);
 		job->loop = NULL;
 		td_log_set_level(level);
-		return err == -EBUSY ? -EBUSY
-				     : ctl_fail("cannot open %s: %s", chain,
-						strerror(-err));
+		if (err == -EBUSY && file_locked(job->path))
+			return -EBUSY;
+		status = open_failed(job, chain, err, oe.reason);
+		restore_lease(job);
+		return status;
 	}
+	note_taken(job);
 	fprintf(stderr,
 		"stripe-ctl: no tapdisk serves %s: resynchronising "
 		"offline\n",
@@ -467,6 +703,8 @@ static int run_offline(struct job *job)
 	td_loop_destroy(job->loop);
 	job->loop = NULL;
 	td_log_set_level(level);
+	if ((err = restore_lease(job)) && !status)
+		status = err;
 	return status;
 }
 
@@ -508,6 +746,10 @@ static int report(const struct job *job, unsigned int stale_left)
 		td_json_u64(&j, "elapsed_ms",
 			    (td_now_ns() - job->start_ns) / NS_PER_MS);
 		td_json_str(&j, "last_error", p->last_error);
+		if (job->outcome) {
+			td_json_str(&j, "lease", job->outcome);
+			td_json_u64(&j, "lease_epoch", job->epoch);
+		}
 		td_json_end_object(&j);
 		if (ctl_print_json(&j, &sb))
 			return EXIT_FAILURE;
@@ -647,6 +889,8 @@ static int resync(struct job *job, bool busy)
 		return job->o->json ? report(job, 0) : 0;
 	}
 	catch_signals();
+	if (!busy && (status = check_lease(job)))
+		return status;
 	status = busy ? -EBUSY : run_offline(job);
 	if (status == -EBUSY) /* served, or a tapdisk opened it just now */
 		status = run_online(job);

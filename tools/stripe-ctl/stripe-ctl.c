@@ -188,8 +188,8 @@ static const struct command commands[] = {
 	 "the state it has already changes nothing.\n\n"
 	 "    --name NAME          the disk, without its mapping file\n",
 	 ctl_cmd_vdisk_mark, "COLUMN EXTENT REPLICA stale|ok", 4},
-	{"vdisk", "resync", O_RATE | O_RUN_DIR, 0, "FILE",
-	 "vdisk resync FILE [--rate RATE] [--run-dir DIR]",
+	{"vdisk", "resync", O_RATE | O_RUN_DIR | O_HOST_ID, 0, "FILE",
+	 "vdisk resync FILE [--rate RATE] [--run-dir DIR] [--host-id ID]",
 	 "Copy every stale replica of the disk from a live replica of its\n"
 	 "extent, then clear its mark in the mapping file (and tell the\n"
 	 "master).  When a tapdisk serves FILE (it holds the file's lock),\n"
@@ -197,18 +197,29 @@ static const struct command commands[] = {
 	 "in the run directory whose chain names FILE is sent 'driver stripe\n"
 	 "resync' (as tap-ctl driver does) and followed to the end.  Else\n"
 	 "stripe-ctl opens the disk itself, with the same stripe driver, for\n"
-	 "the time of the copy.  A progress line goes to stderr.  Succeeds\n"
-	 "when no replica is stale any more (nothing stale: says so); fails\n"
-	 "when one could not be copied (its extent has no live replica, its\n"
-	 "server is down).  Ctrl-C stops after the chunk in flight: what is\n"
-	 "not copied yet stays stale.  --timeout bounds each request to the\n"
-	 "tapdisk.\n\n"
+	 "the time of the copy, as this host: it takes the disk's lease, so\n"
+	 "the lease is looked at first.  Held by another host: refused,\n"
+	 "naming it (run the resync on that host, or once it has released\n"
+	 "the lease or handed it over); nothing is written.  Free: taken for\n"
+	 "the copy and released again when it ends (done, failed or\n"
+	 "stopped), at the epoch it was taken at.  Held by this host: kept.\n"
+	 "A refusal of the driver's (a fence pending, this host fenced, the\n"
+	 "master unreachable) is printed as it says it.  A progress line goes\n"
+	 "to stderr.  Succeeds when no replica is stale any more (nothing\n"
+	 "stale: says so); fails when one could not be copied (its extent\n"
+	 "has no live replica, its server is down).  Ctrl-C stops after the\n"
+	 "chunk in flight: what is not copied yet stays stale.  --timeout\n"
+	 "bounds each request to the tapdisk.\n\n"
 	 "    --rate RATE          at most RATE bytes per second, at least\n"
 	 "                         64K (K/M/G; default: the chain's\n"
 	 "                         resync_rate, 64M)\n"
 	 "    --run-dir DIR        where the tapdisks' control sockets are\n"
 	 "                         (default $" TD_CTL_RUN_DIR_ENV ", else\n"
-	 "                         " TD_CTL_RUN_DIR_DEFAULT ")\n",
+	 "                         " TD_CTL_RUN_DIR_DEFAULT ")\n"
+	 "    --host-id ID         offline, act as host ID (default\n"
+	 "                         $" MASTER_HOST_ID_ENV ", else\n"
+	 "                         " MASTER_HOST_ID_FILE ", else the host\n"
+	 "                         name)\n",
 	 ctl_cmd_vdisk_resync, NULL, 0},
 	{"vdisk", "lease show", 0, 0, "NAME", "vdisk lease show NAME",
 	 "Print a disk's lease at the master: the host that holds it (the one\n"

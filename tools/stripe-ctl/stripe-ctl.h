@@ -127,6 +127,11 @@ int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
 /* Leases (stripe-ctl-lease.c). */
+/*
+ * This host's id (--host-id, else master_host_id_default) into out
+ * (MASTER_HOST_ID_SIZE bytes); 0, or EXIT_FAILURE with the reason printed.
+ */
+int ctl_host_id(const struct ctl_opts *o, char *out);
 int ctl_cmd_lease_show(struct ctl_opts *o);
 int ctl_cmd_lease_acquire(struct ctl_opts *o);
 int ctl_cmd_lease_release(struct ctl_opts *o);
