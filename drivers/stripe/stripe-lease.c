@@ -120,13 +120,14 @@ static int verdict_error(int ret, const ms_reply *rep,
 	if (ret == -EPERM && rep && rep->status == MS_EFENCED) {
 		snprintf(msg, len,
 			 "this host (%s) was fenced from the storage servers "
-			 "when another host took a disk over from it (the "
-			 "master %s says: %.320s)",
-			 ctx->host, ctx->master,
-			 rep->message && *rep->message
-				 ? rep->message
-				 : "see stripe-ctl host list; re-admit it with "
-				   "stripe-ctl host readmit HOST");
+			 "when another host took a disk over from it: make "
+			 "sure none of its tapdisks still serves a disk taken "
+			 "over (stripe-ctl host list), then re-admit it with "
+			 "stripe-ctl host readmit %s (the master %s says: "
+			 "%.320s)",
+			 ctx->host, ctx->host, ctx->master,
+			 rep->message && *rep->message ? rep->message
+						       : "fenced");
 		return -EPERM;
 	}
 	if (transport_error(ret)) {
