@@ -18,86 +18,13 @@
 # pass, 1 when one fails, 77 (automake's skip) when python3 is missing.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-MASTER_BIN=$BUILDDIR/bin/stripe-master
-CTL_BIN=$BUILDDIR/bin/stripe-ctl
 RAW=$(cd "$(dirname "$0")" && pwd)/master-fence.py
 LOOP_CALLS=${LOOP_CALLS:-400}
-PASSED=0
-FAILED=0
-
-if ! command -v python3 >/dev/null; then
-	echo "SKIP: python3 not found (apt-get install python3)"
-	exit 77
-fi
-for bin in "$MASTER_BIN" "$CTL_BIN"; do
-	if [ ! -x "$bin" ]; then
-		echo "FAIL: $bin not built"
-		exit 1
-	fi
-done
-
-WORK=$(mktemp -d /tmp/master-fence.XXXXXX)
-DB=$WORK/master.db
-LOG=$WORK/master.log
-MASTER_PID=
-OTHER_PIDS=
-
-cleanup() {
-	for pid in $MASTER_PID $OTHER_PIDS; do
-		if kill -0 "$pid" 2>/dev/null; then
-			kill -KILL "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
-		fi
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-PORT=$(free_port)
-ADDR=127.0.0.1:$PORT
-
-ctl() {
-	"$CTL_BIN" --master "$ADDR" "$@"
-}
+MASTER_LIB_WORK=master-fence
+. "$(cd "$(dirname "$0")" && pwd)/master-lib.sh"
 
 raw() {
 	python3 "$RAW" "$PORT" "$@"
-}
-
-json_get() { # EXPR over j, the JSON document on stdin
-	python3 -c "import json, sys; j = json.load(sys.stdin); print(*($1,))"
-}
-
-start_master() {
-	"$MASTER_BIN" --foreground --db "$DB" --listen "$ADDR" --extent-size 4M \
-		--log-file "$LOG" &
-	MASTER_PID=$!
-	for _ in $(seq 300); do
-		ctl --timeout 1 --retries 0 info >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-stop_master() { # [signal]
-	kill -"${1:-TERM}" "$MASTER_PID" 2>/dev/null
-	wait "$MASTER_PID" 2>/dev/null
-	MASTER_PID=
 }
 
 lease() { # HOST OP... : a lease call as HOST, JSON on stdout

@@ -25,96 +25,19 @@
 # BUILDDIR (set by make check) is where the programs were built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-MASTER_BIN=$BUILDDIR/bin/stripe-master
-CTL_BIN=$BUILDDIR/bin/stripe-ctl
-ALLOC_BIN=$BUILDDIR/bench/master-alloc
 HOSTILE=$(cd "$(dirname "$0")" && pwd)/master-hostile.py
 STORM=${STORM:-10000}
 RSS_SLACK_KIB=${RSS_SLACK_KIB:-2048}
 CRASH_ALLOCS=1000
 LEASE_CALLS=1000
-PASSED=0
-FAILED=0
-
-if ! command -v python3 >/dev/null; then
-	echo "SKIP: python3 not found (apt-get install python3)"
-	exit 77
-fi
-for bin in "$MASTER_BIN" "$CTL_BIN" "$ALLOC_BIN"; do
-	if [ ! -x "$bin" ]; then
-		echo "FAIL: $bin not built"
-		exit 1
-	fi
-done
+ALLOC_BIN=${BUILDDIR:-$(pwd)}/bench/master-alloc
+MASTER_LIB_BINS=$ALLOC_BIN
+MASTER_LIB_WORK=master-test
+. "$(cd "$(dirname "$0")" && pwd)/master-lib.sh"
 
 # Under AddressSanitizer freed memory waits in a quarantine, which would
 # look like growth to the memory check; without ASan this is ignored.
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0
-WORK=$(mktemp -d /tmp/master-test.XXXXXX)
-DB=$WORK/master.db
-LOG=$WORK/master.log
-MASTER_PID=
-OTHER_PIDS=
-
-cleanup() {
-	for pid in $MASTER_PID $OTHER_PIDS; do
-		if kill -0 "$pid" 2>/dev/null; then
-			kill -CONT "$pid" 2>/dev/null
-			kill -KILL "$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
-		fi
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-PORT=$(free_port)
-ADDR=127.0.0.1:$PORT
-
-ctl() {
-	"$CTL_BIN" --master "$ADDR" "$@"
-}
-
-# Wait until the master at $1 answers (or give up after 30 s: creating a
-# database fsyncs, which takes long on a busy disk).
-wait_master() {
-	for _ in $(seq 300); do
-		"$CTL_BIN" --master "$1" --timeout 1 --retries 0 info >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-start_master() {
-	"$MASTER_BIN" --foreground --db "$DB" --listen "$ADDR" --extent-size 4M \
-		--log-file "$LOG" "$@" &
-	MASTER_PID=$!
-	wait_master "$ADDR"
-}
-
-stop_master() { # [signal]
-	[ -n "$MASTER_PID" ] || return 0
-	kill -"${1:-TERM}" "$MASTER_PID" 2>/dev/null
-	wait "$MASTER_PID" 2>/dev/null
-	local status=$?
-	MASTER_PID=
-	return $status
-}
 
 rss_kib() {
 	awk '/^VmRSS:/ { print $2 }' "/proc/$MASTER_PID/status"
@@ -124,11 +47,6 @@ rss_kib() {
 under_valgrind() {
 	case $(readlink "/proc/$MASTER_PID/exe") in */valgrind/* | *memcheck*) return 0 ;; esac
 	return 1
-}
-
-# json_get EXPR: evaluate a Python expression over the JSON on stdin (j).
-json_get() {
-	python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"
 }
 
 free_extents() {
