@@ -309,8 +309,10 @@ static int bdev_create(struct stripe_dev *dev, uint32_t i, const char *name)
 		.read_only = dev->drv->read_only,
 		.name = name,
 	};
-	int ret = stripe_bdev_create(dev->drv->loop, &cfg, &dev->servers[i].be);
+	int ret;
 
+	stripe_fence_bdev_cfg(dev, i, &cfg);
+	ret = stripe_bdev_create(dev->drv->loop, &cfg, &dev->servers[i].be);
 	if (!ret)
 		dev->servers[i].ops = &stripe_backend_device;
 	return ret;
