@@ -308,6 +308,7 @@ static int bdev_create(struct stripe_dev *dev, uint32_t i, const char *name)
 		.queue_depth = dev->opts.queue_depth,
 		.read_only = dev->drv->read_only,
 		.name = name,
+		.hold_timeout_ms = dev->opts.cmd_timeout_ms,
 	};
 	int ret;
 

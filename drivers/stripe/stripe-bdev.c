@@ -49,7 +49,9 @@
  * block/blk-core.c blk_errors[]) fails with -EACCES, never -EBADE, and
  * the device is ADMITTING again (a kernel session that reinstated on tgtd
  * may have lost its registration); a second conflict with no command done
- * well since the last admission makes it FENCED.  Without cfg.admit an
+ * well since the last admission makes it FENCED.  A command held while
+ * ADMITTING fails with -ETIMEDOUT after cfg.hold_timeout_ms (the disk's
+ * cmd_timeout_ms), as a session's held command does.  Without cfg.admit an
  * EBADE is passed on as it is.
  */
 #include "config.h"
@@ -78,6 +80,7 @@
 #define STRIPE_BDEV_ALIGN	  4096
 #define STRIPE_BDEV_REOPEN_MIN_MS 1000u	 /* first retry of a failed open */
 #define STRIPE_BDEV_REOPEN_MAX_MS 30000u /* the wait doubles up to this */
+#define STRIPE_BDEV_HOLD_CHECK_MS 1000u	 /* ADMITTING: held commands' check */
 
 TAILQ_HEAD(bdev_cmd_list, iscsi_cmd);
 
@@ -140,6 +143,8 @@ struct stripe_bdev {
 	void (*admit)(void *be, void *opaque);
 	void *admit_opaque;
 	struct td_defer admit_defer;
+	struct td_timer hold_timer; /* ADMITTING: held commands' deadline */
+	uint64_t hold_ns;
 	bool conflict_readmit;	 /* a conflict's re-admission is under way */
 	uint64_t ok_since_admit; /* commands done well since the admission */
 	struct bdev_pr pr;
@@ -377,11 +382,42 @@ static void bdev_admit_cb(struct td_defer *d, void *opaque)
 		b->admit(b, b->admit_opaque);
 }
 
+/*
+ * ADMITTING: a command held longer than hold_ns fails with -ETIMEDOUT, as
+ * a session's held command past its deadline (the master may be away for
+ * long: a running disk does not wait on it; the replica goes stale).
+ */
+static void bdev_hold_check(struct td_timer *t, void *opaque)
+{
+	struct stripe_bdev *b = opaque;
+	uint64_t now = td_now_ns();
+	struct iscsi_cmd *cmd, *next;
+
+	if (b->state != ISCSI_CONN_ADMITTING)
+		return;
+	for (cmd = TAILQ_FIRST(&b->waiting); cmd; cmd = next) {
+		next = TAILQ_NEXT(cmd, link);
+		if (now - cmd->start_ns < b->hold_ns)
+			continue;
+		TAILQ_REMOVE(&b->waiting, cmd, link);
+		b->st.queued--;
+		b->st.timeouts++;
+		bdev_fail_later(b, cmd, -ETIMEDOUT);
+	}
+	td_loop_timer_arm(b->loop, &b->hold_timer,
+			  STRIPE_BDEV_HOLD_CHECK_MS * 1000ull, bdev_hold_check,
+			  b);
+}
+
 /* Hold new commands and ask the admission hook (from the loop). */
 static void bdev_begin_admission(struct stripe_bdev *b)
 {
 	b->state = ISCSI_CONN_ADMITTING;
 	td_loop_defer(b->loop, &b->admit_defer, bdev_admit_cb, b);
+	if (!td_timer_armed(&b->hold_timer))
+		td_loop_timer_arm(b->loop, &b->hold_timer,
+				  STRIPE_BDEV_HOLD_CHECK_MS * 1000ull,
+				  bdev_hold_check, b);
 }
 
 /* Refused: what waits and every later command fail with -EACCES. */
@@ -392,6 +428,7 @@ static void bdev_fence(struct stripe_bdev *b)
 
 	b->state = ISCSI_CONN_FENCED;
 	td_loop_defer_cancel(b->loop, &b->admit_defer);
+	td_loop_timer_cancel(&b->hold_timer);
 	while ((cmd = TAILQ_FIRST(&b->waiting))) {
 		TAILQ_REMOVE(&b->waiting, cmd, link);
 		b->st.queued--;
@@ -424,6 +461,7 @@ int stripe_bdev_admitted(void *be, int err)
 		return -ESTALE;
 	b->state = ISCSI_CONN_UP;
 	b->ok_since_admit = 0;
+	td_loop_timer_cancel(&b->hold_timer);
 	td_loop_defer(b->loop, &b->defer, bdev_run, b);
 	return 0;
 }
@@ -739,6 +777,10 @@ int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 	b->fd = b->ring.efd = b->pr.efd = -1;
 	b->admit = cfg->admit;
 	b->admit_opaque = cfg->admit_opaque;
+	b->hold_ns = (uint64_t)(cfg->hold_timeout_ms
+					? cfg->hold_timeout_ms
+					: ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS) *
+		     1000000ull;
 	b->depth = cfg->queue_depth ? cfg->queue_depth
 				    : ISCSI_CONN_DEFAULT_QUEUE_DEPTH;
 	snprintf(b->name, sizeof(b->name), "%s", cfg->name ? cfg->name : "");
@@ -790,6 +832,7 @@ static void bdev_destroy(void *be)
 	td_loop_timer_cancel(&b->reopen);
 	td_loop_defer_cancel(b->loop, &b->defer);
 	td_loop_defer_cancel(b->loop, &b->admit_defer);
+	td_loop_timer_cancel(&b->hold_timer);
 	bdev_pr_stop(&b->pr);
 	/* io_destroy waits for the iocbs in the kernel to finish. */
 	aio_ring_close(&b->ring);

@@ -225,6 +225,9 @@ struct stripe_bdev_cfg {
 	 */
 	void (*admit)(void *be, void *opaque);
 	void *admit_opaque;
+	/* A command held while ADMITTING fails with -ETIMEDOUT after this
+	 * long (0: ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS), as a session's. */
+	uint32_t hold_timeout_ms;
 };
 
 /*

@@ -2076,6 +2076,42 @@ static void test_device_fence_conflict_twice(void **state)
 	assert_int_equal(nr_file_stale(), 0);
 }
 
+/* Admitted again with the master away: the device stays ADMITTING; a
+ * command that must reach it (a read whose other replica fails) is held,
+ * then fails with ETIMEDOUT after cmd_timeout_ms, not never; the master
+ * back, the device is admitted. */
+static void test_device_fence_held_deadline(void **state)
+{
+	struct iscsi_conn_stats st;
+
+	device_file(256 * KiB);
+	mock_sgio.on = true;
+	start(&g2, NULL, ",cmd_timeout_ms=300");
+	wait_registered();
+	fill(0, 11, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	mock_sgio_lock();
+	mock_sgio.mine = 0;
+	mock_sgio.reserved = false;
+	mock_sgio.conflict_writes = 1;
+	mock_sgio_unlock();
+	fq.show_ret = -ECONNREFUSED;
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	RUN_FOR_MS(50);
+	assert_int_equal(device_state(), ISCSI_CONN_ADMITTING);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_READ), 0);
+	submit(1, TD_OP_READ, 268 * KiB, 4096, 0);
+	RUN_FOR_MS(100);
+	assert_int_equal(fx->calls[1], 0); /* held by the device */
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_not_equal(fx->err[1], 0);
+	device_stats(&st);
+	assert_int_equal(st.timeouts, 1);
+	fq.show_ret = 0;
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP); /* asked again in 2 s */
+	assert_true(fence_is(2, STRIPE_FENCE_REGISTERED));
+}
+
 /* A regular file (the real ioctl: ENOTTY): not fenced, served. */
 static void test_device_not_scsi(void **state)
 {
@@ -2442,6 +2478,7 @@ int main(void)
 		T(test_device_fence_preempted),
 		T(test_device_fence_conflict_readmits),
 		T(test_device_fence_conflict_twice),
+		T(test_device_fence_held_deadline),
 		T(test_device_not_scsi),
 		T(test_device_lease_off),
 		T(test_lease_verdict),
