@@ -31,8 +31,9 @@
  * master worker: their PR commands go through SG_IO on the backend's own
  * worker thread (stripe_bdev_pr, stripe-sgio.c) instead of the libiscsi
  * session.  A device where SG_IO is refused (-ENOTTY, -EINVAL: not SCSI,
- * a regular file) or the LUN has no persistent reservations (-EOPNOTSUPP)
- * is admitted unfenced (state off), said once per server.  A RESERVATION
+ * a regular file, a loop device) is admitted unfenced (state off), said
+ * once per server; a SCSI LUN without persistent reservations
+ * (-EOPNOTSUPP) is held and tried again, as a session's.  A RESERVATION
  * CONFLICT on a device's command (-EBADE from the kernel) admits it again
  * through the same decision before it is declared fenced (stripe-bdev.c).
  */
@@ -368,11 +369,12 @@ static void fence_admitted(struct stripe_server *srv)
 	srv_admitted(srv, 0);
 }
 
-/* SG_IO refused (not SCSI) or no persistent reservations on the LUN. */
+/* SG_IO refused: the device is not SCSI (a regular file, a loop device).
+ * A SCSI LUN without persistent reservations (-EOPNOTSUPP) is held and
+ * tried again, as a session's. */
 static bool fence_not_scsi(const struct stripe_server *srv, int err)
 {
-	return srv_is_device(srv) &&
-	       (err == -ENOTTY || err == -EINVAL || err == -EOPNOTSUPP);
+	return srv_is_device(srv) && (err == -ENOTTY || err == -EINVAL);
 }
 
 /* A device that cannot be fenced: served unfenced, said once. */
@@ -384,13 +386,11 @@ static void fence_unfenceable(struct stripe_server *srv, int err)
 	fs->state = STRIPE_FENCE_OFF;
 	if (!fs->logged_not_scsi)
 		td_vbd_warn(srv->dev->drv->vbd,
-			    "stripe: server %u: device %s is not fenced: %s "
-			    "(SG_IO %s: %s); no SCSI-3 registration is made "
-			    "there (doc/stripe-driver.md, \"Fencing\")",
+			    "stripe: server %u: device %s is not fenced: it "
+			    "is not a SCSI device (SG_IO %s: %s); no SCSI-3 "
+			    "registration is made there (doc/stripe-driver.md, "
+			    "\"Fencing\")",
 			    srv->index, srv_map(srv)->device,
-			    err == -EOPNOTSUPP
-				    ? "its LUN has no persistent reservations"
-				    : "it is not a SCSI device",
 			    iscsi_pr_action_name(fs->pr.action),
 			    strerror(-err));
 	fs->logged_not_scsi = true;

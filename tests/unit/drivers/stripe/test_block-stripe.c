@@ -2112,6 +2112,22 @@ static void test_device_fence_held_deadline(void **state)
 	assert_true(fence_is(2, STRIPE_FENCE_REGISTERED));
 }
 
+/* A SCSI LUN without persistent reservations (ILLEGAL REQUEST): held and
+ * tried again, as a session's LUN; admitted once it answers. */
+static void test_device_fence_no_pr(void **state)
+{
+	mock_sgio.illegal = true;
+	device_fenced_start();
+	RUN_FOR_MS(100);
+	assert_int_equal(device_state(), ISCSI_CONN_ADMITTING);
+	assert_true(fence_is(2, STRIPE_FENCE_ADMITTING));
+	mock_sgio_lock();
+	mock_sgio.illegal = false;
+	mock_sgio_unlock();
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP); /* 2 s later */
+	assert_true(fence_is(2, STRIPE_FENCE_REGISTERED));
+}
+
 /* A regular file (the real ioctl: ENOTTY): not fenced, served. */
 static void test_device_not_scsi(void **state)
 {
@@ -2479,6 +2495,7 @@ int main(void)
 		T(test_device_fence_conflict_readmits),
 		T(test_device_fence_conflict_twice),
 		T(test_device_fence_held_deadline),
+		T(test_device_fence_no_pr),
 		T(test_device_not_scsi),
 		T(test_device_lease_off),
 		T(test_lease_verdict),
