@@ -308,9 +308,12 @@ static int bdev_create(struct stripe_dev *dev, uint32_t i, const char *name)
 		.queue_depth = dev->opts.queue_depth,
 		.read_only = dev->drv->read_only,
 		.name = name,
+		.hold_timeout_ms = dev->opts.cmd_timeout_ms,
 	};
-	int ret = stripe_bdev_create(dev->drv->loop, &cfg, &dev->servers[i].be);
+	int ret;
 
+	stripe_fence_bdev_cfg(dev, i, &cfg);
+	ret = stripe_bdev_create(dev->drv->loop, &cfg, &dev->servers[i].be);
 	if (!ret)
 		dev->servers[i].ops = &stripe_backend_device;
 	return ret;

@@ -37,6 +37,22 @@
  * resync): a kernel session keeps its device node across reconnects
  * (open-iscsi's replacement_timeout decides when I/O on it fails).  There
  * is no deadline per command: the kernel's SCSI timeouts apply.
+ *
+ * Admission (fencing, cfg.admit set by stripe-fence.c when the disk's
+ * lease is on).  Once open the device is ADMITTING: commands are taken
+ * and checked but wait in the queue, and admit runs from the loop; the
+ * owner runs its PR commands with stripe_bdev_pr (SG_IO, stripe-sgio.c,
+ * on this backend's worker thread: SG_IO blocks) and answers with
+ * stripe_bdev_admitted: UP (what waited goes out) or FENCED (it and every
+ * later command fail with -EACCES).  A command that completes with -EBADE
+ * (the kernel's BLK_STS_NEXUS: the LUN said RESERVATION CONFLICT,
+ * block/blk-core.c blk_errors[]) fails with -EACCES, never -EBADE, and
+ * the device is ADMITTING again (a kernel session that reinstated on tgtd
+ * may have lost its registration); a second conflict with no command done
+ * well since the last admission makes it FENCED.  A command held while
+ * ADMITTING fails with -ETIMEDOUT after cfg.hold_timeout_ms (the disk's
+ * cmd_timeout_ms), as a session's held command does.  Without cfg.admit an
+ * EBADE is passed on as it is.
  */
 #include "config.h"
 
@@ -44,9 +60,11 @@
 #include <fcntl.h>
 #include <libaio.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,14 +73,37 @@
 #include "common/util.h"
 #include "drivers/aio-ring.h"
 #include "drivers/stripe/stripe-int.h"
+#include "drivers/stripe/stripe-sgio.h"
 
 #define STRIPE_BDEV_ZERO_CHUNK	  (1u << 20)
 #define STRIPE_BDEV_RETRY_US	  1000 /* after io_submit said EAGAIN */
 #define STRIPE_BDEV_ALIGN	  4096
 #define STRIPE_BDEV_REOPEN_MIN_MS 1000u	 /* first retry of a failed open */
 #define STRIPE_BDEV_REOPEN_MAX_MS 30000u /* the wait doubles up to this */
+#define STRIPE_BDEV_HOLD_CHECK_MS 1000u	 /* ADMITTING: held commands' check */
 
 TAILQ_HEAD(bdev_cmd_list, iscsi_cmd);
+
+/*
+ * The persistent-reservation worker: one SG_IO at a time, off the loop
+ * (stripe-sgio.c), its end told through efd.  Shared with the thread
+ * under lock: want (a command to run), stop; the thread fills err and
+ * the command's answer, then sets want false.
+ */
+struct bdev_pr {
+	bool started;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int efd;
+	struct td_fd efd_event;
+	int fd; /* the device's, set before each command */
+	bool want, stop;
+	struct iscsi_pr_cmd *cmd; /* the caller's, until done */
+	enum iscsi_pr_action action;
+	uint64_t key;
+	int err;
+};
 
 /* One iocb of the device: the command it carries out. */
 struct bdev_slot {
@@ -97,6 +138,16 @@ struct stripe_bdev {
 	void *zero_buf;
 	struct iscsi_conn_stats st;
 	char error[160];
+
+	/* admission (cfg.admit; see the top) */
+	void (*admit)(void *be, void *opaque);
+	void *admit_opaque;
+	struct td_defer admit_defer;
+	struct td_timer hold_timer; /* ADMITTING: held commands' deadline */
+	uint64_t hold_ns;
+	bool conflict_readmit;	 /* a conflict's re-admission is under way */
+	uint64_t ok_since_admit; /* commands done well since the admission */
+	struct bdev_pr pr;
 };
 
 /* --- completion -------------------------------------------------------------- */
@@ -137,6 +188,8 @@ static void bdev_count(struct stripe_bdev *b, const struct iscsi_cmd *cmd,
 static void bdev_finish(struct stripe_bdev *b, struct iscsi_cmd *cmd, int err)
 {
 	bdev_count(b, cmd, err);
+	if (!err)
+		b->ok_since_admit++;
 	cmd->done(cmd, err);
 }
 
@@ -283,7 +336,7 @@ static void bdev_run(struct td_defer *d, void *opaque)
 		TAILQ_REMOVE(&list, cmd, link);
 		bdev_finish(b, cmd, cmd->result);
 	}
-	if (!td_timer_armed(&b->retry))
+	if (!td_timer_armed(&b->retry) && b->state == ISCSI_CONN_UP)
 		bdev_push(b);
 }
 
@@ -303,16 +356,139 @@ static void bdev_fail_later(struct stripe_bdev *b, struct iscsi_cmd *cmd,
 static void bdev_submit(void *be, struct iscsi_cmd *cmd)
 {
 	struct stripe_bdev *b = be;
-	int err = b->state == ISCSI_CONN_UP ? bdev_check(b, cmd) : -EIO;
+	int err = b->state == ISCSI_CONN_UP || b->state == ISCSI_CONN_ADMITTING
+			  ? bdev_check(b, cmd)
+		  : b->state == ISCSI_CONN_FENCED ? -EACCES
+						  : -EIO;
 
 	cmd->start_ns = td_now_ns();
 	if (err) {
 		bdev_fail_later(b, cmd, err);
 		return;
 	}
+	/* ADMITTING: it waits in the queue until admitted. */
 	TAILQ_INSERT_TAIL(&b->waiting, cmd, link);
 	b->st.queued++;
 	td_loop_defer(b->loop, &b->defer, bdev_run, b);
+}
+
+/* --- admission (see the top) ----------------------------------------------- */
+
+static void bdev_admit_cb(struct td_defer *d, void *opaque)
+{
+	struct stripe_bdev *b = opaque;
+
+	if (b->state == ISCSI_CONN_ADMITTING)
+		b->admit(b, b->admit_opaque);
+}
+
+/*
+ * ADMITTING: a command held longer than hold_ns fails with -ETIMEDOUT, as
+ * a session's held command past its deadline (the master may be away for
+ * long: a running disk does not wait on it; the replica goes stale).
+ */
+static void bdev_hold_check(struct td_timer *t, void *opaque)
+{
+	struct stripe_bdev *b = opaque;
+	uint64_t now = td_now_ns();
+	struct iscsi_cmd *cmd, *next;
+
+	if (b->state != ISCSI_CONN_ADMITTING)
+		return;
+	for (cmd = TAILQ_FIRST(&b->waiting); cmd; cmd = next) {
+		next = TAILQ_NEXT(cmd, link);
+		if (now - cmd->start_ns < b->hold_ns)
+			continue;
+		TAILQ_REMOVE(&b->waiting, cmd, link);
+		b->st.queued--;
+		b->st.timeouts++;
+		bdev_fail_later(b, cmd, -ETIMEDOUT);
+	}
+	td_loop_timer_arm(b->loop, &b->hold_timer,
+			  STRIPE_BDEV_HOLD_CHECK_MS * 1000ull, bdev_hold_check,
+			  b);
+}
+
+/* Hold new commands and ask the admission hook (from the loop). */
+static void bdev_begin_admission(struct stripe_bdev *b)
+{
+	b->state = ISCSI_CONN_ADMITTING;
+	td_loop_defer(b->loop, &b->admit_defer, bdev_admit_cb, b);
+	if (!td_timer_armed(&b->hold_timer))
+		td_loop_timer_arm(b->loop, &b->hold_timer,
+				  STRIPE_BDEV_HOLD_CHECK_MS * 1000ull,
+				  bdev_hold_check, b);
+}
+
+/* Refused: what waits and every later command fail with -EACCES. */
+static void bdev_fence(struct stripe_bdev *b)
+{
+	struct iscsi_cmd *cmd;
+	uint64_t held = 0;
+
+	b->state = ISCSI_CONN_FENCED;
+	td_loop_defer_cancel(b->loop, &b->admit_defer);
+	td_loop_timer_cancel(&b->hold_timer);
+	while ((cmd = TAILQ_FIRST(&b->waiting))) {
+		TAILQ_REMOVE(&b->waiting, cmd, link);
+		b->st.queued--;
+		held++;
+		bdev_fail_later(b, cmd, -EACCES);
+	}
+	snprintf(b->error, sizeof(b->error),
+		 "fenced: this host's key is not admitted");
+	td_err("stripe: %s: %s: this host was fenced from the device's LUN: "
+	       "%llu held commands and every later one fail with EACCES; "
+	       "it stays fenced until re-admitted by an explicit command, "
+	       "once it no longer holds the disk (doc/stripe-driver.md, "
+	       "\"Fencing\")",
+	       b->name, b->path, (unsigned long long)held);
+}
+
+int stripe_bdev_admitted(void *be, int err)
+{
+	struct stripe_bdev *b = be;
+
+	if (b->state == ISCSI_CONN_FENCED)
+		return -EINVAL;
+	if (err == -EACCES) {
+		bdev_fence(b);
+		return 0;
+	}
+	if (err)
+		return -EINVAL;
+	if (b->state != ISCSI_CONN_ADMITTING)
+		return -ESTALE;
+	b->state = ISCSI_CONN_UP;
+	b->ok_since_admit = 0;
+	td_loop_timer_cancel(&b->hold_timer);
+	td_loop_defer(b->loop, &b->defer, bdev_run, b);
+	return 0;
+}
+
+/*
+ * A command got RESERVATION CONFLICT (-EBADE): the registration may have
+ * been lost (a kernel session reinstated on tgtd) or preempted.  The first
+ * conflict since the device last did a command well admits it again
+ * through the decision; a second one with nothing done well in between
+ * fences it.
+ */
+static void bdev_conflict(struct stripe_bdev *b)
+{
+	b->st.reservation_conflicts++;
+	if (b->state != ISCSI_CONN_UP)
+		return; /* admitting again already, or fenced */
+	if (b->conflict_readmit && !b->ok_since_admit) {
+		bdev_fence(b);
+		return;
+	}
+	td_warn("stripe: %s: %s: RESERVATION CONFLICT (EBADE): the command "
+		"fails with EACCES and the device is admitted again (its "
+		"registration may have been lost or preempted); its commands "
+		"wait meanwhile",
+		b->name, b->path);
+	b->conflict_readmit = true;
+	bdev_begin_admission(b);
 }
 
 /* One kernel completion; true when the slot was issued again. */
@@ -323,7 +499,11 @@ static bool bdev_event(struct stripe_bdev *b, const struct io_event *ev)
 	long res = (long)ev->res;
 	int err = 0;
 
-	if (res < 0) {
+	if (res == -EBADE && b->admit) {
+		/* BLK_STS_NEXUS: the LUN said RESERVATION CONFLICT. */
+		err = -EACCES;
+		bdev_conflict(b);
+	} else if (res < 0) {
 		err = (int)res;
 	} else if ((uint64_t)res != s->bytes) {
 		err = -EIO; /* a short transfer: the device shrank or failed */
@@ -361,8 +541,136 @@ static void bdev_drained(void *opaque)
 {
 	struct stripe_bdev *b = opaque;
 
-	if (!TAILQ_EMPTY(&b->waiting) && !td_timer_armed(&b->retry))
+	if (!TAILQ_EMPTY(&b->waiting) && !td_timer_armed(&b->retry) &&
+	    b->state == ISCSI_CONN_UP)
 		bdev_push(b);
+}
+
+/* --- the persistent-reservation worker (see struct bdev_pr) ------------------- */
+
+static void *bdev_pr_worker(void *arg)
+{
+	struct bdev_pr *w = arg;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct iscsi_pr_cmd *cmd;
+		enum iscsi_pr_action a;
+		uint64_t key;
+		int fd, err;
+
+		while (!w->stop && !w->want)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->stop)
+			break;
+		cmd = w->cmd;
+		a = w->action;
+		key = w->key;
+		fd = w->fd;
+		pthread_mutex_unlock(&w->lock);
+		err = stripe_sgio_run(fd, a, key, cmd); /* blocks */
+		pthread_mutex_lock(&w->lock);
+		w->err = err;
+		w->want = false;
+		if (write(w->efd, &one, sizeof(one)) < 0)
+			abort(); /* an eventfd write fails only on overflow */
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void bdev_pr_efd_cb(struct td_fd *fde, uint32_t events, void *opaque)
+{
+	struct bdev_pr *w = opaque;
+	struct iscsi_pr_cmd *cmd = NULL;
+	uint64_t count;
+	int err;
+
+	if (read(w->efd, &count, sizeof(count)) != sizeof(count))
+		return;
+	pthread_mutex_lock(&w->lock);
+	if (!w->want) {
+		cmd = w->cmd;
+		w->cmd = NULL;
+	}
+	err = w->err;
+	pthread_mutex_unlock(&w->lock);
+	if (cmd)
+		cmd->done(cmd, err, cmd->opaque);
+}
+
+static int bdev_pr_start(struct stripe_bdev *b)
+{
+	struct bdev_pr *w = &b->pr;
+	int err;
+
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->efd < 0)
+		return -errno;
+	err = td_loop_add_fd(b->loop, &w->efd_event, w->efd, EPOLLIN,
+			     bdev_pr_efd_cb, w);
+	if (err)
+		return err;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	err = td_thread_create(&w->thread, bdev_pr_worker, w);
+	if (err) {
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->cond);
+		return err;
+	}
+	w->started = true;
+	return 0;
+}
+
+/* Stop the worker (waits for an SG_IO under way) and cancel its command. */
+static void bdev_pr_stop(struct bdev_pr *w)
+{
+	struct iscsi_pr_cmd *cmd = w->cmd;
+
+	if (w->started) {
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+		pthread_join(w->thread, NULL);
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->cond);
+		w->started = false;
+	}
+	td_loop_del_fd(&w->efd_event);
+	if (w->efd >= 0)
+		close(w->efd);
+	w->efd = -1;
+	w->cmd = NULL;
+	if (cmd)
+		cmd->done(cmd, -ECANCELED, cmd->opaque);
+}
+
+int stripe_bdev_pr(void *be, struct iscsi_pr_cmd *pr, enum iscsi_pr_action a,
+		   uint64_t key, iscsi_pr_done_fn done, void *opaque)
+{
+	struct stripe_bdev *b = be;
+	struct bdev_pr *w = &b->pr;
+
+	if (!done || !w->started || w->cmd || b->fd < 0 ||
+	    a == ISCSI_PR_PREEMPT_ABORT ||
+	    ((a == ISCSI_PR_REGISTER || a == ISCSI_PR_RESERVE) && !key))
+		return -EINVAL;
+	pr->action = a;
+	pr->key = key;
+	pr->done = done;
+	pr->opaque = opaque;
+	pthread_mutex_lock(&w->lock);
+	w->cmd = pr;
+	w->action = a;
+	w->key = key;
+	w->fd = b->fd;
+	w->want = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
 }
 
 /* --- open and close ------------------------------------------------------------ */
@@ -411,6 +719,8 @@ static void bdev_open_device(struct stripe_bdev *b)
 		err = bdev_probe(b, b->map_block_size);
 	if (!err) {
 		b->state = ISCSI_CONN_UP;
+		if (b->admit)
+			bdev_begin_admission(b);
 		if (retry)
 			td_info("stripe: %s: %s is open now (%u-byte blocks, "
 				"%llu of them)",
@@ -464,7 +774,13 @@ int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 	if (!b)
 		return -ENOMEM;
 	b->loop = loop;
-	b->fd = b->ring.efd = -1;
+	b->fd = b->ring.efd = b->pr.efd = -1;
+	b->admit = cfg->admit;
+	b->admit_opaque = cfg->admit_opaque;
+	b->hold_ns = (uint64_t)(cfg->hold_timeout_ms
+					? cfg->hold_timeout_ms
+					: ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS) *
+		     1000000ull;
 	b->depth = cfg->queue_depth ? cfg->queue_depth
 				    : ISCSI_CONN_DEFAULT_QUEUE_DEPTH;
 	snprintf(b->name, sizeof(b->name), "%s", cfg->name ? cfg->name : "");
@@ -480,6 +796,8 @@ int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 	if (!err)
 		err = aio_ring_open(&b->ring, loop, b->depth, bdev_ring_event,
 				    bdev_drained, b, b->name);
+	if (!err && b->admit)
+		err = bdev_pr_start(b);
 	if (err) {
 		bdev_destroy(b);
 		return err;
@@ -513,6 +831,9 @@ static void bdev_destroy(void *be)
 	td_loop_timer_cancel(&b->retry);
 	td_loop_timer_cancel(&b->reopen);
 	td_loop_defer_cancel(b->loop, &b->defer);
+	td_loop_defer_cancel(b->loop, &b->admit_defer);
+	td_loop_timer_cancel(&b->hold_timer);
+	bdev_pr_stop(&b->pr);
 	/* io_destroy waits for the iocbs in the kernel to finish. */
 	aio_ring_close(&b->ring);
 	for (uint32_t i = 0; b->slots && i < b->depth; i++)
@@ -581,6 +902,7 @@ static void bdev_report(const void *be, struct td_json *j)
 	td_json_u64(j, "read_bytes", st->read_bytes);
 	td_json_u64(j, "write_bytes", st->write_bytes);
 	td_json_u64(j, "errors", st->errors);
+	td_json_u64(j, "reservation_conflicts", st->reservation_conflicts);
 	td_json_u64(j, "in_flight", st->in_flight);
 	td_json_u64(j, "queued", st->queued);
 	td_json_u64(j, "max_in_flight", st->max_in_flight);

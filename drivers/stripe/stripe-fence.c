@@ -24,8 +24,18 @@
  * The master is asked by one worker thread per disk; its answer comes
  * back through an eventfd and serves every request made before it was
  * asked.  The decisions are pure functions (stripe_fence_decide,
- * stripe_fence_verdict_of) for the unit tests.  Device backends are not
- * fenced (logged once at open).
+ * stripe_fence_verdict_of) for the unit tests.
+ *
+ * Device backends (a kernel open-iscsi session's block device,
+ * stripe-bdev.c) are admitted the same way, the same decisions, the same
+ * master worker: their PR commands go through SG_IO on the backend's own
+ * worker thread (stripe_bdev_pr, stripe-sgio.c) instead of the libiscsi
+ * session.  A device where SG_IO is refused (-ENOTTY, -EINVAL: not SCSI,
+ * a regular file, a loop device) is admitted unfenced (state off), said
+ * once per server; a SCSI LUN without persistent reservations
+ * (-EOPNOTSUPP) is held and tried again, as a session's.  A RESERVATION
+ * CONFLICT on a device's command (-EBADE from the kernel) admits it again
+ * through the same decision before it is declared fenced (stripe-bdev.c).
  */
 #include "config.h"
 
@@ -232,6 +242,25 @@ static struct iscsi_conn *srv_conn(struct stripe_server *srv)
 	return srv->be;
 }
 
+static bool srv_is_device(const struct stripe_server *srv)
+{
+	return srv->ops == &stripe_backend_device;
+}
+
+static bool srv_admitting(struct stripe_server *srv)
+{
+	return srv->ops->state(srv->be) == ISCSI_CONN_ADMITTING;
+}
+
+/* The admission's end on the backend: 0 (UP) or -EACCES (FENCED). */
+static void srv_admitted(struct stripe_server *srv, int err)
+{
+	if (srv_is_device(srv))
+		stripe_bdev_admitted(srv->be, err);
+	else
+		iscsi_conn_admitted(srv_conn(srv), err);
+}
+
 static const struct stripe_map_server *srv_map(struct stripe_server *srv)
 {
 	return &srv->dev->map.servers[srv->index];
@@ -240,17 +269,31 @@ static const struct stripe_map_server *srv_map(struct stripe_server *srv)
 static void fence_step(struct stripe_server *srv);
 static void fence_pr_done(struct iscsi_pr_cmd *pr, int err, void *opaque);
 
-static void fence_submit(struct stripe_server *srv, enum stripe_fence_step st)
+static enum iscsi_pr_action step_action(enum stripe_fence_step st)
+{
+	switch (st) {
+	case FENCE_STEP_KEYS_BEFORE:
+	case FENCE_STEP_KEYS_AFTER:
+		return ISCSI_PR_READ_KEYS;
+	case FENCE_STEP_REGISTER:
+	case FENCE_STEP_REGISTER_ASKED:
+		return ISCSI_PR_REGISTER;
+	case FENCE_STEP_READ_RES:
+		return ISCSI_PR_READ_RESERVATION;
+	case FENCE_STEP_RESERVE:
+		return ISCSI_PR_RESERVE;
+	default: /* FENCE_STEP_UNREGISTER */
+		return ISCSI_PR_UNREGISTER;
+	}
+}
+
+static int fence_submit_iscsi(struct stripe_server *srv,
+			      enum stripe_fence_step st, uint64_t key)
 {
 	struct stripe_fence_srv *fs = &srv->fence;
 	struct iscsi_conn *c = srv_conn(srv);
-	uint64_t key = srv->dev->lease.key;
 	int r;
 
-	fs->step = st;
-	fs->busy = true;
-	memset(&fs->pr, 0, sizeof(fs->pr));
-	fs->pr.admission = true;
 	switch (st) {
 	case FENCE_STEP_KEYS_BEFORE:
 	case FENCE_STEP_KEYS_AFTER:
@@ -271,8 +314,26 @@ static void fence_submit(struct stripe_server *srv, enum stripe_fence_step st)
 		r = iscsi_conn_pr_unregister(c, &fs->pr, fence_pr_done, srv);
 		break;
 	}
+	return r;
+}
+
+static void fence_submit(struct stripe_server *srv, enum stripe_fence_step st)
+{
+	struct stripe_fence_srv *fs = &srv->fence;
+	uint64_t key = srv->dev->lease.key;
+	int r;
+
+	fs->step = st;
+	fs->busy = true;
+	memset(&fs->pr, 0, sizeof(fs->pr));
+	fs->pr.admission = true;
+	if (srv_is_device(srv))
+		r = stripe_bdev_pr(srv->be, &fs->pr, step_action(st), key,
+				   fence_pr_done, srv);
+	else
+		r = fence_submit_iscsi(srv, st, key);
 	if (r)
-		abort(); /* only a zero key or no callback: a bug */
+		abort(); /* a zero key, no callback, a busy worker: a bug */
 }
 
 static void fence_refuse(struct stripe_server *srv, const char *why)
@@ -290,7 +351,7 @@ static void fence_refuse(struct stripe_server *srv, const char *why)
 		   "disk",
 		   ms->portal, ms->target, ms->lun, srv->index,
 		   srv->dev->map.vdisk, why);
-	iscsi_conn_admitted(srv_conn(srv), -EACCES);
+	srv_admitted(srv, -EACCES);
 }
 
 static void fence_admitted(struct stripe_server *srv)
@@ -305,7 +366,35 @@ static void fence_admitted(struct stripe_server *srv)
 		    "stripe: server %u: key 0x%016" PRIx64
 		    " registered, WERO reservation held: admitted",
 		    srv->index, srv->dev->lease.key);
-	iscsi_conn_admitted(srv_conn(srv), 0);
+	srv_admitted(srv, 0);
+}
+
+/* SG_IO refused: the device is not SCSI (a regular file, a loop device).
+ * A SCSI LUN without persistent reservations (-EOPNOTSUPP) is held and
+ * tried again, as a session's. */
+static bool fence_not_scsi(const struct stripe_server *srv, int err)
+{
+	return srv_is_device(srv) && (err == -ENOTTY || err == -EINVAL);
+}
+
+/* A device that cannot be fenced: served unfenced, said once. */
+static void fence_unfenceable(struct stripe_server *srv, int err)
+{
+	struct stripe_fence_srv *fs = &srv->fence;
+
+	fs->step = FENCE_STEP_IDLE;
+	fs->state = STRIPE_FENCE_OFF;
+	if (!fs->logged_not_scsi)
+		td_vbd_warn(srv->dev->drv->vbd,
+			    "stripe: server %u: device %s is not fenced: it "
+			    "is not a SCSI device (SG_IO %s: %s); no SCSI-3 "
+			    "registration is made there (doc/stripe-driver.md, "
+			    "\"Fencing\")",
+			    srv->index, srv_map(srv)->device,
+			    iscsi_pr_action_name(fs->pr.action),
+			    strerror(-err));
+	fs->logged_not_scsi = true;
+	srv_admitted(srv, 0);
 }
 
 static void fence_ask_master(struct stripe_server *srv)
@@ -418,7 +507,7 @@ static void fence_pr_done(struct iscsi_pr_cmd *pr, int err, void *opaque)
 		fence_refuse(srv, srv->dev->fence.last_why);
 		return;
 	}
-	if (iscsi_conn_state(srv_conn(srv)) != ISCSI_CONN_ADMITTING) {
+	if (!srv_admitting(srv)) {
 		fs->restart = false; /* the next login calls the hook */
 		fs->step = FENCE_STEP_IDLE;
 		return;
@@ -430,6 +519,10 @@ static void fence_pr_done(struct iscsi_pr_cmd *pr, int err, void *opaque)
 	}
 	if (err == -EACCES && fs->step == FENCE_STEP_RESERVE) {
 		fence_submit(srv, FENCE_STEP_READ_RES);
+		return;
+	}
+	if (fence_not_scsi(srv, err)) {
+		fence_unfenceable(srv, err);
 		return;
 	}
 	if (err) {
@@ -470,14 +563,13 @@ static void fence_pr_done(struct iscsi_pr_cmd *pr, int err, void *opaque)
 		fence_arm_retry(srv->dev);
 }
 
-/* cfg.admit: a session of srv logged in. */
-static void fence_admit(struct iscsi_conn *c, void *opaque)
+/* A session of srv logged in, or its device opened (or conflicted). */
+static void fence_admit_srv(struct stripe_server *srv)
 {
-	struct stripe_server *srv = opaque;
 	struct stripe_fence_srv *fs = &srv->fence;
 
 	if (fs->state == STRIPE_FENCE_FENCED) {
-		iscsi_conn_admitted(c, -EACCES);
+		srv_admitted(srv, -EACCES);
 		return;
 	}
 	fs->state = STRIPE_FENCE_ADMITTING;
@@ -490,19 +582,29 @@ static void fence_admit(struct iscsi_conn *c, void *opaque)
 	fence_begin(srv);
 }
 
+/* iscsi_conn_cfg.admit */
+static void fence_admit(struct iscsi_conn *c, void *opaque)
+{
+	fence_admit_srv(opaque);
+}
+
+/* stripe_bdev_cfg.admit */
+static void fence_admit_device(void *be, void *opaque)
+{
+	fence_admit_srv(opaque);
+}
+
 /* --- the master's answers, the retry timer (loop thread) ------------------ */
 
 static void fence_answer(struct stripe_server *srv, enum stripe_fence_verdict v)
 {
 	struct stripe_fence_srv *fs = &srv->fence;
-	struct iscsi_conn *c = srv_conn(srv);
 
-	if (v == FENCE_VERDICT_FENCED &&
-	    iscsi_conn_state(c) != ISCSI_CONN_ADMITTING) {
+	if (v == FENCE_VERDICT_FENCED && !srv_admitting(srv)) {
 		fence_refuse(srv, srv->dev->fence.last_why);
 		return;
 	}
-	if (iscsi_conn_state(c) != ISCSI_CONN_ADMITTING) {
+	if (!srv_admitting(srv)) {
 		fs->step = FENCE_STEP_IDLE; /* the next login starts again */
 		return;
 	}
@@ -558,7 +660,7 @@ static void fence_retry_cb(struct td_timer *t, void *opaque)
 
 		if (fs->step != FENCE_STEP_ASKING || fs->ask_seq || fs->busy)
 			continue;
-		if (iscsi_conn_state(srv_conn(srv)) != ISCSI_CONN_ADMITTING)
+		if (!srv_admitting(srv))
 			fs->step = FENCE_STEP_IDLE;
 		else if (!fs->view.have_before)
 			fence_begin(srv); /* after a PR error */
@@ -576,25 +678,6 @@ static void fence_arm_retry(struct stripe_dev *dev)
 }
 
 /* --- start, stop, conflicts ---------------------------------------------- */
-
-static bool any_iscsi(const struct stripe_dev *dev)
-{
-	bool device = false, iscsi = false;
-
-	for (uint32_t i = 0; i < dev->map.nr_servers; i++) {
-		if (dev->map.servers[i].device[0])
-			device = true;
-		else
-			iscsi = true;
-	}
-	if (device)
-		td_warn("stripe: %s: the servers reached through a block "
-			"device (open-iscsi) are not fenced: no SCSI-3 "
-			"registration is made there (doc/stripe-driver.md, "
-			"\"Fencing\")",
-			dev->path);
-	return iscsi;
-}
 
 static int fence_thread_start(struct stripe_fence *f)
 {
@@ -615,7 +698,7 @@ int stripe_fence_start(struct stripe_dev *dev)
 
 	f->efd = -1;
 	f->started = true; /* stop cleans up from here on */
-	if (!dev->lease.enabled || !any_iscsi(dev))
+	if (!dev->lease.enabled || !dev->map.nr_servers)
 		return 0;
 	f->master = strdup(dev->map.master);
 	f->vdisk = strdup(dev->map.vdisk);
@@ -642,6 +725,16 @@ void stripe_fence_conn_cfg(struct stripe_dev *dev, uint32_t server,
 		return;
 	dev->servers[server].fence.state = STRIPE_FENCE_ADMITTING;
 	cfg->admit = fence_admit;
+	cfg->admit_opaque = &dev->servers[server];
+}
+
+void stripe_fence_bdev_cfg(struct stripe_dev *dev, uint32_t server,
+			   struct stripe_bdev_cfg *cfg)
+{
+	if (!dev->fence.on)
+		return;
+	dev->servers[server].fence.state = STRIPE_FENCE_ADMITTING;
+	cfg->admit = fence_admit_device;
 	cfg->admit_opaque = &dev->servers[server];
 }
 
@@ -681,6 +774,10 @@ void stripe_fence_conflict(struct stripe_dev *dev, struct stripe_server *srv)
 	const struct stripe_map_server *ms = srv_map(srv);
 
 	fs->reservation_conflicts++;
+	/* A device admitted again after the conflict (stripe-bdev.c): its
+	 * admission decides; it logged the conflict. */
+	if (srv_is_device(srv) && srv_admitting(srv))
+		return;
 	if (fs->state != STRIPE_FENCE_OFF)
 		fs->state = STRIPE_FENCE_FENCED;
 	if (fs->logged_conflict)

@@ -72,7 +72,7 @@ struct stripe_handover;
 #define STRIPE_FENCE_MAX_RESERVE_TRIES 3u
 
 enum stripe_fence_state {
-	STRIPE_FENCE_OFF = 0,	 /* no lease, or not an iscsi backend */
+	STRIPE_FENCE_OFF = 0,	 /* no lease, or a device that is not SCSI */
 	STRIPE_FENCE_ADMITTING,	 /* a session logged in, not yet admitted */
 	STRIPE_FENCE_REGISTERED, /* our key registered, WERO reserved */
 	STRIPE_FENCE_FENCED,	 /* refused: writes fail with EACCES */
@@ -151,6 +151,7 @@ struct stripe_fence_srv {
 	uint32_t reserve_tries;
 	bool logged_conflict; /* "fenced" logged for a refused write */
 	bool logged_error;
+	bool logged_not_scsi;		/* a device without PR: said once */
 	uint64_t admissions;		/* admitted sessions */
 	uint64_t reservation_conflicts; /* its commands refused (EACCES) */
 };
@@ -215,6 +216,18 @@ struct stripe_bdev_cfg {
 	uint32_t queue_depth; /* 0: ISCSI_CONN_DEFAULT_QUEUE_DEPTH */
 	bool read_only;
 	const char *name; /* for log messages */
+	/*
+	 * Fencing (stripe_fence_bdev_cfg): when set, the device is ADMITTING
+	 * once open (its commands wait) and admit(be, admit_opaque) runs
+	 * from the loop; the owner answers with stripe_bdev_admitted.  A
+	 * RESERVATION CONFLICT (-EBADE from the kernel) fails the command
+	 * with -EACCES and admits the device again, once (stripe-bdev.c).
+	 */
+	void (*admit)(void *be, void *opaque);
+	void *admit_opaque;
+	/* A command held while ADMITTING fails with -ETIMEDOUT after this
+	 * long (0: ISCSI_CONN_DEFAULT_CMD_TIMEOUT_MS), as a session's. */
+	uint32_t hold_timeout_ms;
 };
 
 /*
@@ -224,6 +237,28 @@ struct stripe_bdev_cfg {
  */
 int stripe_bdev_create(struct td_loop *loop, const struct stripe_bdev_cfg *cfg,
 		       void **out);
+
+/*
+ * The admission's end, as iscsi_conn_admitted: 0 (UP: what waited goes
+ * out), -EACCES (FENCED: what waited and every later command fail with
+ * -EACCES).  -EINVAL when FENCED already or err is another value,
+ * -ESTALE when not ADMITTING.
+ */
+int stripe_bdev_admitted(void *be, int err);
+
+/*
+ * A persistent-reservation action on the device through SG_IO
+ * (stripe-sgio.c), run by the backend's worker thread (only with
+ * cfg.admit), one at a time; done(pr, err, opaque) runs later from the
+ * loop, exactly once (-ECANCELED at destroy), as iscsi-pr.h says:
+ * -EACCES for RESERVATION CONFLICT, -ENOTTY or -EINVAL when the device is
+ * not SCSI (a regular file), -EOPNOTSUPP when the LUN has no persistent
+ * reservations.  pr's private fields action, key, done and opaque are
+ * used.  -EINVAL (done never runs): busy, not open, PREEMPT_ABORT, no
+ * callback, a zero key for REGISTER or RESERVE.
+ */
+int stripe_bdev_pr(void *be, struct iscsi_pr_cmd *pr, enum iscsi_pr_action a,
+		   uint64_t key, iscsi_pr_done_fn done, void *opaque);
 
 /*
  * One iSCSI command of the driver: a request's child, a flush round's
@@ -500,6 +535,9 @@ uint32_t stripe_stale_pending(const struct stripe_dev *dev);
 int stripe_fence_start(struct stripe_dev *dev);
 void stripe_fence_conn_cfg(struct stripe_dev *dev, uint32_t server,
 			   struct iscsi_conn_cfg *cfg);
+/* The same for a device server (from its backend's creation). */
+void stripe_fence_bdev_cfg(struct stripe_dev *dev, uint32_t server,
+			   struct stripe_bdev_cfg *cfg);
 /* At close, after the backends are destroyed. */
 void stripe_fence_stop(struct stripe_dev *dev);
 /* A command of srv failed with EACCES: count, log once, note FENCED. */

@@ -41,6 +41,7 @@
 #include "master/reply.h"
 #include "tapdisk/vbd-int.h"
 #include "tests/unit/drivers/stripe/mock-iscsi-conn.h"
+#include "tests/unit/drivers/stripe/mock-sgio.h"
 #include "tests/unit/vbd-fixture.h"
 
 #define KiB	 1024ull
@@ -419,6 +420,7 @@ static int stripe_setup(void **state)
 {
 	setup(state);
 	mock_iscsi_reset();
+	mock_sgio_reset();
 	rename_hold(false);
 	rename_fail(0);
 	nr_notes = 0;
@@ -1921,6 +1923,236 @@ static void test_device_too_small(void **state)
 	assert_true(file_stale(0, 1, 1));
 }
 
+/* --- device servers fenced through SG_IO (mock-sgio.c) ------------------------------ */
+
+/*
+ * Server 2 is a device (a file behind libaio) whose SG_IO is answered by
+ * the fake LUN of mock-sgio.c (the ioctl is wrapped): its admission runs
+ * the same decisions as the iscsi servers', through the backend's worker.
+ */
+static void device_fenced_start(void)
+{
+	device_file(256 * KiB);
+	mock_sgio.on = true;
+	start(&g2, NULL, NULL);
+	assert_true(dev()->fence.on);
+}
+
+/* A fresh LUN: key absent, the master says we hold the disk: REGISTER,
+ * READ RESERVATION, RESERVE; the write held meanwhile goes out after. */
+static void test_device_fence_fresh(void **state)
+{
+	static unsigned char got[4096];
+	uint64_t key = iscsi_conn_pr_key("host-a");
+
+	device_fenced_start();
+	assert_int_equal(device_state(), ISCSI_CONN_ADMITTING);
+	assert_true(fence_is(2, STRIPE_FENCE_ADMITTING));
+	fill(0, 5, 4096);
+	submit(0, TD_OP_WRITE, 268 * KiB, 4096, 0); /* servers 1 and 2 */
+	wait_registered();
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	device_read(24 * 512, got, 4096);
+	assert_memory_equal(got, ts.buf[0], 4096);
+	assert_string_equal(mock_sgio_trace(0), "KGVR");
+	mock_sgio_lock();
+	assert_int_equal(mock_sgio.mine, key);
+	assert_true(mock_sgio.reserved);
+	assert_int_equal(mock_sgio.holder, key);
+	assert_int_equal(mock_sgio.type, ISCSI_PR_TYPE_WERO);
+	mock_sgio_unlock();
+	assert_int_equal(device_state(), ISCSI_CONN_UP);
+	assert_int_equal(dev()->servers[2].fence.admissions, 1);
+}
+
+/* Our key is there (a restarted tapdisk), another host holds the WERO
+ * reservation: REGISTER, READ KEYS (generation + 1), admitted without
+ * asking the master; the reservation stays theirs. */
+static void test_device_fence_rejoin(void **state)
+{
+	uint64_t key = iscsi_conn_pr_key("host-a");
+	uint64_t theirs = iscsi_conn_pr_key("host-b");
+
+	mock_sgio.mine = key;
+	mock_sgio.others[mock_sgio.nr_others++] = theirs;
+	mock_sgio.reserved = true;
+	mock_sgio.holder = theirs;
+	mock_sgio.type = ISCSI_PR_TYPE_WERO;
+	mock_sgio.generation = 41;
+	device_fenced_start();
+	wait_registered();
+	assert_string_equal(mock_sgio_trace(0), "KGKV");
+	mock_sgio_lock();
+	assert_int_equal(mock_sgio.generation, 42);
+	assert_int_equal(mock_sgio.holder, theirs);
+	mock_sgio_unlock();
+	fill(0, 6, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+}
+
+/* Preempted while away: our key gone, the master says host-b holds the
+ * disk: UNREGISTER, FENCED; writes fail with EACCES, nothing stale, the
+ * device untouched. */
+static void test_device_fence_preempted(void **state)
+{
+	static unsigned char got[4096], zero[4096];
+
+	mock_sgio.others[mock_sgio.nr_others++] = iscsi_conn_pr_key("host-b");
+	snprintf(fq.show_holder, sizeof(fq.show_holder), "host-b");
+	device_fenced_start();
+	RUN_UNTIL(fence_is(2, STRIPE_FENCE_FENCED));
+	assert_string_equal(mock_sgio_trace(0), "KU");
+	RUN_UNTIL(device_state() == ISCSI_CONN_FENCED);
+	fill(0, 7, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+	device_read(24 * 512, got, 4096);
+	assert_memory_equal(got, zero, 4096);
+	mock_sgio_lock();
+	assert_int_equal(mock_sgio.mine, 0);
+	mock_sgio_unlock();
+}
+
+/* Admitted, then the registration is lost (a kernel session reinstated):
+ * a write completes with EBADE: the request fails with EACCES, nothing
+ * stale, and the device is admitted again through the decision (key
+ * absent: the master is asked); the next write goes through. */
+static void test_device_fence_conflict_readmits(void **state)
+{
+	struct iscsi_conn_stats st;
+	unsigned int from, shows;
+
+	device_fenced_start();
+	wait_registered();
+	fill(0, 8, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	mock_sgio_lock();
+	mock_sgio.mine = 0;
+	mock_sgio.reserved = false;
+	mock_sgio.conflict_writes = 1;
+	from = mock_sgio.nr_log;
+	mock_sgio_unlock();
+	shows = fq.shows;
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP);
+	assert_string_equal(mock_sgio_trace(from), "KGVR");
+	assert_true(fq.shows > shows);
+	assert_true(fence_is(2, STRIPE_FENCE_REGISTERED));
+	assert_int_equal(dev()->servers[2].fence.admissions, 2);
+	device_stats(&st);
+	assert_int_equal(st.reservation_conflicts, 1);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* A conflict with our key still listed: re-registered without asking
+ * the master; a second conflict with nothing done well since: FENCED,
+ * every later write refused. */
+static void test_device_fence_conflict_twice(void **state)
+{
+	unsigned int from, shows;
+
+	device_fenced_start();
+	wait_registered();
+	fill(0, 9, 4096);
+	mock_sgio_lock();
+	mock_sgio.conflict_writes = 1;
+	from = mock_sgio.nr_log;
+	mock_sgio_unlock();
+	shows = fq.shows;
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP);
+	assert_string_equal(mock_sgio_trace(from), "KGKV");
+	assert_int_equal(fq.shows, shows);
+	mock_sgio_lock();
+	mock_sgio.conflict_writes = 1;
+	mock_sgio_unlock();
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	assert_int_equal(device_state(), ISCSI_CONN_FENCED);
+	assert_true(fence_is(2, STRIPE_FENCE_FENCED));
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* Admitted again with the master away: the device stays ADMITTING; a
+ * command that must reach it (a read whose other replica fails) is held,
+ * then fails with ETIMEDOUT after cmd_timeout_ms, not never; the master
+ * back, the device is admitted. */
+static void test_device_fence_held_deadline(void **state)
+{
+	struct iscsi_conn_stats st;
+
+	device_file(256 * KiB);
+	mock_sgio.on = true;
+	start(&g2, NULL, ",cmd_timeout_ms=300");
+	wait_registered();
+	fill(0, 11, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	mock_sgio_lock();
+	mock_sgio.mine = 0;
+	mock_sgio.reserved = false;
+	mock_sgio.conflict_writes = 1;
+	mock_sgio_unlock();
+	fq.show_ret = -ECONNREFUSED;
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), -EACCES);
+	RUN_FOR_MS(50);
+	assert_int_equal(device_state(), ISCSI_CONN_ADMITTING);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_READ), 0);
+	submit(1, TD_OP_READ, 268 * KiB, 4096, 0);
+	RUN_FOR_MS(100);
+	assert_int_equal(fx->calls[1], 0); /* held by the device */
+	RUN_UNTIL(fx->calls[1]);
+	assert_int_not_equal(fx->err[1], 0);
+	device_stats(&st);
+	assert_int_equal(st.timeouts, 1);
+	fq.show_ret = 0;
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP); /* asked again in 2 s */
+	assert_true(fence_is(2, STRIPE_FENCE_REGISTERED));
+}
+
+/* A SCSI LUN without persistent reservations (ILLEGAL REQUEST): held and
+ * tried again, as a session's LUN; admitted once it answers. */
+static void test_device_fence_no_pr(void **state)
+{
+	mock_sgio.illegal = true;
+	device_fenced_start();
+	RUN_FOR_MS(100);
+	assert_int_equal(device_state(), ISCSI_CONN_ADMITTING);
+	assert_true(fence_is(2, STRIPE_FENCE_ADMITTING));
+	mock_sgio_lock();
+	mock_sgio.illegal = false;
+	mock_sgio_unlock();
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP); /* 2 s later */
+	assert_true(fence_is(2, STRIPE_FENCE_REGISTERED));
+}
+
+/* A regular file (the real ioctl: ENOTTY): not fenced, served. */
+static void test_device_not_scsi(void **state)
+{
+	device_file(256 * KiB);
+	start(&g2, NULL, NULL);
+	RUN_UNTIL(device_state() == ISCSI_CONN_UP);
+	assert_true(fence_is(2, STRIPE_FENCE_OFF));
+	assert_true(dev()->servers[2].fence.logged_not_scsi);
+	fill(0, 10, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* The same under lease=off: no admission at all, UP at once. */
+static void test_device_lease_off(void **state)
+{
+	device_file(256 * KiB);
+	mock_sgio.on = true;
+	start(&g2, NULL, ",lease=off");
+	assert_int_equal(device_state(), ISCSI_CONN_UP);
+	assert_false(dev()->fence.on);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 268 * KiB, 4096), 0);
+	assert_string_equal(mock_sgio_trace(0), "");
+}
+
 /* --- the lease ----------------------------------------------------------------------- */
 
 /* The decision of open: (call's result, reply) -> serve, or a refusal. */
@@ -2257,6 +2489,15 @@ int main(void)
 		T(test_device_appears),
 		T(test_device_retry_leaks_nothing),
 		T(test_device_too_small),
+		T(test_device_fence_fresh),
+		T(test_device_fence_rejoin),
+		T(test_device_fence_preempted),
+		T(test_device_fence_conflict_readmits),
+		T(test_device_fence_conflict_twice),
+		T(test_device_fence_held_deadline),
+		T(test_device_fence_no_pr),
+		T(test_device_not_scsi),
+		T(test_device_lease_off),
 		T(test_lease_verdict),
 		T(test_lease_refusals),
 		T(test_lease_held_and_off),
