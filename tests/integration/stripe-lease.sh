@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # stripe-lease.sh - tapdisk takes a striped disk's lease at open (issue #18),
-# against the lab's tgtd servers and master, with two hosts on one machine
-# (TAPSTRIPE_HOST_ID=host-a and host-b; each its own copy of the map):
+# against the lab's tgtd servers and master, with hosts as the lab's
+# network namespaces (lab.sh host add: host-a, host-b, host-c, each its
+# own address, host id and initiator name, and its own copy of the map):
 #   - host A opens and serves; tap-ctl info and "stripe lease" show host-a
 #     at epoch N; the master shows the same;
 #   - host B's open is refused naming host-a while A serves on undisturbed;
@@ -31,16 +32,24 @@ lease_epoch() { # the master's epoch of ls
 		"$PY" -c 'import json, sys; d = json.load(sys.stdin); print(d["holder"], d["epoch"])'
 }
 
-# serve_as HOST NAME MAPFILE: serve as HOST (TD_PID, URI).
+for h in host-a host-b host-c; do
+	"$LAB" host add "$h" >/dev/null || { fail "lab.sh host add $h"; summary; exit 1; }
+	# tapdisk run inside host h (the PID is tapdisk's: each step execs)
+	printf '#!/bin/sh\nexec "%s" host exec %s "%s" "$@"\n' "$LAB" "$h" "$TAPDISK" >"$WORK/tapdisk-$h"
+	chmod +x "$WORK/tapdisk-$h"
+done
+
+# serve_as HOST NAME MAPFILE: serve as HOST, from its namespace, with its
+# initiator name (TD_PID, URI).
 serve_as() {
-	TAPSTRIPE_HOST_ID=$1 serve "$2" "stripe:$3"
+	TAPDISK=$WORK/tapdisk-$1 serve "$2" "stripe:$3,initiator=iqn.2026-11.org.tapstripe:$1"
 }
 
 # refused_as HOST MAPFILE WHAT PATTERN: a tapdisk as HOST must fail to open,
 # its first line matching PATTERN.
 refused_as() {
 	local out rc
-	out=$(TAPSTRIPE_HOST_ID=$1 timeout 30 "$TAPDISK" --foreground -a "stripe:$2" \
+	out=$(timeout 30 "$WORK/tapdisk-$1" --foreground -a "stripe:$2" \
 		--name "refused-$1" --nbd "unix:$WORK/refused.nbd" 2>&1 </dev/null)
 	rc=$?
 	[ $rc != 0 ] && [ $rc != 124 ] && grep -q -- "$4" <<<"$out" &&
