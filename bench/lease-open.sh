@@ -4,9 +4,10 @@
 # striped disk with lease=on against lease=off, and the writer's stall
 # during a hand-over.
 #
-# usage: bench/lease-open.sh [--opens N] [--writes N]
-#   --opens N    opens of each kind, interleaved on/off in one run (40)
-#   --writes N   4 KiB writes of the hand-over's writer (3000)
+# usage: bench/lease-open.sh [--opens N] [--writes N] [--handovers N]
+#   --opens N      opens of each kind, interleaved on/off in one run (40)
+#   --writes N     4 KiB writes of each hand-over's writer (3000)
+#   --handovers N  hand-overs, back and forth between host-a and host-b (7)
 #
 # Open time: from starting a foreground tapdisk on the disk until a 4 KiB
 # NBD read through it has completed (exec, map, lease, iSCSI logins,
@@ -16,10 +17,11 @@
 # one host is kept, so after the first open each acquire changes
 # nothing).  Hand-over: tests/integration/lease-writer.py writes 4 KiB
 # blocks at QD 8 through host A's tapdisk; "stripe handover host-b"; the
-# writer moves to a tapdisk of host B started once A has handed over.
-# Reported: A's held time (the driver's own figure: drain, SYNCHRONIZE
-# CACHE, the master's call) and the writer's longest stall (B's start
-# included).
+# writer moves to a tapdisk of host B started once A has handed over;
+# then back from B to A, N times in all.  Reported, median and worst of
+# the N: the source's held time (the driver's own figure: drain,
+# SYNCHRONIZE CACHE, the master's call) and the writer's longest stall
+# (the destination's start included).
 #
 # Needs root (tests/lab/lab.sh: namespaces), tgt, python3 with libnbd;
 # programs from BUILDDIR/bin (default: build/ above this script).  Brings
@@ -32,10 +34,12 @@ LAB=$HERE/../tests/lab/lab.sh
 WRITER=$HERE/../tests/integration/lease-writer.py
 OPENS=40
 WRITES=3000
+HANDOVERS=7
 while [ $# -gt 0 ]; do
 	case $1 in
 	--opens) OPENS=$2; shift 2 ;;
 	--writes) WRITES=$2; shift 2 ;;
+	--handovers) HANDOVERS=$2; shift 2 ;;
 	-h | --help) sed -n '3,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "lease-open.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -65,7 +69,6 @@ lab up 2 >"$work/lab.out" 2>&1 || { cat "$work/lab.out" >&2; exit 1; }
 eval "$(lab env)"
 "$BUILDDIR/bin/stripe-ctl" --master "$LAB_MASTER" vdisk create lb --size 64M --stripes 2 \
 	--stripe-unit 64K --replicas 2 -o "$work/lb.map" >/dev/null || exit 1
-cp "$work/lb.map" "$work/lb-b.map"
 
 # --- open times -----------------------------------------------------------------------
 "$PY" - "$BUILDDIR/bin/tapdisk" "$work" "$OPENS" <<'EOF'
@@ -131,21 +134,50 @@ serve() { # HOST NAME MAP: a foreground tapdisk with NBD on $work/NAME.nbd
 	echo "lease-open.sh: tapdisk $2 did not start: $(tail -2 "$work/$2.log")" >&2
 	exit 1
 }
-serve host-a a "$work/lb.map"
-a_pid=${pids[-1]}
-"$PY" "$WRITER" "nbd+unix:///?socket=$work/a.nbd" "$work/switch" "$work/started" "$WRITES" 8 \
-	>"$work/writer.out" 2>&1 &
-w_pid=$!
-for ((t = 0; t < 500; t++)); do [ -e "$work/started" ] && break; sleep 0.01; done
-"$BUILDDIR/bin/tap-ctl" driver -i "$a_pid" stripe handover host-b >/dev/null
-for ((t = 0; t < 400; t++)); do
-	out=$("$BUILDDIR/bin/tap-ctl" driver -i "$a_pid" stripe handover host-b 2>&1)
-	grep -q "handed over\|failed" <<<"$out" && break
-	sleep 0.005
+# handover_once FROM TO: FROM's tapdisk ($src_pid) hands over to TO under a
+# writer, and TO's tapdisk starts on a copy of the map; appends "HELD_US
+# STALL_MS" to $work/handovers; leaves TO's tapdisk in $src_pid.
+handover_once() {
+	local from=$1 to=$2 out held stall t
+	rm -f "$work/switch" "$work/started"
+	"$PY" "$WRITER" "nbd+unix:///?socket=$work/$from.nbd" "$work/switch" "$work/started" \
+		"$WRITES" 8 >"$work/writer.out" 2>&1 &
+	w_pid=$!
+	for ((t = 0; t < 500; t++)); do [ -e "$work/started" ] && break; sleep 0.01; done
+	"$BUILDDIR/bin/tap-ctl" driver -i "$src_pid" stripe handover "$to" >/dev/null
+	for ((t = 0; t < 400; t++)); do
+		out=$("$BUILDDIR/bin/tap-ctl" driver -i "$src_pid" stripe handover "$to" 2>&1)
+		grep -q "handed over\|failed" <<<"$out" && break
+		sleep 0.005
+	done
+	cp "$work/lb.map" "$work/lb-$to.map"
+	serve "$to" "$to" "$work/lb-$to.map"
+	echo "nbd+unix:///?socket=$work/$to.nbd" >"$work/switch"
+	wait "$w_pid" || { cat "$work/writer.out" >&2; exit 1; }
+	held=$(sed -n 's/.*writes were held \([0-9]*\) us.*/\1/p' <<<"$out")
+	stall=$(sed -n 's/^FIGURE: longest stall \([0-9.]*\) ms.*/\1/p' "$work/writer.out")
+	kill -TERM "$src_pid" 2>/dev/null
+	wait "$src_pid" 2>/dev/null
+	src_pid=${pids[-1]}
+	echo "${held:-0} ${stall:-0}" >>"$work/handovers"
+}
+cp "$work/lb.map" "$work/lb-host-a.map"
+serve host-a host-a "$work/lb-host-a.map"
+src_pid=${pids[-1]}
+from=host-a to=host-b
+: >"$work/handovers"
+for ((i = 0; i < HANDOVERS; i++)); do
+	handover_once "$from" "$to"
+	tmp=$from from=$to to=$tmp
 done
-serve host-b b "$work/lb-b.map"
-echo "nbd+unix:///?socket=$work/b.nbd" >"$work/switch"
-wait "$w_pid" || { cat "$work/writer.out" >&2; exit 1; }
-echo "hand-over under a 4 KiB QD 8 write stream:"
-echo "  A held writes $(sed -n 's/.*writes were held \([0-9]*\) us.*/\1/p' <<<"$out") us (drain, SYNCHRONIZE CACHE, the master's call)"
-echo "  the writer's longest stall $(sed -n 's/^FIGURE: longest stall //p' "$work/writer.out") (B's tapdisk start included)"
+"$PY" - "$work/handovers" <<'EOF'
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+held = [r[0] / 1000 for r in rows]
+stall = [r[1] for r in rows]
+print("hand-over under a 4 KiB QD 8 write stream, %d hand-overs back and forth:" % len(rows))
+print("  the source held writes:     median %6.1f ms, worst %6.1f ms (drain, SYNCHRONIZE CACHE, the master's call)"
+      % (statistics.median(held), max(held)))
+print("  the writer's longest stall: median %6.1f ms, worst %6.1f ms (the destination's start included)"
+      % (statistics.median(stall), max(stall)))
+EOF
