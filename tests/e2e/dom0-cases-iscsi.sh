@@ -21,10 +21,16 @@
 #     server 2 through the kernel's sd device, libaio O_DIRECT), attached
 #     to dom0 as xvdc: 16 MiB of 1 MiB O_DIRECT writes read back, and found
 #     byte for byte in both LUN files at every extent's place; the stripe
-#     status shows the device up and written;
+#     status shows the device up and written, and both servers registered
+#     under this host's SCSI-3 key (the device through SG_IO; issue #18);
 #   - server 1's target deleted: the 16 MiB read back through xvdc again
 #     come from the kernel session's device alone;
-#   - tapdisk destroyed, stripe-ctl session logout MAP: the device key is
+#   - another host id takes the disk over with fencing (stripe-ctl vdisk
+#     lease takeover --fence: server 2's LUN fenced): a write through xvdc
+#     fails (tgtd's RESERVATION CONFLICT through the kernel session), the
+#     device server shows fenced, none of its replicas marked stale;
+#   - tapdisk destroyed (its final flush refused: destroy says EACCES, the
+#     process ends), stripe-ctl session logout MAP: the device key is
 #     gone from the map and no iSCSI session is left in sysfs.
 # In the default list, after the Xen cases (26 s in a run of its own).
 CASES="$CASES stripe-kernel-iscsi"
@@ -92,7 +98,7 @@ iscsi_e2e_check_replicas() {
 }
 
 case_stripe-kernel-iscsi() {
-	local srv dev out status sessions p
+	local srv dev out status sessions p live
 	for p in iscsiadm iscsid tgtd tgtadm stripe-ctl stripe-master; do
 		command -v "$p" >/dev/null ||
 			skip "no $p in this initramfs (tests/e2e/lib.sh e2e_rootfs_iscsi)"
@@ -177,6 +183,12 @@ case_stripe-kernel-iscsi() {
 	echo "$status" | grep "(device $dev)" | grep -q " 0 writes" &&
 		fail "no write went to $dev"
 	echo "$status" | grep -q "(iscsi): up," || fail "the libiscsi server is not up"
+	# issue #18: both sessions admitted under this host's SCSI-3 key, the
+	# kernel session's through SG_IO on its sd device
+	echo "$status" | grep "(device $dev)" | grep -q "fence registered" ||
+		fail "the kernel session's server is not registered (SG_IO persistent reservations)"
+	echo "$status" | grep "(iscsi)" | grep -q "fence registered" ||
+		fail "the libiscsi server is not registered"
 	iscsi_e2e_check_replicas
 
 	# Server 1's target gone: the reads come from the kernel session.
@@ -187,11 +199,35 @@ case_stripe-kernel-iscsi() {
 	cmp -s /tmp/pattern /tmp/readback || fail "read back with server 1 gone differs"
 	status=$(tap-ctl driver -i "$ISCSI_TD_ID" stripe status 2>&1)
 	echo "$status" | sed 's/^/E2E-LOG   /'
+	live=$(echo "$status" | grep "(device $dev)" | sed -n 's/.* \([0-9]*\) live replicas.*/\1/p')
+
+	# issue #18: another host takes the disk over with fencing (server 1's
+	# target is gone, so only server 2's LUN is fenced and stripe-ctl says
+	# the other is not: exit 1).  This host's writes through its kernel
+	# session are then refused by tgtd (RESERVATION CONFLICT, EBADE from
+	# the block layer, EACCES in tapdisk), its replicas there not marked
+	# stale, and the fenced tapdisk still stops cleanly.
+	out=$(stripe-ctl --host-id e2e-other --timeout 5 vdisk lease takeover kd --fence 2>&1)
+	log "takeover --fence: $(echo "$out" | tr '\n' ' ' | cut -c1-400)"
+	dd if=/tmp/pattern of=/dev/xvdc bs=64k count=1 oflag=direct 2>/tmp/dd-fenced.log &&
+		fail "a write of the fenced host succeeded"
+	status=$(tap-ctl driver -i "$ISCSI_TD_ID" stripe status 2>&1)
+	echo "$status" | sed 's/^/E2E-LOG   /'
+	echo "$status" | grep "(device $dev)" | grep -q "fence fenced" ||
+		fail "the kernel session's server is not fenced after the takeover"
+	echo "$status" | grep "(device $dev)" | grep -q " $live live replicas" ||
+		fail "the fenced server's replicas were marked stale ($live live before)"
 
 	tap-ctl detach -i "$ISCSI_TD_ID" --domid 0 --vdev xvdc 2>/tmp/tap-ctl.log ||
 		fail "tap-ctl detach: $(tail -1 /tmp/tap-ctl.log)"
 	wait_for 30 test ! -b /dev/xvdc || fail "/dev/xvdc still there after detach"
-	tap-ctl destroy -i "$ISCSI_TD_ID" >/dev/null || fail "tap-ctl destroy"
+	# fenced: its final flush cannot reach server 2, and destroy says so
+	tap-ctl destroy -i "$ISCSI_TD_ID" >/tmp/destroy.log 2>&1 &&
+		fail "tap-ctl destroy of the fenced tapdisk reported a good final flush"
+	grep -q "final flush failed.*EACCES" /tmp/destroy.log ||
+		fail "tap-ctl destroy: $(tail -1 /tmp/destroy.log)"
+	wait_for 10 sh -c "! kill -0 $ISCSI_TD_ID 2>/dev/null" ||
+		fail "the fenced tapdisk still runs after tap-ctl destroy"
 	ISCSI_TD_ID=
 
 	out=$(stripe-ctl session logout "$ISCSI_E2E_MAP" 2>&1) ||
@@ -200,5 +236,5 @@ case_stripe-kernel-iscsi() {
 	! grep -q " device " "$ISCSI_E2E_MAP" || fail "the map still names a device after logout"
 	sessions=$(ls -d /sys/class/iscsi_session/session* 2>/dev/null | wc -l)
 	[ "$sessions" = 0 ] || fail "$sessions kernel iSCSI sessions left after logout"
-	detail "server $srv on its kernel session's device (${dev##*/}), the other on libiscsi: 16 MiB through xvdc found on both replicas; read from the device alone with the other target gone; logout clean"
+	detail "server $srv on its kernel session's device (${dev##*/}), the other on libiscsi, both registered (SG_IO, PR OUT): 16 MiB through xvdc found on both replicas; read from the device alone with the other target gone; fenced by another host's takeover: writes refused, nothing marked stale; logout clean"
 }
