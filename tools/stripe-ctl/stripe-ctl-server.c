@@ -110,6 +110,7 @@ int ctl_cmd_server_add(struct ctl_opts *o)
 	a.lun = (u_int)o->lun;
 	a.size_bytes = o->size_bytes;
 	a.block_size = o->block_size;
+	a.host = a.rack = a.site = "";
 	if (!(c = ctl_client(o)))
 		return EXIT_FAILURE;
 	if (master_call_server_add(c, &a, &rep))
