@@ -37,8 +37,10 @@
  *
  * Hard rule in both passes and at every level: the replicas of one extent
  * are on servers with distinct host labels.  Sites and racks are spread
- * as far as the pool allows, never required.  Draining servers are left
- * out by the caller.
+ * as far as the pool allows, never required.  The caller passes draining
+ * servers with no free extent: their labels count for the level wanted
+ * (a disk made while a site drains is reported as not spread over
+ * sites), they receive nothing.
  */
 #ifndef TAPSTRIPE_MASTER_PLACEMENT_H
 #define TAPSTRIPE_MASTER_PLACEMENT_H

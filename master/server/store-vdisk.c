@@ -187,9 +187,14 @@ static int build_vdisk(struct master_store *st, const char *id,
 
 /* --- allocation ----------------------------------------------------------- */
 
-/* The servers placement may use (not draining), in id order. */
+/*
+ * Every server, in id order; a draining one with no free extent (its
+ * labels still count for the widest failure domain wanted, so that a disk
+ * made while a site drains is reported as not spread over sites).
+ */
 struct pool {
 	u_int n;
+	u_int active; /* not draining */
 	int64_t *id;
 	int64_t *next_fresh;
 	struct master_place_server *srv;
@@ -357,7 +362,7 @@ static int refuse_nospc(const struct pool *p, const ms_alloc_args *a,
 		"draining have %" PRIu64 " free extents: add servers "
 		"(stripe-ctl server add) or ask for fewer replicas",
 		a->id, a->columns, a->extents_per_column, a->replicas,
-		a->replicas, p->n, free_extents);
+		a->replicas, p->active, free_extents);
 }
 
 /* A spread note for every extent placed below the level wanted. */

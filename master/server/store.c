@@ -181,9 +181,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SERVER_DELETE] = "DELETE FROM servers WHERE id = ?1",
 	[ST_SERVERS_ALL] =
 		"SELECT " STORE_SERVER_COLS " FROM servers ORDER BY id",
-	[ST_PLACE_SERVERS] = "SELECT id, host, free_extents, next_fresh,"
-			     " rack, site"
-			     " FROM servers WHERE draining = 0 ORDER BY id",
+	[ST_PLACE_SERVERS] = "SELECT id, host, CASE WHEN draining = 0 THEN"
+			     " free_extents ELSE 0 END, next_fresh, rack,"
+			     " site, draining FROM servers ORDER BY id",
 	[ST_RELEASED_LOWEST] = "SELECT idx FROM released WHERE server_id = ?1"
 			       " ORDER BY idx LIMIT ?2",
 	[ST_RELEASED_TAKE] = "DELETE FROM released WHERE server_id = ?1"
