@@ -150,11 +150,12 @@ case_clash() {
 }
 
 case_check() {
-	local out
+	local out status
 	stop_master TERM
-	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) &&
-		pass "stripe-master --check: labels and spread notes consistent" ||
-		fail "stripe-master --check" "$out"
+	status=$?
+	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) && [ "$status" -eq 0 ] &&
+		pass "SIGTERM: exit 0; stripe-master --check: labels and spread notes consistent" ||
+		fail "stripe-master --check" "exit $status: $out"
 }
 
 start_master --allow 127.0.0.1 || { echo "FAIL: the master did not start"; exit 1; }
