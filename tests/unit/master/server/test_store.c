@@ -2097,6 +2097,35 @@ static void test_labels_schema4_upgrade(void **state)
 					   " 'spread_notes'"));
 }
 
+/*
+ * The 4 -> 5 upgrade is one transaction: when its last statement fails
+ * (a table of that name exists already), the database stays at schema 4
+ * without the label columns, and opens again once the obstacle is gone.
+ */
+static void test_labels_upgrade_all_or_nothing(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+
+	snprintf(path, sizeof(path), "%s/v4.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v4_dump), SQLITE_OK);
+	assert_int_equal(raw_sql(path, "CREATE TABLE spread_notes (x);"),
+			 SQLITE_OK);
+	assert_int_not_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
+			     0);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) = 0 FROM"
+					   " pragma_table_info('servers')"
+					   " WHERE name IN ('host', 'rack',"
+					   " 'site')"));
+	assert_int_equal(raw_sql(path, "DROP TABLE spread_notes;"), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+	master_store_close(st);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -2138,6 +2167,7 @@ int main(void)
 		T(test_labels_relabel_clash),
 		T(test_labels_spread_notes),
 		T(test_labels_schema4_upgrade),
+		T(test_labels_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};
