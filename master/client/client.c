@@ -346,6 +346,14 @@ int master_call_server_drain(struct master_client *c, const ms_server_key *k,
 				  MS_BODY_SERVER, rep);
 }
 
+int master_call_server_label(struct master_client *c,
+			     const ms_server_label_args *a, ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_LABEL,
+				  (xdrproc_t)xdr_ms_server_label_args, a,
+				  MS_BODY_SERVER, rep);
+}
+
 int master_call_server_remove(struct master_client *c, const ms_server_key *k,
 			      ms_reply *rep)
 {

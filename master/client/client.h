@@ -85,6 +85,8 @@ int master_call_server_drain(struct master_client *c, const ms_server_key *k,
 int master_call_server_remove(struct master_client *c, const ms_server_key *k,
 			      ms_reply *rep);
 int master_call_server_list(struct master_client *c, ms_reply *rep);
+int master_call_server_label(struct master_client *c,
+			     const ms_server_label_args *a, ms_reply *rep);
 int master_call_vdisk_alloc(struct master_client *c, const ms_alloc_args *a,
 			    ms_reply *rep);
 int master_call_vdisk_lookup(struct master_client *c, const char *id,

@@ -32,6 +32,7 @@ union ms_args {
 	ms_replica_state_args replica_state;
 	ms_lease_args lease;
 	ms_host_id host;
+	ms_server_label_args label;
 };
 
 struct proc {
@@ -156,6 +157,12 @@ static int run_host_readmit(struct master_store *st, const union ms_args *a,
 	return master_store_host_readmit(st, a->host, rep);
 }
 
+static int run_server_label(struct master_store *st, const union ms_args *a,
+			    ms_reply *rep)
+{
+	return master_store_server_label(st, &a->label, rep);
+}
+
 static const struct proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
@@ -194,6 +201,9 @@ static const struct proc procs[] = {
 	[MS_HOST_LIST] = {"host_list", MASTER_XDR_VOID, false, run_host_list},
 	[MS_HOST_READMIT] = {"host_readmit", (xdrproc_t)xdr_ms_host_id, true,
 			     run_host_readmit},
+	[MS_SERVER_LABEL] = {"server_label",
+			     (xdrproc_t)xdr_ms_server_label_args, true,
+			     run_server_label},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

@@ -12,96 +12,210 @@
 #include "master/server/placement.h"
 
 #define MAX_REPLICAS 4 /* MS_MAX_REPLICAS; bounds the per-extent scratch */
+#define NR_LEVELS    3
+#define NO_DOMAIN    UINT32_MAX /* no label at this level */
 
 struct placer {
 	struct master_place_server *servers;
 	uint32_t n;
-	uint32_t *host; /* host number of each server (equal addresses) */
-	uint32_t *free; /* working copy of the free counts */
-	bool balance;	/* pass 2: always the most free */
+	uint32_t *dom[NR_LEVELS]; /* domain number of each server per level */
+	uint32_t *free;		  /* working copy of the free counts */
+	uint8_t *seen;		  /* scratch of n entries (count_room) */
+	uint8_t wanted;		  /* the widest level the labels offer */
+	bool balance;		  /* pass 2: always the most free */
 };
 
-/* qsort_r order of server indices by address. */
-static int cmp_address(const void *a, const void *b, void *ctx)
-{
-	const struct master_place_server *s = ctx;
+struct order_ctx {
+	const struct master_place_server *s;
+	int level;
+};
 
-	return strcmp(s[*(const uint32_t *)a].address,
-		      s[*(const uint32_t *)b].address);
+static const char *label(const char *l)
+{
+	return l ? l : "";
 }
 
-/* Number the hosts: host[i] == host[k] when servers i and k share one. */
-static int number_hosts(struct placer *pl)
+/* The server's key at a level compared: host; site; (site, rack). */
+static int cmp_level(const struct master_place_server *a,
+		     const struct master_place_server *b, int level)
+{
+	int c;
+
+	if (level == MASTER_DOMAIN_HOST)
+		return strcmp(label(a->host), label(b->host));
+	c = strcmp(label(a->site), label(b->site));
+	return c || level == MASTER_DOMAIN_SITE
+		       ? c
+		       : strcmp(label(a->rack), label(b->rack));
+}
+
+/* qsort_r order of server indices by their key at one level. */
+static int cmp_index(const void *a, const void *b, void *arg)
+{
+	const struct order_ctx *ctx = arg;
+
+	return cmp_level(&ctx->s[*(const uint32_t *)a],
+			 &ctx->s[*(const uint32_t *)b], ctx->level);
+}
+
+static bool has_label(const struct master_place_server *s, int level)
+{
+	if (level == MASTER_DOMAIN_SITE)
+		return label(s->site)[0] != '\0';
+	return level == MASTER_DOMAIN_HOST || label(s->rack)[0] != '\0';
+}
+
+/*
+ * Number the domains of one level: dom[i] == dom[k] when servers i and k
+ * share one, NO_DOMAIN when i has no label there.  Returns how many.
+ */
+static uint32_t number_level(struct placer *pl, int level, uint32_t *order)
+{
+	struct order_ctx ctx = {pl->servers, level};
+	uint32_t nr = 0, last = NO_DOMAIN; /* the last labelled one */
+
+	for (uint32_t i = 0; i < pl->n; i++)
+		order[i] = i;
+	qsort_r(order, pl->n, sizeof(*order), cmp_index, &ctx);
+	for (uint32_t i = 0; i < pl->n; i++) {
+		uint32_t k = order[i];
+
+		if (!has_label(&pl->servers[k], level)) {
+			pl->dom[level][k] = NO_DOMAIN;
+			continue;
+		}
+		if (last != NO_DOMAIN &&
+		    !cmp_level(&pl->servers[last], &pl->servers[k], level))
+			pl->dom[level][k] = pl->dom[level][last];
+		else
+			pl->dom[level][k] = nr++;
+		last = k;
+	}
+	return nr;
+}
+
+/* Number every level's domains and choose the level wanted. */
+static int number_domains(struct placer *pl, uint32_t replicas)
 {
 	uint32_t *order = malloc(pl->n * sizeof(*order));
+	uint32_t count[NR_LEVELS];
 
 	if (!order)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < pl->n; i++)
-		order[i] = i;
-	qsort_r(order, pl->n, sizeof(*order), cmp_address, pl->servers);
-	for (uint32_t i = 0, host = 0; i < pl->n; i++) {
-		if (i && cmp_address(&order[i - 1], &order[i], pl->servers))
-			host++;
-		pl->host[order[i]] = host;
-	}
+	for (int level = 0; level < NR_LEVELS; level++)
+		count[level] = number_level(pl, level, order);
 	free(order);
+	pl->wanted = MASTER_DOMAIN_HOST;
+	for (int level = MASTER_DOMAIN_SITE; replicas > 1 && level > 0; level--)
+		if (count[level] >= replicas) {
+			pl->wanted = (uint8_t)level;
+			break;
+		}
 	return 0;
 }
 
-/* May server i take replica r of the extent whose replicas so far are at? */
+/*
+ * May server i take replica r of the extent whose replicas so far are at,
+ * at this level: free, on a host of its own, in a domain of its own?
+ */
 static bool allowed(const struct placer *pl, uint32_t i, const uint32_t *at,
-		    uint32_t r)
+		    uint32_t r, int level)
 {
-	if (!pl->free[i])
+	const uint32_t *host = pl->dom[MASTER_DOMAIN_HOST];
+	const uint32_t *dom = pl->dom[level];
+
+	if (!pl->free[i] || dom[i] == NO_DOMAIN)
 		return false;
 	for (uint32_t q = 0; q < r; q++)
-		if (pl->host[at[q]] == pl->host[i])
+		if (host[at[q]] == host[i] || dom[at[q]] == dom[i])
 			return false;
 	return true;
 }
 
 /* The allowed server with the most free extents, first from p on a tie. */
 static int most_free(const struct placer *pl, uint32_t p, const uint32_t *at,
-		     uint32_t r)
+		     uint32_t r, int level)
 {
 	int best = -1;
 
 	for (uint32_t k = 0; k < pl->n; k++) {
 		uint32_t i = (p + k) % pl->n;
 
-		if (allowed(pl, i, at, r) &&
+		if (allowed(pl, i, at, r, level) &&
 		    (best < 0 || pl->free[i] > pl->free[best]))
 			best = (int)i;
 	}
 	return best;
 }
 
-/* One pass over every slot; false when some replica found no server. */
-static bool place_pass(struct placer *pl, uint32_t columns, uint32_t per_col,
-		       uint32_t replicas, uint32_t *slots)
+/* Domains of level wanted that still have a server with free extents. */
+static uint32_t count_room(struct placer *pl)
 {
-	size_t slot = 0;
+	const uint32_t *dom = pl->dom[pl->wanted];
+	uint32_t room = 0;
+
+	memset(pl->seen, 0, pl->n);
+	for (uint32_t i = 0; i < pl->n; i++)
+		if (pl->free[i] && dom[i] != NO_DOMAIN && !pl->seen[dom[i]]) {
+			pl->seen[dom[i]] = 1;
+			room++;
+		}
+	return room;
+}
+
+/* Place one extent's replicas at one level; undone when one finds none. */
+static bool place_level(struct placer *pl, uint32_t c, uint32_t replicas,
+			uint32_t *at, int level)
+{
+	for (uint32_t r = 0; r < replicas; r++) {
+		uint32_t p = (uint32_t)(((uint64_t)c * replicas + r) % pl->n);
+		int i = !pl->balance && allowed(pl, p, at, r, level)
+				? (int)p
+				: most_free(pl, p, at, r, level);
+
+		if (i < 0) {
+			while (r--)
+				pl->free[at[r]]++;
+			return false;
+		}
+		at[r] = (uint32_t)i;
+		pl->free[i]--;
+	}
+	return true;
+}
+
+/* Place one extent at the widest level it can reach; false when none. */
+static bool place_extent(struct placer *pl, uint32_t c, uint32_t replicas,
+			 uint32_t *at, struct master_place_spread *sp)
+{
+	for (int level = pl->wanted; level >= 0; level--) {
+		uint32_t room = level < pl->wanted ? count_room(pl) : 0;
+
+		if (!place_level(pl, c, replicas, at, level))
+			continue;
+		if (sp)
+			*sp = (struct master_place_spread){
+				.reached = (uint8_t)level,
+				.wanted = pl->wanted,
+				.room = room};
+		return true;
+	}
+	return false;
+}
+
+/* One pass over every extent; false when some replica found no server. */
+static bool place_pass(struct placer *pl, uint32_t columns, uint32_t per_col,
+		       uint32_t replicas, uint32_t *slots,
+		       struct master_place_spread *spread)
+{
+	size_t extent = 0;
 
 	for (uint32_t c = 0; c < columns; c++)
-		for (uint32_t j = 0; j < per_col; j++) {
-			uint32_t *at = &slots[slot];
-
-			for (uint32_t r = 0; r < replicas; r++, slot++) {
-				uint32_t p =
-					(uint32_t)(((uint64_t)c * replicas +
-						    r) %
-						   pl->n);
-				int i = !pl->balance && allowed(pl, p, at, r)
-						? (int)p
-						: most_free(pl, p, at, r);
-
-				if (i < 0)
-					return false;
-				at[r] = (uint32_t)i;
-				pl->free[i]--;
-			}
-		}
+		for (uint32_t j = 0; j < per_col; j++, extent++)
+			if (!place_extent(pl, c, replicas,
+					  &slots[extent * replicas],
+					  spread ? &spread[extent] : NULL))
+				return false;
 	return true;
 }
 
@@ -111,9 +225,31 @@ static void reset_free(struct placer *pl)
 		pl->free[i] = pl->servers[i].free;
 }
 
-int master_place(struct master_place_server *servers, uint32_t nr_servers,
-		 uint32_t columns, uint32_t extents_per_column,
-		 uint32_t replicas, uint32_t *slots)
+static int placer_init(struct placer *pl, uint32_t replicas)
+{
+	bool ok = true;
+
+	for (int level = 0; level < NR_LEVELS; level++)
+		ok &= !!(pl->dom[level] = malloc(pl->n * sizeof(uint32_t)));
+	pl->free = malloc(pl->n * sizeof(*pl->free));
+	pl->seen = malloc(pl->n);
+	if (!ok || !pl->free || !pl->seen)
+		return -ENOMEM;
+	return number_domains(pl, replicas);
+}
+
+static void placer_free(struct placer *pl)
+{
+	for (int level = 0; level < NR_LEVELS; level++)
+		free(pl->dom[level]);
+	free(pl->free);
+	free(pl->seen);
+}
+
+int master_place_spread(struct master_place_server *servers,
+			uint32_t nr_servers, uint32_t columns,
+			uint32_t extents_per_column, uint32_t replicas,
+			uint32_t *slots, struct master_place_spread *spread)
 {
 	struct placer pl = {.servers = servers, .n = nr_servers};
 	uint64_t need = (uint64_t)columns * extents_per_column * replicas;
@@ -128,20 +264,25 @@ int master_place(struct master_place_server *servers, uint32_t nr_servers,
 		have += servers[i].free;
 	if (!nr_servers || have < need)
 		return -ENOSPC;
-	pl.host = malloc(nr_servers * sizeof(*pl.host));
-	pl.free = malloc(nr_servers * sizeof(*pl.free));
-	ret = pl.host && pl.free ? number_hosts(&pl) : -ENOMEM;
+	ret = placer_init(&pl, replicas);
 	for (int pass = 0; !ret && pass < 2 && !ok; pass++) {
 		pl.balance = pass == 1;
 		reset_free(&pl);
 		ok = place_pass(&pl, columns, extents_per_column, replicas,
-				slots);
+				slots, spread);
 	}
 	if (!ret && !ok)
 		ret = -ENOSPC;
 	for (uint32_t i = 0; !ret && i < nr_servers; i++)
 		servers[i].free = pl.free[i];
-	free(pl.host);
-	free(pl.free);
+	placer_free(&pl);
 	return ret;
+}
+
+int master_place(struct master_place_server *servers, uint32_t nr_servers,
+		 uint32_t columns, uint32_t extents_per_column,
+		 uint32_t replicas, uint32_t *slots)
+{
+	return master_place_spread(servers, nr_servers, columns,
+				   extents_per_column, replicas, slots, NULL);
 }

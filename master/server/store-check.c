@@ -74,7 +74,19 @@ static const struct {
 	 " a.vdisk_id = b.vdisk_id AND a.col = b.col AND a.ext = b.ext AND"
 	 " a.replica < b.replica JOIN servers sa ON sa.id = a.server_id"
 	 " JOIN servers sb ON sb.id = b.server_id"
-	 " WHERE sa.address = sb.address"},
+	 " WHERE sa.host = sb.host"},
+	{"a server has no host label, or a host, rack or site label is not "
+	 "0-63 of [A-Za-z0-9._-] (stripe-ctl server label)",
+	 "SELECT 1 FROM servers WHERE host = '' OR length(host) > 63 OR"
+	 " length(rack) > 63 OR length(site) > 63 OR"
+	 " host GLOB '*[^A-Za-z0-9._-]*' OR rack GLOB '*[^A-Za-z0-9._-]*' OR"
+	 " site GLOB '*[^A-Za-z0-9._-]*'"},
+	{"a spread note names an extent outside its disk's geometry, or a "
+	 "disk of one replica",
+	 "SELECT 1 FROM spread_notes n LEFT JOIN vdisks v ON v.id = n.vdisk_id"
+	 " WHERE v.id IS NULL OR n.col >= v.columns OR"
+	 " n.ext >= v.extents_per_column OR v.replicas < 2 OR"
+	 " n.reached >= n.wanted"},
 	{"a lease is held on a disk that does not exist",
 	 "SELECT 1 FROM leases l WHERE holder != '' AND NOT EXISTS"
 	 " (SELECT 1 FROM vdisks v WHERE v.id = l.vdisk_id)"},

@@ -53,16 +53,21 @@ enum master_store_stmt {
 	ST_FENCED_PUT,
 	ST_FENCED_DELETE,
 	ST_FENCED_ALL,
+	ST_SERVER_LABEL,
+	ST_LABEL_CLASH,
+	ST_SPREAD_INSERT,
+	ST_SPREAD_GET,
+	ST_SPREAD_DELETE,
 	ST_COUNT
 };
 
 /* The invariants master_store_check queries (store-check.c). */
-#define STORE_NR_INVARIANTS 11
+#define STORE_NR_INVARIANTS 13
 
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \
 	"id, address, portal, target, lun, size_bytes, block_size, " \
-	"nr_extents, free_extents, draining"
+	"nr_extents, free_extents, draining, host, rack, site"
 
 struct master_store {
 	sqlite3 *db;
@@ -96,7 +101,7 @@ int master_store_check_invariants(struct master_store *st, char *msg,
 int master_store_exec(struct master_store *st, sqlite3_stmt *s,
 		      const char *what);
 
-/* Fill *out from the row at columns col .. col+9 (STORE_SERVER_COLS). */
+/* Fill *out from the row at columns col .. col+12 (STORE_SERVER_COLS). */
 int master_store_fill_server(sqlite3_stmt *s, int col, ms_server *out);
 
 /* Bind a C string as text (copied by SQLite). */
@@ -124,6 +129,12 @@ int master_store_fenced_get(struct master_store *st, const char *host,
 /* Record host as fenced by `by` (disk, epoch after the takeover), now. */
 int master_store_fenced_put(struct master_store *st, const char *host,
 			    const char *by, const char *vdisk, uint64_t epoch);
+
+/*
+ * A failure-domain label: 0-MS_LABEL_MAX of [A-Za-z0-9._-] (NULL as "");
+ * empty only when may_be_empty (a host label may not be).
+ */
+bool master_store_label_ok(const char *label, bool may_be_empty);
 
 /* Printable ASCII without spaces, 1..max bytes. */
 bool master_store_token_ok(const char *s, size_t max);

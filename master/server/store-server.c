@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * store-server.c - servers and their extents: MS_SERVER_ADD, _DRAIN,
- * _REMOVE, _LIST and MS_EXTENT_LIST (see store.h and stripe.x).
+ * _REMOVE, _LIST, _LABEL and MS_EXTENT_LIST (see store.h and stripe.x).
  */
 #include "config.h"
 
@@ -12,7 +12,44 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "master/hostid.h"
 #include "master/server/store-int.h"
+
+static const char *lbl(const char *label)
+{
+	return label ? label : "";
+}
+
+bool master_store_label_ok(const char *label, bool may_be_empty)
+{
+	label = lbl(label);
+	return label[0] ? master_host_id_ok(label) : may_be_empty;
+}
+
+static bool label_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+/*
+ * The host label of a new server: the one given, else its address with
+ * the characters a label may not hold ('[', ']', ':', '%' of IPv6, ...)
+ * as '-'.  Two addresses may then share a label: that only narrows where
+ * replicas may go.
+ */
+static void host_label(const ms_server_add_args *a, char out[MS_LABEL_MAX + 1])
+{
+	size_t i;
+
+	if (lbl(a->host)[0]) {
+		snprintf(out, MS_LABEL_MAX + 1, "%s", a->host);
+		return;
+	}
+	for (i = 0; a->address[i] && i < MS_LABEL_MAX; i++)
+		out[i] = label_char_ok(a->address[i]) ? a->address[i] : '-';
+	out[i] = '\0';
+}
 
 /* Look a server up by key; 1 found (*out filled), 0 not, -errno. */
 static int server_by_key(struct master_store *st, const char *target, u_int lun,
@@ -54,6 +91,13 @@ static int check_add_args(struct master_store *st, const ms_server_add_args *a,
 					 "%d, %d and %d bytes",
 					 MS_ADDRESS_MAX, MS_PORTAL_MAX,
 					 MS_TARGET_MAX);
+	if (!master_store_label_ok(a->host, true) ||
+	    !master_store_label_ok(a->rack, true) ||
+	    !master_store_label_ok(a->site, true))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "host, rack and site labels are 1-%d "
+					 "of [A-Za-z0-9._-] (or none)",
+					 MS_LABEL_MAX);
 	if (a->lun > 65535 || !block_size_ok(a->block_size))
 		return master_reply_fail(rep, MS_EINVAL,
 					 "lun %u or block size %u out of range "
@@ -71,11 +115,17 @@ static int check_add_args(struct master_store *st, const ms_server_add_args *a,
 	return 0;
 }
 
+/* Labels count only when given: a re-run without them matches a server
+ * relabelled since. */
 static bool same_server(const ms_server *s, const ms_server_add_args *a)
 {
 	return !strcmp(s->address, a->address) &&
 	       !strcmp(s->portal, a->portal) &&
-	       s->size_bytes == a->size_bytes && s->block_size == a->block_size;
+	       s->size_bytes == a->size_bytes &&
+	       s->block_size == a->block_size &&
+	       (!lbl(a->host)[0] || !strcmp(s->host, a->host)) &&
+	       (!lbl(a->rack)[0] || !strcmp(s->rack, a->rack)) &&
+	       (!lbl(a->site)[0] || !strcmp(s->site, a->site));
 }
 
 /* Insert the server row: its extents are implicit, all free. */
@@ -84,7 +134,10 @@ static int insert_server(struct master_store *st, const ms_server_add_args *a,
 {
 	uint64_t n = a->size_bytes / st->extent_bytes;
 	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_INSERT);
+	char host[MS_LABEL_MAX + 1];
 	int ret;
+
+	host_label(a, host);
 
 	master_store_bind_text(s, 1, a->address);
 	master_store_bind_text(s, 2, a->portal);
@@ -93,6 +146,9 @@ static int insert_server(struct master_store *st, const ms_server_add_args *a,
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)a->size_bytes);
 	sqlite3_bind_int64(s, 6, a->block_size);
 	sqlite3_bind_int64(s, 7, (sqlite3_int64)n);
+	master_store_bind_text(s, 8, host);
+	master_store_bind_text(s, 9, lbl(a->rack));
+	master_store_bind_text(s, 10, lbl(a->site));
 	if ((ret = master_store_exec(st, s, "server insert")))
 		return ret;
 	*id = sqlite3_last_insert_rowid(st->db);
@@ -130,11 +186,14 @@ int master_store_server_add(struct master_store *st,
 		return master_reply_fail(
 			rep, MS_EEXIST,
 			"target %s lun %u is already server %u (address %s, "
-			"portal %s, %" PRIu64 " bytes, block size %u): to "
-			"change it, remove it first",
+			"portal %s, %" PRIu64 " bytes, block size %u, host "
+			"%s, rack %s, site %s): to change its labels, use "
+			"'stripe-ctl server label'; anything else, remove it "
+			"first",
 			srv->target, srv->lun, srv->id, srv->address,
-			srv->portal, (uint64_t)srv->size_bytes,
-			srv->block_size);
+			srv->portal, (uint64_t)srv->size_bytes, srv->block_size,
+			srv->host, srv->rack[0] ? srv->rack : "-",
+			srv->site[0] ? srv->site : "-");
 	if ((ret = server_count(st, &count)))
 		return ret;
 	if (count >= MS_MAX_SERVERS)
@@ -145,8 +204,10 @@ int master_store_server_add(struct master_store *st,
 	if ((ret = insert_server(st, a, &id)) ||
 	    (ret = server_by_key(st, a->target, a->lun, srv)) < 0)
 		return ret;
-	td_info("server %" PRId64 " added: %s lun %u at %s (%s), %u extents",
-		id, a->target, a->lun, a->portal, a->address, srv->nr_extents);
+	td_info("server %" PRId64 " added: %s lun %u at %s (%s; host %s, "
+		"rack %s, site %s), %u extents",
+		id, a->target, a->lun, a->portal, a->address, srv->host,
+		srv->rack, srv->site, srv->nr_extents);
 	return master_reply_ok(rep, true);
 }
 
@@ -248,6 +309,114 @@ int master_store_server_list(struct master_store *st, ms_reply *rep)
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		ret = master_store_sql_fail(st, "server list", rc);
 	return ret ? ret : master_reply_ok(rep, false);
+}
+
+/* --- MS_SERVER_LABEL ------------------------------------------------------- */
+
+static int check_label_args(const ms_server_label_args *a, ms_reply *rep,
+			    bool *ok)
+{
+	*ok = false;
+	if (!master_store_token_ok(a->target, MS_TARGET_MAX))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a target is 1-%d printable bytes "
+					 "without spaces",
+					 MS_TARGET_MAX);
+	if ((a->set_host && !master_store_label_ok(a->host, false)) ||
+	    (a->set_rack && !master_store_label_ok(a->rack, true)) ||
+	    (a->set_site && !master_store_label_ok(a->site, true)))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a host label is 1-%d of "
+					 "[A-Za-z0-9._-]; a rack or site label "
+					 "the same or empty (unknown)",
+					 MS_LABEL_MAX);
+	*ok = true;
+	return 0;
+}
+
+/*
+ * MS_EEXIST when another replica of one of server's extents is on a server
+ * with host label host: the relabel would put two on one host.
+ */
+static int refuse_clash(struct master_store *st, const ms_server *srv,
+			const char *host, ms_reply *rep, bool *clash)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_LABEL_CLASH);
+	int rc;
+
+	sqlite3_bind_int64(s, 1, srv->id);
+	master_store_bind_text(s, 2, host);
+	rc = sqlite3_step(s);
+	*clash = rc == SQLITE_ROW;
+	if (rc == SQLITE_ROW)
+		master_reply_fail(
+			rep, MS_EEXIST,
+			"server %u holds a replica of extent %lld of column "
+			"%lld of vdisk %s whose other replica is on server "
+			"%lld, host %s: two replicas would share a host; move "
+			"or destroy that disk first",
+			srv->id, (long long)sqlite3_column_int64(s, 2),
+			(long long)sqlite3_column_int64(s, 1),
+			(const char *)sqlite3_column_text(s, 0),
+			(long long)sqlite3_column_int64(s, 3), host);
+	sqlite3_reset(s);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE
+		       ? 0
+		       : master_store_sql_fail(st, "label clash", rc);
+}
+
+/* Replace *field by value when set and different; true when it changed. */
+static int relabel_one(bool set, const char *value, char **field, bool *changed)
+{
+	char *copy;
+
+	if (!set || !strcmp(*field, lbl(value)))
+		return 0;
+	if (!(copy = master_strdup(lbl(value))))
+		return -ENOMEM;
+	free(*field);
+	*field = copy;
+	*changed = true;
+	return 0;
+}
+
+int master_store_server_label(struct master_store *st,
+			      const ms_server_label_args *a, ms_reply *rep)
+{
+	ms_server *srv = &rep->body.ms_body_u.server;
+	bool ok, changed = false, clash = false;
+	sqlite3_stmt *s;
+	int ret = check_label_args(a, rep, &ok);
+
+	if (ret || !ok)
+		return ret;
+	if ((ret = server_by_key(st, a->target, a->lun, srv)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no server has target %s "
+						   "lun %u: see 'stripe-ctl "
+						   "server list'",
+						   a->target, a->lun);
+	rep->body.kind = MS_BODY_SERVER;
+	if (a->set_host && strcmp(srv->host, a->host) &&
+	    ((ret = refuse_clash(st, srv, a->host, rep, &clash)) || clash))
+		return ret;
+	if ((ret = relabel_one(a->set_host, a->host, &srv->host, &changed)) ||
+	    (ret = relabel_one(a->set_rack, a->rack, &srv->rack, &changed)) ||
+	    (ret = relabel_one(a->set_site, a->site, &srv->site, &changed)))
+		return ret;
+	if (!changed)
+		return master_reply_ok(rep, false);
+	s = master_store_stmt(st, ST_SERVER_LABEL);
+	sqlite3_bind_int64(s, 1, srv->id);
+	master_store_bind_text(s, 2, srv->host);
+	master_store_bind_text(s, 3, srv->rack);
+	master_store_bind_text(s, 4, srv->site);
+	if ((ret = master_store_exec(st, s, "server label")))
+		return ret;
+	td_info("server %u (%s lun %u) labelled host %s, rack %s, site %s",
+		srv->id, a->target, a->lun, srv->host, srv->rack, srv->site);
+	return master_reply_ok(rep, true);
 }
 
 /* --- MS_EXTENT_LIST ---------------------------------------------------------- */

@@ -11,6 +11,10 @@
  *
  * MS_REPLICA_STATE sets the stale flag of one of those rows; lookups and
  * listings report it.
+ *
+ * Failure domains (issue #19): placement reports per extent the domain its
+ * replicas reached; the extents below the widest the labels offered get a
+ * row in spread_notes, answered in ms_vdisk.spread by every lookup.
  */
 #include "config.h"
 
@@ -126,6 +130,39 @@ static int build_servers(struct master_store *st, ms_vdisk *v)
 	return ret;
 }
 
+/* The disk's spread notes, in (column, extent) order. */
+static int build_spread(struct master_store *st, const char *id, size_t max,
+			ms_vdisk *v)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_SPREAD_GET);
+	ms_spread_note *n = NULL, *grown;
+	size_t got = 0, cap = 0;
+	int rc, ret = 0;
+
+	master_store_bind_text(s, 1, id);
+	while (!ret && got < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (got == cap) {
+			cap = cap ? cap * 2 : 16;
+			if (!(grown = realloc(n, cap * sizeof(*n)))) {
+				ret = -ENOMEM;
+				break;
+			}
+			n = grown;
+		}
+		n[got].column = (u_int)sqlite3_column_int64(s, 0);
+		n[got].extent = (u_int)sqlite3_column_int64(s, 1);
+		n[got].reached = (ms_domain)sqlite3_column_int(s, 2);
+		n[got].wanted = (ms_domain)sqlite3_column_int(s, 3);
+		n[got++].room = (u_int)sqlite3_column_int64(s, 4);
+	}
+	sqlite3_reset(s);
+	v->spread.spread_val = n;
+	v->spread.spread_len = (u_int)got;
+	if (!ret && got < max && rc != SQLITE_DONE)
+		ret = master_store_sql_fail(st, "vdisk spread", rc);
+	return ret;
+}
+
 /* The body of a lookup: the disk as its extents' rows say. */
 static int build_vdisk(struct master_store *st, const char *id,
 		       const struct shape *shape, ms_reply *rep)
@@ -142,16 +179,22 @@ static int build_vdisk(struct master_store *st, const char *id,
 	v->extent_size_bytes = st->extent_bytes;
 	if (!(v->id = master_strdup(id)))
 		return -ENOMEM;
-	if ((ret = build_extents(st, id, n, v)))
+	if ((ret = build_extents(st, id, n, v)) ||
+	    (ret = build_spread(st, id, n / shape->replicas, v)))
 		return ret;
 	return build_servers(st, v);
 }
 
 /* --- allocation ----------------------------------------------------------- */
 
-/* The servers placement may use (not draining), in id order. */
+/*
+ * Every server, in id order; a draining one with no free extent (its
+ * labels still count for the widest failure domain wanted, so that a disk
+ * made while a site drains is reported as not spread over sites).
+ */
 struct pool {
 	u_int n;
+	u_int active; /* not draining */
 	int64_t *id;
 	int64_t *next_fresh;
 	struct master_place_server *srv;
@@ -159,8 +202,11 @@ struct pool {
 
 static void pool_free(struct pool *p)
 {
-	for (u_int i = 0; p->srv && i < p->n; i++)
-		free((char *)p->srv[i].address);
+	for (u_int i = 0; p->srv && i < p->n; i++) {
+		free((char *)p->srv[i].host);
+		free((char *)p->srv[i].rack);
+		free((char *)p->srv[i].site);
+	}
 	free(p->id);
 	free(p->next_fresh);
 	free(p->srv);
@@ -198,12 +244,18 @@ static int pool_load(struct master_store *st, struct pool *p)
 	       (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (p->n == cap && (ret = pool_grow(p, &cap)))
 			break;
-		p->id[p->n] = sqlite3_column_int64(s, 0);
-		p->srv[p->n].address =
+		struct master_place_server *srv = &p->srv[p->n];
+
+		p->id[p->n++] = sqlite3_column_int64(s, 0);
+		srv->host =
 			master_strdup((const char *)sqlite3_column_text(s, 1));
-		p->srv[p->n].free = (uint32_t)sqlite3_column_int64(s, 2);
-		p->next_fresh[p->n] = sqlite3_column_int64(s, 3);
-		if (!p->srv[p->n++].address)
+		srv->free = (uint32_t)sqlite3_column_int64(s, 2);
+		p->next_fresh[p->n - 1] = sqlite3_column_int64(s, 3);
+		srv->rack =
+			master_strdup((const char *)sqlite3_column_text(s, 4));
+		srv->site =
+			master_strdup((const char *)sqlite3_column_text(s, 5));
+		if (!srv->host || !srv->rack || !srv->site)
 			ret = -ENOMEM;
 	}
 	sqlite3_reset(s);
@@ -310,7 +362,32 @@ static int refuse_nospc(const struct pool *p, const ms_alloc_args *a,
 		"draining have %" PRIu64 " free extents: add servers "
 		"(stripe-ctl server add) or ask for fewer replicas",
 		a->id, a->columns, a->extents_per_column, a->replicas,
-		a->replicas, p->n, free_extents);
+		a->replicas, p->active, free_extents);
+}
+
+/* A spread note for every extent placed below the level wanted. */
+static int insert_spread(struct master_store *st, const ms_alloc_args *a,
+			 const struct master_place_spread *sp)
+{
+	size_t n = (size_t)a->columns * a->extents_per_column;
+	sqlite3_stmt *s;
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < n; i++) {
+		if (sp[i].reached >= sp[i].wanted)
+			continue;
+		s = master_store_stmt(st, ST_SPREAD_INSERT);
+		master_store_bind_text(s, 1, a->id);
+		sqlite3_bind_int64(s, 2,
+				   (sqlite3_int64)(i / a->extents_per_column));
+		sqlite3_bind_int64(s, 3,
+				   (sqlite3_int64)(i % a->extents_per_column));
+		sqlite3_bind_int(s, 4, sp[i].reached);
+		sqlite3_bind_int(s, 5, sp[i].wanted);
+		sqlite3_bind_int64(s, 6, sp[i].room);
+		ret = master_store_exec(st, s, "spread note");
+	}
+	return ret;
 }
 
 static int insert_vdisk(struct master_store *st, const ms_alloc_args *a)
@@ -330,22 +407,26 @@ static int allocate(struct master_store *st, const ms_alloc_args *a,
 {
 	size_t n = (size_t)a->columns * a->extents_per_column * a->replicas;
 	uint32_t *slots = malloc(n * sizeof(*slots));
+	struct master_place_spread *sp = calloc(n / a->replicas, sizeof(*sp));
 	struct pool pool;
-	int ret = slots ? pool_load(st, &pool) : -ENOMEM;
+	int ret = slots && sp ? pool_load(st, &pool) : -ENOMEM;
 
 	*placed = false;
 	if (!ret) {
-		ret = master_place(pool.srv, pool.n, a->columns,
-				   a->extents_per_column, a->replicas, slots);
+		ret = master_place_spread(pool.srv, pool.n, a->columns,
+					  a->extents_per_column, a->replicas,
+					  slots, sp);
 		if (ret == -ENOSPC)
 			ret = refuse_nospc(&pool, a, rep);
-		else if (!ret && !(ret = insert_vdisk(st, a)))
-			ret = take_all(st, a->id, sh, &pool, slots, n);
+		else if (!ret && !(ret = insert_vdisk(st, a)) &&
+			 !(ret = take_all(st, a->id, sh, &pool, slots, n)))
+			ret = insert_spread(st, a, sp);
 		*placed = !ret && rep->status == MS_OK;
 	}
-	if (slots)
+	if (slots && sp)
 		pool_free(&pool);
 	free(slots);
+	free(sp);
 	return ret;
 }
 
@@ -467,6 +548,10 @@ int master_store_vdisk_release(struct master_store *st, const char *id,
 		if ((ret = master_store_exec(st, s, "vdisk release")))
 			return ret;
 	}
+	s = master_store_stmt(st, ST_SPREAD_DELETE);
+	master_store_bind_text(s, 1, id);
+	if ((ret = master_store_exec(st, s, "spread delete")))
+		return ret;
 	s = master_store_stmt(st, ST_VDISK_DELETE);
 	master_store_bind_text(s, 1, id);
 	if ((ret = master_store_exec(st, s, "vdisk delete")) ||

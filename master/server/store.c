@@ -102,6 +102,16 @@ static const char schema_sql[] =
  * which epoch, when) until MS_HOST_READMIT; its vdisk_id has no foreign
  * key either, a fence outlives the disk.  "by" is an SQL keyword, hence
  * by_host.
+ *
+ * 4 -> 5: failure domains (issue #19).  servers.host, .rack and .site are
+ * the server's labels: host starts as the address (':' and '%' of an IPv6
+ * address become '-', the label rule being [A-Za-z0-9._-]), rack and site
+ * as '' (unknown).  The CHECKs bound only the length: an empty host label
+ * or a bad character is for master_store_check to find, ALTER TABLE
+ * cannot add a column whose CHECK its default breaks.  spread_notes holds
+ * one row per extent whose replicas were placed below the widest failure
+ * domain the labels offered (ms_spread_note): reached < wanted, both
+ * levels of ms_domain.
  */
 static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	[1] = "ALTER TABLE allocations ADD COLUMN"
@@ -129,6 +139,24 @@ static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	      " epoch INTEGER NOT NULL CHECK (epoch >= 1),"
 	      " since INTEGER NOT NULL CHECK (since >= 0)"
 	      ") WITHOUT ROWID;",
+	[4] = "ALTER TABLE servers ADD COLUMN host TEXT NOT NULL DEFAULT ''"
+	      " CHECK (length(host) <= 63);"
+	      "ALTER TABLE servers ADD COLUMN rack TEXT NOT NULL DEFAULT ''"
+	      " CHECK (length(rack) <= 63);"
+	      "ALTER TABLE servers ADD COLUMN site TEXT NOT NULL DEFAULT ''"
+	      " CHECK (length(site) <= 63);"
+	      "UPDATE servers SET host = replace(replace(address, ':', '-'),"
+	      " '%', '-');"
+	      "CREATE TABLE spread_notes ("
+	      " vdisk_id TEXT NOT NULL REFERENCES vdisks (id),"
+	      " col INTEGER NOT NULL CHECK (col >= 0),"
+	      " ext INTEGER NOT NULL CHECK (ext >= 0),"
+	      " reached INTEGER NOT NULL CHECK (reached BETWEEN 0 AND 2),"
+	      " wanted INTEGER NOT NULL CHECK (wanted BETWEEN 1 AND 2),"
+	      " room INTEGER NOT NULL CHECK (room >= 0),"
+	      " CHECK (reached < wanted),"
+	      " PRIMARY KEY (vdisk_id, col, ext)"
+	      ") WITHOUT ROWID;",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -142,8 +170,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 			     " FROM servers WHERE target = ?1 AND lun = ?2",
 	[ST_SERVER_INSERT] = "INSERT INTO servers (address, portal, target,"
 			     " lun, size_bytes, block_size, nr_extents,"
-			     " free_extents) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
-			     " ?7, ?7)",
+			     " free_extents, host, rack, site) VALUES (?1, ?2,"
+			     " ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10)",
 	[ST_SERVER_COUNT] = "SELECT count(*) FROM servers",
 	[ST_SERVER_DRAIN] = "UPDATE servers SET draining = 1 WHERE id = ?1",
 	[ST_SERVER_VDISKS] = "SELECT DISTINCT vdisk_id FROM allocations"
@@ -153,8 +181,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SERVER_DELETE] = "DELETE FROM servers WHERE id = ?1",
 	[ST_SERVERS_ALL] =
 		"SELECT " STORE_SERVER_COLS " FROM servers ORDER BY id",
-	[ST_PLACE_SERVERS] = "SELECT id, address, free_extents, next_fresh"
-			     " FROM servers WHERE draining = 0 ORDER BY id",
+	[ST_PLACE_SERVERS] = "SELECT id, host, CASE WHEN draining = 0 THEN"
+			     " free_extents ELSE 0 END, next_fresh, rack,"
+			     " site, draining FROM servers ORDER BY id",
 	[ST_RELEASED_LOWEST] = "SELECT idx FROM released WHERE server_id = ?1"
 			       " ORDER BY idx LIMIT ?2",
 	[ST_RELEASED_TAKE] = "DELETE FROM released WHERE server_id = ?1"
@@ -215,6 +244,21 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_FENCED_DELETE] = "DELETE FROM fenced_hosts WHERE host = ?1",
 	[ST_FENCED_ALL] = "SELECT host, by_host, vdisk_id, epoch, since"
 			  " FROM fenced_hosts ORDER BY host LIMIT ?1",
+	[ST_SERVER_LABEL] = "UPDATE servers SET host = ?2, rack = ?3,"
+			    " site = ?4 WHERE id = ?1",
+	[ST_LABEL_CLASH] = "SELECT a.vdisk_id, a.col, a.ext, b.server_id"
+			   " FROM allocations a JOIN allocations b"
+			   " ON b.vdisk_id = a.vdisk_id AND b.col = a.col"
+			   " AND b.ext = a.ext AND b.server_id != a.server_id"
+			   " JOIN servers s ON s.id = b.server_id"
+			   " WHERE a.server_id = ?1 AND s.host = ?2 LIMIT 1",
+	[ST_SPREAD_INSERT] = "INSERT INTO spread_notes (vdisk_id, col, ext,"
+			     " reached, wanted, room)"
+			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+	[ST_SPREAD_GET] = "SELECT col, ext, reached, wanted, room"
+			  " FROM spread_notes WHERE vdisk_id = ?1"
+			  " ORDER BY col, ext",
+	[ST_SPREAD_DELETE] = "DELETE FROM spread_notes WHERE vdisk_id = ?1",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"
@@ -303,7 +347,13 @@ int master_store_fill_server(sqlite3_stmt *s, int col, ms_server *out)
 	out->nr_extents = (u_int)sqlite3_column_int64(s, col + 7);
 	out->free_extents = (u_int)sqlite3_column_int64(s, col + 8);
 	out->draining = sqlite3_column_int(s, col + 9) != 0;
-	return out->address && out->portal && out->target ? 0 : -ENOMEM;
+	out->host = column_dup(s, col + 10);
+	out->rack = column_dup(s, col + 11);
+	out->site = column_dup(s, col + 12);
+	return out->address && out->portal && out->target && out->host &&
+			       out->rack && out->site
+		       ? 0
+		       : -ENOMEM;
 }
 
 uint64_t master_store_extent_size(const struct master_store *st)

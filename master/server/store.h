@@ -24,7 +24,10 @@
  * (server_id, idx) means one owner per extent), released (extents handed
  * out once and free again), leases (one row per disk ever leased: holder,
  * epoch, fence_pending; see store-lease.c), fenced_hosts (one row per
- * host fenced and not re-admitted; store-host.c).  A database of an older schema is upgraded
+ * host fenced and not re-admitted; store-host.c), each server's failure-
+ * domain labels (host, rack, site) and spread_notes (the extents placed
+ * below the widest failure domain available; issue #19).  A database of
+ * an older schema is upgraded
  * when opened, in one transaction.
  *
  * Procedures fill an ms_reply: status, message, body.  They return 0 when
@@ -45,7 +48,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    4
+#define MASTER_SCHEMA_VERSION	    5
 /*
  * Extents one allocation may lock (columns x extents per column x
  * replicas), at most MS_MAX_SLOTS.  The master is single-threaded and an
@@ -103,6 +106,8 @@ int master_store_server_drain(struct master_store *st, const ms_server_key *k,
 int master_store_server_remove(struct master_store *st, const ms_server_key *k,
 			       ms_reply *rep);
 int master_store_server_list(struct master_store *st, ms_reply *rep);
+int master_store_server_label(struct master_store *st,
+			      const ms_server_label_args *a, ms_reply *rep);
 int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 			     ms_reply *rep);
 int master_store_vdisk_lookup(struct master_store *st, const char *id,
@@ -135,9 +140,10 @@ int master_store_host_readmit(struct master_store *st, const char *host,
  * Check every invariant the schema cannot express alone, and the ones it
  * does (in case the file was edited): SQLite's quick_check, foreign keys,
  * free counts, one owner per extent, S·J·R extents per disk, replicas on
- * distinct hosts, no lease held on a disk that does not exist, no fence
- * pending on a free lease.  0 when
- * all hold; -EUCLEAN with msg naming the first
+ * distinct host labels, every server labelled (a host label; host, rack
+ * and site labels well-formed), spread notes inside their disk's
+ * geometry, no lease held on a disk that does not exist, no fence pending
+ * on a free lease.  0 when all hold; -EUCLEAN with msg naming the first
  * broken one; -EIO.
  */
 int master_store_check(struct master_store *st, char *msg, size_t msg_len);

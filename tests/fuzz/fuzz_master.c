@@ -104,6 +104,27 @@ static bool hosts_ok(const ms_reply *rep)
 	return true;
 }
 
+/* A server's failure-domain labels are well-formed (issue #19). */
+static bool labels_ok(const ms_server *s)
+{
+	return master_host_id_ok(s->host) &&
+	       (!s->rack[0] || master_host_id_ok(s->rack)) &&
+	       (!s->site[0] || master_host_id_ok(s->site));
+}
+
+/* Every server a SERVER or SERVERS body names is labelled. */
+static bool servers_ok(const ms_reply *rep)
+{
+	if (rep->body.kind == MS_BODY_SERVER)
+		return labels_ok(&rep->body.ms_body_u.server);
+	for (u_int i = 0; rep->body.kind == MS_BODY_SERVERS &&
+			  i < rep->body.ms_body_u.servers.servers_len;
+	     i++)
+		if (!labels_ok(&rep->body.ms_body_u.servers.servers_val[i]))
+			return false;
+	return true;
+}
+
 /*
  * A reply carries a body only with MS_OK, but for a lease refusal, which
  * names the lease it found (stripe.x); a HOSTS body only with MS_OK.
@@ -113,7 +134,7 @@ static bool reply_body_ok(const ms_reply *rep)
 	if (rep->body.kind == MS_BODY_HOSTS)
 		return rep->status == MS_OK && hosts_ok(rep);
 	if (rep->status == MS_OK || rep->body.kind == MS_BODY_NONE)
-		return true;
+		return servers_ok(rep);
 	return (rep->status == MS_EHELD || rep->status == MS_ESTALE ||
 		rep->status == MS_EFENCED) &&
 	       rep->body.kind == MS_BODY_LEASE;

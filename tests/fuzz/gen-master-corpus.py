@@ -15,8 +15,8 @@ FOREIGN, END_ROUND = 0x01, 0x02
 (NULL, INFO, SERVER_ADD, SERVER_DRAIN, SERVER_REMOVE, SERVER_LIST,
  VDISK_ALLOC, VDISK_LOOKUP, VDISK_RELEASE, VDISK_LIST, EXTENT_LIST,
  REPLICA_STATE, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER,
- LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT) = range(20)
-UNKNOWN = 20  # taken modulo the procedures found (20, then the unknown one)
+ LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT, SERVER_LABEL) = range(21)
+UNKNOWN = 21  # taken modulo the procedures found (21, then the unknown one)
 BODY_LEASE, BODY_HOSTS = 8, 9
 
 
@@ -33,9 +33,18 @@ def string(s):
     return u32(len(b)) + b + b"\0" * (-len(b) % 4)
 
 
-def server_add(n, size=16 * MiB, block=512):
+def server_add(n, size=16 * MiB, block=512, host="", rack="", site=""):
     return (string(f"10.0.0.{n}") + string(f"10.0.0.{n}:3260") +
-            string(f"iqn.2024-01.t:s{n}") + u32(1) + u64(size) + u32(block))
+            string(f"iqn.2024-01.t:s{n}") + u32(1) + u64(size) + u32(block) +
+            string(host) + string(rack) + string(site))
+
+
+def server_label(n, host=None, rack=None, site=None):
+    """MS_SERVER_LABEL's arguments: None leaves that label."""
+    out = string(f"iqn.2024-01.t:s{n}") + u32(1)
+    for label in (host, rack, site):
+        out += u32(label is not None) + string(label or "")
+    return out
 
 
 def server_key(n):
@@ -139,6 +148,29 @@ def fencing(flags):
         rec(HOST_LIST, b"", flags))
 
 
+def domains(flags):
+    """Failure domains (issue #19): labelled servers, relabels (a no-op, a
+    clash, bad labels), an allocation spread over sites and one that
+    cannot be."""
+    return calls(
+        rec(SERVER_ADD, server_add(1, 8 * MiB, 512, "h1", "r1", "s1"), flags),
+        rec(SERVER_ADD, server_add(2, 8 * MiB, 512, "h2", "r2", "s1"), flags),
+        rec(SERVER_ADD, server_add(3, 2 * MiB, 512, "h3", "r1", "s2"), flags),
+        rec(SERVER_ADD, server_add(3, 2 * MiB, 512, "h3", "r9"), flags),
+        rec(SERVER_ADD, server_add(4, 8 * MiB, 512, "bad label"), flags),
+        rec(VDISK_ALLOC, alloc("d1", 1, 3, 2), flags),
+        rec(VDISK_LOOKUP, string("d1"), flags),
+        rec(SERVER_LABEL, server_label(2, None, "r3"), flags),
+        rec(SERVER_LABEL, server_label(2, None, "r3"), flags),  # unchanged
+        rec(SERVER_LABEL, server_label(2, "h1"), flags),  # clash
+        rec(SERVER_LABEL, server_label(2, ""), flags),  # empty host
+        rec(SERVER_LABEL, server_label(1, None, "", "s/1"), flags),
+        rec(SERVER_LABEL, server_label(9, "h9"), flags),  # no server
+        rec(SERVER_LIST, b"", flags),
+        rec(VDISK_RELEASE, string("d1"), flags),
+        rec(SERVER_LABEL, server_label(2, "h1"), flags))
+
+
 def reply_hosts():
     host = (string("hostA") + string("hostB") + string("d1") + u64(2) +
             u64(1795690046))
@@ -156,10 +188,12 @@ def reply_efenced():
 def reply_vdisk():
     server = (u32(1) + string("10.0.0.1") + string("10.0.0.1:3260") +
               string("iqn.2024-01.t:s1") + u32(1) + u64(16 * MiB) +
-              u32(512) + u32(16) + u32(15) + u32(0))
+              u32(512) + u32(16) + u32(15) + u32(0) + string("h1") +
+              string("r1") + string("s1"))
     extent = u32(1) + u64(0) + u32(0)
+    note = u32(0) + u32(0) + u32(1) + u32(2) + u32(1)
     vdisk = (string("d1") + u32(1) + u32(1) + u32(1) + u64(MiB) + u32(1) +
-             server + u32(1) + extent)
+             server + u32(1) + extent + u32(1) + note)
     return (b"\x80" + u32(0) + string("") + u32(1) + u32(4) + vdisk)
 
 
@@ -171,6 +205,8 @@ def seeds():
     yield "leases-rounds", leases(END_ROUND)
     yield "fencing-one-round", fencing(0)
     yield "fencing-rounds", fencing(END_ROUND)
+    yield "domains-one-round", domains(0)
+    yield "domains-rounds", domains(END_ROUND)
     yield "foreign", calls(rec(SERVER_ADD, server_add(1), FOREIGN),
                            rec(VDISK_LIST, vdisk_list(), FOREIGN))
     yield "garbage-args", calls(rec(SERVER_ADD, server_add(1)[:9]),

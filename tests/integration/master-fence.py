@@ -80,6 +80,8 @@ def lease_body(results):
         for _ in range(3):
             pos = xdr_skip_string(results, pos)
         pos += 4 + 8 + 4 + 4 + 4 + 4
+        for _ in range(3):  # host, rack, site labels (issue #19)
+            pos = xdr_skip_string(results, pos)
     l["fence_pending"], pos = u32_at(results, pos)
     return l
 

@@ -94,13 +94,17 @@ void ctl_json_server(struct td_json *j, const char *key, const ms_server *s)
 	td_json_u64(j, "extents", s->nr_extents);
 	td_json_u64(j, "free_extents", s->free_extents);
 	td_json_bool(j, "draining", s->draining);
+	td_json_str(j, "host", s->host);
+	td_json_str(j, "rack", s->rack);
+	td_json_str(j, "site", s->site);
 	td_json_end_object(j);
 }
 
 void ctl_print_server_header(void)
 {
-	printf("%-4s %-15s %-21s %-40s %5s %10s %8s %8s %s\n", "ID", "ADDRESS",
-	       "PORTAL", "TARGET", "LUN", "SIZE", "EXTENTS", "FREE", "STATE");
+	printf("%-4s %-15s %-21s %-40s %5s %10s %8s %8s %-8s %s\n", "ID",
+	       "ADDRESS", "PORTAL", "TARGET", "LUN", "SIZE", "EXTENTS", "FREE",
+	       "STATE", "HOST/RACK/SITE");
 }
 
 void ctl_print_server(const ms_server *s)
@@ -108,9 +112,10 @@ void ctl_print_server(const ms_server *s)
 	char size[32];
 
 	ctl_format_bytes(s->size_bytes, size, sizeof(size));
-	printf("%-4u %-15s %-21s %-40s %5u %10s %8u %8u %s\n", s->id,
+	printf("%-4u %-15s %-21s %-40s %5u %10s %8u %8u %-8s %s/%s/%s\n", s->id,
 	       s->address, s->portal, s->target, s->lun, size, s->nr_extents,
-	       s->free_extents, s->draining ? "draining" : "active");
+	       s->free_extents, s->draining ? "draining" : "active", s->host,
+	       s->rack[0] ? s->rack : "-", s->site[0] ? s->site : "-");
 }
 
 /* --- mapping files ------------------------------------------------------------- */
@@ -264,9 +269,15 @@ static void json_vdisk(struct td_json *j, const ms_vdisk *v, const char *master)
 				td_json_u64(j, "server", e->server_id);
 				td_json_u64(j, "offset_bytes", e->offset_bytes);
 				td_json_bool(j, "stale", e->stale);
+				td_json_str(
+					j, "domain",
+					ctl_domain_name(ctl_extent_domain(
+						v, c * v->extents_per_column +
+							   x)));
 				td_json_end_object(j);
 			}
 	td_json_end_array(j);
+	ctl_json_spread(j, v);
 }
 
 static void print_vdisk(const ms_vdisk *v, const char *master)
@@ -278,9 +289,11 @@ static void print_vdisk(const ms_vdisk *v, const char *master)
 	printf("vdisk:               %s\nmaster:              %s\n"
 	       "columns:             %u\nextents per column:  %u\n"
 	       "replicas:            %u\nextent size:         %s\n"
-	       "stale replicas:      %u\n\nservers:\n",
+	       "stale replicas:      %u\n",
 	       v->id, master, v->columns, v->extents_per_column, v->replicas,
 	       extent, vdisk_stale(v));
+	ctl_print_spread(v);
+	printf("\nservers:\n");
 	ctl_print_server_header();
 	for (u_int s = 0; s < v->servers.servers_len; s++)
 		ctl_print_server(&v->servers.servers_val[s]);

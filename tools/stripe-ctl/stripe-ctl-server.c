@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * stripe-ctl-server.c - stripe-ctl info, server add|drain|remove|list and
- * extents list.
+ * stripe-ctl-server.c - stripe-ctl info, server add|drain|remove|list|label
+ * and extents list.
  */
 #include "config.h"
 
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "master/addr.h"
+#include "master/hostid.h"
 #include "tools/stripe-ctl/stripe-ctl.h"
 
 #define ISCSI_PORT 3260
@@ -67,8 +68,12 @@ static int print_server_result(const struct ctl_opts *o, const ms_reply *rep,
 	struct td_json j;
 
 	if (!o->json) {
-		printf("server %u (%s lun %u at %s): %s\n", s->id, s->target,
-		       s->lun, s->portal, rep->changed ? done : already);
+		printf("server %u (%s lun %u at %s; host %s, rack %s, site "
+		       "%s): "
+		       "%s\n",
+		       s->id, s->target, s->lun, s->portal, s->host,
+		       s->rack[0] ? s->rack : "-", s->site[0] ? s->site : "-",
+		       rep->changed ? done : already);
 		return 0;
 	}
 	td_strbuf_init(&sb);
@@ -93,6 +98,23 @@ static int portal_parts(const struct ctl_opts *o, char *portal, size_t size,
 	return 0;
 }
 
+/* The labels given are well-formed (a host label not empty); 0 or an
+ * exit status printed. */
+static int check_labels(const struct ctl_opts *o)
+{
+	const char *given[] = {o->host, o->rack, o->site};
+	static const char *const names[] = {"--host", "--rack", "--site"};
+
+	for (int i = 0; i < 3; i++)
+		if (given[i] && (i == 0 || given[i][0]) &&
+		    !master_host_id_ok(given[i]))
+			return ctl_fail("%s '%s' is not a label: 1-%d of "
+					"[A-Za-z0-9._-]%s",
+					names[i], given[i], MS_LABEL_MAX,
+					i ? " ('' for none)" : "");
+	return 0;
+}
+
 int ctl_cmd_server_add(struct ctl_opts *o)
 {
 	char portal[MASTER_HOST_MAX + MASTER_PORT_MAX + 4],
@@ -104,12 +126,17 @@ int ctl_cmd_server_add(struct ctl_opts *o)
 
 	if (portal_parts(o, portal, sizeof(portal), host))
 		return ctl_fail("--portal '%s' is not HOST[:PORT]", o->portal);
+	if (check_labels(o))
+		return EXIT_FAILURE;
 	a.address = (char *)(o->address ? o->address : host);
 	a.portal = portal;
 	a.target = (char *)o->target;
 	a.lun = (u_int)o->lun;
 	a.size_bytes = o->size_bytes;
 	a.block_size = o->block_size;
+	a.host = (char *)(o->host ? o->host : "");
+	a.rack = (char *)(o->rack ? o->rack : "");
+	a.site = (char *)(o->site ? o->site : "");
 	if (!(c = ctl_client(o)))
 		return EXIT_FAILURE;
 	if (master_call_server_add(c, &a, &rep))
@@ -139,6 +166,38 @@ int ctl_cmd_server_drain(struct ctl_opts *o)
 					     "draining: no new extents go to "
 					     "it",
 					     "was draining already");
+	master_reply_free(&rep);
+	master_client_close(c);
+	return status;
+}
+
+int ctl_cmd_server_label(struct ctl_opts *o)
+{
+	ms_server_label_args a = {.target = (char *)o->target,
+				  .lun = (u_int)o->lun,
+				  .set_host = o->host != NULL,
+				  .host = (char *)(o->host ? o->host : ""),
+				  .set_rack = o->rack != NULL,
+				  .rack = (char *)(o->rack ? o->rack : ""),
+				  .set_site = o->site != NULL,
+				  .site = (char *)(o->site ? o->site : "")};
+	struct master_client *c;
+	ms_reply rep;
+	int status;
+
+	if (!o->host && !o->rack && !o->site)
+		return ctl_usage_fail("server label",
+				      "give --host, --rack or --site");
+	if (check_labels(o))
+		return EXIT_FAILURE;
+	if (!(c = ctl_client(o)))
+		return EXIT_FAILURE;
+	if (master_call_server_label(c, &a, &rep))
+		status = ctl_call_failed(c, "server label");
+	else
+		status = print_server_result(o, &rep, "labelled",
+					     "labelled so already; nothing "
+					     "changed");
 	master_reply_free(&rep);
 	master_client_close(c);
 	return status;

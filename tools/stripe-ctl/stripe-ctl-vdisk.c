@@ -121,13 +121,30 @@ static const char *output_path(const struct ctl_opts *o, char *buf, size_t size)
 	return buf;
 }
 
+/* --json: ctl_print_result's keys, and how far the replicas are spread. */
+static int json_created(const ms_vdisk *v, const char *path, bool changed)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	td_json_str(&j, "vdisk", v->id);
+	td_json_str(&j, "file", path);
+	td_json_bool(&j, "changed", changed);
+	ctl_json_spread(&j, v);
+	td_json_end_object(&j);
+	return ctl_print_json(&j, &sb);
+}
+
 static int report_created(const struct ctl_opts *o, const struct stripe_map *m,
-			  const char *path, bool changed)
+			  const ms_vdisk *v, const char *path, bool changed)
 {
 	char size[32], extent[32], unit[32];
 
 	if (o->json)
-		return ctl_print_result(m->vdisk, path, changed);
+		return json_created(v, path, changed);
 	ctl_format_bytes(m->size_bytes, size, sizeof(size));
 	ctl_format_bytes(m->extent_size_bytes, extent, sizeof(extent));
 	ctl_format_bytes(m->stripe_unit_bytes, unit, sizeof(unit));
@@ -136,6 +153,7 @@ static int report_created(const struct ctl_opts *o, const struct stripe_map *m,
 	       m->vdisk, size, m->columns, m->extents_per_column, m->replicas,
 	       extent, unit,
 	       changed ? "" : " (allocated before: the same extents)", path);
+	ctl_print_spread(v);
 	return 0;
 }
 
@@ -171,7 +189,8 @@ static int allocate_and_write(const struct ctl_opts *o, struct master_client *c,
 				  "--name %s' to free them",
 				  o->arg, o->arg);
 	} else
-		status = report_created(o, &m, path, rep.changed);
+		status = report_created(o, &m, &rep.body.ms_body_u.vdisk, path,
+					rep.changed);
 	stripe_map_free(&m);
 	master_reply_free(&rep);
 	return status;

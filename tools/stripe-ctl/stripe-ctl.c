@@ -62,6 +62,9 @@ enum {
 	O_EPOCH = 1u << 19,
 	O_INITIATOR = 1u << 20,
 	O_MAP = 1u << 21,
+	O_HOST = 1u << 22,
+	O_RACK = 1u << 23,
+	O_SITE = 1u << 24,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -84,25 +87,49 @@ static const struct command commands[] = {
 	 "and extents.\n",
 	 ctl_cmd_info, NULL, 0},
 	{"server", "add",
-	 O_PORTAL | O_TARGET | O_LUN | O_SIZE | O_ADDRESS | O_BLOCK,
+	 O_PORTAL | O_TARGET | O_LUN | O_SIZE | O_ADDRESS | O_BLOCK | O_HOST |
+		 O_RACK | O_SITE,
 	 O_PORTAL | O_TARGET | O_LUN | O_SIZE, NULL,
 	 "server add --portal HOST[:PORT] --target IQN --lun N --size SIZE\n"
-	 "           [--address HOST] [--block-size BYTES]",
+	 "           [--address HOST] [--block-size BYTES]\n"
+	 "           [--host LABEL] [--rack LABEL] [--site LABEL]",
 	 "Register one iSCSI LUN with the master, which cuts it into extents.\n"
 	 "Running it again with the same values changes nothing; a LUN "
 	 "already\n"
-	 "registered with other values is refused.\n\n"
+	 "registered with other values is refused (labels count only when\n"
+	 "given: change them with 'server label').\n\n"
 	 "    --portal HOST[:PORT]  the iSCSI portal (port 3260 by default)\n"
 	 "    --target IQN          the iSCSI target name\n"
 	 "    --lun N               the LUN, 0-65535\n"
 	 "    --size SIZE           the LUN's usable size, K/M/G/T suffixes\n"
-	 "    --address HOST        the storage host, for keeping replicas on\n"
-	 "                          distinct hosts (default: the portal's "
-	 "host)\n"
+	 "    --address HOST        the storage host's address (default: the\n"
+	 "                          portal's host)\n"
 	 "    --block-size BYTES    the LUN's block size: 512 (default), "
 	 "1024,\n"
-	 "                          2048 or 4096\n",
+	 "                          2048 or 4096\n"
+	 "    --host LABEL          the failure domain 'host': replicas of "
+	 "one\n"
+	 "                          extent never share one (default: the\n"
+	 "                          address, ':' and '%' as '-')\n"
+	 "    --rack LABEL          the rack (read within its site; default\n"
+	 "                          none)\n"
+	 "    --site LABEL          the site (default none)\n\n"
+	 "A label is 1-63 of [A-Za-z0-9._-].  New extents' replicas go to\n"
+	 "distinct sites when enough sites have free extents, else to\n"
+	 "distinct racks, else to distinct hosts; a server without a rack or\n"
+	 "site label counts as distinct from no one at that level.\n",
 	 ctl_cmd_server_add, NULL, 0},
+	{"server", "label", O_TARGET | O_LUN | O_HOST | O_RACK | O_SITE,
+	 O_TARGET | O_LUN, NULL,
+	 "server label --target IQN --lun N [--host LABEL] [--rack LABEL]\n"
+	 "             [--site LABEL]",
+	 "Change a LUN's failure-domain labels (see 'server add'); the ones\n"
+	 "not given stay.  --rack '' or --site '' makes that label unknown; a\n"
+	 "host label cannot be empty.  Labels already as given change\n"
+	 "nothing.  Extents already placed stay where they are: the master\n"
+	 "refuses a host label that another replica of one of the LUN's\n"
+	 "extents already has.\n",
+	 ctl_cmd_server_label, NULL, 0},
 	{"server", "drain", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
 	 "server drain --target IQN --lun N",
 	 "Place no new extents on this LUN; the disks that use it keep it.\n",
@@ -113,8 +140,10 @@ static const struct command commands[] = {
 	 "first).  Removing a LUN that is not registered succeeds.\n",
 	 ctl_cmd_server_remove, NULL, 0},
 	{"server", "list", 0, 0, NULL, "server list",
-	 "Print every registered LUN: id, host, portal, target, LUN, size,\n"
-	 "extents, free extents, and whether it is draining.\n",
+	 "Print every registered LUN: id, address, portal, target, LUN, "
+	 "size,\n"
+	 "extents, free extents, whether it is draining, and its host, rack\n"
+	 "and site labels ('-': none).\n",
 	 ctl_cmd_server_list, NULL, 0},
 	{"vdisk", "create", O_SIZE | O_STRIPES | O_UNIT | O_REPLICAS | O_OUTPUT,
 	 O_SIZE | O_STRIPES, "NAME",
@@ -132,7 +161,10 @@ static const struct command commands[] = {
 	 "    --stripe-unit U      a power of two from 4K to 1G (default 1M);\n"
 	 "                         it must divide the extent size\n"
 	 "    --replicas R         copies of every extent, on distinct hosts,\n"
-	 "                         1-4 (default 1)\n"
+	 "                         1-4 (default 1): spread over distinct\n"
+	 "                         sites, else racks, as far as the labels\n"
+	 "                         and free extents allow (the output says\n"
+	 "                         which extents could not be)\n"
 	 "    -o, --output FILE    the mapping file (default\n"
 	 "                         " CTL_MAP_DIR "/NAME.map)\n",
 	 ctl_cmd_vdisk_create, NULL, 0},
@@ -506,6 +538,9 @@ enum {
 	L_EPOCH,
 	L_INITIATOR,
 	L_MAP,
+	L_HOST,
+	L_RACK,
+	L_SITE,
 };
 
 static const struct option long_options[] = {
@@ -535,6 +570,9 @@ static const struct option long_options[] = {
 	{"epoch", required_argument, NULL, L_EPOCH},
 	{"initiator", required_argument, NULL, L_INITIATOR},
 	{"map", required_argument, NULL, L_MAP},
+	{"host", required_argument, NULL, L_HOST},
+	{"rack", required_argument, NULL, L_RACK},
+	{"site", required_argument, NULL, L_SITE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -587,6 +625,12 @@ static unsigned int option_bit(int c)
 		return O_INITIATOR;
 	case L_MAP:
 		return O_MAP;
+	case L_HOST:
+		return O_HOST;
+	case L_RACK:
+		return O_RACK;
+	case L_SITE:
+		return O_SITE;
 	default:
 		return O_GLOBAL;
 	}
@@ -770,6 +814,15 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_MAP:
 		o->map = arg;
+		return 0;
+	case L_HOST:
+		o->host = arg;
+		return 0;
+	case L_RACK:
+		o->rack = arg;
+		return 0;
+	case L_SITE:
+		o->site = arg;
 		return 0;
 	default:
 		return take_number_option(o, c, arg);

@@ -35,6 +35,9 @@ struct ctl_opts {
 	const char *portal;
 	const char *target;
 	const char *address;
+	const char *host; /* failure-domain labels: NULL when not given */
+	const char *rack;
+	const char *site;
 	long lun;	     /* -1: not given */
 	uint64_t size_bytes; /* 0: not given */
 	uint32_t block_size;
@@ -92,6 +95,14 @@ void ctl_print_server_header(void);
 void ctl_print_server(const ms_server *s);
 int ctl_show_map(const struct stripe_map *m, const char *path, bool json);
 /* lease NULL: the master gave none (an older master). */
+/* Failure domains (stripe-ctl-spread.c): "host", "rack", "site". */
+const char *ctl_domain_name(u_int level);
+/* The widest ms_domain at which extent x's replicas are distinct now. */
+u_int ctl_extent_domain(const ms_vdisk *v, u_int x);
+/* How far the disk's extents are spread, and the master's notes. */
+void ctl_print_spread(const ms_vdisk *v);
+void ctl_json_spread(struct td_json *j, const ms_vdisk *v);
+
 int ctl_show_vdisk(const ms_vdisk *v, const ms_lease *lease, const char *master,
 		   bool json);
 
@@ -117,6 +128,7 @@ int ctl_cmd_info(struct ctl_opts *o);
 int ctl_cmd_server_add(struct ctl_opts *o);
 int ctl_cmd_server_drain(struct ctl_opts *o);
 int ctl_cmd_server_remove(struct ctl_opts *o);
+int ctl_cmd_server_label(struct ctl_opts *o);
 int ctl_cmd_server_list(struct ctl_opts *o);
 int ctl_cmd_extents_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_create(struct ctl_opts *o);

@@ -89,8 +89,8 @@ static void populate(struct master_store *st)
 
 	for (int i = 1; i <= 4; i++) {
 		char address[32], target[64];
-		ms_server_add_args a = {address, address, target,
-					1,	 4 * MiB, 512};
+		ms_server_add_args a = {address, address, target, 1, 4 * MiB,
+					512,	 "",	  "",	  ""};
 
 		snprintf(address, sizeof(address), "10.0.0.%d", i);
 		snprintf(target, sizeof(target), "iqn.2024-01.t:s%d", i);

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_placement.c - master/placement.c with hand-written pools: which
- * server gets each (column, extent, replica), and what is left free.
+ * server gets each (column, extent, replica), what is left free, and how far
+ * each extent's replicas were spread over failure domains (issue #19).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -43,10 +45,10 @@ static void expect_place(struct master_place_server *pool, uint32_t n,
  * pair per server, each column on one server per replica. */
 static void test_four_servers_s2_r2(void **state)
 {
-	struct master_place_server pool[] = {{"10.0.0.1", 10},
-					     {"10.0.0.2", 10},
-					     {"10.0.0.3", 10},
-					     {"10.0.0.4", 10}};
+	struct master_place_server pool[] = {{"10.0.0.1", 10, NULL, NULL},
+					     {"10.0.0.2", 10, NULL, NULL},
+					     {"10.0.0.3", 10, NULL, NULL},
+					     {"10.0.0.4", 10, NULL, NULL}};
 	/* slot order: (c0 j0 r0) (c0 j0 r1) (c0 j1 r0) (c0 j1 r1) (c1 ...) */
 	static const uint32_t want[] = {0, 1, 0, 1, 2, 3, 2, 3};
 	static const uint32_t left[] = {8, 8, 8, 8};
@@ -58,7 +60,9 @@ static void test_four_servers_s2_r2(void **state)
  * still on a host distinct from its other replica. */
 static void test_three_servers_wrap(void **state)
 {
-	struct master_place_server pool[] = {{"a", 10}, {"b", 10}, {"c", 10}};
+	struct master_place_server pool[] = {{"a", 10, NULL, NULL},
+					     {"b", 10, NULL, NULL},
+					     {"c", 10, NULL, NULL}};
 	static const uint32_t want[] = {0, 1, 2, 0};
 	static const uint32_t left[] = {8, 9, 9};
 
@@ -68,7 +72,9 @@ static void test_three_servers_wrap(void **state)
 /* 3 servers, 3 replicas, 2 columns: every extent on all three hosts. */
 static void test_three_replicas(void **state)
 {
-	struct master_place_server pool[] = {{"a", 4}, {"b", 4}, {"c", 4}};
+	struct master_place_server pool[] = {{"a", 4, NULL, NULL},
+					     {"b", 4, NULL, NULL},
+					     {"c", 4, NULL, NULL}};
 	static const uint32_t want[] = {0, 1, 2, 0, 1, 2};
 	static const uint32_t left[] = {2, 2, 2};
 
@@ -78,8 +84,10 @@ static void test_three_replicas(void **state)
 /* More columns than servers, no replication: round robin. */
 static void test_columns_round_robin(void **state)
 {
-	struct master_place_server pool[] = {
-		{"a", 10}, {"b", 10}, {"c", 10}, {"d", 10}};
+	struct master_place_server pool[] = {{"a", 10, NULL, NULL},
+					     {"b", 10, NULL, NULL},
+					     {"c", 10, NULL, NULL},
+					     {"d", 10, NULL, NULL}};
 	static const uint32_t want[] = {0, 1, 2, 3, 0};
 	static const uint32_t left[] = {8, 9, 9, 9};
 
@@ -90,8 +98,10 @@ static void test_columns_round_robin(void **state)
  * server with the most free extents, the first from a2 onwards on a tie. */
 static void test_same_host_avoided(void **state)
 {
-	struct master_place_server pool[] = {
-		{"a", 10}, {"a", 10}, {"b", 10}, {"c", 10}};
+	struct master_place_server pool[] = {{"a", 10, NULL, NULL},
+					     {"a", 10, NULL, NULL},
+					     {"b", 10, NULL, NULL},
+					     {"c", 10, NULL, NULL}};
 	static const uint32_t want[] = {0, 2};
 	static const uint32_t left[] = {9, 10, 9, 10};
 
@@ -101,8 +111,10 @@ static void test_same_host_avoided(void **state)
 /* The preferred server is full: the next with the most free extents. */
 static void test_preferred_full(void **state)
 {
-	struct master_place_server pool[] = {
-		{"a", 0}, {"b", 3}, {"c", 5}, {"d", 5}};
+	struct master_place_server pool[] = {{"a", 0, NULL, NULL},
+					     {"b", 3, NULL, NULL},
+					     {"c", 5, NULL, NULL},
+					     {"d", 5, NULL, NULL}};
 	static const uint32_t want[] = {2};
 	static const uint32_t left[] = {0, 3, 4, 5};
 
@@ -116,7 +128,9 @@ static void test_preferred_full(void **state)
  */
 static void test_balance_pass(void **state)
 {
-	struct master_place_server pool[] = {{"a", 2}, {"b", 2}, {"c", 2}};
+	struct master_place_server pool[] = {{"a", 2, NULL, NULL},
+					     {"b", 2, NULL, NULL},
+					     {"c", 2, NULL, NULL}};
 	static const uint32_t want[] = {0, 1, 2, 1, 0, 2};
 	static const uint32_t left[] = {0, 0, 0};
 
@@ -125,8 +139,10 @@ static void test_balance_pass(void **state)
 
 static void test_no_space(void **state)
 {
-	struct master_place_server pool[] = {{"a", 2}, {"b", 1}};
-	struct master_place_server one_host[] = {{"a", 50}, {"a", 50}};
+	struct master_place_server pool[] = {{"a", 2, NULL, NULL},
+					     {"b", 1, NULL, NULL}};
+	struct master_place_server one_host[] = {{"a", 50, NULL, NULL},
+						 {"a", 50, NULL, NULL}};
 	uint32_t slots[MAX_SLOTS];
 
 	/* 4 extents needed, 3 free */
@@ -142,13 +158,188 @@ static void test_no_space(void **state)
 
 static void test_invalid(void **state)
 {
-	struct master_place_server pool[] = {{"a", 9}};
+	struct master_place_server pool[] = {{"a", 9, NULL, NULL}};
 	uint32_t slots[MAX_SLOTS];
 
 	assert_int_equal(master_place(pool, 1, 0, 1, 1, slots), -EINVAL);
 	assert_int_equal(master_place(pool, 1, 1, 0, 1, slots), -EINVAL);
 	assert_int_equal(master_place(pool, 1, 1, 1, 0, slots), -EINVAL);
 	assert_int_equal(master_place(pool, 1, 1, 1, 5, slots), -EINVAL);
+}
+
+/* --- failure domains ------------------------------------------------------ */
+
+/* 2 sites x 2 racks x 2 hosts, one LUN per host, server i in site i / 4,
+ * rack (i / 2) % 2, host i. */
+static void lab_pool(struct master_place_server *pool, uint32_t free)
+{
+	static const char *const hosts[] = {"h0", "h1", "h2", "h3",
+					    "h4", "h5", "h6", "h7"};
+	static const char *const racks[] = {"r0", "r1"};
+	static const char *const sites[] = {"s0", "s1"};
+
+	for (uint32_t i = 0; i < 8; i++)
+		pool[i] = (struct master_place_server){
+			hosts[i], free, racks[(i / 2) % 2], sites[i / 4]};
+}
+
+static const char *site_of(const struct master_place_server *s)
+{
+	return s->site ? s->site : "";
+}
+
+/* Do the replicas of extent x (slots x*R ..) differ pairwise at level? */
+static bool extent_spans(const struct master_place_server *pool,
+			 const uint32_t *slots, size_t x, uint32_t replicas,
+			 int level)
+{
+	for (uint32_t a = 0; a < replicas; a++)
+		for (uint32_t b = a + 1; b < replicas; b++) {
+			const struct master_place_server *p =
+				&pool[slots[x * replicas + a]];
+			const struct master_place_server *q =
+				&pool[slots[x * replicas + b]];
+			bool same_site = !strcmp(site_of(p), site_of(q));
+
+			if (!strcmp(p->host, q->host))
+				return false;
+			if (level == MASTER_DOMAIN_SITE && same_site)
+				return false;
+			if (level == MASTER_DOMAIN_RACK && same_site &&
+			    !strcmp(p->rack, q->rack))
+				return false;
+		}
+	return true;
+}
+
+/* R = 2 over 2 sites: every extent has one replica in each site. */
+static void test_domains_two_sites(void **state)
+{
+	struct master_place_server pool[8];
+	struct master_place_spread sp[8];
+	uint32_t slots[16];
+
+	lab_pool(pool, 10);
+	assert_int_equal(master_place_spread(pool, 8, 2, 4, 2, slots, sp), 0);
+	for (size_t x = 0; x < 8; x++) {
+		assert_true(
+			extent_spans(pool, slots, x, 2, MASTER_DOMAIN_SITE));
+		assert_int_equal(sp[x].reached, MASTER_DOMAIN_SITE);
+		assert_int_equal(sp[x].wanted, MASTER_DOMAIN_SITE);
+	}
+}
+
+/* R = 3 over 2 sites: sites cannot all differ, racks can (4 of them). */
+static void test_domains_three_replicas_racks(void **state)
+{
+	struct master_place_server pool[8];
+	struct master_place_spread sp[6];
+	uint32_t slots[18];
+
+	lab_pool(pool, 10);
+	assert_int_equal(master_place_spread(pool, 8, 3, 2, 3, slots, sp), 0);
+	for (size_t x = 0; x < 6; x++) {
+		assert_true(
+			extent_spans(pool, slots, x, 3, MASTER_DOMAIN_RACK));
+		assert_int_equal(sp[x].reached, MASTER_DOMAIN_RACK);
+		assert_int_equal(sp[x].wanted, MASTER_DOMAIN_RACK);
+	}
+}
+
+/* Site s1 is full: the replicas share s0 but not a rack, and the report
+ * says site was wanted with one site left with room. */
+static void test_domains_one_site_full(void **state)
+{
+	struct master_place_server pool[8];
+	struct master_place_spread sp[4];
+	uint32_t slots[8];
+
+	lab_pool(pool, 10);
+	for (uint32_t i = 4; i < 8; i++)
+		pool[i].free = 0;
+	assert_int_equal(master_place_spread(pool, 8, 2, 2, 2, slots, sp), 0);
+	for (size_t x = 0; x < 4; x++) {
+		assert_true(slots[2 * x] < 4 && slots[2 * x + 1] < 4);
+		assert_true(
+			extent_spans(pool, slots, x, 2, MASTER_DOMAIN_RACK));
+		assert_int_equal(sp[x].reached, MASTER_DOMAIN_RACK);
+		assert_int_equal(sp[x].wanted, MASTER_DOMAIN_SITE);
+		assert_int_equal(sp[x].room, 1);
+	}
+}
+
+/* s1 has room for exactly one extent's replica: the first extent spans
+ * both sites, the others fall back to racks of s0. */
+static void test_domains_site_runs_out(void **state)
+{
+	struct master_place_server pool[8];
+	struct master_place_spread sp[3];
+	uint32_t slots[6];
+
+	lab_pool(pool, 10);
+	for (uint32_t i = 4; i < 8; i++)
+		pool[i].free = i == 4;
+	assert_int_equal(master_place_spread(pool, 8, 1, 3, 2, slots, sp), 0);
+	assert_int_equal(sp[0].reached, MASTER_DOMAIN_SITE);
+	assert_true(extent_spans(pool, slots, 0, 2, MASTER_DOMAIN_SITE));
+	for (size_t x = 1; x < 3; x++) {
+		assert_int_equal(sp[x].reached, MASTER_DOMAIN_RACK);
+		assert_int_equal(sp[x].room, 1);
+		assert_true(
+			extent_spans(pool, slots, x, 2, MASTER_DOMAIN_RACK));
+	}
+	assert_int_equal(pool[4].free, 0);
+}
+
+/*
+ * Labels missing: only two servers carry a site (s0, s1), the others none.
+ * Site is wanted (two distinct sites for R = 2), so extents go to the two
+ * labelled servers while they have room, then to any two hosts, reported.
+ * Without any rack or site label the rule is the old one: hosts only.
+ */
+static void test_domains_labels_missing(void **state)
+{
+	struct master_place_server pool[] = {{"a", 1, NULL, "s0"},
+					     {"b", 5, NULL, NULL},
+					     {"c", 1, "", "s1"},
+					     {"d", 5, "r9", ""}};
+	struct master_place_server bare[] = {{"a", 5, NULL, NULL},
+					     {"b", 5, "", ""}};
+	struct master_place_spread sp[2];
+	uint32_t slots[4];
+
+	assert_int_equal(master_place_spread(pool, 4, 1, 2, 2, slots, sp), 0);
+	assert_int_equal(sp[0].reached, MASTER_DOMAIN_SITE);
+	assert_true((slots[0] == 0 && slots[1] == 2) ||
+		    (slots[0] == 2 && slots[1] == 0));
+	assert_int_equal(sp[1].reached, MASTER_DOMAIN_HOST);
+	assert_int_equal(sp[1].wanted, MASTER_DOMAIN_SITE);
+	assert_int_equal(sp[1].room, 0);
+	assert_int_equal(master_place_spread(bare, 2, 1, 2, 2, slots, sp), 0);
+	assert_int_equal(sp[0].reached, MASTER_DOMAIN_HOST);
+	assert_int_equal(sp[0].wanted, MASTER_DOMAIN_HOST);
+}
+
+/* Two LUNs of one host in two different sites (odd labels): the host rule
+ * still holds, and R = 1 wants nothing wider than a host. */
+static void test_domains_host_rule_first(void **state)
+{
+	struct master_place_server pool[] = {{"a", 5, NULL, "s0"},
+					     {"a", 5, NULL, "s1"},
+					     {"b", 5, NULL, "s1"}};
+	struct master_place_spread sp[2];
+	uint32_t slots[4];
+
+	assert_int_equal(master_place_spread(pool, 3, 1, 2, 2, slots, sp), 0);
+	for (size_t x = 0; x < 2; x++) {
+		assert_true(
+			extent_spans(pool, slots, x, 2, MASTER_DOMAIN_SITE));
+		assert_int_equal(pool[slots[2 * x + 1]].host[0] !=
+					 pool[slots[2 * x]].host[0],
+				 1);
+	}
+	assert_int_equal(master_place_spread(pool, 3, 2, 1, 1, slots, sp), 0);
+	assert_int_equal(sp[0].wanted, MASTER_DOMAIN_HOST);
 }
 
 int main(void)
@@ -163,6 +354,12 @@ int main(void)
 		cmocka_unit_test(test_balance_pass),
 		cmocka_unit_test(test_no_space),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_domains_two_sites),
+		cmocka_unit_test(test_domains_three_replicas_racks),
+		cmocka_unit_test(test_domains_one_site_full),
+		cmocka_unit_test(test_domains_site_runs_out),
+		cmocka_unit_test(test_domains_labels_missing),
+		cmocka_unit_test(test_domains_host_rule_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

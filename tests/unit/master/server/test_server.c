@@ -143,8 +143,8 @@ static void add_servers(struct master_client *c, int n)
 {
 	for (int i = 1; i <= n; i++) {
 		char address[32], target[64];
-		ms_server_add_args a = {address, address,   target,
-					1,	 256 * MiB, 512};
+		ms_server_add_args a = {address, address, target, 1, 256 * MiB,
+					512,	 "",	  "",	  ""};
 		ms_reply rep;
 
 		snprintf(address, sizeof(address), "10.0.0.%d", i);
@@ -253,7 +253,7 @@ static void test_denied_outside_allow_list(void **state)
 	struct fixture *f = *state;
 	struct master_client *c = client(f);
 	char t[] = "iqn.x:y";
-	ms_server_add_args a = {t, t, t, 1, 64 * MiB, 512};
+	ms_server_add_args a = {t, t, t, 1, 64 * MiB, 512, "", "", ""};
 	ms_replica_state_args rs = {"d1", 0, 0, 0, true};
 	ms_reply rep;
 

@@ -133,7 +133,8 @@ static int do_replica(struct master_store *st, const void *a, ms_reply *rep)
 static ms_status add_server(struct master_store *st, int n, bool *changed)
 {
 	char address[32], target[64];
-	ms_server_add_args a = {address, address, target, 1, 4 * MiB, 512};
+	ms_server_add_args a = {address, address, target, 1,   4 * MiB,
+				512,	 NULL,	  NULL,	  NULL};
 	ms_reply rep;
 	ms_status status;
 
@@ -196,9 +197,10 @@ static void test_server_add_idempotent(void **state)
 	struct fixture *f = *state;
 	char address[] = "10.0.0.1", other[] = "10.0.0.9",
 	     target[] = "iqn.2024-01.t:s1";
-	ms_server_add_args changed_size = {address, address, target,
-					   1,	    8 * MiB, 512};
-	ms_server_add_args moved = {other, other, target, 1, 4 * MiB, 512};
+	ms_server_add_args changed_size = {
+		address, address, target, 1, 8 * MiB, 512, NULL, NULL, NULL};
+	ms_server_add_args moved = {other, other, target, 1,   4 * MiB,
+				    512,   NULL,  NULL,	  NULL};
 	bool changed;
 	ms_reply rep;
 
@@ -230,7 +232,8 @@ static void test_server_add_invalid(void **state)
 		{70000, 4 * MiB, 512}, /* lun */
 		{1, 32ull << 40, 512}, /* 2^25 extents of 1 MiB: too many */
 	};
-	ms_server_add_args a = {ok, ok, target, 1, 4 * MiB, 512};
+	ms_server_add_args a = {ok,  ok,   target, 1,	4 * MiB,
+				512, NULL, NULL,   NULL};
 	ms_reply rep;
 
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -241,7 +244,8 @@ static void test_server_add_invalid(void **state)
 		assert_int_equal(rep.status, MS_EINVAL);
 		master_reply_free(&rep);
 	}
-	a = (ms_server_add_args){spaced, ok, target, 1, 4 * MiB, 512};
+	a = (ms_server_add_args){spaced, ok,   target, 1,   4 * MiB,
+				 512,	 NULL, NULL,   NULL};
 	call(f->st, do_add, &a, &rep);
 	assert_int_equal(rep.status, MS_EINVAL);
 	master_reply_free(&rep);
@@ -925,7 +929,7 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -941,12 +945,12 @@ static void test_schema_upgrade(void **state)
 					   " sqlite_master WHERE name ="
 					   " 'fenced_hosts'"));
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 5"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 6"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 4"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 5"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 }
 
@@ -1804,11 +1808,321 @@ static void test_fence_schema3_upgrade(void **state)
 		MS_OK);
 	expect_hosts(st, "hostB:hostC:old:3");
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
 					   " meta"));
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_pending(st, "old", "hostC", 3, true);
 	expect_hosts(st, "hostB:hostC:old:3");
+	master_store_close(st);
+}
+
+/* --- failure domains (issue #19) ------------------------------------------ */
+
+static int do_label(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_server_label(st, a, rep);
+}
+
+/* Register server n as host hN in rack rR, site sS ("" for none). */
+static ms_status add_labelled(struct master_store *st, int n, const char *rack,
+			      const char *site, u_quad_t size)
+{
+	char address[32], target[64], host[16];
+	ms_server_add_args a = {address, address,      target,
+				1,	 size,	       512,
+				host,	 (char *)rack, (char *)site};
+	ms_reply rep;
+	ms_status status;
+
+	snprintf(address, sizeof(address), "10.0.1.%d", n);
+	snprintf(target, sizeof(target), "iqn.2024-01.t:l%d", n);
+	snprintf(host, sizeof(host), "h%d", n);
+	assert_int_equal(call(st, do_add, &a, &rep), 0);
+	status = rep.status;
+	if (status == MS_OK) {
+		assert_string_equal(rep.body.ms_body_u.server.host, host);
+		assert_string_equal(rep.body.ms_body_u.server.rack, rack);
+		assert_string_equal(rep.body.ms_body_u.server.site, site);
+	}
+	master_reply_free(&rep);
+	return status;
+}
+
+/* Relabel server n (NULL: leave that label). */
+static ms_status relabel(struct master_store *st, int n, const char *host,
+			 const char *rack, const char *site, bool *changed)
+{
+	char target[64];
+	ms_server_label_args a = {target,	1,
+				  host != NULL, (char *)host,
+				  rack != NULL, (char *)rack,
+				  site != NULL, (char *)site};
+	ms_reply rep;
+	ms_status status;
+
+	snprintf(target, sizeof(target), "iqn.2024-01.t:l%d", n);
+	assert_int_equal(call(st, do_label, &a, &rep), 0);
+	status = rep.status;
+	if (changed)
+		*changed = rep.changed;
+	master_reply_free(&rep);
+	return status;
+}
+
+static void test_labels_add_and_relabel(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256], long_label[MS_LABEL_MAX + 2];
+	bool changed;
+
+	assert_int_equal(add_labelled(f->st, 1, "r1", "s1", 4 * MiB), MS_OK);
+	/* the same add again: nothing changes; other labels: refused */
+	assert_int_equal(add_labelled(f->st, 1, "r1", "s1", 4 * MiB), MS_OK);
+	assert_int_equal(add_labelled(f->st, 1, "r2", "s1", 4 * MiB),
+			 MS_EEXIST);
+	/* relabel: changed once, then a no-op */
+	assert_int_equal(relabel(f->st, 1, NULL, "r2", NULL, &changed), MS_OK);
+	assert_true(changed);
+	assert_int_equal(relabel(f->st, 1, NULL, "r2", NULL, &changed), MS_OK);
+	assert_false(changed);
+	assert_int_equal(relabel(f->st, 1, "h1", "r2", "s1", &changed), MS_OK);
+	assert_false(changed);
+	/* a re-run of the first add, without labels, still matches */
+	assert_int_equal(add_server(f->st, 9, NULL), MS_OK);
+	assert_int_equal(relabel(f->st, 1, NULL, "", "", &changed), MS_OK);
+	assert_true(changed);
+	/* bad labels: the host-id rule; a host label may not be empty */
+	memset(long_label, 'x', sizeof(long_label) - 1);
+	long_label[sizeof(long_label) - 1] = '\0';
+	assert_int_equal(relabel(f->st, 1, "", NULL, NULL, NULL), MS_EINVAL);
+	assert_int_equal(relabel(f->st, 1, NULL, "r 1", NULL, NULL), MS_EINVAL);
+	assert_int_equal(relabel(f->st, 1, NULL, NULL, "s/1", NULL), MS_EINVAL);
+	assert_int_equal(relabel(f->st, 1, long_label, NULL, NULL, NULL),
+			 MS_EINVAL);
+	assert_int_equal(add_labelled(f->st, 2, "r:1", "", 4 * MiB), MS_EINVAL);
+	assert_int_equal(relabel(f->st, 7, "h7", NULL, NULL, NULL), MS_ENOENT);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
+/* A relabel that would put two replicas of one extent on one host is
+ * refused; the check finds such a state when made by hand. */
+static void test_labels_relabel_clash(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+	ms_reply rep;
+
+	for (int n = 1; n <= 2; n++)
+		assert_int_equal(add_labelled(f->st, n, "", "", 4 * MiB),
+				 MS_OK);
+	assert_int_equal(alloc(f->st, "d1", 1, 2, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(relabel(f->st, 2, "h1", NULL, NULL, NULL), MS_EEXIST);
+	assert_int_equal(relabel(f->st, 2, "h2b", NULL, NULL, NULL), MS_OK);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	master_store_close(f->st);
+	assert_int_equal(raw_sql(f->path, "UPDATE servers SET host = 'h1'"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+	assert_non_null(strstr(msg, "two replicas of one extent"));
+	master_store_close(f->st);
+	assert_int_equal(raw_sql(f->path, "UPDATE servers SET host = ''"
+					  " WHERE id = 2"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+	assert_non_null(strstr(msg, "no host label"));
+}
+
+/*
+ * Sites s1 (two hosts, roomy) and s2 (one host, room for one extent):
+ * a disk of 1 x 3 x 2 gets its first extent across both sites, the other
+ * two in s1 only, noted; the notes come back with every lookup, go with
+ * the disk, and the check holds throughout.
+ */
+static void test_labels_spread_notes(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+	ms_reply rep;
+	const ms_vdisk *v = &rep.body.ms_body_u.vdisk;
+
+	assert_int_equal(add_labelled(f->st, 1, "r1", "s1", 4 * MiB), MS_OK);
+	assert_int_equal(add_labelled(f->st, 2, "r2", "s1", 4 * MiB), MS_OK);
+	assert_int_equal(add_labelled(f->st, 3, "r1", "s2", 1 * MiB), MS_OK);
+	assert_int_equal(alloc(f->st, "d1", 1, 3, 2, &rep), MS_OK);
+	assert_int_equal(v->spread.spread_len, 2);
+	for (u_int i = 0; i < 2; i++) {
+		assert_int_equal(v->spread.spread_val[i].column, 0);
+		assert_int_equal(v->spread.spread_val[i].extent, i + 1);
+		assert_int_equal(v->spread.spread_val[i].reached,
+				 MS_DOMAIN_RACK);
+		assert_int_equal(v->spread.spread_val[i].wanted,
+				 MS_DOMAIN_SITE);
+		assert_int_equal(v->spread.spread_val[i].room, 1);
+	}
+	/* extent 0 has a replica on server 3 (s2) */
+	assert_true(v->extents.extents_val[0].server_id == 3 ||
+		    v->extents.extents_val[1].server_id == 3);
+	master_reply_free(&rep);
+	call(f->st, do_lookup, "d1", &rep);
+	assert_int_equal(v->spread.spread_len, 2);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	/* a note outside the disk, made by hand, is found */
+	assert_int_equal(sqlite3_exec(f->st->db,
+				      "INSERT INTO spread_notes VALUES"
+				      " ('d1', 0, 7, 0, 2, 1)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(master_store_check_invariants(f->st, msg, sizeof(msg)),
+			 -EUCLEAN);
+	assert_non_null(strstr(msg, "spread note"));
+	assert_int_equal(sqlite3_exec(f->st->db,
+				      "DELETE FROM spread_notes WHERE ext = 7",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	call(f->st, do_release, "d1", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+	master_store_close(f->st);
+	f->st = NULL;
+	assert_false(raw_query_is_one(f->path, "SELECT count(*) > 0 FROM"
+					       " spread_notes"));
+}
+
+/*
+ * A database of schema 4 as the previous stripe-master left it (its dump:
+ * three servers, one of them at an IPv6 address, disk "old" of 1 x 2 x 2).
+ * Opened, it gets host labels from the addresses and no rack or site, and
+ * works on.
+ */
+static const char schema_v4_dump[] =
+	"CREATE TABLE allocations ( vdisk_id TEXT NOT NULL REFERENCES vdisks"
+	" (id), col INTEGER NOT NULL CHECK (col >= 0), ext INTEGER NOT NULL"
+	" CHECK (ext >= 0), replica INTEGER NOT NULL CHECK (replica >= 0),"
+	" server_id INTEGER NOT NULL REFERENCES servers (id), idx INTEGER NOT"
+	" NULL CHECK (idx >= 0), stale INTEGER NOT NULL DEFAULT 0 CHECK (stale"
+	" IN (0, 1)), PRIMARY KEY (vdisk_id, col, ext, replica), UNIQUE"
+	" (server_id, idx)) WITHOUT ROWID;"
+	"INSERT INTO \"allocations\" VALUES('old',0,0,0,1,0,0);"
+	"INSERT INTO \"allocations\" VALUES('old',0,0,1,2,0,0);"
+	"INSERT INTO \"allocations\" VALUES('old',0,1,0,1,1,0);"
+	"INSERT INTO \"allocations\" VALUES('old',0,1,1,2,1,0);"
+	"CREATE TABLE fenced_hosts ( host TEXT PRIMARY KEY NOT NULL  CHECK"
+	" (length(host) BETWEEN 1 AND 63), by_host TEXT NOT NULL CHECK"
+	" (length(by_host) BETWEEN 1 AND 63), vdisk_id TEXT NOT NULL CHECK"
+	" (length(vdisk_id) BETWEEN 1 AND 63), epoch INTEGER NOT NULL CHECK"
+	" (epoch >= 1), since INTEGER NOT NULL CHECK (since >= 0)) WITHOUT"
+	" ROWID;"
+	"CREATE TABLE leases ( vdisk_id TEXT PRIMARY KEY NOT NULL  CHECK"
+	" (length(vdisk_id) BETWEEN 1 AND 63), holder TEXT NOT NULL CHECK"
+	" (length(holder) <= 63), epoch INTEGER NOT NULL CHECK (epoch >= 0),"
+	" previous TEXT NOT NULL CHECK (length(previous) <= 63), fence INTEGER"
+	" NOT NULL CHECK (fence IN (0, 1)), since INTEGER NOT NULL CHECK"
+	" (since >= 0), fence_pending INTEGER NOT NULL DEFAULT 0 CHECK"
+	" (fence_pending IN (0, 1)), CHECK (holder = '' OR epoch >= 1))"
+	" WITHOUT ROWID;"
+	"CREATE TABLE meta ( id INTEGER PRIMARY KEY CHECK (id = 1),"
+	" schema_version INTEGER NOT NULL, extent_size_bytes INTEGER NOT NULL"
+	" CHECK (extent_size_bytes > 0));"
+	"INSERT INTO \"meta\" VALUES(1,4,1048576);"
+	"CREATE TABLE released ( server_id INTEGER NOT NULL REFERENCES"
+	" servers (id), idx INTEGER NOT NULL CHECK (idx >= 0), PRIMARY KEY"
+	" (server_id, idx)) WITHOUT ROWID;"
+	"CREATE TABLE servers ( id INTEGER PRIMARY KEY AUTOINCREMENT, address"
+	" TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 63), portal TEXT"
+	" NOT NULL CHECK (length(portal) BETWEEN 1 AND 261), target TEXT NOT"
+	" NULL CHECK (length(target) BETWEEN 1 AND 223), lun INTEGER NOT NULL"
+	" CHECK (lun BETWEEN 0 AND 65535), size_bytes INTEGER NOT NULL CHECK"
+	" (size_bytes > 0), block_size INTEGER NOT NULL CHECK (block_size IN"
+	" (512, 1024, 2048,  4096)), nr_extents INTEGER NOT NULL CHECK"
+	" (nr_extents > 0), free_extents INTEGER NOT NULL  CHECK (free_extents"
+	" BETWEEN 0 AND nr_extents), next_fresh INTEGER NOT NULL DEFAULT 0 "
+	" CHECK (next_fresh BETWEEN 0 AND nr_extents), draining INTEGER NOT"
+	" NULL DEFAULT 0 CHECK (draining IN (0, 1)), UNIQUE (target, lun));"
+	"INSERT INTO \"servers\" VALUES(1,'10.0.0.1','10.0.0.1:3260',"
+	"'iqn.t:s1',1,4194304,512,4,2,2,0);"
+	"INSERT INTO \"servers\" VALUES(2,'10.0.0.2','10.0.0.2:3260',"
+	"'iqn.t:s2',1,4194304,512,4,2,2,0);"
+	"INSERT INTO \"servers\" VALUES(3,'fd00::3','[fd00::3]:3260',"
+	"'iqn.t:s3',1,4194304,512,4,4,0,0);"
+	"CREATE TABLE vdisks ( id TEXT PRIMARY KEY NOT NULL CHECK (length(id)"
+	" BETWEEN 1 AND 63), columns INTEGER NOT NULL CHECK (columns BETWEEN 1"
+	" AND 256), extents_per_column INTEGER NOT NULL CHECK"
+	" (extents_per_column >= 1), replicas INTEGER NOT NULL CHECK (replicas"
+	" BETWEEN 1 AND 4), CHECK (columns * extents_per_column * replicas <="
+	" 262144)) WITHOUT ROWID;"
+	"INSERT INTO \"vdisks\" VALUES('old',1,2,2);"
+	"CREATE INDEX allocations_stale ON allocations (vdisk_id) WHERE"
+	" stale = 1;"
+	"DELETE FROM \"sqlite_sequence\";"
+	"INSERT INTO \"sqlite_sequence\" VALUES('servers',3);";
+
+static void test_labels_schema4_upgrade(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where old_extents[] = {
+		{1, 0}, {2, 0}, {1, 1}, {2, 1}};
+	char path[128], msg[256];
+	struct master_store *st;
+	ms_reply rep;
+	ms_server *s;
+
+	snprintf(path, sizeof(path), "%s/v4.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v4_dump), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+	call(st, do_lookup, "old", &rep);
+	expect_extents(&rep, old_extents, ARRAY_SIZE(old_extents));
+	assert_int_equal(rep.body.ms_body_u.vdisk.spread.spread_len, 0);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_server_list(st, &rep), 0);
+	s = rep.body.ms_body_u.servers.servers_val;
+	assert_string_equal(s[0].host, "10.0.0.1");
+	assert_string_equal(s[2].host, "fd00--3");
+	assert_string_equal(s[2].address, "fd00::3");
+	assert_string_equal(s[1].rack, "");
+	assert_string_equal(s[1].site, "");
+	master_reply_free(&rep);
+	master_store_close(st);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
+					   " sqlite_master WHERE name ="
+					   " 'spread_notes'"));
+}
+
+/*
+ * The 4 -> 5 upgrade is one transaction: when its last statement fails
+ * (a table of that name exists already), the database stays at schema 4
+ * without the label columns, and opens again once the obstacle is gone.
+ */
+static void test_labels_upgrade_all_or_nothing(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+
+	snprintf(path, sizeof(path), "%s/v4.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v4_dump), SQLITE_OK);
+	assert_int_equal(raw_sql(path, "CREATE TABLE spread_notes (x);"),
+			 SQLITE_OK);
+	assert_int_not_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
+			     0);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 4 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) = 0 FROM"
+					   " pragma_table_info('servers')"
+					   " WHERE name IN ('host', 'rack',"
+					   " 'site')"));
+	assert_int_equal(raw_sql(path, "DROP TABLE spread_notes;"), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
 	master_store_close(st);
 }
 
@@ -1849,6 +2163,11 @@ int main(void)
 		T(test_fence_rollback),
 		T(test_fence_check),
 		T(test_fence_schema3_upgrade),
+		T(test_labels_add_and_relabel),
+		T(test_labels_relabel_clash),
+		T(test_labels_spread_notes),
+		T(test_labels_schema4_upgrade),
+		T(test_labels_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};
