@@ -400,7 +400,10 @@ for a in acked:
             print("epoch", a["epoch"], "acknowledged to two holders"); sys.exit()
 top = max((a["epoch"] for a in acked), default=0)
 holders = {a["holder"] for a in acked if a["epoch"] == top}
-if now["epoch"] < top or (now["epoch"] == top and now["holder"] not in holders):
+# a release keeps the epoch: free at the top epoch after a release by its
+# holder whose answer the kill -9 swallowed
+released = not now["holder"] and now["previous"] in holders
+if now["epoch"] < top or (now["epoch"] == top and now["holder"] not in holders and not released):
     print("lost: acknowledged epoch", top, holders, "now", now["epoch"], now["holder"]); sys.exit()
 print("ok", len(acked), top)' "$WORK/lease-a" "$WORK/lease-b")
 	case $out in
