@@ -106,6 +106,13 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 		ret = parse_size_opt(
 			v, STRIPE_RESYNC_CHUNK_ALIGN, STRIPE_MAX_RESYNC_CHUNK,
 			STRIPE_RESYNC_CHUNK_ALIGN, &o->resync_chunk);
+	} else if (key_is(opt, klen, "al_regions")) {
+		ret = parse_u32(v, 0, STRIPE_AL_MAX_CAP, &o->al_regions);
+		if (!ret && o->al_regions && o->al_regions < STRIPE_AL_MIN_CAP)
+			ret = -EINVAL;
+	} else if (key_is(opt, klen, "auto_resync")) {
+		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
+		o->auto_resync_off = !strcmp(v, "off");
 	} else if (key_is(opt, klen, "lease")) {
 		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
 		o->lease_off = !strcmp(v, "off");
@@ -125,6 +132,7 @@ static int parse_options(struct stripe_dev *dev)
 	dev->opts.resync_rate = STRIPE_DEFAULT_RESYNC_RATE;
 	dev->opts.resync_chunk = STRIPE_DEFAULT_RESYNC_CHUNK;
 	dev->opts.degraded_grace_ms = STRIPE_DEFAULT_DEGRADED_GRACE_MS;
+	dev->opts.al_regions = STRIPE_AL_DEFAULT_CAP;
 	while ((comma = strrchr(dev->path, ','))) {
 		if ((ret = parse_option(&dev->opts, comma + 1)) == -ENOMEM)
 			return ret;
@@ -136,7 +144,9 @@ static int parse_options(struct stripe_dev *dev)
 				"login_retries=N, degraded_grace_ms=N, "
 				"resync_rate=SIZE (at least 64K), "
 				"resync_chunk=SIZE (a multiple of 4K, at most "
-				"64M), lease=on|off or initiator=IQN",
+				"64M), al_regions=0 or 16-65536, "
+				"auto_resync=on|off, lease=on|off or "
+				"initiator=IQN",
 				comma + 1);
 		if (ret > 0)
 			break;
@@ -160,6 +170,10 @@ static int open_map(struct stripe_dev *dev)
 		return td_driver_fail(dev->drv, ret, "stripe: %s", text);
 	}
 	stripe_map_layout(&dev->map, &dev->layout);
+	if ((ret = stripe_al_open(dev, &lock_fd))) {
+		stripe_map_close(lock_fd);
+		return ret;
+	}
 	/* From here the lock fd belongs to stripe-stale.c. */
 	if ((ret = stripe_stale_start(dev, lock_fd)))
 		td_driver_fail(dev->drv, ret,
@@ -356,6 +370,7 @@ static void stripe_close(struct td_driver *drv)
 	stripe_lease_close(dev); /* the lease itself stays with this host */
 	stripe_resync_close(dev);
 	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
+	stripe_al_close(dev);	/* clean, when no write was cut short */
 	stripe_notify_stop(dev->notify);
 	stripe_map_free(&dev->map);
 	free(dev->servers);
@@ -404,6 +419,8 @@ static int stripe_open(struct td_driver *drv, const char *args)
 		td_warn("stripe: %s: the master %s will not be told of stale "
 			"replicas",
 			dev->path, dev->map.master);
+	stripe_stale_told(dev, dev->al.told); /* what the log's recovery marked */
+	stripe_resync_auto_start(dev);
 	drv->info.size_sectors = dev->map.size_bytes >> TD_SECTOR_SHIFT;
 	drv->info.sector_size = max_bs;
 	drv->info.boundary_sectors =
@@ -432,12 +449,43 @@ static uint32_t count_stale(const struct stripe_dev *dev)
 	return n;
 }
 
+static uint64_t count_dirty(const struct stripe_dev *dev)
+{
+	const struct stripe_map *m = &dev->map;
+	size_t nr = stripe_map_nr_slots(m);
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		if (m->slots[i].stale)
+			n += stripe_map_bits_count(stripe_map_slot_dirty(m, i),
+						   stripe_map_region_count(m));
+	return n;
+}
+
+static void report_al_json(struct stripe_dev *dev, struct td_json *j)
+{
+	const struct stripe_al *al = &dev->al;
+
+	td_json_begin_object(j, "activity_log");
+	td_json_bool(j, "enabled", al->enabled);
+	td_json_u64(j, "capacity", al->cap);
+	td_json_u64(j, "hot_regions", al->nr);
+	td_json_u64(j, "writes", al->writes);
+	td_json_u64(j, "write_errors", al->write_errors);
+	td_json_u64(j, "waits", al->waits);
+	td_json_u64(j, "full_waits", al->full_waits);
+	td_json_u64(j, "evictions", al->evictions);
+	td_json_u64(j, "recovered", al->recovered);
+	td_json_end_object(j);
+}
+
 static void report_resync_json(struct stripe_dev *dev, struct td_json *j)
 {
 	const struct stripe_resync *rs = &dev->resync;
 
 	td_json_begin_object(j, "resync");
 	td_json_str(j, "state", stripe_resync_state_name(rs->state));
+	td_json_bool(j, "automatic", rs->auto_run);
 	td_json_u64(j, "replicas_total", rs->slots_total);
 	td_json_u64(j, "replicas_done", rs->slots_done);
 	td_json_u64(j, "replicas_failed", rs->slots_failed);
@@ -466,6 +514,10 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_u64(j, "extents_per_column", m->extents_per_column);
 	td_json_u64(j, "replicas", m->replicas);
 	td_json_u64(j, "stale_replicas", count_stale(dev));
+	td_json_u64(j, "region_bytes", m->region_bytes);
+	td_json_u64(j, "dirty_regions", count_dirty(dev));
+	td_json_bool(j, "auto_resync", !dev->opts.auto_resync_off);
+	report_al_json(dev, j);
 	td_json_u64(j, "stale_marks_pending", stripe_stale_pending(dev));
 	td_json_u64(j, "map_rewrites", dev->stale.rewrites);
 	td_json_u64(j, "map_rewrite_errors", dev->stale.rewrite_errors);
@@ -512,9 +564,10 @@ static void report_resync_text(struct stripe_dev *dev, struct td_strbuf *sb)
 	const struct stripe_resync *rs = &dev->resync;
 
 	td_strbuf_printf(sb,
-			 "resync: %s, %" PRIu64 " of %" PRIu64
+			 "resync: %s%s, %" PRIu64 " of %" PRIu64
 			 " replicas done, %" PRIu64 " failed, %" PRIu64
 			 " bytes copied",
+			 rs->auto_run ? "(automatic) " : "",
 			 stripe_resync_state_name(rs->state), rs->slots_done,
 			 rs->slots_total, rs->slots_failed, rs->bytes_copied);
 	if (rs->have_slot)
@@ -539,10 +592,12 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			 dev->path, m->vdisk, m->columns, m->stripe_unit_bytes,
 			 m->extent_size_bytes, m->replicas);
 	td_strbuf_printf(sb,
-			 "stale replicas: %u (%u marks not yet durable), map "
+			 "stale replicas: %u, %" PRIu64 " dirty regions of "
+			 "%" PRIu64 " bytes (%u marks not yet durable), map "
 			 "rewrites %" PRIu64 " (%" PRIu64
 			 " failed), master notifications %" PRIu64 "\n",
-			 count_stale(dev), stripe_stale_pending(dev),
+			 count_stale(dev), count_dirty(dev), m->region_bytes,
+			 stripe_stale_pending(dev),
 			 dev->stale.rewrites, dev->stale.rewrite_errors,
 			 stripe_notify_count(dev->notify));
 	td_strbuf_printf(
@@ -552,6 +607,14 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 		", degraded skips %" PRIu64 ", flush rounds %" PRIu64 "\n",
 		dev->read_fallbacks, dev->replica_write_errors,
 		dev->writes_degraded, dev->degraded_skips, dev->flush_rounds);
+	td_strbuf_printf(sb,
+			 "activity log: %s, %u of %u regions hot, %" PRIu64
+			 " writes (%" PRIu64 " failed), %" PRIu64
+			 " waits, %u recovered at open; auto resync %s\n",
+			 dev->al.enabled ? "on" : "off", dev->al.nr,
+			 dev->al.cap, dev->al.writes, dev->al.write_errors,
+			 dev->al.waits, dev->al.recovered,
+			 dev->opts.auto_resync_off ? "off" : "on");
 	stripe_lease_report_text(dev, sb);
 	report_resync_text(dev, sb);
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
@@ -594,18 +657,36 @@ static void stripe_info_text(struct td_driver *drv, struct td_strbuf *sb)
 
 /* --- control ------------------------------------------------------------------------ */
 
+/* "resync auto [on|off]": the switch of the resync on its own. */
+static int control_auto(struct stripe_dev *dev, int argc, char **argv,
+			struct td_strbuf *out)
+{
+	if (argc == 3 && strcmp(argv[2], "on") && strcmp(argv[2], "off")) {
+		td_strbuf_puts(out, "usage: resync auto [on|off]");
+		return -EINVAL;
+	}
+	if (argc == 3)
+		dev->opts.auto_resync_off = !strcmp(argv[2], "off");
+	td_strbuf_printf(out, "auto resync %s\n",
+			 dev->opts.auto_resync_off ? "off" : "on");
+	return 0;
+}
+
 static int control_resync(struct stripe_dev *dev, int argc, char **argv,
 			  struct td_strbuf *out)
 {
 	const char *rate_arg = argc > 1 ? argv[1] : NULL;
 	uint64_t rate = 0;
 
-	if (argc > 2) {
-		td_strbuf_puts(out, "usage: resync [RATE] | resync stop");
+	if (argc > 3 || (argc == 3 && strcmp(argv[1], "auto"))) {
+		td_strbuf_puts(out, "usage: resync [RATE] | resync stop | "
+				    "resync auto [on|off]");
 		return -EINVAL;
 	}
 	if (rate_arg && !strcmp(rate_arg, "stop"))
 		return stripe_resync_stop(dev, out);
+	if (rate_arg && !strcmp(rate_arg, "auto"))
+		return control_auto(dev, argc, argv, out);
 	if (rate_arg && !strncmp(rate_arg, "rate=", 5))
 		rate_arg += 5;
 	if (rate_arg &&
@@ -633,7 +714,8 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 	if (!strcmp(argv[0], "lease") || !strcmp(argv[0], "handover"))
 		return stripe_lease_control(dev, argc, argv, out);
 	td_strbuf_puts(out, "stripe commands: resync [RATE], resync stop, "
-			    "status, lease, handover HOST");
+			    "resync auto [on|off], status, lease, "
+			    "handover HOST");
 	return -EINVAL;
 }
 

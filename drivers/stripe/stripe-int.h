@@ -22,6 +22,7 @@
 #include "drivers/stripe/iscsi/iscsi-pr.h"
 #include "drivers/stripe/map/map.h"
 #include "drivers/stripe/map/stripe-layout.h"
+#include "drivers/stripe/stripe-al.h"
 #include "drivers/stripe/stripe-notify.h"
 #include "master/client/host-id.h"
 #include "tapdisk/driver.h"
@@ -322,6 +323,7 @@ struct stripe_req {
 	uint64_t wait_gen;	      /* stale-mark generation to wait for */
 	bool in_writes;		      /* on dev->writes */
 	bool resync_blocker;	      /* the resync lock waits for it */
+	bool al_held;		      /* holds its regions in the activity log */
 	TAILQ_ENTRY(stripe_req) link; /* dev->writes */
 	TAILQ_ENTRY(stripe_req) wait_link; /* a wait list: gen, lock, flush */
 	struct stripe_child child[STRIPE_MAX_REPLICAS];
@@ -357,7 +359,8 @@ struct stripe_stale {
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
-	bool *want;	   /* nr_slots */
+	bool *want;	     /* nr_slots */
+	uint64_t *want_bits; /* nr_slots * region words: the dirty regions */
 	uint64_t want_gen; /* the generation want[] holds */
 	uint64_t ok_gen;   /* newest generation written */
 	uint64_t fail_gen; /* newest generation that failed */
@@ -367,6 +370,54 @@ struct stripe_stale {
 	/* the thread's own */
 	struct stripe_map copy;
 	int lock_fd; /* the mapping file's lock; swapped by each rewrite */
+};
+
+/* One hot region of the activity log (stripe-al.c). */
+struct stripe_al_entry {
+	uint64_t region;   /* extent index * regions per extent + k */
+	uint64_t add_gen;  /* the generation that first named it */
+	uint64_t last_use; /* for the LRU choice */
+	uint32_t inflight; /* unacknowledged writes on it */
+	uint32_t next;	   /* hash chain */
+	bool used;
+};
+
+/*
+ * The activity log (stripe-al.c).  Generations count from the record
+ * written at open (rec.gen); gen_* are relative to it.
+ */
+struct stripe_al {
+	/* loop thread */
+	bool enabled; /* open, writable, al_regions > 0 */
+	bool inited;
+	uint32_t cap, nr, nbuckets;
+	struct stripe_al_entry *e;
+	uint32_t *bucket;
+	uint64_t tick;
+	uint64_t gen_requested, gen_durable, gen_failed;
+	bool dirty;
+	bool aborted;			/* a write ended without completing */
+	struct stripe_req_list waiters; /* writes waiting for a record */
+	struct stripe_req_list full;	/* writes waiting for an entry */
+	int efd;
+	struct td_fd efd_event;
+	uint64_t writes, write_errors, waits, full_waits, evictions;
+	uint32_t recovered; /* regions (or extents) the last open marked */
+	bool *told;	    /* per slot: stale before the recovery, or NULL */
+	char *path;
+	int fd;
+	uint64_t *out; /* the thread's copy */
+
+	/* shared with the thread, under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool thread_started, stop;
+	struct stripe_al_record rec; /* the record written at open */
+	uint64_t *want;
+	uint32_t want_nr;
+	uint64_t want_gen, ok_gen, fail_gen; /* file generations */
+	int fail_err;
 };
 
 enum stripe_resync_state {
@@ -388,6 +439,9 @@ enum stripe_resync_step {
 
 struct stripe_resync {
 	enum stripe_resync_state state;
+	bool auto_run;		/* started on its own (auto_resync) */
+	uint64_t auto_after_ns; /* no run on its own before (a failed one) */
+	struct td_timer auto_timer;
 	enum stripe_resync_step step;
 	bool stop_requested;
 	uint64_t rate_bytes_per_s;
@@ -426,6 +480,8 @@ struct stripe_opts {
 	uint32_t degraded_grace_ms;
 	char *initiator;
 	bool lease_off; /* lease=off: no lease taken (a map no other host has) */
+	uint32_t al_regions; /* activity log entries; 0 = no log */
+	bool auto_resync_off; /* auto_resync=off */
 };
 
 /*
@@ -469,6 +525,7 @@ struct stripe_dev {
 
 	struct stripe_stale stale;
 	struct stripe_resync resync;
+	struct stripe_al al;
 	struct stripe_notify *notify;
 	struct stripe_lease lease;
 	struct stripe_fence fence;
@@ -493,6 +550,9 @@ uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
 int stripe_io_submit(struct td_driver *drv, struct td_request *req);
 /* Issue sc on its server, through the server's gate. */
 void stripe_cmd_submit(struct stripe_dev *dev, struct stripe_cmd *sc);
+/* Whether the regions sr touches are clean on replica r. */
+bool stripe_req_clean_on(const struct stripe_dev *dev,
+			 const struct stripe_req *sr, uint32_t r);
 /* Route a write again (it waited for the resync lock). */
 void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr);
 void stripe_io_close(struct stripe_dev *dev);
@@ -509,6 +569,18 @@ int stripe_stale_start(struct stripe_dev *dev, int lock_fd);
 void stripe_stale_stop(struct stripe_dev *dev);
 /* Change a slot's state in memory and in want[] (not yet handed over). */
 void stripe_stale_set(struct stripe_dev *dev, size_t slot, bool stale);
+/*
+ * Mark the regions of [off, off + len) of slot dirty (the slot turns
+ * stale when it was not); the generation a write that missed them must
+ * wait for before it is acknowledged (0: durable already).
+ */
+uint64_t stripe_stale_mark_range(struct stripe_dev *dev, size_t slot,
+				 uint64_t off, uint64_t len);
+/*
+ * The master was told told[] (per slot: stale) before this open; tell it
+ * what differs now (the activity log's recovery marked slots).
+ */
+void stripe_stale_told(struct stripe_dev *dev, bool *told);
 /* Hand want[] to the thread if it changed; the generation to wait for. */
 uint64_t stripe_stale_commit(struct stripe_dev *dev);
 /*
@@ -525,6 +597,25 @@ void stripe_stale_wait(struct stripe_dev *dev, struct stripe_req *sr,
 		       uint64_t gen);
 bool stripe_stale_durable(const struct stripe_dev *dev, size_t slot);
 uint32_t stripe_stale_pending(const struct stripe_dev *dev);
+
+/* --- stripe-al.c ------------------------------------------------------- */
+/*
+ * At open, after the map is read and before the stale writer starts: read
+ * the log, mark what an unclean one names (rewriting the map through
+ * *lock_fd), start a new log.  0, or -errno said with td_driver_fail.
+ */
+int stripe_al_open(struct stripe_dev *dev, int *lock_fd);
+/* At close, after the backends: a clean record when no write is held. */
+void stripe_al_close(struct stripe_dev *dev);
+/*
+ * Before a write is routed: take its regions.  false: go on now; true: it
+ * waits (a record, or a free entry) and stripe_io_restart runs it later.
+ */
+bool stripe_al_enter(struct stripe_dev *dev, struct stripe_req *sr);
+void stripe_al_leave(struct stripe_dev *dev, struct stripe_req *sr);
+/* Complete a request of the driver (its log regions let go first). */
+void stripe_req_complete(struct stripe_dev *dev, struct stripe_req *sr,
+			 int err);
 
 /* --- stripe-fence.c ---------------------------------------------------- */
 /*
@@ -589,6 +680,8 @@ const char *stripe_lease_state(const struct stripe_dev *dev);
 int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 			struct td_strbuf *msg);
 int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg);
+/* At open: look every second for a server back with regions to copy. */
+void stripe_resync_auto_start(struct stripe_dev *dev);
 void stripe_resync_close(struct stripe_dev *dev);
 /*
  * For the write path.  true: sr overlaps the locked chunk and was queued

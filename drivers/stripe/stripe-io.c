@@ -331,6 +331,20 @@ static struct stripe_child *child_of(struct stripe_cmd *sc)
 
 /* --- reads --------------------------------------------------------------------- */
 
+bool stripe_req_clean_on(const struct stripe_dev *dev,
+			 const struct stripe_req *sr, uint32_t r)
+{
+	const struct stripe_map *m = &dev->map;
+	const uint64_t *bits = stripe_map_slot_dirty(
+		m, stripe_map_slot_index(m, sr->column, sr->extent, r));
+	uint32_t k0 = (uint32_t)(sr->ext_off / m->region_bytes);
+	uint32_t k1 = (uint32_t)((sr->ext_off + (sr->bytes ? sr->bytes : 1) -
+				  1) /
+				 m->region_bytes);
+
+	return stripe_map_bits_next(bits, k1 + 1, k0) > k1;
+}
+
 /* UP, then connecting for the first time, then degraded (DOWN too). */
 static unsigned int state_rank(struct stripe_dev *dev,
 			       struct stripe_server *srv)
@@ -355,7 +369,8 @@ static int pick_replica(struct stripe_dev *dev, struct stripe_req *sr)
 		struct stripe_server *srv = &dev->servers[rep->server];
 		uint64_t rank;
 
-		if ((sr->issued_mask & (1u << r)) || rep->stale ||
+		if ((sr->issued_mask & (1u << r)) ||
+		    (rep->stale && !stripe_req_clean_on(dev, sr, r)) ||
 		    srv->gate == STRIPE_GATE_BAD)
 			continue;
 		rank = ((uint64_t)state_rank(dev, srv) << 32) | srv->in_flight;
@@ -501,7 +516,10 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 		if (!dev->map.slots[slot].stale) {
 			live++;
 			sr->issued_mask |= 1u << r;
-		} else if ((g = stripe_stale_gen_for(dev, slot)) > gen) {
+		} else if (!(sr->target_mask & (1u << r)) &&
+			   (g = stripe_stale_mark_range(dev, slot, sr->ext_off,
+							sr->bytes)) > gen) {
+			/* Not written: its regions must say so first. */
 			gen = g;
 		}
 	}
@@ -512,11 +530,11 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 			   td_op_name(sr->req->op),
 			   (unsigned long long)sr->req->sector, sr->column,
 			   sr->extent);
-		td_complete(sr->req, -EIO);
+		stripe_req_complete(dev, sr, -EIO);
 		return;
 	}
 	if (op == ISCSI_CMD_UNMAP && !discard_useful(dev, sr)) {
-		td_complete(sr->req, 0);
+		stripe_req_complete(dev, sr, 0);
 		return;
 	}
 	sr->wait_gen = gen;
@@ -540,9 +558,10 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 
 /* Sort the children's results into replicas that succeeded and failed. */
 static void write_results(struct stripe_dev *dev, struct stripe_req *sr,
-			  uint32_t *ok, uint32_t *failed)
+			  uint32_t *ok, uint32_t *failed, uint64_t *target_gen)
 {
 	*ok = *failed = 0;
+	*target_gen = 0;
 	for (uint32_t r = 0; r < dev->map.replicas; r++) {
 		int err;
 
@@ -551,14 +570,24 @@ static void write_results(struct stripe_dev *dev, struct stripe_req *sr,
 		err = sr->child[r].err;
 		if (err == -EOPNOTSUPP && sr->req->op == TD_OP_DISCARD)
 			err = 0;
-		if ((sr->target_mask & (1u << r)) && err)
+		if ((sr->target_mask & (1u << r)) && err) {
+			/* The target's regions under the write may differ
+			 * now, even those the copy had not to do. */
 			stripe_resync_target_failed(dev, err);
-		if (!(sr->issued_mask & (1u << r)) ||
-		    req_slot(dev, sr, r)->stale)
-			continue; /* not written, or marked meanwhile */
+			*target_gen = stripe_stale_mark_range(
+				dev,
+				stripe_map_slot_index(&dev->map, sr->column,
+						      sr->extent, r),
+				sr->ext_off, sr->bytes);
+		}
+		if (!(sr->issued_mask & (1u << r)))
+			continue; /* not written */
+		/* A replica marked meanwhile carries the write only when
+		 * its regions under it are still clean. */
 		if (err)
 			*failed |= 1u << r;
-		else
+		else if (!req_slot(dev, sr, r)->stale ||
+			 stripe_req_clean_on(dev, sr, r))
 			*ok |= 1u << r;
 	}
 }
@@ -590,7 +619,9 @@ static uint64_t write_mark(struct stripe_dev *dev, struct stripe_req *sr,
 				r, dev->map.slots[slot].server,
 				strerror(-sr->child[r].err));
 		dev->replica_write_errors++;
-		stripe_stale_set(dev, slot, true);
+		/* Only the regions it missed: the rest of the replica is
+		 * as good as the others. */
+		stripe_stale_mark_range(dev, slot, sr->ext_off, sr->bytes);
 	}
 	return stripe_stale_commit(dev);
 }
@@ -617,7 +648,7 @@ static bool write_fenced(struct stripe_dev *dev, struct stripe_req *sr)
 		if (sr->target_mask)
 			stripe_resync_target_failed(dev, -EACCES);
 		dev->reservation_conflicts++;
-		td_complete(sr->req, -EACCES);
+		stripe_req_complete(dev, sr, -EACCES);
 	}
 	return fenced;
 }
@@ -626,7 +657,7 @@ static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	bool blocker = sr->resync_blocker;
 	uint32_t ok, failed;
-	uint64_t gen = sr->wait_gen;
+	uint64_t gen = sr->wait_gen, tgen;
 
 	TAILQ_REMOVE(&dev->writes, sr, link);
 	sr->in_writes = false;
@@ -636,7 +667,8 @@ static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 			stripe_resync_blocker_done(dev);
 		return;
 	}
-	write_results(dev, sr, &ok, &failed);
+	write_results(dev, sr, &ok, &failed, &tgen);
+	gen = tgen > gen ? tgen : gen;
 	if (!ok) {
 		td_vbd_err(dev->drv->vbd,
 			   "stripe: %s at sector %llu failed on every live "
@@ -644,7 +676,7 @@ static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 			   td_op_name(sr->req->op),
 			   (unsigned long long)sr->req->sector, sr->column,
 			   sr->extent, strerror(sr->err ? -sr->err : EIO));
-		td_complete(sr->req, sr->err ? sr->err : -EIO);
+		stripe_req_complete(dev, sr, sr->err ? sr->err : -EIO);
 	} else {
 		if (failed) {
 			uint64_t g = write_mark(dev, sr, failed);
@@ -671,7 +703,9 @@ static void write_done(struct stripe_cmd *sc, int err)
 	if (--sr->pending)
 		return;
 	if (sr->dev->closing) {
+		/* Cut short: its regions stay hot in the activity log. */
 		TAILQ_REMOVE(&sr->dev->writes, sr, link);
+		sr->dev->al.aborted = true;
 		td_complete(sr->req, sr->err);
 		return;
 	}
@@ -871,6 +905,7 @@ int stripe_io_submit(struct td_driver *drv, struct td_request *req)
 	sr->dev = dev;
 	sr->err = 0;
 	sr->issued_mask = 0;
+	sr->al_held = false;
 	if (req->op == TD_OP_FLUSH) {
 		TAILQ_INSERT_TAIL(&dev->flush_next, sr, wait_link);
 		if (!dev->round_active)
@@ -887,7 +922,7 @@ int stripe_io_submit(struct td_driver *drv, struct td_request *req)
 	sr->bytes = td_request_bytes(req);
 	if (req->op == TD_OP_READ)
 		read_issue(dev, sr);
-	else
+	else if (!stripe_al_enter(dev, sr))
 		stripe_io_restart(dev, sr);
 	return 0;
 }

@@ -43,6 +43,9 @@
 #define NS_PER_S	 1000000000ull
 #define NS_PER_US	 1000ull
 #define RESYNC_BUF_ALIGN 4096
+/* On its own: how often to look, and the pause after a run that failed. */
+#define AUTO_POLL_US	 1000000ull
+#define AUTO_BACKOFF_NS	 (10 * NS_PER_S)
 
 const char *stripe_resync_state_name(enum stripe_resync_state s)
 {
@@ -67,9 +70,29 @@ static bool candidate(struct stripe_dev *dev, size_t slot)
 				((size_t)m->replicas * m->extents_per_column));
 	uint32_t j = (uint32_t)((slot / m->replicas) % m->extents_per_column);
 
+	const struct stripe_server *srv = &dev->servers[m->slots[slot].server];
+
+	if (dev->resync.auto_run &&
+	    (srv->gate != STRIPE_GATE_OK ||
+	     srv->ops->state(srv->be) != ISCSI_CONN_UP))
+		return false; /* on its own, only to a server that is back */
 	return m->slots[slot].stale && stripe_stale_durable(dev, slot) &&
 	       !(dev->resync.tried && dev->resync.tried[slot]) &&
 	       stripe_live_replicas(dev, c, j) > 0;
+}
+
+/* Dirty regions of the candidates, for the log line. */
+static uint64_t count_dirty(struct stripe_dev *dev)
+{
+	const struct stripe_map *m = &dev->map;
+	size_t nr = stripe_map_nr_slots(m);
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < nr; i++)
+		if (candidate(dev, i))
+			n += stripe_map_bits_count(stripe_map_slot_dirty(m, i),
+						   stripe_map_region_count(m));
+	return n;
 }
 
 static uint64_t count_candidates(struct stripe_dev *dev)
@@ -150,8 +173,9 @@ bool stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr)
 		TAILQ_INSERT_TAIL(&rs->waiting, sr, wait_link);
 		return true;
 	}
-	if (sr->ext_off < rs->cursor)
-		sr->target_mask = 1u << rs->replica;
+	/* Every write: the target's clean regions must stay clean, and
+	 * the copied ones exact. */
+	sr->target_mask = 1u << rs->replica;
 	return false;
 }
 
@@ -179,14 +203,17 @@ static void finish(struct stripe_dev *dev, enum stripe_resync_state state)
 	rs->step = RESYNC_STEP_NONE;
 	rs->have_slot = false;
 	rs->ended_ns = td_now_ns();
+	if (rs->auto_run && state == STRIPE_RESYNC_FAILED)
+		rs->auto_after_ns = rs->ended_ns + AUTO_BACKOFF_NS;
 	free(rs->buf);
 	free(rs->tried);
 	rs->buf = NULL;
 	rs->tried = NULL;
 	td_vbd_info(dev->drv->vbd,
-		    "stripe: resync %s: %" PRIu64 " of %" PRIu64
+		    "stripe: %sresync %s: %" PRIu64 " of %" PRIu64
 		    " replicas resynchronised, %" PRIu64 " failed, %" PRIu64
 		    " bytes copied",
+		    rs->auto_run ? "automatic " : "",
 		    stripe_resync_state_name(state), rs->slots_done,
 		    rs->slots_total, rs->slots_failed, rs->bytes_copied);
 }
@@ -313,7 +340,16 @@ static void read_source(struct stripe_dev *dev)
 		const struct stripe_map_replica *rep =
 			stripe_map_slot(&dev->map, rs->column, rs->extent, r);
 
-		if (r == rs->replica || rep->stale ||
+		if (r == rs->replica ||
+		    (rep->stale &&
+		     stripe_map_bits_test(
+			     stripe_map_slot_dirty(
+				     &dev->map,
+				     stripe_map_slot_index(&dev->map,
+							   rs->column,
+							   rs->extent, r)),
+			     (uint32_t)(rs->cursor /
+					dev->map.region_bytes))) ||
 		    (rs->src_tried & (1u << r)) ||
 		    dev->servers[rep->server].gate == STRIPE_GATE_BAD)
 			continue;
@@ -361,10 +397,29 @@ static void lock_ready(struct stripe_dev *dev)
 	read_source(dev);
 }
 
+/* Move the cursor over the regions the target does not miss. */
+static void skip_clean(struct stripe_dev *dev)
+{
+	struct stripe_resync *rs = &dev->resync;
+	const struct stripe_map *m = &dev->map;
+	uint32_t n = stripe_map_region_count(m);
+	uint32_t k = (uint32_t)(rs->cursor / m->region_bytes);
+
+	if (rs->cursor >= m->extent_size_bytes ||
+	    stripe_map_bits_test(stripe_map_slot_dirty(m, rs->slot), k))
+		return;
+	k = stripe_map_bits_next(stripe_map_slot_dirty(m, rs->slot), n, k);
+	rs->cursor = (uint64_t)k * m->region_bytes;
+}
+
 static void chunk_begin(struct stripe_dev *dev)
 {
 	struct stripe_resync *rs = &dev->resync;
-	uint64_t left = dev->map.extent_size_bytes - rs->cursor;
+	uint64_t left, region_left;
+
+	skip_clean(dev);
+	left = dev->map.extent_size_bytes - rs->cursor;
+	region_left = dev->map.region_bytes - rs->cursor % dev->map.region_bytes;
 
 	rs->step = RESYNC_STEP_NONE;
 	if (rs->stop_requested) {
@@ -382,6 +437,8 @@ static void chunk_begin(struct stripe_dev *dev)
 		return;
 	}
 	rs->chunk_len = left < rs->chunk_bytes ? left : rs->chunk_bytes;
+	if (rs->chunk_len > region_left)
+		rs->chunk_len = region_left; /* one region's bits at a time */
 	lock(dev, rs->cursor, rs->cursor + rs->chunk_len);
 }
 
@@ -415,8 +472,8 @@ static void slot_begin(struct stripe_dev *dev)
 	       rs->slots_failed ? STRIPE_RESYNC_FAILED : STRIPE_RESYNC_DONE);
 }
 
-int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
-			struct td_strbuf *msg)
+static int run_start(struct stripe_dev *dev, uint64_t rate, bool automatic,
+		     struct td_strbuf *msg)
 {
 	struct stripe_resync *rs = &dev->resync;
 	size_t nr = stripe_map_nr_slots(&dev->map);
@@ -431,6 +488,7 @@ int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 		td_strbuf_puts(msg, "the disk is open read-only: no resync");
 		return -EROFS;
 	}
+	rs->auto_run = automatic;
 	if (!(n = count_candidates(dev))) {
 		td_strbuf_printf(msg,
 				 "nothing to resync: %u stale marks are "
@@ -464,11 +522,49 @@ int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 			 " bytes/s\n",
 			 n, dev->map.extent_size_bytes, rs->rate_bytes_per_s);
 	td_vbd_info(dev->drv->vbd,
-		    "stripe: resync started: %" PRIu64 " stale replicas at "
+		    "stripe: %sresync started: %" PRIu64 " stale replicas "
+		    "(%" PRIu64 " dirty regions of %" PRIu64 " bytes), at "
 		    "most %" PRIu64 " bytes/s",
-		    n, rs->rate_bytes_per_s);
+		    automatic ? "automatic " : "", n, count_dirty(dev),
+		    dev->map.region_bytes, rs->rate_bytes_per_s);
 	slot_begin(dev);
 	return 0;
+}
+
+int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
+			struct td_strbuf *msg)
+{
+	return run_start(dev, rate, false, msg);
+}
+
+/* Start a run when a server that missed writes is back. */
+static void auto_poll(struct td_timer *t, void *opaque)
+{
+	struct stripe_dev *dev = opaque;
+	struct stripe_resync *rs = &dev->resync;
+	struct td_strbuf msg;
+
+	if (dev->closing)
+		return;
+	td_strbuf_init(&msg);
+	if (!dev->opts.auto_resync_off && rs->state != STRIPE_RESYNC_RUNNING &&
+	    !dev->drv->read_only && !dev->lease.handed_over &&
+	    td_now_ns() >= rs->auto_after_ns) {
+		rs->auto_run = true;
+		if (count_candidates(dev))
+			run_start(dev, 0, true, &msg);
+		else
+			rs->auto_run = rs->state == STRIPE_RESYNC_RUNNING;
+		td_strbuf_free(&msg);
+	}
+	td_loop_timer_arm(dev->drv->loop, &rs->auto_timer, AUTO_POLL_US,
+			  auto_poll, dev);
+}
+
+void stripe_resync_auto_start(struct stripe_dev *dev)
+{
+	td_loop_timer_arm(dev->drv->loop, &dev->resync.auto_timer,
+			  AUTO_POLL_US, auto_poll, dev);
 }
 
 int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg)
@@ -497,6 +593,7 @@ void stripe_resync_close(struct stripe_dev *dev)
 	struct stripe_resync *rs = &dev->resync;
 
 	td_loop_timer_cancel(&rs->timer);
+	td_loop_timer_cancel(&rs->auto_timer);
 	free(rs->buf);
 	free(rs->tried);
 	rs->buf = NULL;

@@ -63,6 +63,9 @@ static void *writer_main(void *opaque)
 		gen = st->want_gen;
 		for (size_t i = 0; i < nr; i++)
 			st->copy.slots[i].stale = st->want[i];
+		memcpy(st->copy.dirty, st->want_bits,
+		       nr * stripe_map_region_words(&st->copy) *
+			       sizeof(*st->want_bits));
 		pthread_mutex_unlock(&st->lock);
 
 		ret = stripe_map_rewrite(dev->path, &st->copy, &st->lock_fd,
@@ -120,10 +123,10 @@ static void stale_release(struct stripe_dev *dev)
 		next = TAILQ_NEXT(sr, wait_link);
 		if (sr->wait_gen <= st->gen_durable) {
 			TAILQ_REMOVE(&st->waiters, sr, wait_link);
-			td_complete(sr->req, sr->err);
+			stripe_req_complete(dev, sr, sr->err);
 		} else if (sr->wait_gen <= st->gen_failed) {
 			TAILQ_REMOVE(&st->waiters, sr, wait_link);
-			td_complete(sr->req, -EIO);
+			stripe_req_complete(dev, sr, -EIO);
 		}
 	}
 }
@@ -162,24 +165,82 @@ static void stale_reap(struct td_fd *fde, uint32_t events, void *opaque)
 	stale_release(dev);
 }
 
-void stripe_stale_set(struct stripe_dev *dev, size_t slot, bool stale)
+/* Hand slot's state (flag and regions) to want[], for the next rewrite. */
+static void stale_want(struct stripe_dev *dev, size_t slot)
 {
 	struct stripe_stale *st = &dev->stale;
-	struct stripe_map_replica *rep = &dev->map.slots[slot];
-	struct stripe_server *srv = &dev->servers[rep->server];
+	size_t words = stripe_map_region_words(&dev->map);
 
-	if (rep->stale == stale)
-		return;
-	rep->stale = stale;
+	pthread_mutex_lock(&st->lock);
+	st->want[slot] = dev->map.slots[slot].stale;
+	memcpy(st->want_bits + slot * words,
+	       stripe_map_slot_dirty(&dev->map, slot),
+	       words * sizeof(*st->want_bits));
+	pthread_mutex_unlock(&st->lock);
+	st->mark_gen[slot] = st->gen_requested + 1;
+	st->dirty = true;
+}
+
+/* Keep the server's count of live slots as slot turns stale or live. */
+static void live_count(struct stripe_dev *dev, size_t slot, bool stale)
+{
+	struct stripe_server *srv =
+		&dev->servers[dev->map.slots[slot].server];
+
 	if (stale)
 		srv->live_slots--;
 	else
 		srv->live_slots++;
-	pthread_mutex_lock(&st->lock);
-	st->want[slot] = stale;
-	pthread_mutex_unlock(&st->lock);
-	st->mark_gen[slot] = st->gen_requested + 1;
-	st->dirty = true;
+}
+
+void stripe_stale_set(struct stripe_dev *dev, size_t slot, bool stale)
+{
+	struct stripe_map *m = &dev->map;
+	uint32_t n = stripe_map_region_count(m);
+	const uint64_t *bits = stripe_map_slot_dirty(m, slot);
+
+	/* Stale means every region here; a slot with some is made whole. */
+	if (stale ? stripe_map_bits_count(bits, n) == n : !m->slots[slot].stale)
+		return;
+	if (m->slots[slot].stale != stale)
+		live_count(dev, slot, stale);
+	if (stale)
+		stripe_map_slot_mark_all(m, slot);
+	else
+		stripe_map_slot_clear_all(m, slot);
+	stale_want(dev, slot);
+}
+
+uint64_t stripe_stale_mark_range(struct stripe_dev *dev, size_t slot,
+				 uint64_t off, uint64_t len)
+{
+	struct stripe_map *m = &dev->map;
+	uint64_t *bits = stripe_map_slot_dirty(m, slot);
+	uint32_t k0 = (uint32_t)(off / m->region_bytes);
+	uint32_t k1 = (uint32_t)((off + (len ? len : 1) - 1) / m->region_bytes);
+	bool all = true;
+
+	for (uint32_t k = k0; k <= k1 && all; k++)
+		all = stripe_map_bits_test(bits, k);
+	if (!all) {
+		if (!m->slots[slot].stale)
+			live_count(dev, slot, true);
+		stripe_map_bits_set_range(bits, k0, k1);
+		m->slots[slot].stale = true;
+		stale_want(dev, slot);
+	}
+	return stripe_stale_gen_for(dev, slot);
+}
+
+void stripe_stale_told(struct stripe_dev *dev, bool *told)
+{
+	size_t nr = stripe_map_nr_slots(&dev->map);
+
+	if (!told || !dev->stale.notified)
+		return;
+	for (size_t i = 0; i < nr; i++)
+		dev->stale.notified[i] = told[i];
+	stale_notify(dev); /* the marks are in the file already */
 }
 
 uint64_t stripe_stale_commit(struct stripe_dev *dev)
@@ -245,22 +306,6 @@ uint32_t stripe_stale_pending(const struct stripe_dev *dev)
 
 /* --- start and stop --------------------------------------------------------- */
 
-static int copy_map(struct stripe_map *dst, const struct stripe_map *src)
-{
-	int ret;
-
-	*dst = *src;
-	dst->servers = NULL;
-	dst->slots = NULL;
-	if ((ret = stripe_map_alloc(dst, src->nr_servers)))
-		return ret;
-	memcpy(dst->servers, src->servers,
-	       src->nr_servers * sizeof(*dst->servers));
-	memcpy(dst->slots, src->slots,
-	       stripe_map_nr_slots(src) * sizeof(*dst->slots));
-	return 0;
-}
-
 static int stale_alloc(struct stripe_dev *dev)
 {
 	struct stripe_stale *st = &dev->stale;
@@ -269,14 +314,19 @@ static int stale_alloc(struct stripe_dev *dev)
 	st->mark_gen = calloc(nr, sizeof(*st->mark_gen));
 	st->notified = calloc(nr, sizeof(*st->notified));
 	st->want = calloc(nr, sizeof(*st->want));
-	if (!st->mark_gen || !st->notified || !st->want)
+	st->want_bits = calloc(nr * stripe_map_region_words(&dev->map),
+			       sizeof(*st->want_bits));
+	if (!st->mark_gen || !st->notified || !st->want || !st->want_bits)
 		return -ENOMEM;
+	memcpy(st->want_bits, dev->map.dirty,
+	       nr * stripe_map_region_words(&dev->map) *
+		       sizeof(*st->want_bits));
 	for (size_t i = 0; i < nr; i++)
 		st->want[i] = st->notified[i] = dev->map.slots[i].stale;
 	st->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (st->efd < 0)
 		return -errno;
-	return copy_map(&st->copy, &dev->map);
+	return stripe_map_copy(&st->copy, &dev->map);
 }
 
 int stripe_stale_start(struct stripe_dev *dev, int lock_fd)
@@ -332,6 +382,8 @@ void stripe_stale_stop(struct stripe_dev *dev)
 	free(st->mark_gen);
 	free(st->notified);
 	free(st->want);
+	free(st->want_bits);
+	st->want_bits = NULL;
 	st->mark_gen = NULL;
 	st->notified = NULL;
 	st->want = NULL;
