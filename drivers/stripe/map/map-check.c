@@ -113,8 +113,7 @@ int stripe_map_alloc_slots(struct stripe_map *m)
 	m->dirty = calloc(words, sizeof(*m->dirty));
 	m->moves = calloc(n, sizeof(*m->moves));
 	m->move_dirty = calloc(words, sizeof(*m->move_dirty));
-	return m->slots && m->dirty && m->moves && m->move_dirty ? 0
-								 : -ENOMEM;
+	return m->slots && m->dirty && m->moves && m->move_dirty ? 0 : -ENOMEM;
 }
 
 int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers)
@@ -126,7 +125,8 @@ int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers)
 	    slots > STRIPE_MAP_MAX_SLOTS)
 		return -EINVAL;
 	if (!m->region_bytes)
-		m->region_bytes = stripe_map_default_region(m->extent_size_bytes);
+		m->region_bytes =
+			stripe_map_default_region(m->extent_size_bytes);
 	if (!stripe_map_region_ok(m->extent_size_bytes, m->region_bytes))
 		return -EINVAL;
 	m->servers = calloc(nr_servers, sizeof(*m->servers));
@@ -439,8 +439,8 @@ static int check_place(const struct stripe_map *m, uint32_t s, uint64_t lba,
 {
 	if (s >= m->nr_servers)
 		return stripe_map_fail(err, line, "%s: no server %u", what, s);
-	if (lba > (UINT64_MAX - m->extent_size_bytes) /
-			  m->servers[s].block_size)
+	if (lba >
+	    (UINT64_MAX - m->extent_size_bytes) / m->servers[s].block_size)
 		return stripe_map_fail(err, line, "%s: lba %llu overflows",
 				       what, (unsigned long long)lba);
 	return 0;
@@ -463,7 +463,8 @@ static int check_bits(const struct stripe_map *m, size_t i, unsigned int line,
 		return stripe_map_fail(err, line,
 				       "%s: stale is %s but %s region is "
 				       "dirty",
-				       what, m->slots[i].stale ? "set" : "clear",
+				       what,
+				       m->slots[i].stale ? "set" : "clear",
 				       m->slots[i].stale ? "no" : "a");
 	if (!m->moves[i].active && stripe_map_bits_any(move, n))
 		return stripe_map_fail(err, line,
@@ -516,7 +517,8 @@ static int check_extent(const struct stripe_map *m, uint32_t c, uint32_t j,
 		char what[64];
 
 		snprintf(what, sizeof(what), "extent %u %u %u", c, j, r);
-		if ((ret = check_place(m, p->server, p->lba, line, what, err)) ||
+		if ((ret = check_place(m, p->server, p->lba, line, what,
+				       err)) ||
 		    (ret = check_bits(m, first + r, line, what, err)))
 			return ret;
 		used[p->server] = true;

@@ -542,10 +542,9 @@ static int placed_syntax(struct parser *p, const struct tokens *t,
 	     (t->n == DIRTY_TOKENS && !strcmp(t->tok[8], "dirty"))) &&
 	    !strcmp(t->tok[4], "server") && !strcmp(t->tok[6], "lba"))
 		return 0;
-	return stripe_map_fail(p->err, p->line,
-			       "%s lines are '%s C X R server N lba LBA %s'",
-			       kind, kind,
-			       v2 ? "ok|stale|dirty HEX" : "ok|stale");
+	return stripe_map_fail(
+		p->err, p->line, "%s lines are '%s C X R server N lba LBA %s'",
+		kind, kind, v2 ? "ok|stale|dirty HEX" : "ok|stale");
 }
 
 static int extent_line(struct parser *p, const struct tokens *t)
@@ -693,9 +692,9 @@ static int body_line(struct parser *p, struct tokens *t)
 		return (ret = begin_moves(p)) ? ret : move_line(p, t);
 	return stripe_map_fail(p->err, p->line, "unexpected '%s' line %s",
 			       t->tok[0],
-			       p->stage == ST_SERVERS  ? "among the servers"
+			       p->stage == ST_SERVERS ? "among the servers"
 			       : p->stage == ST_MOVES ? "among the moves"
-						       : "among the extents");
+						      : "among the extents");
 }
 
 static int magic_line(struct parser *p, const struct tokens *t)
@@ -705,9 +704,10 @@ static int magic_line(struct parser *p, const struct tokens *t)
 	if (t->n != 2 || strcmp(t->tok[0], STRIPE_MAP_MAGIC))
 		return stripe_map_fail(p->err, p->line,
 				       "not a mapping file: the first line "
-				       "must be '" STRIPE_MAP_MAGIC " %d' or '"
-				       STRIPE_MAP_MAGIC " %d'",
-				       STRIPE_MAP_VERSION, STRIPE_MAP_VERSION_2);
+				       "must be '" STRIPE_MAP_MAGIC
+				       " %d' or '" STRIPE_MAP_MAGIC " %d'",
+				       STRIPE_MAP_VERSION,
+				       STRIPE_MAP_VERSION_2);
 	if (parse_u64(t->tok[1], UINT32_MAX, &v) ||
 	    (v != STRIPE_MAP_VERSION && v != STRIPE_MAP_VERSION_2))
 		return stripe_map_fail(p->err, p->line,

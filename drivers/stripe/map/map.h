@@ -24,17 +24,17 @@
 #include "common/json.h"
 #include "drivers/stripe/map/stripe-layout.h"
 
-#define STRIPE_MAP_MAGIC   "tapstripe-map"
-#define STRIPE_MAP_VERSION 1 /* what a map without version 2 state gets */
+#define STRIPE_MAP_MAGIC     "tapstripe-map"
+#define STRIPE_MAP_VERSION   1 /* what a map without version 2 state gets */
 #define STRIPE_MAP_VERSION_2 2 /* region-bytes, 'dirty HEX', move lines */
 
 /*
  * Dirty regions (issue #19): each replica's extent is cut into regions of
  * region_bytes; a bitmap per slot says which ones missed writes.
  */
-#define STRIPE_MAP_MAX_REGIONS	   2048 /* per extent */
-#define STRIPE_MAP_REGION_ALIGN	   4096 /* region_bytes is a multiple */
-#define STRIPE_MAP_DEFAULT_REGION  (1ull << 20)
+#define STRIPE_MAP_MAX_REGIONS	  2048 /* per extent */
+#define STRIPE_MAP_REGION_ALIGN	  4096 /* region_bytes is a multiple */
+#define STRIPE_MAP_DEFAULT_REGION (1ull << 20)
 
 /*
  * Bounds (the master's stripe.x uses the same values).  The longest line is
