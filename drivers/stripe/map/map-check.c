@@ -28,6 +28,7 @@ const char *const stripe_map_key_names[MAP_KEY_COUNT] = {
 	[MAP_KEY_REPLICAS] = "replicas",
 	[MAP_KEY_EXTENT_SIZE] = "extent-size-bytes",
 	[MAP_KEY_MASTER] = "master",
+	[MAP_KEY_REGION] = "region-bytes",
 };
 
 int stripe_map_fail(struct stripe_map_error *err, unsigned int line,
@@ -78,6 +79,43 @@ bool stripe_map_name_ok(const char *s)
 	return len && len < STRIPE_MAP_NAME_SIZE && s[strspn(s, ok)] == '\0';
 }
 
+uint64_t stripe_map_default_region(uint64_t e)
+{
+	if (!e)
+		return 0;
+	if (!(e % STRIPE_MAP_DEFAULT_REGION) &&
+	    e / STRIPE_MAP_DEFAULT_REGION <= STRIPE_MAP_MAX_REGIONS)
+		return STRIPE_MAP_DEFAULT_REGION;
+	for (uint64_t k = STRIPE_MAP_MAX_REGIONS; k > 1; k--)
+		if (!(e % k) && !((e / k) % STRIPE_MAP_REGION_ALIGN))
+			return e / k;
+	return e;
+}
+
+bool stripe_map_region_ok(uint64_t e, uint64_t g)
+{
+	return g && !(g % STRIPE_MAP_REGION_ALIGN) && !(e % g) &&
+	       e / g <= STRIPE_MAP_MAX_REGIONS;
+}
+
+size_t stripe_map_bitmap_bytes(const struct stripe_map *m)
+{
+	return stripe_map_nr_slots(m) * stripe_map_region_words(m) *
+	       sizeof(uint64_t);
+}
+
+int stripe_map_alloc_slots(struct stripe_map *m)
+{
+	size_t n = stripe_map_nr_slots(m);
+	size_t words = n * stripe_map_region_words(m);
+
+	m->slots = calloc(n, sizeof(*m->slots));
+	m->dirty = calloc(words, sizeof(*m->dirty));
+	m->moves = calloc(n, sizeof(*m->moves));
+	m->move_dirty = calloc(words, sizeof(*m->move_dirty));
+	return m->slots && m->dirty && m->moves && m->move_dirty ? 0 : -ENOMEM;
+}
+
 int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers)
 {
 	uint64_t slots =
@@ -86,9 +124,13 @@ int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers)
 	if (!nr_servers || nr_servers > STRIPE_MAP_MAX_SERVERS || !slots ||
 	    slots > STRIPE_MAP_MAX_SLOTS)
 		return -EINVAL;
+	if (!m->region_bytes)
+		m->region_bytes =
+			stripe_map_default_region(m->extent_size_bytes);
+	if (!stripe_map_region_ok(m->extent_size_bytes, m->region_bytes))
+		return -EINVAL;
 	m->servers = calloc(nr_servers, sizeof(*m->servers));
-	m->slots = calloc((size_t)slots, sizeof(*m->slots));
-	if (!m->servers || !m->slots) {
+	if (!m->servers || stripe_map_alloc_slots(m)) {
 		stripe_map_free(m);
 		return -ENOMEM;
 	}
@@ -100,9 +142,41 @@ void stripe_map_free(struct stripe_map *m)
 {
 	free(m->servers);
 	free(m->slots);
+	free(m->dirty);
+	free(m->moves);
+	free(m->move_dirty);
 	m->servers = NULL;
 	m->slots = NULL;
+	m->dirty = NULL;
+	m->moves = NULL;
+	m->move_dirty = NULL;
 	m->nr_servers = 0;
+}
+
+int stripe_map_copy(struct stripe_map *dst, const struct stripe_map *src)
+{
+	size_t n = stripe_map_nr_slots(src);
+	int ret;
+
+	*dst = *src;
+	dst->servers = NULL;
+	dst->slots = NULL;
+	dst->dirty = NULL;
+	dst->moves = NULL;
+	dst->move_dirty = NULL;
+	dst->nr_servers = 0;
+	if (!src->servers || !src->slots || !src->dirty || !src->moves ||
+	    !src->move_dirty)
+		return -EINVAL;
+	if ((ret = stripe_map_alloc(dst, src->nr_servers)))
+		return ret;
+	memcpy(dst->servers, src->servers,
+	       src->nr_servers * sizeof(*dst->servers));
+	memcpy(dst->slots, src->slots, n * sizeof(*dst->slots));
+	memcpy(dst->moves, src->moves, n * sizeof(*dst->moves));
+	memcpy(dst->dirty, src->dirty, stripe_map_bitmap_bytes(src));
+	memcpy(dst->move_dirty, src->move_dirty, stripe_map_bitmap_bytes(src));
+	return 0;
 }
 
 void stripe_map_layout(const struct stripe_map *m, struct stripe_layout *l)
@@ -128,6 +202,11 @@ static unsigned int server_line(const struct stripe_map_lines *w, uint32_t i)
 static unsigned int slot_line(const struct stripe_map_lines *w, size_t i)
 {
 	return w && w->slot ? w->slot[i] : 0;
+}
+
+static unsigned int move_line(const struct stripe_map_lines *w, size_t i)
+{
+	return w && w->move ? w->move[i] : 0;
 }
 
 /* The header's names and sizes. */
@@ -210,6 +289,16 @@ int stripe_map_check_geometry(const struct stripe_map *m,
 			err, key_line(w, MAP_KEY_EXTENTS_PER_COLUMN),
 			"%llu extent replicas, more than %u",
 			(unsigned long long)slots, STRIPE_MAP_MAX_SLOTS);
+	if (!stripe_map_region_ok(m->extent_size_bytes, m->region_bytes))
+		return stripe_map_fail(
+			err, key_line(w, MAP_KEY_REGION),
+			"region-bytes %llu must be a multiple of %u that "
+			"divides extent-size-bytes %llu into at most %u "
+			"regions",
+			(unsigned long long)m->region_bytes,
+			STRIPE_MAP_REGION_ALIGN,
+			(unsigned long long)m->extent_size_bytes,
+			STRIPE_MAP_MAX_REGIONS);
 	return 0;
 }
 
@@ -343,29 +432,95 @@ static int check_servers(const struct stripe_map *m,
 	return ret;
 }
 
+/* A replica or move target on server s at lba: known, no overflow. */
+static int check_place(const struct stripe_map *m, uint32_t s, uint64_t lba,
+		       unsigned int line, const char *what,
+		       struct stripe_map_error *err)
+{
+	if (s >= m->nr_servers)
+		return stripe_map_fail(err, line, "%s: no server %u", what, s);
+	if (lba >
+	    (UINT64_MAX - m->extent_size_bytes) / m->servers[s].block_size)
+		return stripe_map_fail(err, line, "%s: lba %llu overflows",
+				       what, (unsigned long long)lba);
+	return 0;
+}
+
+/* .stale agrees with the bitmap, and no bit lies beyond the last region. */
+static int check_bits(const struct stripe_map *m, size_t i, unsigned int line,
+		      const char *what, struct stripe_map_error *err)
+{
+	uint32_t n = stripe_map_region_count(m);
+	size_t words = stripe_map_region_words(m);
+	const uint64_t *bits = stripe_map_slot_dirty(m, i);
+	const uint64_t *move = stripe_map_move_dirty(m, i);
+
+	if (n % 64 && ((bits[words - 1] | move[words - 1]) >> (n % 64)))
+		return stripe_map_fail(err, line,
+				       "%s: a dirty bit beyond region %u", what,
+				       n - 1);
+	if (m->slots[i].stale != stripe_map_bits_any(bits, n))
+		return stripe_map_fail(err, line,
+				       "%s: stale is %s but %s region is "
+				       "dirty",
+				       what,
+				       m->slots[i].stale ? "set" : "clear",
+				       m->slots[i].stale ? "no" : "a");
+	if (!m->moves[i].active && stripe_map_bits_any(move, n))
+		return stripe_map_fail(err, line,
+				       "%s: dirty regions for a move target "
+				       "that is not active",
+				       what);
+	return 0;
+}
+
+/* Slot i's move target: a known server, on another host than the others. */
+static int check_move(const struct stripe_map *m, uint32_t c, uint32_t j,
+		      uint32_t r, const struct stripe_map_lines *w, bool *used,
+		      struct stripe_map_error *err)
+{
+	size_t first = stripe_map_slot_index(m, c, j, 0);
+	const struct stripe_map_move *mv = &m->moves[first + r];
+	unsigned int line = move_line(w, first + r);
+	char what[64];
+	int ret;
+
+	snprintf(what, sizeof(what), "move %u %u %u", c, j, r);
+	if ((ret = check_place(m, mv->server, mv->lba, line, what, err)))
+		return ret;
+	used[mv->server] = true;
+	for (uint32_t q = 0; q < m->replicas; q++) {
+		uint32_t other = m->slots[first + q].server;
+
+		if (q != r && !strcmp(m->servers[other].address,
+				      m->servers[mv->server].address))
+			return stripe_map_fail(
+				err, line,
+				"%s: the move target is on host %s, like "
+				"replica %u",
+				what, m->servers[mv->server].address, q);
+	}
+	return 0;
+}
+
 /* One extent's replicas: known servers, no overflow, distinct hosts. */
 static int check_extent(const struct stripe_map *m, uint32_t c, uint32_t j,
 			const struct stripe_map_lines *w, bool *used,
 			struct stripe_map_error *err)
 {
 	size_t first = stripe_map_slot_index(m, c, j, 0);
+	int ret;
 
 	for (uint32_t r = 0; r < m->replicas; r++) {
 		const struct stripe_map_replica *p = &m->slots[first + r];
 		unsigned int line = slot_line(w, first + r);
-		uint32_t bs;
+		char what[64];
 
-		if (p->server >= m->nr_servers)
-			return stripe_map_fail(err, line,
-					       "extent %u %u %u: no server %u",
-					       c, j, r, p->server);
-		bs = m->servers[p->server].block_size;
-		if (p->lba > (UINT64_MAX - m->extent_size_bytes) / bs)
-			return stripe_map_fail(err, line,
-					       "extent %u %u %u: lba %llu "
-					       "overflows",
-					       c, j, r,
-					       (unsigned long long)p->lba);
+		snprintf(what, sizeof(what), "extent %u %u %u", c, j, r);
+		if ((ret = check_place(m, p->server, p->lba, line, what,
+				       err)) ||
+		    (ret = check_bits(m, first + r, line, what, err)))
+			return ret;
 		used[p->server] = true;
 		for (uint32_t q = 0; q < r; q++) {
 			uint32_t other = m->slots[first + q].server;
@@ -380,6 +535,10 @@ static int check_extent(const struct stripe_map *m, uint32_t c, uint32_t j,
 					m->servers[p->server].address);
 		}
 	}
+	for (uint32_t r = 0; r < m->replicas; r++)
+		if (m->moves[first + r].active &&
+		    (ret = check_move(m, c, j, r, w, used, err)))
+			return ret;
 	return 0;
 }
 
@@ -387,6 +546,7 @@ struct span {
 	uint32_t server;
 	uint64_t start; /* bytes */
 	size_t slot;
+	bool move;
 };
 
 static int cmp_span(const void *a, const void *b)
@@ -398,36 +558,73 @@ static int cmp_span(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
-/* No two extents share bytes of one LUN. */
+static unsigned int span_line(const struct stripe_map_lines *w,
+			      const struct span *s)
+{
+	return s->move ? move_line(w, s->slot) : slot_line(w, s->slot);
+}
+
+/* The extents and the active move targets, sorted by server and start. */
+static struct span *spans(const struct stripe_map *m, size_t *count)
+{
+	size_t n = stripe_map_nr_slots(m), k = 0;
+	struct span *s = malloc(2 * n * sizeof(*s));
+
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct stripe_map_move *mv = &m->moves[i];
+
+		s[k++] = (struct span){
+			m->slots[i].server,
+			m->slots[i].lba *
+				m->servers[m->slots[i].server].block_size,
+			i, false};
+		if (mv->active)
+			s[k++] = (struct span){
+				mv->server,
+				mv->lba * m->servers[mv->server].block_size, i,
+				true};
+	}
+	qsort(s, k, sizeof(*s), cmp_span);
+	*count = k;
+	return s;
+}
+
+/* Name the later line of the two, and the earlier one in the reason. */
+static int overlap_fail(const struct stripe_map_lines *w, const struct span *x,
+			const struct span *y, struct stripe_map_error *err)
+{
+	const struct span *late = span_line(w, x) > span_line(w, y) ? x : y;
+	const struct span *early = late == x ? y : x;
+
+	if (!late->move && !early->move)
+		return stripe_map_fail(err, span_line(w, late),
+				       "this extent overlaps the one on line "
+				       "%u (server %u)",
+				       span_line(w, early), late->server);
+	return stripe_map_fail(err, span_line(w, late),
+			       "this %s overlaps the %s on line %u (server %u)",
+			       late->move ? "move target" : "extent",
+			       early->move ? "move target" : "extent",
+			       span_line(w, early), late->server);
+}
+
+/* No two extents (or move targets) share bytes of one LUN. */
 static int check_overlaps(const struct stripe_map *m,
 			  const struct stripe_map_lines *w,
 			  struct stripe_map_error *err)
 {
-	size_t n = stripe_map_nr_slots(m);
-	struct span *s = malloc(n * sizeof(*s));
+	size_t n = 0;
+	struct span *s = spans(m, &n);
 	int ret = 0;
 
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		s[i].server = m->slots[i].server;
-		s[i].start = m->slots[i].lba *
-			     m->servers[m->slots[i].server].block_size;
-		s[i].slot = i;
-	}
-	qsort(s, n, sizeof(*s), cmp_span);
 	for (size_t i = 1; i < n && !ret; i++)
 		if (s[i].server == s[i - 1].server &&
-		    s[i].start - s[i - 1].start < m->extent_size_bytes) {
-			size_t a = s[i - 1].slot < s[i].slot ? s[i - 1].slot
-							     : s[i].slot;
-			size_t b = s[i - 1].slot ^ s[i].slot ^ a;
-
-			ret = stripe_map_fail(err, slot_line(w, b),
-					      "this extent overlaps the one "
-					      "on line %u (server %u)",
-					      slot_line(w, a), s[i].server);
-		}
+		    s[i].start - s[i - 1].start < m->extent_size_bytes)
+			ret = overlap_fail(w, &s[i - 1], &s[i], err);
 	free(s);
 	return ret;
 }
@@ -464,6 +661,10 @@ int stripe_map_check_lines(const struct stripe_map *m,
 		return ret;
 	if (!m->slots || !m->servers)
 		return stripe_map_fail(err, 0, "the map has no extents");
+	if (!m->dirty || !m->moves || !m->move_dirty)
+		return stripe_map_fail(err, 0,
+				       "the map has no dirty bitmaps (build it "
+				       "with stripe_map_alloc)");
 	if ((ret = check_servers(m, where, err)))
 		return ret;
 	return check_extents(m, where, err);

@@ -26,8 +26,10 @@ enum stripe_map_key {
 	MAP_KEY_REPLICAS,
 	MAP_KEY_EXTENT_SIZE,
 	MAP_KEY_MASTER,
+	MAP_KEY_REGION, /* version 2 only (and mandatory there) */
 	MAP_KEY_COUNT
 };
+#define MAP_KEY_V1_COUNT MAP_KEY_REGION /* the keys of version 1 */
 
 extern const char *const stripe_map_key_names[MAP_KEY_COUNT];
 
@@ -39,7 +41,17 @@ struct stripe_map_lines {
 	unsigned int key[MAP_KEY_COUNT];
 	unsigned int *server; /* nr_servers */
 	unsigned int *slot;   /* stripe_map_nr_slots */
+	unsigned int *move;   /* stripe_map_nr_slots; 0 = no move line */
 };
+
+/*
+ * Allocate m->slots, dirty, moves and move_dirty (zeroed) for m's
+ * geometry and region_bytes (both checked by the caller).  0 or -ENOMEM.
+ */
+int stripe_map_alloc_slots(struct stripe_map *m);
+
+/* Whole words of a slot bitmap between slots: for memcpy and compares. */
+size_t stripe_map_bitmap_bytes(const struct stripe_map *m);
 
 /* The header rules alone (sizes, counts, J), before slots exist. */
 int stripe_map_check_geometry(const struct stripe_map *m,

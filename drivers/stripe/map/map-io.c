@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * map-io.c - formatting, reading, locking, atomically replacing and
- * removing mapping files (format in map.h).
+ * removing mapping files (format in map.h and doc/striped-disks.md).
  *
  * The lock is flock(2) on the mapping file itself, exclusive and
  * non-blocking: the stripe driver holds it while the disk is open, and
@@ -217,17 +217,75 @@ static void format_server(const struct stripe_map_server *s, uint32_t i,
 	td_strbuf_puts(out, "\n");
 }
 
+/* STATE of a bitmap: ok, stale or dirty HEX (digit k = regions 4k..4k+3). */
+static void format_state(const struct stripe_map *m, const uint64_t *bits,
+			 struct td_strbuf *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	uint32_t n = stripe_map_region_count(m);
+	uint32_t count = stripe_map_bits_count(bits, n);
+	char hex[STRIPE_MAP_MAX_REGIONS / 4 + 1];
+	uint32_t len = (n + 3) / 4;
+
+	if (!count || count == n) {
+		td_strbuf_puts(out, count ? "stale" : "ok");
+		return;
+	}
+	for (uint32_t k = 0; k < len; k++)
+		hex[k] = digits[(bits[k / 16] >> (4 * (k % 16))) & 0xf];
+	hex[len] = '\0';
+	td_strbuf_printf(out, "dirty %s", hex);
+}
+
+static void format_slots(const struct stripe_map *m, struct td_strbuf *out)
+{
+	size_t i = 0;
+
+	for (uint32_t c = 0; c < m->columns; c++)
+		for (uint32_t j = 0; j < m->extents_per_column; j++)
+			for (uint32_t r = 0; r < m->replicas; r++, i++) {
+				td_strbuf_printf(out,
+						 "extent %u %u %u server %u "
+						 "lba %" PRIu64 " ",
+						 c, j, r, m->slots[i].server,
+						 m->slots[i].lba);
+				format_state(m, stripe_map_slot_dirty(m, i),
+					     out);
+				td_strbuf_puts(out, "\n");
+			}
+}
+
+static void format_moves(const struct stripe_map *m, struct td_strbuf *out)
+{
+	size_t i = 0;
+
+	for (uint32_t c = 0; c < m->columns; c++)
+		for (uint32_t j = 0; j < m->extents_per_column; j++)
+			for (uint32_t r = 0; r < m->replicas; r++, i++) {
+				if (!m->moves[i].active)
+					continue;
+				td_strbuf_printf(out,
+						 "move %u %u %u server %u "
+						 "lba %" PRIu64 " ",
+						 c, j, r, m->moves[i].server,
+						 m->moves[i].lba);
+				format_state(m, stripe_map_move_dirty(m, i),
+					     out);
+				td_strbuf_puts(out, "\n");
+			}
+}
+
 int stripe_map_format(const struct stripe_map *m, struct td_strbuf *out,
 		      struct stripe_map_error *err)
 {
-	size_t i = 0;
-	int ret;
+	int version, ret;
 
 	memset(err, 0, sizeof(*err));
 	if ((ret = stripe_map_check(m, err)))
 		return ret;
+	version = stripe_map_format_version(m);
 	td_strbuf_printf(out, "%s %d\n" HEADER_COMMENT, STRIPE_MAP_MAGIC,
-			 STRIPE_MAP_VERSION);
+			 version);
 	td_strbuf_printf(out,
 			 "vdisk %s\nsize-bytes %" PRIu64
 			 "\nstripe-unit-bytes %" PRIu64 "\ncolumns %u\n"
@@ -236,18 +294,13 @@ int stripe_map_format(const struct stripe_map *m, struct td_strbuf *out,
 			 m->vdisk, m->size_bytes, m->stripe_unit_bytes,
 			 m->columns, m->extents_per_column, m->replicas,
 			 m->extent_size_bytes, m->master);
+	if (version >= STRIPE_MAP_VERSION_2)
+		td_strbuf_printf(out, "region-bytes %" PRIu64 "\n",
+				 m->region_bytes);
 	for (uint32_t s = 0; s < m->nr_servers; s++)
 		format_server(&m->servers[s], s, out);
-	for (uint32_t c = 0; c < m->columns; c++)
-		for (uint32_t j = 0; j < m->extents_per_column; j++)
-			for (uint32_t r = 0; r < m->replicas; r++, i++)
-				td_strbuf_printf(out,
-						 "extent %u %u %u server %u "
-						 "lba %" PRIu64 " %s\n",
-						 c, j, r, m->slots[i].server,
-						 m->slots[i].lba,
-						 m->slots[i].stale ? "stale"
-								   : "ok");
+	format_slots(m, out);
+	format_moves(m, out);
 	if ((ret = td_strbuf_error(out)))
 		return ret;
 	td_strbuf_printf(out, CHECKSUM_PREFIX "%08x\n",

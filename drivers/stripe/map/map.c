@@ -20,9 +20,10 @@
 #define MAX_TOKENS    20
 #define MAX_DIGITS    20 /* UINT64_MAX has 20 */
 #define EXTENT_TOKENS 9	 /* extent C X R server N lba LBA STATE */
+#define DIRTY_TOKENS  10 /* ... dirty HEX */
 #define COMMENT_CHAR  '#'
 
-enum stage { ST_MAGIC = 0, ST_HEADER, ST_SERVERS, ST_EXTENTS };
+enum stage { ST_MAGIC = 0, ST_HEADER, ST_SERVERS, ST_EXTENTS, ST_MOVES };
 
 struct parser {
 	struct stripe_map *m;
@@ -30,9 +31,11 @@ struct parser {
 	struct stripe_map_lines where;
 	unsigned int line;
 	enum stage stage;
+	unsigned int version;
 	uint32_t servers_cap;
 	size_t nr_slots;
 	size_t next_slot;
+	size_t next_move; /* the lowest slot the next move line may name */
 };
 
 struct tokens {
@@ -127,6 +130,101 @@ static int tokenize(struct parser *p, char *line, struct tokens *t)
 	}
 }
 
+/* --- region bitmaps -------------------------------------------------------- */
+
+void stripe_map_bits_set_range(uint64_t *bits, uint32_t first, uint32_t last)
+{
+	for (uint64_t k = first; k <= last; k++)
+		bits[k / 64] |= 1ull << (k % 64);
+}
+
+bool stripe_map_bits_test(const uint64_t *bits, uint32_t k)
+{
+	return (bits[k / 64] >> (k % 64)) & 1;
+}
+
+void stripe_map_bits_clear(uint64_t *bits, uint32_t k)
+{
+	bits[k / 64] &= ~(1ull << (k % 64));
+}
+
+uint32_t stripe_map_bits_count(const uint64_t *bits, uint32_t n)
+{
+	uint32_t count = 0;
+
+	for (uint32_t w = 0; w < n / 64; w++)
+		count += (uint32_t)__builtin_popcountll(bits[w]);
+	if (n % 64)
+		count += (uint32_t)__builtin_popcountll(
+			bits[n / 64] & ((1ull << (n % 64)) - 1));
+	return count;
+}
+
+void stripe_map_bits_set_all(uint64_t *bits, uint32_t n)
+{
+	for (uint32_t w = 0; w < n / 64; w++)
+		bits[w] = UINT64_MAX;
+	if (n % 64)
+		bits[n / 64] = (1ull << (n % 64)) - 1;
+}
+
+bool stripe_map_bits_any(const uint64_t *bits, uint32_t n)
+{
+	return stripe_map_bits_next(bits, n, 0) < n;
+}
+
+uint32_t stripe_map_bits_next(const uint64_t *bits, uint32_t n, uint32_t from)
+{
+	while (from < n) {
+		uint64_t w = bits[from / 64] >> (from % 64);
+
+		if (w) {
+			from += (uint32_t)__builtin_ctzll(w);
+			return from < n ? from : n;
+		}
+		from = (from / 64 + 1) * 64;
+	}
+	return n;
+}
+
+void stripe_map_slot_mark_all(struct stripe_map *m, size_t slot)
+{
+	uint64_t *bits = stripe_map_slot_dirty(m, slot);
+
+	memset(bits, 0, stripe_map_region_words(m) * sizeof(*bits));
+	stripe_map_bits_set_all(bits, stripe_map_region_count(m));
+	m->slots[slot].stale = true;
+}
+
+void stripe_map_slot_clear_all(struct stripe_map *m, size_t slot)
+{
+	memset(stripe_map_slot_dirty(m, slot), 0,
+	       stripe_map_region_words(m) * sizeof(uint64_t));
+	m->slots[slot].stale = false;
+}
+
+/* Some but not all of the first n bits set. */
+static bool bits_partial(const uint64_t *bits, uint32_t n)
+{
+	uint32_t count = stripe_map_bits_count(bits, n);
+
+	return count && count < n;
+}
+
+int stripe_map_format_version(const struct stripe_map *m)
+{
+	uint32_t n = stripe_map_region_count(m);
+	size_t slots = stripe_map_nr_slots(m);
+
+	if (m->region_bytes != stripe_map_default_region(m->extent_size_bytes))
+		return STRIPE_MAP_VERSION_2;
+	for (size_t i = 0; i < slots; i++)
+		if (m->moves[i].active ||
+		    bits_partial(stripe_map_slot_dirty(m, i), n))
+			return STRIPE_MAP_VERSION_2;
+	return STRIPE_MAP_VERSION;
+}
+
 /* --- header ---------------------------------------------------------------- */
 
 static int find_key(const char *name)
@@ -153,6 +251,8 @@ static int header_value(struct parser *p, int key, const char *v)
 		return number(p, name, v, UINT64_MAX, &m->stripe_unit_bytes);
 	case MAP_KEY_EXTENT_SIZE:
 		return number(p, name, v, UINT64_MAX, &m->extent_size_bytes);
+	case MAP_KEY_REGION:
+		return number(p, name, v, UINT64_MAX, &m->region_bytes);
 	case MAP_KEY_COLUMNS:
 		return number32(p, name, v, &m->columns);
 	case MAP_KEY_EXTENTS_PER_COLUMN:
@@ -169,6 +269,11 @@ static int header_line(struct parser *p, const struct tokens *t)
 	if (key < 0)
 		return stripe_map_fail(p->err, p->line, "unknown key '%s'",
 				       t->tok[0]);
+	if (key >= MAP_KEY_V1_COUNT && p->version < STRIPE_MAP_VERSION_2)
+		return stripe_map_fail(p->err, p->line,
+				       "key '%s' is version 2: this file is "
+				       "version 1",
+				       t->tok[0]);
 	if (p->where.key[key])
 		return stripe_map_fail(p->err, p->line,
 				       "duplicate key '%s' (first on line %u)",
@@ -183,12 +288,18 @@ static int header_line(struct parser *p, const struct tokens *t)
 /* The first server line ends the header: it must be complete and sane. */
 static int end_header(struct parser *p)
 {
-	for (int k = 0; k < MAP_KEY_COUNT; k++)
+	int keys = p->version >= STRIPE_MAP_VERSION_2 ? MAP_KEY_COUNT
+						      : MAP_KEY_V1_COUNT;
+
+	for (int k = 0; k < keys; k++)
 		if (!p->where.key[k])
 			return stripe_map_fail(p->err, p->line,
 					       "key '%s' is missing before the "
 					       "first server line",
 					       stripe_map_key_names[k]);
+	if (p->version < STRIPE_MAP_VERSION_2)
+		p->m->region_bytes =
+			stripe_map_default_region(p->m->extent_size_bytes);
 	return stripe_map_check_geometry(p->m, &p->where, p->err);
 }
 
@@ -329,9 +440,111 @@ static int server_line(struct parser *p, const struct tokens *t)
 static int begin_extents(struct parser *p)
 {
 	p->nr_slots = stripe_map_nr_slots(p->m);
-	p->m->slots = calloc(p->nr_slots, sizeof(*p->m->slots));
 	p->where.slot = calloc(p->nr_slots, sizeof(*p->where.slot));
-	return p->m->slots && p->where.slot ? 0 : -ENOMEM;
+	p->where.move = calloc(p->nr_slots, sizeof(*p->where.move));
+	if (!p->where.slot || !p->where.move)
+		return -ENOMEM;
+	return stripe_map_alloc_slots(p->m);
+}
+
+static int hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* 'dirty HEX': digit k holds regions 4k..4k+3 (bit b = region 4k+b). */
+static int parse_dirty(struct parser *p, const char *hex, uint64_t *bits)
+{
+	uint32_t n = stripe_map_region_count(p->m), count;
+	size_t want = ((size_t)n + 3) / 4, len = strlen(hex);
+
+	if (len != want)
+		return stripe_map_fail(p->err, p->line,
+				       "dirty bitmap of %zu hex digits: %u "
+				       "regions take %zu",
+				       len, n, want);
+	for (size_t k = 0; k < len; k++) {
+		int d = hex_digit(hex[k]);
+
+		if (d < 0)
+			return stripe_map_fail(p->err, p->line,
+					       "dirty bitmap: '%c' is not a "
+					       "lowercase hex digit",
+					       hex[k]);
+		if (4 * k + 4 > n && (d >> (n - 4 * k)))
+			return stripe_map_fail(p->err, p->line,
+					       "dirty bitmap: the last digit "
+					       "sets bits beyond region %u",
+					       n - 1);
+		bits[k / 16] |= (uint64_t)d << (4 * (k % 16));
+	}
+	count = stripe_map_bits_count(bits, n);
+	if (!count || count == n)
+		return stripe_map_fail(p->err, p->line,
+				       "dirty bitmap with %s region set: write "
+				       "'%s' instead",
+				       count ? "every" : "no",
+				       count ? "stale" : "ok");
+	return 0;
+}
+
+/* STATE (the tokens from first on): ok, stale or dirty HEX, into bits. */
+static int parse_state(struct parser *p, const struct tokens *t,
+		       unsigned int first, uint64_t *bits)
+{
+	const char *s = t->tok[first];
+	bool v2 = p->version >= STRIPE_MAP_VERSION_2;
+
+	if (t->n == first + 1 && !strcmp(s, "ok"))
+		return 0;
+	if (t->n == first + 1 && !strcmp(s, "stale")) {
+		stripe_map_bits_set_all(bits, stripe_map_region_count(p->m));
+		return 0;
+	}
+	if (!strcmp(s, "dirty") && !v2)
+		return stripe_map_fail(p->err, p->line,
+				       "state 'dirty' is version 2: this file "
+				       "is version 1");
+	if (!strcmp(s, "dirty") && t->n == first + 2)
+		return parse_dirty(p, t->tok[first + 1], bits);
+	if (!strcmp(s, "dirty"))
+		return stripe_map_fail(p->err, p->line,
+				       "state 'dirty' takes one value: the "
+				       "dirty regions in hex");
+	return stripe_map_fail(p->err, p->line,
+			       v2 ? "replica state '%s' is not ok, stale or "
+				    "dirty HEX"
+				  : "replica state '%s' is not ok or stale",
+			       s);
+}
+
+/* C X R from tokens 1-3. */
+static int coordinates(struct parser *p, const struct tokens *t,
+		       const char *what, uint32_t got[3])
+{
+	int ret;
+
+	for (int k = 0; k < 3; k++)
+		if ((ret = number32(p, what, t->tok[1 + k], &got[k])))
+			return ret;
+	return 0;
+}
+
+/* The shape of extent and move lines: KIND C X R server N lba LBA STATE. */
+static int placed_syntax(struct parser *p, const struct tokens *t,
+			 const char *kind)
+{
+	bool v2 = p->version >= STRIPE_MAP_VERSION_2;
+
+	if ((t->n == EXTENT_TOKENS ||
+	     (t->n == DIRTY_TOKENS && !strcmp(t->tok[8], "dirty"))) &&
+	    !strcmp(t->tok[4], "server") && !strcmp(t->tok[6], "lba"))
+		return 0;
+	return stripe_map_fail(
+		p->err, p->line, "%s lines are '%s C X R server N lba LBA %s'",
+		kind, kind, v2 ? "ok|stale|dirty HEX" : "ok|stale");
 }
 
 static int extent_line(struct parser *p, const struct tokens *t)
@@ -342,11 +555,8 @@ static int extent_line(struct parser *p, const struct tokens *t)
 	uint32_t want[3], got[3];
 	int ret;
 
-	if (t->n != EXTENT_TOKENS || strcmp(t->tok[4], "server") ||
-	    strcmp(t->tok[6], "lba"))
-		return stripe_map_fail(p->err, p->line,
-				       "extent lines are 'extent C X R server "
-				       "N lba LBA ok|stale'");
+	if ((ret = placed_syntax(p, t, "extent")))
+		return ret;
 	if (i == p->nr_slots)
 		return stripe_map_fail(p->err, p->line,
 				       "extra extent line: the geometry has "
@@ -355,10 +565,8 @@ static int extent_line(struct parser *p, const struct tokens *t)
 	want[2] = (uint32_t)(i % m->replicas);
 	want[1] = (uint32_t)(i / m->replicas % m->extents_per_column);
 	want[0] = (uint32_t)(i / m->replicas / m->extents_per_column);
-	for (int k = 0; k < 3; k++)
-		if ((ret = number32(p, "extent coordinate", t->tok[1 + k],
-				    &got[k])))
-			return ret;
+	if ((ret = coordinates(p, t, "extent coordinate", got)))
+		return ret;
 	if (memcmp(want, got, sizeof(want)))
 		return stripe_map_fail(p->err, p->line,
 				       "extent %u %u %u where %u %u %u was "
@@ -370,13 +578,81 @@ static int extent_line(struct parser *p, const struct tokens *t)
 	if ((ret = number32(p, "server", t->tok[5], &slot->server)) ||
 	    (ret = number(p, "lba", t->tok[7], UINT64_MAX, &slot->lba)))
 		return ret;
-	if (strcmp(t->tok[8], "ok") && strcmp(t->tok[8], "stale"))
-		return stripe_map_fail(p->err, p->line,
-				       "replica state '%s' is not ok or stale",
-				       t->tok[8]);
-	slot->stale = !strcmp(t->tok[8], "stale");
+	if ((ret = parse_state(p, t, 8, stripe_map_slot_dirty(m, i))))
+		return ret;
+	slot->stale = strcmp(t->tok[8], "ok") != 0;
 	p->where.slot[i] = p->line;
 	p->next_slot++;
+	return 0;
+}
+
+/* The slot a move line names: it exists, in order, once. */
+static int move_slot(struct parser *p, const uint32_t got[3], size_t *slot)
+{
+	const struct stripe_map *m = p->m;
+	size_t i;
+
+	if (got[0] >= m->columns || got[1] >= m->extents_per_column ||
+	    got[2] >= m->replicas)
+		return stripe_map_fail(p->err, p->line,
+				       "move %u %u %u: no such extent replica "
+				       "(%u columns x %u extents x %u "
+				       "replicas)",
+				       got[0], got[1], got[2], m->columns,
+				       m->extents_per_column, m->replicas);
+	i = stripe_map_slot_index(m, got[0], got[1], got[2]);
+	if (p->where.move[i])
+		return stripe_map_fail(p->err, p->line,
+				       "duplicate move %u %u %u (first on line "
+				       "%u)",
+				       got[0], got[1], got[2],
+				       p->where.move[i]);
+	if (i < p->next_move)
+		return stripe_map_fail(p->err, p->line,
+				       "move %u %u %u out of order: move lines "
+				       "follow the extent lines' order",
+				       got[0], got[1], got[2]);
+	*slot = i;
+	return 0;
+}
+
+static int move_line(struct parser *p, const struct tokens *t)
+{
+	struct stripe_map *m = p->m;
+	struct stripe_map_move *mv;
+	uint32_t got[3];
+	size_t i = 0;
+	int ret;
+
+	if ((ret = placed_syntax(p, t, "move")) ||
+	    (ret = coordinates(p, t, "move coordinate", got)) ||
+	    (ret = move_slot(p, got, &i)))
+		return ret;
+	mv = &m->moves[i];
+	if ((ret = number32(p, "server", t->tok[5], &mv->server)) ||
+	    (ret = number(p, "lba", t->tok[7], UINT64_MAX, &mv->lba)) ||
+	    (ret = parse_state(p, t, 8, stripe_map_move_dirty(m, i))))
+		return ret;
+	mv->active = true;
+	p->where.move[i] = p->line;
+	p->next_move = i + 1;
+	return 0;
+}
+
+/* A move line: version 2, after the last extent line. */
+static int begin_moves(struct parser *p)
+{
+	if (p->version < STRIPE_MAP_VERSION_2)
+		return stripe_map_fail(p->err, p->line,
+				       "move lines are version 2: this file is "
+				       "version 1");
+	if (p->stage == ST_MOVES)
+		return 0;
+	if (p->stage != ST_EXTENTS || p->next_slot != p->nr_slots)
+		return stripe_map_fail(p->err, p->line,
+				       "a move line before the last extent "
+				       "line: moves follow every extent");
+	p->stage = ST_MOVES;
 	return 0;
 }
 
@@ -386,12 +662,13 @@ static int body_line(struct parser *p, struct tokens *t)
 {
 	bool server = !strcmp(t->tok[0], "server");
 	bool extent = !strcmp(t->tok[0], "extent");
+	bool move = !strcmp(t->tok[0], "move");
 	int ret;
 
 	if (!strcmp(t->tok[0], "checksum"))
 		return stripe_map_fail(p->err, p->line,
 				       "a checksum line before the end");
-	if (p->stage == ST_HEADER && (server || extent)) {
+	if (p->stage == ST_HEADER && (server || extent || move)) {
 		if ((ret = end_header(p)))
 			return ret;
 		p->stage = ST_SERVERS;
@@ -411,9 +688,12 @@ static int body_line(struct parser *p, struct tokens *t)
 		return server_line(p, t);
 	if (p->stage == ST_EXTENTS && extent)
 		return extent_line(p, t);
+	if (move)
+		return (ret = begin_moves(p)) ? ret : move_line(p, t);
 	return stripe_map_fail(p->err, p->line, "unexpected '%s' line %s",
 			       t->tok[0],
 			       p->stage == ST_SERVERS ? "among the servers"
+			       : p->stage == ST_MOVES ? "among the moves"
 						      : "among the extents");
 }
 
@@ -424,13 +704,18 @@ static int magic_line(struct parser *p, const struct tokens *t)
 	if (t->n != 2 || strcmp(t->tok[0], STRIPE_MAP_MAGIC))
 		return stripe_map_fail(p->err, p->line,
 				       "not a mapping file: the first line "
-				       "must be '" STRIPE_MAP_MAGIC " %d'",
-				       STRIPE_MAP_VERSION);
-	if (parse_u64(t->tok[1], UINT32_MAX, &v) || v != STRIPE_MAP_VERSION)
+				       "must be '" STRIPE_MAP_MAGIC
+				       " %d' or '" STRIPE_MAP_MAGIC " %d'",
+				       STRIPE_MAP_VERSION,
+				       STRIPE_MAP_VERSION_2);
+	if (parse_u64(t->tok[1], UINT32_MAX, &v) ||
+	    (v != STRIPE_MAP_VERSION && v != STRIPE_MAP_VERSION_2))
 		return stripe_map_fail(p->err, p->line,
 				       "unsupported version '%s' (this program "
-				       "reads version %d)",
-				       t->tok[1], STRIPE_MAP_VERSION);
+				       "reads versions %d and %d)",
+				       t->tok[1], STRIPE_MAP_VERSION,
+				       STRIPE_MAP_VERSION_2);
+	p->version = (unsigned int)v;
 	p->stage = ST_HEADER;
 	return 0;
 }
@@ -522,12 +807,12 @@ static int parse_body(struct parser *p, const char *text, size_t len)
 		pos = (size_t)(nl - text) + 1;
 	}
 	p->line++; /* the checksum line */
-	if (p->stage != ST_EXTENTS || p->next_slot != p->nr_slots)
+	if (p->stage < ST_EXTENTS || p->next_slot != p->nr_slots)
 		return stripe_map_fail(p->err, p->line,
 				       "the file ends after %zu of %zu extent "
 				       "lines",
 				       p->next_slot,
-				       p->stage == ST_EXTENTS ? p->nr_slots
+				       p->stage >= ST_EXTENTS ? p->nr_slots
 							      : (size_t)0);
 	return stripe_map_check_lines(p->m, &p->where, p->err);
 }
@@ -568,6 +853,7 @@ int stripe_map_parse(const char *text, size_t len, struct stripe_map *m,
 		ret = parse_body(&p, text, body_len);
 	free(p.where.server);
 	free(p.where.slot);
+	free(p.where.move);
 	if (ret)
 		stripe_map_free(m);
 	return ret;

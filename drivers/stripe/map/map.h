@@ -6,8 +6,10 @@
  * stripe-ctl writes it from the master's allocation; the stripe driver
  * opens it (stripe_map_open) and needs nothing else to serve the disk.
  * This module depends on common/ only (never on master/ or RPC).
- * Contract: the parser rejects anything but format version 1 exactly, with
- * the line number and the reason; the writer replaces the file atomically
+ * Contract: the parser rejects anything but format versions 1 and 2 exactly,
+ * with the line number and the reason; the writer writes version 1 whenever
+ * the map needs nothing of version 2 (the default region size, no replica
+ * partially dirty, no move target), else version 2, and replaces the file atomically
  * (NAME.tmp.PID, fsync, rename, fsync of the directory) and refuses
  * (-EBUSY) to replace a file an opener holds locked.  The format, line by
  * line, is in doc/striped-disks.md ("The mapping file").
@@ -22,10 +24,22 @@
 #include "common/json.h"
 #include "drivers/stripe/map/stripe-layout.h"
 
-#define STRIPE_MAP_MAGIC   "tapstripe-map"
-#define STRIPE_MAP_VERSION 1
+#define STRIPE_MAP_MAGIC     "tapstripe-map"
+#define STRIPE_MAP_VERSION   1 /* what a map without version 2 state gets */
+#define STRIPE_MAP_VERSION_2 2 /* region-bytes, 'dirty HEX', move lines */
 
-/* Bounds (the master's stripe.x uses the same values). */
+/*
+ * Dirty regions (issue #19): each replica's extent is cut into regions of
+ * region_bytes; a bitmap per slot says which ones missed writes.
+ */
+#define STRIPE_MAP_MAX_REGIONS	  2048 /* per extent */
+#define STRIPE_MAP_REGION_ALIGN	  4096 /* region_bytes is a multiple */
+#define STRIPE_MAP_DEFAULT_REGION (1ull << 20)
+
+/*
+ * Bounds (the master's stripe.x uses the same values).  The longest line is
+ * a move line with 512 hex digits (2048 regions), about 600 bytes.
+ */
 #define STRIPE_MAP_MAX_LINE	  1024
 #define STRIPE_MAP_MAX_FILE_BYTES (64u << 20)
 #define STRIPE_MAP_MAX_SERVERS	  4096
@@ -56,8 +70,18 @@ struct stripe_map_server {
 
 struct stripe_map_replica {
 	uint32_t server; /* index into stripe_map.servers */
-	bool stale;
-	uint64_t lba; /* in the server's block_size units */
+	bool stale;	 /* == its dirty bitmap has a bit set */
+	uint64_t lba;	 /* in the server's block_size units */
+};
+
+/*
+ * A move target being filled for one slot (re-homing, issue #19): it gets
+ * every write; its move_dirty bits are the regions not yet copied.
+ */
+struct stripe_map_move {
+	bool active;
+	uint32_t server; /* index into stripe_map.servers */
+	uint64_t lba;	 /* in the server's block_size units */
 };
 
 struct stripe_map {
@@ -72,6 +96,16 @@ struct stripe_map {
 	uint32_t nr_servers;
 	struct stripe_map_server *servers; /* nr_servers */
 	struct stripe_map_replica *slots;  /* columns * J * replicas */
+	/*
+	 * The region size G (0 before stripe_map_alloc: it sets the
+	 * default).  dirty: per slot stripe_map_region_words words, bit k
+	 * = region k (word k / 64, bit k % 64); moves and move_dirty the
+	 * same per slot for its move target.
+	 */
+	uint64_t region_bytes;
+	uint64_t *dirty;
+	struct stripe_map_move *moves;
+	uint64_t *move_dirty;
 };
 
 /* Why a file or a map was rejected: line 0 when not tied to a line. */
@@ -93,14 +127,80 @@ void stripe_map_error_text(const struct stripe_map_error *err, const char *path,
 			   char *buf, size_t len);
 
 /*
- * Allocate m->servers (nr_servers, zeroed) and m->slots for the geometry
- * already in m (columns, extents_per_column, replicas).  0, -EINVAL when a
- * count is out of bounds, -ENOMEM.
+ * Allocate m->servers (nr_servers, zeroed), m->slots, the dirty bitmaps,
+ * the moves and their bitmaps (all zeroed: every replica ok, no move) for
+ * the geometry already in m (columns, extents_per_column, replicas,
+ * extent_size_bytes).  m->region_bytes 0 becomes
+ * stripe_map_default_region(E); another value must pass
+ * stripe_map_region_ok.  0, -EINVAL when a count or the region size is
+ * out of bounds, -ENOMEM.
  */
 int stripe_map_alloc(struct stripe_map *m, uint32_t nr_servers);
 
 /* Free what stripe_map_alloc or a reader allocated; m may be zeroed. */
 void stripe_map_free(struct stripe_map *m);
+
+/* A deep copy of src (dst is overwritten, free it).  0 or -ENOMEM/-EINVAL. */
+int stripe_map_copy(struct stripe_map *dst, const struct stripe_map *src);
+
+/*
+ * The region size of a version 1 file and of a map built with
+ * region_bytes 0: 1 MiB when it divides E and E / 1 MiB <= 2048, else the
+ * smallest multiple of 4096 dividing E with E / G <= 2048 (E itself when
+ * nothing smaller does).  0 for E = 0.
+ */
+uint64_t stripe_map_default_region(uint64_t extent_bytes);
+
+/* G divides E, is a multiple of 4096 and E / G <= 2048. */
+bool stripe_map_region_ok(uint64_t extent_bytes, uint64_t region_bytes);
+
+/* Regions per extent: E / G. */
+static inline uint32_t stripe_map_region_count(const struct stripe_map *m)
+{
+	return (uint32_t)(m->extent_size_bytes / m->region_bytes);
+}
+
+/* 64-bit words in one slot's bitmap. */
+static inline size_t stripe_map_region_words(const struct stripe_map *m)
+{
+	return ((size_t)stripe_map_region_count(m) + 63) / 64;
+}
+
+/* Slot's dirty bitmap (regions its replica missed). */
+static inline uint64_t *stripe_map_slot_dirty(const struct stripe_map *m,
+					      size_t slot)
+{
+	return m->dirty + slot * stripe_map_region_words(m);
+}
+
+/* Slot's move target's bitmap (regions not yet copied to it). */
+static inline uint64_t *stripe_map_move_dirty(const struct stripe_map *m,
+					      size_t slot)
+{
+	return m->move_dirty + slot * stripe_map_region_words(m);
+}
+
+/*
+ * The version the writer gives m: 1 when region_bytes is the default, no
+ * slot is partially dirty and no move is active, else 2.
+ */
+int stripe_map_format_version(const struct stripe_map *m);
+
+/* Bits first..last (inclusive) set. */
+void stripe_map_bits_set_range(uint64_t *bits, uint32_t first, uint32_t last);
+bool stripe_map_bits_test(const uint64_t *bits, uint32_t k);
+void stripe_map_bits_clear(uint64_t *bits, uint32_t k);
+/* Set bits among the first n. */
+uint32_t stripe_map_bits_count(const uint64_t *bits, uint32_t n);
+/* Bits 0..n-1 set; the bits above n in the last word stay clear. */
+void stripe_map_bits_set_all(uint64_t *bits, uint32_t n);
+bool stripe_map_bits_any(const uint64_t *bits, uint32_t n);
+/* The first set bit >= from among the first n, or n. */
+uint32_t stripe_map_bits_next(const uint64_t *bits, uint32_t n, uint32_t from);
+
+/* Every region of slot dirty (.stale true) / none (.stale false). */
+void stripe_map_slot_mark_all(struct stripe_map *m, size_t slot);
+void stripe_map_slot_clear_all(struct stripe_map *m, size_t slot);
 
 /*
  * Where the replica r of extent j of column c is in m->slots (the slot
@@ -128,8 +228,11 @@ static inline size_t stripe_map_nr_slots(const struct stripe_map *m)
 void stripe_map_layout(const struct stripe_map *m, struct stripe_layout *l);
 
 /*
- * Every rule of the format that is not syntax: bounds, geometry, J,
- * distinct replicas, overlaps, unused servers.  0 or -EINVAL with err set
+ * Every rule of the format that is not syntax: bounds, geometry, J, the
+ * region size, .stale == "its bitmap has a bit", no bit beyond the last
+ * region, distinct replicas, move targets (a known server distinct by
+ * address from the extent's other replicas, no bits when inactive),
+ * overlaps (move targets included), unused servers.  0 or -EINVAL with err set
  * (line 0).  The reader runs it on what it parsed; the writer before it
  * writes.
  */

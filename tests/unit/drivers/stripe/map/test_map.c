@@ -46,7 +46,10 @@ static void set_slot(struct stripe_map *m, size_t i, uint32_t server,
 {
 	m->slots[i].server = server;
 	m->slots[i].lba = lba;
-	m->slots[i].stale = stale;
+	if (stale)
+		stripe_map_slot_mark_all(m, i);
+	else
+		stripe_map_slot_clear_all(m, i);
 }
 
 /*
@@ -216,8 +219,8 @@ static void test_reject_magic_and_version(void **state)
 {
 	reject_edit("tapstripe-map 1", "tapstripe-mop 1", 1,
 		    "not a mapping file");
-	reject_edit("tapstripe-map 1", "tapstripe-map 2", 1,
-		    "unsupported version '2'");
+	reject_edit("tapstripe-map 1", "tapstripe-map 3", 1,
+		    "unsupported version '3'");
 }
 
 static void test_reject_unknown_key(void **state)
@@ -608,7 +611,7 @@ static void test_write_read(void **state)
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	assert_int_not_equal(access(tmp, F_OK), 0);
 	/* replacing an unlocked file works */
-	a.slots[0].stale = true;
+	stripe_map_slot_mark_all(&a, 0);
 	assert_int_equal(stripe_map_write(path, &a, &err), 0);
 	assert_int_equal(stripe_map_read(path, &b, &err), 0);
 	assert_true(b.slots[0].stale);
