@@ -46,6 +46,27 @@ uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
 	return n;
 }
 
+bool stripe_slot_has_source(const struct stripe_dev *dev, size_t slot)
+{
+	const struct stripe_map *m = &dev->map;
+	uint32_t n = stripe_map_region_count(m);
+	const uint64_t *bits = stripe_map_slot_dirty(m, slot);
+	size_t first = slot - slot % m->replicas;
+
+	for (uint32_t k = stripe_map_bits_next(bits, n, 0); k < n;
+	     k = stripe_map_bits_next(bits, n, k + 1)) {
+		bool found = false;
+
+		for (uint32_t r = 0; r < m->replicas && !found; r++)
+			found = first + r != slot &&
+				!stripe_map_bits_test(
+					stripe_map_slot_dirty(m, first + r), k);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 /* --- options ------------------------------------------------------------------- */
 
 static int parse_u32(const char *v, uint32_t min, uint32_t max, uint32_t *out)
@@ -217,7 +238,8 @@ static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
 
 				if (end > srv->need_blocks)
 					srv->need_blocks = end;
-				srv->live_slots += !rep->stale;
+				srv->live_slots += stripe_slot_usable(
+					m, stripe_map_slot_index(m, c, j, r));
 			}
 			dead += !stripe_live_replicas(dev, c, j);
 		}

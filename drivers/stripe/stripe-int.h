@@ -545,6 +545,22 @@ struct stripe_dev {
 /* How many replicas of extent (c, j) are live (not stale). */
 uint32_t stripe_live_replicas(const struct stripe_dev *dev, uint32_t c,
 			      uint32_t j);
+/*
+ * Whether slot's replica still has a clean region (it is then written
+ * there, flushed, and read where clean): not every region is dirty.
+ */
+static inline bool stripe_slot_usable(const struct stripe_map *m, size_t slot)
+{
+	uint32_t n = stripe_map_region_count(m);
+
+	return !m->slots[slot].stale ||
+	       stripe_map_bits_count(stripe_map_slot_dirty(m, slot), n) < n;
+}
+/*
+ * Whether every region of slot's dirty ones has a clean copy on another
+ * replica of its extent (a resync can copy it all).
+ */
+bool stripe_slot_has_source(const struct stripe_dev *dev, size_t slot);
 
 /* --- stripe-io.c ------------------------------------------------------- */
 int stripe_io_submit(struct td_driver *drv, struct td_request *req);

@@ -513,7 +513,9 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 						    sr->extent, r);
 		uint64_t g;
 
-		if (!dev->map.slots[slot].stale) {
+		if (!dev->map.slots[slot].stale ||
+		    stripe_req_clean_on(dev, sr, r)) {
+			/* Clean where it writes: written, to stay clean. */
 			live++;
 			sr->issued_mask |= 1u << r;
 		} else if (!(sr->target_mask & (1u << r)) &&
@@ -747,11 +749,13 @@ static bool sync_skippable(struct stripe_dev *dev, struct stripe_server *srv)
 				struct stripe_server *other =
 					&dev->servers[rep->server];
 
-				if (rep->stale)
+				if (!stripe_slot_usable(
+					    m, stripe_map_slot_index(m, c, j, r)))
 					continue;
 				if (other == srv)
 					mine = true;
-				else if (other->gate != STRIPE_GATE_BAD &&
+				else if (!rep->stale &&
+					 other->gate != STRIPE_GATE_BAD &&
 					 !stripe_server_degraded(dev, other))
 					carried = true;
 			}
@@ -809,11 +813,15 @@ static int round_failures(struct stripe_dev *dev, uint64_t *gen)
 				const struct stripe_server *srv =
 					&dev->servers[rep->server];
 
-				if (rep->stale || !srv->in_round)
+				if (!stripe_slot_usable(
+					    m, stripe_map_slot_index(m, c, j, r)) ||
+				    !srv->in_round)
 					continue;
+				/* Only a wholly clean replica vouches for
+				 * every region of the extent. */
 				if (srv->sync_err)
 					bad = true;
-				else
+				else if (!rep->stale)
 					good = true;
 			}
 			if (bad && !good)
@@ -823,7 +831,7 @@ static int round_failures(struct stripe_dev *dev, uint64_t *gen)
 			for (uint32_t r = 0; r < m->replicas; r++) {
 				size_t s = stripe_map_slot_index(m, c, j, r);
 
-				if (!m->slots[s].stale &&
+				if (stripe_slot_usable(m, s) &&
 				    dev->servers[m->slots[s].server].sync_err)
 					stripe_stale_set(dev, s, true);
 			}

@@ -76,9 +76,11 @@ static bool candidate(struct stripe_dev *dev, size_t slot)
 	    (srv->gate != STRIPE_GATE_OK ||
 	     srv->ops->state(srv->be) != ISCSI_CONN_UP))
 		return false; /* on its own, only to a server that is back */
+	(void)c;
+	(void)j;
 	return m->slots[slot].stale && stripe_stale_durable(dev, slot) &&
 	       !(dev->resync.tried && dev->resync.tried[slot]) &&
-	       stripe_live_replicas(dev, c, j) > 0;
+	       stripe_slot_has_source(dev, slot);
 }
 
 /* Dirty regions of the candidates, for the log line. */
@@ -412,14 +414,27 @@ static void skip_clean(struct stripe_dev *dev)
 	rs->cursor = (uint64_t)k * m->region_bytes;
 }
 
+/* How much of [cursor, cursor + max) is dirty on the target, from cursor. */
+static uint64_t dirty_run(struct stripe_dev *dev, uint64_t max)
+{
+	struct stripe_resync *rs = &dev->resync;
+	const struct stripe_map *m = &dev->map;
+	const uint64_t *bits = stripe_map_slot_dirty(m, rs->slot);
+	uint64_t end = rs->cursor, stop = rs->cursor + max;
+
+	while (end < stop &&
+	       stripe_map_bits_test(bits, (uint32_t)(end / m->region_bytes)))
+		end = (end / m->region_bytes + 1) * m->region_bytes;
+	return (end < stop ? end : stop) - rs->cursor;
+}
+
 static void chunk_begin(struct stripe_dev *dev)
 {
 	struct stripe_resync *rs = &dev->resync;
-	uint64_t left, region_left;
+	uint64_t left;
 
 	skip_clean(dev);
 	left = dev->map.extent_size_bytes - rs->cursor;
-	region_left = dev->map.region_bytes - rs->cursor % dev->map.region_bytes;
 
 	rs->step = RESYNC_STEP_NONE;
 	if (rs->stop_requested) {
@@ -436,9 +451,8 @@ static void chunk_begin(struct stripe_dev *dev)
 		lock(dev, 0, dev->map.extent_size_bytes);
 		return;
 	}
-	rs->chunk_len = left < rs->chunk_bytes ? left : rs->chunk_bytes;
-	if (rs->chunk_len > region_left)
-		rs->chunk_len = region_left; /* one region's bits at a time */
+	rs->chunk_len = dirty_run(dev, left < rs->chunk_bytes ? left
+							   : rs->chunk_bytes);
 	lock(dev, rs->cursor, rs->cursor + rs->chunk_len);
 }
 

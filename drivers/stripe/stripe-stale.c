@@ -181,15 +181,16 @@ static void stale_want(struct stripe_dev *dev, size_t slot)
 	st->dirty = true;
 }
 
-/* Keep the server's count of live slots as slot turns stale or live. */
-static void live_count(struct stripe_dev *dev, size_t slot, bool stale)
+/* Keep the server's count of usable slots after slot changed. */
+static void live_count(struct stripe_dev *dev, size_t slot, bool was)
 {
 	struct stripe_server *srv =
 		&dev->servers[dev->map.slots[slot].server];
+	bool now = stripe_slot_usable(&dev->map, slot);
 
-	if (stale)
+	if (was && !now)
 		srv->live_slots--;
-	else
+	else if (!was && now)
 		srv->live_slots++;
 }
 
@@ -200,14 +201,15 @@ void stripe_stale_set(struct stripe_dev *dev, size_t slot, bool stale)
 	const uint64_t *bits = stripe_map_slot_dirty(m, slot);
 
 	/* Stale means every region here; a slot with some is made whole. */
+	bool was = stripe_slot_usable(m, slot);
+
 	if (stale ? stripe_map_bits_count(bits, n) == n : !m->slots[slot].stale)
 		return;
-	if (m->slots[slot].stale != stale)
-		live_count(dev, slot, stale);
 	if (stale)
 		stripe_map_slot_mark_all(m, slot);
 	else
 		stripe_map_slot_clear_all(m, slot);
+	live_count(dev, slot, was);
 	stale_want(dev, slot);
 }
 
@@ -223,10 +225,11 @@ uint64_t stripe_stale_mark_range(struct stripe_dev *dev, size_t slot,
 	for (uint32_t k = k0; k <= k1 && all; k++)
 		all = stripe_map_bits_test(bits, k);
 	if (!all) {
-		if (!m->slots[slot].stale)
-			live_count(dev, slot, true);
+		bool was = stripe_slot_usable(m, slot);
+
 		stripe_map_bits_set_range(bits, k0, k1);
 		m->slots[slot].stale = true;
+		live_count(dev, slot, was);
 		stale_want(dev, slot);
 	}
 	return stripe_stale_gen_for(dev, slot);
