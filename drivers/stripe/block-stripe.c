@@ -441,7 +441,8 @@ static int stripe_open(struct td_driver *drv, const char *args)
 		td_warn("stripe: %s: the master %s will not be told of stale "
 			"replicas",
 			dev->path, dev->map.master);
-	stripe_stale_told(dev, dev->al.told); /* what the log's recovery marked */
+	stripe_stale_told(dev,
+			  dev->al.told); /* what the log's recovery marked */
 	stripe_resync_auto_start(dev);
 	drv->info.size_sectors = dev->map.size_bytes >> TD_SECTOR_SHIFT;
 	drv->info.sector_size = max_bs;
@@ -619,8 +620,8 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			 "rewrites %" PRIu64 " (%" PRIu64
 			 " failed), master notifications %" PRIu64 "\n",
 			 count_stale(dev), count_dirty(dev), m->region_bytes,
-			 stripe_stale_pending(dev),
-			 dev->stale.rewrites, dev->stale.rewrite_errors,
+			 stripe_stale_pending(dev), dev->stale.rewrites,
+			 dev->stale.rewrite_errors,
 			 stripe_notify_count(dev->notify));
 	td_strbuf_printf(
 		sb,

@@ -316,15 +316,15 @@ struct stripe_req {
 	uint32_t column, extent;
 	uint64_t ext_off; /* bytes into the extent */
 	uint64_t bytes;
-	uint32_t pending;	      /* children in flight */
-	uint32_t issued_mask;	      /* replicas written, or tried by a read */
-	uint32_t target_mask;	      /* the resync target, written too */
-	int err;		      /* first child error */
-	uint64_t wait_gen;	      /* stale-mark generation to wait for */
-	bool in_writes;		      /* on dev->writes */
-	bool resync_blocker;	      /* the resync lock waits for it */
-	bool al_held;		      /* holds its regions in the activity log */
-	TAILQ_ENTRY(stripe_req) link; /* dev->writes */
+	uint32_t pending;     /* children in flight */
+	uint32_t issued_mask; /* replicas written, or tried by a read */
+	uint32_t target_mask; /* the resync target, written too */
+	int err;	      /* first child error */
+	uint64_t wait_gen;    /* stale-mark generation to wait for */
+	bool in_writes;	      /* on dev->writes */
+	bool resync_blocker;  /* the resync lock waits for it */
+	bool al_held;	      /* holds its regions in the activity log */
+	TAILQ_ENTRY(stripe_req) link;	   /* dev->writes */
 	TAILQ_ENTRY(stripe_req) wait_link; /* a wait list: gen, lock, flush */
 	struct stripe_child child[STRIPE_MAX_REPLICAS];
 };
@@ -361,9 +361,9 @@ struct stripe_stale {
 	bool stop;
 	bool *want;	     /* nr_slots */
 	uint64_t *want_bits; /* nr_slots * region words: the dirty regions */
-	uint64_t want_gen; /* the generation want[] holds */
-	uint64_t ok_gen;   /* newest generation written */
-	uint64_t fail_gen; /* newest generation that failed */
+	uint64_t want_gen;   /* the generation want[] holds */
+	uint64_t ok_gen;     /* newest generation written */
+	uint64_t fail_gen;   /* newest generation that failed */
 	int fail_err;
 	char fail_msg[512]; /* why, from stripe_map_rewrite */
 
@@ -480,7 +480,7 @@ struct stripe_opts {
 	uint32_t degraded_grace_ms;
 	char *initiator;
 	bool lease_off; /* lease=off: no lease taken (a map no other host has) */
-	uint32_t al_regions; /* activity log entries; 0 = no log */
+	uint32_t al_regions;  /* activity log entries; 0 = no log */
 	bool auto_resync_off; /* auto_resync=off */
 };
 

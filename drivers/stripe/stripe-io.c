@@ -338,9 +338,9 @@ bool stripe_req_clean_on(const struct stripe_dev *dev,
 	const uint64_t *bits = stripe_map_slot_dirty(
 		m, stripe_map_slot_index(m, sr->column, sr->extent, r));
 	uint32_t k0 = (uint32_t)(sr->ext_off / m->region_bytes);
-	uint32_t k1 = (uint32_t)((sr->ext_off + (sr->bytes ? sr->bytes : 1) -
-				  1) /
-				 m->region_bytes);
+	uint32_t k1 =
+		(uint32_t)((sr->ext_off + (sr->bytes ? sr->bytes : 1) - 1) /
+			   m->region_bytes);
 
 	return stripe_map_bits_next(bits, k1 + 1, k0) > k1;
 }
@@ -750,7 +750,8 @@ static bool sync_skippable(struct stripe_dev *dev, struct stripe_server *srv)
 					&dev->servers[rep->server];
 
 				if (!stripe_slot_usable(
-					    m, stripe_map_slot_index(m, c, j, r)))
+					    m,
+					    stripe_map_slot_index(m, c, j, r)))
 					continue;
 				if (other == srv)
 					mine = true;
@@ -814,7 +815,8 @@ static int round_failures(struct stripe_dev *dev, uint64_t *gen)
 					&dev->servers[rep->server];
 
 				if (!stripe_slot_usable(
-					    m, stripe_map_slot_index(m, c, j, r)) ||
+					    m, stripe_map_slot_index(m, c, j,
+								     r)) ||
 				    !srv->in_round)
 					continue;
 				/* Only a wholly clean replica vouches for

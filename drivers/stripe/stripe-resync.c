@@ -44,8 +44,8 @@
 #define NS_PER_US	 1000ull
 #define RESYNC_BUF_ALIGN 4096
 /* On its own: how often to look, and the pause after a run that failed. */
-#define AUTO_POLL_US	 1000000ull
-#define AUTO_BACKOFF_NS	 (10 * NS_PER_S)
+#define AUTO_POLL_US	1000000ull
+#define AUTO_BACKOFF_NS (10 * NS_PER_S)
 
 const char *stripe_resync_state_name(enum stripe_resync_state s)
 {
@@ -72,9 +72,8 @@ static bool candidate(struct stripe_dev *dev, size_t slot)
 
 	const struct stripe_server *srv = &dev->servers[m->slots[slot].server];
 
-	if (dev->resync.auto_run &&
-	    (srv->gate != STRIPE_GATE_OK ||
-	     srv->ops->state(srv->be) != ISCSI_CONN_UP))
+	if (dev->resync.auto_run && (srv->gate != STRIPE_GATE_OK ||
+				     srv->ops->state(srv->be) != ISCSI_CONN_UP))
 		return false; /* on its own, only to a server that is back */
 	(void)c;
 	(void)j;
@@ -346,12 +345,10 @@ static void read_source(struct stripe_dev *dev)
 		    (rep->stale &&
 		     stripe_map_bits_test(
 			     stripe_map_slot_dirty(
-				     &dev->map,
-				     stripe_map_slot_index(&dev->map,
-							   rs->column,
-							   rs->extent, r)),
-			     (uint32_t)(rs->cursor /
-					dev->map.region_bytes))) ||
+				     &dev->map, stripe_map_slot_index(
+							&dev->map, rs->column,
+							rs->extent, r)),
+			     (uint32_t)(rs->cursor / dev->map.region_bytes))) ||
 		    (rs->src_tried & (1u << r)) ||
 		    dev->servers[rep->server].gate == STRIPE_GATE_BAD)
 			continue;
@@ -451,8 +448,8 @@ static void chunk_begin(struct stripe_dev *dev)
 		lock(dev, 0, dev->map.extent_size_bytes);
 		return;
 	}
-	rs->chunk_len = dirty_run(dev, left < rs->chunk_bytes ? left
-							   : rs->chunk_bytes);
+	rs->chunk_len =
+		dirty_run(dev, left < rs->chunk_bytes ? left : rs->chunk_bytes);
 	lock(dev, rs->cursor, rs->cursor + rs->chunk_len);
 }
 
@@ -577,8 +574,8 @@ static void auto_poll(struct td_timer *t, void *opaque)
 
 void stripe_resync_auto_start(struct stripe_dev *dev)
 {
-	td_loop_timer_arm(dev->drv->loop, &dev->resync.auto_timer,
-			  AUTO_POLL_US, auto_poll, dev);
+	td_loop_timer_arm(dev->drv->loop, &dev->resync.auto_timer, AUTO_POLL_US,
+			  auto_poll, dev);
 }
 
 int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg)

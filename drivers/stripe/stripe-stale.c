@@ -184,8 +184,7 @@ static void stale_want(struct stripe_dev *dev, size_t slot)
 /* Keep the server's count of usable slots after slot changed. */
 static void live_count(struct stripe_dev *dev, size_t slot, bool was)
 {
-	struct stripe_server *srv =
-		&dev->servers[dev->map.slots[slot].server];
+	struct stripe_server *srv = &dev->servers[dev->map.slots[slot].server];
 	bool now = stripe_slot_usable(&dev->map, slot);
 
 	if (was && !now)
