@@ -71,8 +71,7 @@ static uint64_t get64(const uint8_t *p)
 }
 
 size_t stripe_al_record_format(const struct stripe_al_record *rec,
-			       const uint64_t *regions, void *buf,
-			       size_t len)
+			       const uint64_t *regions, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	size_t used = AL_HDR_BYTES + (size_t)rec->nr * 8;
@@ -113,8 +112,7 @@ int stripe_al_record_parse(const void *buf, size_t len,
 	    !rec->region_bytes || !rec->regions_per_extent || !rec->extents)
 		return -EINVAL;
 	used = AL_HDR_BYTES + (size_t)rec->nr * 8;
-	if (used + 4 > len ||
-	    get32(p + used) != stripe_map_crc32c(0, p, used))
+	if (used + 4 > len || get32(p + used) != stripe_map_crc32c(0, p, used))
 		return -EINVAL;
 	if (!(ids = calloc(rec->nr ? rec->nr : 1, sizeof(*ids))))
 		return -ENOMEM;

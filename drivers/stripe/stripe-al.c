@@ -103,9 +103,9 @@ static void req_regions(const struct stripe_dev *dev,
 {
 	const struct stripe_map *m = &dev->map;
 	uint64_t per = stripe_map_region_count(m);
-	uint64_t base = ((uint64_t)sr->column * m->extents_per_column +
-			 sr->extent) *
-			per;
+	uint64_t base =
+		((uint64_t)sr->column * m->extents_per_column + sr->extent) *
+		per;
 	uint64_t len = sr->bytes ? sr->bytes : 1;
 
 	*first = base + sr->ext_off / m->region_bytes;
@@ -321,8 +321,7 @@ void stripe_al_leave(struct stripe_dev *dev, struct stripe_req *sr)
 		retry_full(dev);
 }
 
-void stripe_req_complete(struct stripe_dev *dev, struct stripe_req *sr,
-			 int err)
+void stripe_req_complete(struct stripe_dev *dev, struct stripe_req *sr, int err)
 {
 	stripe_al_leave(dev, sr);
 	td_complete(sr->req, err);
@@ -343,8 +342,8 @@ static int recovery_source(const struct stripe_map *m, uint32_t c, uint32_t j)
  * Mark [off, off + len) of extent (c, j) dirty on every replica but the
  * source; the slots that changed are counted in *changed.
  */
-static void mark_hot(struct stripe_map *m, uint32_t c, uint32_t j,
-		     uint64_t off, uint64_t len, uint32_t *changed)
+static void mark_hot(struct stripe_map *m, uint32_t c, uint32_t j, uint64_t off,
+		     uint64_t len, uint32_t *changed)
 {
 	uint64_t per = stripe_map_region_count(m);
 	uint64_t k0 = off / m->region_bytes;
@@ -378,8 +377,8 @@ static uint32_t mark_records(struct stripe_map *m,
 
 	for (uint32_t i = 0; i < rec->nr; i++) {
 		uint64_t ext = ids[i] / rec->regions_per_extent;
-		uint64_t off = ids[i] % rec->regions_per_extent *
-			       rec->region_bytes;
+		uint64_t off =
+			ids[i] % rec->regions_per_extent * rec->region_bytes;
 
 		mark_hot(m, (uint32_t)(ext / m->extents_per_column),
 			 (uint32_t)(ext % m->extents_per_column), off,

@@ -38,8 +38,7 @@ size_t stripe_al_record_bytes(uint32_t cap);
 
 /* Format rec and its nr region ids into buf; bytes used, 0 if len is short. */
 size_t stripe_al_record_format(const struct stripe_al_record *rec,
-			       const uint64_t *regions, void *buf,
-			       size_t len);
+			       const uint64_t *regions, void *buf, size_t len);
 
 /*
  * Parse one record: 0 with *regions malloc'ed (free it), -EINVAL when it
