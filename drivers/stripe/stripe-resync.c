@@ -72,7 +72,7 @@ static bool candidate(struct stripe_dev *dev, size_t slot)
 
 	const struct stripe_server *srv = &dev->servers[m->slots[slot].server];
 
-	if (dev->resync.auto_run && (srv->gate != STRIPE_GATE_OK ||
+	if (dev->resync.auto_run && (srv->gate == STRIPE_GATE_BAD ||
 				     srv->ops->state(srv->be) != ISCSI_CONN_UP))
 		return false; /* on its own, only to a server that is back */
 	(void)c;

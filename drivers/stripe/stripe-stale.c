@@ -288,7 +288,7 @@ void stripe_stale_wait(struct stripe_dev *dev, struct stripe_req *sr,
 	struct stripe_stale *st = &dev->stale;
 
 	if (gen <= st->gen_durable) {
-		td_complete(sr->req, sr->err);
+		stripe_req_complete(dev, sr, sr->err);
 		return;
 	}
 	sr->wait_gen = gen;

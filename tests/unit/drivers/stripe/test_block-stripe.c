@@ -448,6 +448,8 @@ static int stripe_teardown(void **state)
 	unlink(ts.path);
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", ts.path, (long)getpid());
 	unlink(tmp);
+	snprintf(tmp, sizeof(tmp), "%s.al", ts.path);
+	unlink(tmp);
 	rmdir(ts.dir);
 	return 0;
 }
@@ -1613,6 +1615,19 @@ static int control(const char *w0, const char *w1, struct td_strbuf *out)
 	return td_vbd_driver_control(fx->vbd, "stripe", w1 ? 2 : 1, argv, out);
 }
 
+static int control2(const char *w0, const char *w1, const char *w2,
+		    struct td_strbuf *out)
+{
+	char a[32], b[32], c[32];
+	char *argv[3] = {a, b, c};
+
+	snprintf(a, sizeof(a), "%s", w0);
+	snprintf(b, sizeof(b), "%s", w1);
+	snprintf(c, sizeof(c), "%s", w2);
+	td_strbuf_reset(out);
+	return td_vbd_driver_control(fx->vbd, "stripe", 3, argv, out);
+}
+
 /* Extent (0, 0) of G2: virtual [0, 64K) and [128K, 192K). */
 static void test_resync_copies_and_clears(void **state)
 {
@@ -1695,6 +1710,179 @@ static void test_resync_stop(void **state)
 	assert_true(file_stale(0, 0, 1));
 	assert_int_equal(control("resync", "stop", &out), -EALREADY);
 	td_strbuf_free(&out);
+}
+
+/* --- dirty regions, the activity log, resync on its own ----------------------- */
+
+/* A write replica 1 missed: one region marked, one region copied back. */
+static void test_region_resync_copies_only_missed(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g2, NULL, ",auto_resync=off,resync_rate=1G");
+	assert_int_equal(dev()->map.region_bytes, 4096);
+	fill(0, 21, 4096);
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 1);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 8192, 4096), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(file_dirty(0, 0, 1), 1);
+	/* its other regions are still written and read */
+	fill(1, 22, 4096);
+	assert_int_equal(do_io(1, TD_OP_WRITE, 16384, 4096), 0);
+	assert_memory_equal(mock_iscsi_data(1) + 16384, ts.buf[1], 4096);
+	assert_memory_not_equal(mock_iscsi_data(1) + 8192, ts.buf[0], 4096);
+	assert_int_equal(control("resync", NULL, &out), 0);
+	RUN_UNTIL(dev()->resync.state != STRIPE_RESYNC_RUNNING);
+	assert_int_equal(dev()->resync.state, STRIPE_RESYNC_DONE);
+	assert_int_equal(dev()->resync.bytes_copied, 4096);
+	RUN_UNTIL(!file_stale(0, 0, 1));
+	assert_memory_equal(mock_iscsi_data(0), mock_iscsi_data(1), 128 * KiB);
+	td_strbuf_free(&out);
+}
+
+/* A server comes back: its missed regions are copied without a command. */
+static void test_auto_resync_when_server_back(void **state)
+{
+	start(&g2, NULL, ",resync_rate=1G,degraded_grace_ms=0");
+	assert_int_equal(do_io(1, TD_OP_WRITE, 0, 4096), 0); /* gates checked */
+	mock_iscsi_set_state(1, ISCSI_CONN_CONNECTING);
+	RUN_UNTIL(stripe_server_degraded(dev(), &dev()->servers[1]));
+	fill(0, 31, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 4096, 4096), 0);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(file_dirty(0, 0, 1), 1);
+	/* nothing while the server is away */
+	for (int i = 0; i < 700; i++)
+		td_loop_run_once(fx->loop, 2);
+	assert_int_equal(dev()->resync.state, STRIPE_RESYNC_IDLE);
+	mock_iscsi_set_state(1, ISCSI_CONN_UP);
+	RUN_UNTIL(dev()->resync.state == STRIPE_RESYNC_DONE);
+	assert_true(dev()->resync.auto_run);
+	assert_int_equal(dev()->resync.bytes_copied, 4096);
+	RUN_UNTIL(!file_stale(0, 0, 1));
+	assert_memory_equal(mock_iscsi_data(0), mock_iscsi_data(1), 128 * KiB);
+}
+
+static void test_auto_resync_off(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g2, g2_stale_001, ",auto_resync=off");
+	for (int i = 0; i < 700; i++)
+		td_loop_run_once(fx->loop, 2);
+	assert_int_equal(dev()->resync.state, STRIPE_RESYNC_IDLE);
+	assert_int_equal(control2("resync", "auto", "on", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "auto resync on"));
+	RUN_UNTIL(dev()->resync.state == STRIPE_RESYNC_DONE);
+	assert_int_equal(control2("resync", "auto", "maybe", &out), -EINVAL);
+	td_strbuf_free(&out);
+}
+
+static void write_al(bool clean, const uint64_t *ids, uint32_t nr, uint64_t gen)
+{
+	char path[160];
+	struct stripe_al_record rec = {
+		.gen = gen,
+		.clean = clean,
+		.nr = nr,
+		.region_bytes = 4096,
+		.regions_per_extent = 32,
+		.extents = 4,
+	};
+	int fd;
+
+	snprintf(path, sizeof(path), "%s.al", ts.path);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(stripe_al_file_write(fd, STRIPE_AL_DEFAULT_CAP, &rec,
+					      ids),
+			 0);
+	close(fd);
+}
+
+/* Regions hot at a crash are marked on every replica but the first. */
+static void test_al_recovery_marks_hot_regions(void **state)
+{
+	/* extent (0, 0) region 3; extent (1, 1) regions 0 and 1 */
+	static const uint64_t ids[] = {3, 3 * 32 + 0, 3 * 32 + 1};
+
+	make_map(&g2, NULL);
+	write_al(false, ids, 3, 5);
+	assert_int_equal(open_stripe(",auto_resync=off"), 0);
+	assert_int_equal(dev()->al.recovered, 3);
+	assert_false(file_stale(0, 0, 0));
+	assert_int_equal(file_dirty(0, 0, 1), 1);
+	assert_false(file_stale(1, 1, 0));
+	assert_int_equal(file_dirty(1, 1, 1), 2);
+	RUN_UNTIL(nr_notes == 2); /* the master hears of both */
+	assert_true(notes[0].stale && notes[1].stale);
+	/* a clean log marks nothing */
+	td_vbd_close(fx->vbd);
+	fx->vbd = NULL;
+	make_map(&g2, NULL);
+	write_al(true, ids, 3, 9);
+	assert_int_equal(open_stripe(NULL), 0);
+	assert_int_equal(dev()->al.recovered, 0);
+	assert_int_equal(nr_file_stale(), 0);
+}
+
+/* A torn newest record: the older one is used; neither: every extent. */
+static void test_al_torn_record(void **state)
+{
+	static const uint64_t ids[] = {2};
+	char path[160];
+	int fd;
+
+	make_map(&g2, NULL);
+	write_al(false, ids, 1, 6);
+	write_al(false, NULL, 0, 7);
+	snprintf(path, sizeof(path), "%s.al", ts.path);
+	fd = open(path, O_RDWR);
+	/* gen 7 is in slot 1: spoil its checksum */
+	assert_int_equal(pwrite(fd, "X", 1,
+				(off_t)stripe_al_record_bytes(
+					STRIPE_AL_DEFAULT_CAP) +
+					40),
+			 1);
+	close(fd);
+	assert_int_equal(open_stripe(",auto_resync=off"), 0);
+	assert_int_equal(dev()->al.recovered, 1);
+	assert_int_equal(file_dirty(0, 0, 1), 1);
+	td_vbd_close(fx->vbd);
+	fx->vbd = NULL;
+	make_map(&g2, NULL);
+	fd = open(path, O_RDWR | O_TRUNC);
+	assert_int_equal(write(fd, "garbage", 7), 7);
+	close(fd);
+	assert_int_equal(open_stripe(",auto_resync=off"), 0);
+	assert_int_equal(dev()->al.recovered, 4); /* every extent */
+	assert_int_equal(nr_file_stale(), 4);	  /* replica 1 of each */
+	assert_false(file_stale(0, 0, 0));
+}
+
+/* Writes go through a log of 16 regions: old ones are evicted. */
+static void test_al_small_log(void **state)
+{
+	start(&g2, NULL, ",al_regions=16");
+	for (int i = 0; i < 24; i++)
+		assert_int_equal(do_io(0, TD_OP_WRITE, (uint64_t)i * 4096,
+				       4096),
+				 0);
+	assert_true(dev()->al.evictions >= 8);
+	assert_true(dev()->al.writes >= 24);
+	assert_int_equal(dev()->al.nr, 16);
+	/* a clean close: nothing hot at the next open */
+	td_vbd_close(fx->vbd);
+	fx->vbd = NULL;
+	assert_int_equal(open_stripe(NULL), 0);
+	assert_int_equal(dev()->al.recovered, 0);
+	assert_int_equal(nr_file_stale(), 0);
+	td_vbd_close(fx->vbd);
+	fx->vbd = NULL;
+	assert_int_equal(open_stripe(",al_regions=8"), -EINVAL);
+	fx->vbd = NULL;
 }
 
 /* --- control, reports, open errors ------------------------------------------- */
@@ -2517,6 +2705,12 @@ int main(void)
 		T(test_resync_copies_and_clears),
 		T(test_resync_target_failure),
 		T(test_resync_stop),
+		T(test_region_resync_copies_only_missed),
+		T(test_auto_resync_when_server_back),
+		T(test_auto_resync_off),
+		T(test_al_recovery_marks_hot_regions),
+		T(test_al_torn_record),
+		T(test_al_small_log),
 		T(test_control_and_reports),
 		T(test_open_errors),
 		T(test_device_replica),
