@@ -200,7 +200,9 @@ static const struct command commands[] = {
 	 ctl_cmd_vdisk_map, NULL, 0},
 	{"vdisk", "show", O_NAME, 0, "FILE", "vdisk show FILE | --name NAME",
 	 "Check a mapping file and print it: geometry, servers, extents and\n"
-	 "the state of each replica (ok, or stale: it missed writes).  Needs\n"
+	 "the state of each replica (ok, or stale: it missed writes, with\n"
+	 "how many of its regions did), and the move targets being filled\n"
+	 "(replicas being re-homed) with the regions not yet copied.  Needs\n"
 	 "no master.  --name NAME prints the master's record of the disk\n"
 	 "instead: its servers, extents and the replica states the master\n"
 	 "was told, and the disk's lease (holder, epoch, and whether a fence\n"
