@@ -14,8 +14,10 @@
  *   - a rejection leaves the map empty and says why (a line number inside
  *     the file, a non-empty reason);
  *   - an accepted map passes stripe_map_check, is written back by
- *     stripe_map_format, and that text parses to the same map and formats
- *     to the same text again (the writer and the reader agree);
+ *     stripe_map_format, and that text parses to the same map (dirty
+ *     regions and move targets included) and formats to the same text
+ *     again (the writer and the reader agree), with the version the map
+ *     needs; stripe_map_copy of it formats to the same text;
  *   - its layout places the first and the last byte of the disk inside
  *     its geometry;
  *   - the sanitizers and libFuzzer's leak check see nothing.
@@ -73,6 +75,12 @@ static bool same_server(const struct stripe_map_server *a,
 	       !strcmp(a->chap_secret, b->chap_secret);
 }
 
+static size_t bitmap_bytes(const struct stripe_map *m)
+{
+	return stripe_map_nr_slots(m) * stripe_map_region_words(m) *
+	       sizeof(uint64_t);
+}
+
 static bool same_map(const struct stripe_map *a, const struct stripe_map *b)
 {
 	if (strcmp(a->vdisk, b->vdisk) || strcmp(a->master, b->master) ||
@@ -81,7 +89,8 @@ static bool same_map(const struct stripe_map *a, const struct stripe_map *b)
 	    a->extent_size_bytes != b->extent_size_bytes ||
 	    a->columns != b->columns ||
 	    a->extents_per_column != b->extents_per_column ||
-	    a->replicas != b->replicas || a->nr_servers != b->nr_servers)
+	    a->replicas != b->replicas || a->nr_servers != b->nr_servers ||
+	    a->region_bytes != b->region_bytes)
 		return false;
 	for (uint32_t s = 0; s < a->nr_servers; s++)
 		if (!same_server(&a->servers[s], &b->servers[s]))
@@ -89,9 +98,14 @@ static bool same_map(const struct stripe_map *a, const struct stripe_map *b)
 	for (size_t i = 0; i < stripe_map_nr_slots(a); i++)
 		if (a->slots[i].server != b->slots[i].server ||
 		    a->slots[i].lba != b->slots[i].lba ||
-		    a->slots[i].stale != b->slots[i].stale)
+		    a->slots[i].stale != b->slots[i].stale ||
+		    a->moves[i].active != b->moves[i].active ||
+		    (a->moves[i].active &&
+		     (a->moves[i].server != b->moves[i].server ||
+		      a->moves[i].lba != b->moves[i].lba)))
 			return false;
-	return true;
+	return !memcmp(a->dirty, b->dirty, bitmap_bytes(a)) &&
+	       !memcmp(a->move_dirty, b->move_dirty, bitmap_bytes(a));
 }
 
 static void check_layout(const struct stripe_map *m)
@@ -108,6 +122,23 @@ static void check_layout(const struct stripe_map *m)
 		check(loc.extent < m->extents_per_column);
 		check(loc.extent_offset < m->extent_size_bytes);
 	}
+}
+
+/* The copy formats to the same text. */
+static void check_copy(const struct stripe_map *m, const struct td_strbuf *text)
+{
+	struct stripe_map copy;
+	struct stripe_map_error err;
+	struct td_strbuf text3;
+
+	check(stripe_map_copy(&copy, m) == 0);
+	check(same_map(m, &copy));
+	td_strbuf_init(&text3);
+	check(stripe_map_format(&copy, &text3, &err) == 0);
+	check(text3.len == text->len &&
+	      !memcmp(text3.data, text->data, text->len));
+	td_strbuf_free(&text3);
+	stripe_map_free(&copy);
 }
 
 /* An accepted map: check, write back, read again, write again. */
@@ -127,6 +158,9 @@ static void round_trip(const struct stripe_map *m)
 	check(stripe_map_format(&again, &text2, &err) == 0);
 	check(text.len == text2.len &&
 	      !memcmp(text.data, text2.data, text.len));
+	check(memcmp(text.data, "tapstripe-map ", 14) == 0 &&
+	      text.data[14] - '0' == stripe_map_format_version(m));
+	check_copy(m, &text);
 	stripe_map_free(&again);
 	td_strbuf_free(&text);
 	td_strbuf_free(&text2);
@@ -154,7 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = stripe_map_parse(text, len, &m, &err);
 	check(ret == 0 || ret == -EINVAL);
 	if (ret) {
-		check(!m.servers && !m.slots);
+		check(!m.servers && !m.slots && !m.dirty && !m.moves &&
+		      !m.move_dirty);
 		check(err.reason[0] != '\0');
 		check(memchr(err.reason, '\0', sizeof(err.reason)));
 		check(err.line <= count_lines(text, len) + 1);

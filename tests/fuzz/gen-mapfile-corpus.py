@@ -21,14 +21,17 @@ def crc32c(data):
     return crc ^ 0xFFFFFFFF
 
 
-def header(size, unit, columns, j, replicas, extent, name="db1"):
-    return ("tapstripe-map 1\n"
+def header(size, unit, columns, j, replicas, extent, name="db1",
+           region=None):
+    """Version 2 when region (region-bytes) is given, else version 1."""
+    return (f"tapstripe-map {2 if region else 1}\n"
             "# tapstripe mapping file (see drivers/mapfile.h); the last "
             "line checksums the rest\n"
             f"vdisk {name}\nsize-bytes {size}\nstripe-unit-bytes {unit}\n"
             f"columns {columns}\nextents-per-column {j}\n"
             f"replicas {replicas}\nextent-size-bytes {extent}\n"
-            "master 127.0.0.1:7700\n")
+            "master 127.0.0.1:7700\n" +
+            (f"region-bytes {region}\n" if region else ""))
 
 
 def server(n, addr, target, block=512, chap=None, device=None):
@@ -80,12 +83,64 @@ def wide():
     return text
 
 
+def move(c, x, r, srv, lba, state="ok"):
+    return f"move {c} {x} {r} server {srv} lba {lba} {state}\n"
+
+
+def v2():
+    """Version 2: 64 KiB regions (16 per 1 MiB extent), dirty marks and a
+    move target on a fifth server."""
+    text = header(4 * MiB, 64 << 10, 2, 2, 2, MiB, region=64 << 10)
+    text += server(0, "10.0.0.1", "iqn.2024-01.t:a")
+    text += server(1, "10.0.0.2", "iqn.2024-01.t:b")
+    text += server(2, "10.0.0.3", "iqn.2024-01.t:c")
+    text += server(3, "10.0.0.4", "iqn.2024-01.t:d", 4096)
+    text += server(4, "10.0.0.5", "iqn.2024-01.t:e")
+    text += extent(0, 0, 0, 0, 0) + extent(0, 0, 1, 1, 0, "dirty 1000")
+    text += extent(0, 1, 0, 0, 2048) + extent(0, 1, 1, 1, 2048)
+    text += extent(1, 0, 0, 2, 0) + extent(1, 0, 1, 3, 0, "stale")
+    text += extent(1, 1, 0, 2, 2048, "dirty 0f0f")
+    text += extent(1, 1, 1, 3, 256)
+    text += move(0, 0, 1, 4, 0, "dirty ff7f")
+    text += move(1, 1, 0, 4, 2048, "stale")
+    return text
+
+
+def v2_odd():
+    """Version 2, 6 regions of 4 KiB per 24 KiB extent (a last digit with
+    2 bits), the default region size, one move."""
+    text = header(98304, 4096, 2, 2, 2, 24576, "odd", region=4096)
+    for n in range(4):
+        text += server(n, f"10.2.0.{n + 1}", f"iqn.2024-01.o:{n}")
+    text += extent(0, 0, 0, 0, 0) + extent(0, 0, 1, 1, 0)
+    text += extent(0, 1, 0, 1, 48) + extent(0, 1, 1, 2, 0, "dirty 21")
+    text += extent(1, 0, 0, 2, 48, "stale") + extent(1, 0, 1, 0, 48)
+    text += extent(1, 1, 0, 0, 96) + extent(1, 1, 1, 1, 96)
+    return text + move(0, 0, 1, 3, 0, "dirty 30")
+
+
+def v2_wide():
+    """Version 2 with 2048 regions: 512 hex digits on a line."""
+    text = header(8 * MiB, 4096, 1, 1, 2, 8 * MiB, "wide2", region=4096)
+    for n in range(3):
+        text += server(n, f"10.3.0.{n + 1}", f"iqn.2024-01.x:{n}")
+    text += extent(0, 0, 0, 0, 0, "dirty " + "f" * 511 + "7")
+    text += extent(0, 0, 1, 1, 0)
+    return text + move(0, 0, 1, 2, 0, "dirty " + "0" * 500 + "1" * 12)
+
+
 def sealed(text):
     return text + "checksum crc32c %08x\n" % crc32c(text.encode())
 
 
 def seeds():
     yield "base", 1, base()
+    yield "v2", 1, v2()
+    yield "v2-odd", 1, v2_odd()
+    yield "v2-wide", 1, v2_wide()
+    yield "v2-sealed", 0, sealed(v2())
+    yield "v2-in-v1", 1, v2().replace("tapstripe-map 2", "tapstripe-map 1")
+    yield "v2-move-overlap", 1, v2().replace("lba 2048 stale", "lba 1 stale")
     yield "single", 1, single()
     yield "wide", 1, wide()
     yield "base-sealed", 0, sealed(base())

@@ -130,6 +130,33 @@ static uint32_t map_stale(const struct stripe_map *m)
 	return stale;
 }
 
+/* "moves": the active move targets, in slot order. */
+static void json_moves(struct td_json *j, const struct stripe_map *m)
+{
+	size_t i = 0;
+
+	td_json_begin_array(j, "moves");
+	for (uint32_t c = 0; c < m->columns; c++)
+		for (uint32_t x = 0; x < m->extents_per_column; x++)
+			for (uint32_t r = 0; r < m->replicas; r++, i++) {
+				if (!m->moves[i].active)
+					continue;
+				td_json_begin_object(j, NULL);
+				td_json_u64(j, "column", c);
+				td_json_u64(j, "extent", x);
+				td_json_u64(j, "replica", r);
+				td_json_u64(j, "server", m->moves[i].server);
+				td_json_u64(j, "lba", m->moves[i].lba);
+				td_json_u64(
+					j, "dirty_regions",
+					stripe_map_bits_count(
+						stripe_map_move_dirty(m, i),
+						stripe_map_region_count(m)));
+				td_json_end_object(j);
+			}
+	td_json_end_array(j);
+}
+
 static void json_map(struct td_json *j, const struct stripe_map *m,
 		     const char *path)
 {
@@ -145,6 +172,7 @@ static void json_map(struct td_json *j, const struct stripe_map *m,
 	td_json_u64(j, "extent_size_bytes", m->extent_size_bytes);
 	td_json_str(j, "master", m->master);
 	td_json_u64(j, "stale_replicas", map_stale(m));
+	td_json_u64(j, "region_bytes", m->region_bytes);
 	td_json_begin_array(j, "servers");
 	for (uint32_t s = 0; s < m->nr_servers; s++) {
 		td_json_begin_object(j, NULL);
@@ -170,9 +198,59 @@ static void json_map(struct td_json *j, const struct stripe_map *m,
 				td_json_u64(j, "server", m->slots[i].server);
 				td_json_u64(j, "lba", m->slots[i].lba);
 				td_json_bool(j, "stale", m->slots[i].stale);
+				td_json_u64(
+					j, "dirty_regions",
+					stripe_map_bits_count(
+						stripe_map_slot_dirty(m, i),
+						stripe_map_region_count(m)));
 				td_json_end_object(j);
 			}
 	td_json_end_array(j);
+	json_moves(j, m);
+}
+
+/* After a state: ", dirty K of N regions (G each)" when K > 0. */
+static void print_dirty(const struct stripe_map *m, const uint64_t *bits)
+{
+	uint32_t n = stripe_map_region_count(m);
+	uint32_t k = stripe_map_bits_count(bits, n);
+	char g[32];
+
+	if (k) {
+		ctl_format_bytes(m->region_bytes, g, sizeof(g));
+		printf(", dirty %u of %u regions (%s each)", k, n, g);
+	}
+	printf("\n");
+}
+
+/* The move targets being filled (re-homing), when there are any. */
+static void print_moves(const struct stripe_map *m)
+{
+	size_t n = stripe_map_nr_slots(m), i = 0;
+	bool header = false;
+
+	for (uint32_t c = 0; c < m->columns; c++)
+		for (uint32_t x = 0; x < m->extents_per_column; x++)
+			for (uint32_t r = 0; r < m->replicas && i < n;
+			     r++, i++) {
+				if (!m->moves[i].active)
+					continue;
+				if (!header)
+					printf("\nmove targets (replicas being "
+					       "re-homed):\n%6s %6s %7s %6s "
+					       "%14s %s\n",
+					       "COLUMN", "EXTENT", "REPLICA",
+					       "SERVER", "LBA", "STATE");
+				header = true;
+				printf("%6u %6u %7u %6u %14" PRIu64 " %s", c, x,
+				       r, m->moves[i].server, m->moves[i].lba,
+				       stripe_map_bits_any(
+					       stripe_map_move_dirty(m, i),
+					       stripe_map_region_count(m))
+					       ? "copying"
+					       : "copied");
+				print_dirty(m, stripe_map_move_dirty(m, i));
+			}
 }
 
 static void print_map(const struct stripe_map *m, const char *path)
@@ -204,11 +282,13 @@ static void print_map(const struct stripe_map *m, const char *path)
 	       "SERVER", "LBA", "STATE");
 	for (uint32_t c = 0; c < m->columns; c++)
 		for (uint32_t x = 0; x < m->extents_per_column; x++)
-			for (uint32_t r = 0; r < m->replicas; r++, i++)
-				printf("%6u %6u %7u %6u %14" PRIu64 " %s\n", c,
-				       x, r, m->slots[i].server,
-				       m->slots[i].lba,
+			for (uint32_t r = 0; r < m->replicas; r++, i++) {
+				printf("%6u %6u %7u %6u %14" PRIu64 " %s", c, x,
+				       r, m->slots[i].server, m->slots[i].lba,
 				       m->slots[i].stale ? "stale" : "ok");
+				print_dirty(m, stripe_map_slot_dirty(m, i));
+			}
+	print_moves(m);
 }
 
 int ctl_show_map(const struct stripe_map *m, const char *path, bool json)

@@ -65,6 +65,22 @@ static int layout(const struct ctl_opts *o, uint64_t extent_bytes,
 	return 0;
 }
 
+/* --region-size against the extent size; 0 or an exit status printed. */
+static int check_region(const struct ctl_opts *o, uint64_t extent_bytes)
+{
+	char region[32], extent[32];
+
+	if (!o->region_bytes ||
+	    stripe_map_region_ok(extent_bytes, o->region_bytes))
+		return 0;
+	ctl_format_bytes(o->region_bytes, region, sizeof(region));
+	ctl_format_bytes(extent_bytes, extent, sizeof(extent));
+	return ctl_fail("--region-size %s does not fit the extent size (%s): "
+			"it must be a multiple of 4K that divides the extent "
+			"size into at most %u regions",
+			region, extent, STRIPE_MAP_MAX_REGIONS);
+}
+
 /* Copy a master reply's disk into a mapping file's map. */
 static int map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
 			  const char *master, struct stripe_map *m)
@@ -80,6 +96,7 @@ static int map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
 	m->columns = v->columns;
 	m->extents_per_column = v->extents_per_column;
 	m->replicas = v->replicas;
+	m->region_bytes = o->region_bytes; /* 0: the default */
 	if (v->extents.extents_len != n ||
 	    stripe_map_alloc(m, v->servers.servers_len))
 		return -EPROTO;
@@ -106,7 +123,8 @@ static int map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
 			return -EPROTO;
 		m->slots[i].server = s;
 		m->slots[i].lba = e->offset_bytes / m->servers[s].block_size;
-		m->slots[i].stale = e->stale;
+		if (e->stale) /* the master knows whole replicas only */
+			stripe_map_slot_mark_all(m, i);
 	}
 	return 0;
 }
@@ -215,7 +233,9 @@ int ctl_cmd_vdisk_create(struct ctl_opts *o)
 	if (master_call_info(c, &rep))
 		status = ctl_call_failed(c, "vdisk create");
 	else if (!(status = layout(o, rep.body.ms_body_u.info.extent_size_bytes,
-				   &per_column)))
+				   &per_column)) &&
+		 !(status = check_region(
+			   o, rep.body.ms_body_u.info.extent_size_bytes)))
 		status = allocate_and_write(
 			o, c, rep.body.ms_body_u.info.extent_size_bytes,
 			per_column);
@@ -237,7 +257,8 @@ static int check_geometry(struct ctl_opts *o, const ms_vdisk *v)
 
 	o->stripes = v->columns;
 	o->replicas = v->replicas;
-	if ((status = layout(o, v->extent_size_bytes, &per_column)))
+	if ((status = layout(o, v->extent_size_bytes, &per_column)) ||
+	    (status = check_region(o, v->extent_size_bytes)))
 		return status;
 	if (per_column != v->extents_per_column)
 		return ctl_fail("--size and --stripe-unit give %u extents per "

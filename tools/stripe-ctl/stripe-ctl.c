@@ -65,8 +65,17 @@ enum {
 	O_HOST = 1u << 22,
 	O_RACK = 1u << 23,
 	O_SITE = 1u << 24,
+	O_REGION = 1u << 25,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
+
+#define REGION_HELP                                                          \
+	"    --region-size G      the unit of dirty marks (a replica that\n" \
+	"                         missed writes is resynchronised by\n"      \
+	"                         regions): a multiple of 4K dividing the\n" \
+	"                         extent size into at most 2048 regions\n"   \
+	"                         (default 1M when it does, else the\n"      \
+	"                         smallest size that does)\n"
 
 struct command {
 	const char *group; /* NULL for a one-word command */
@@ -145,10 +154,11 @@ static const struct command commands[] = {
 	 "extents, free extents, whether it is draining, and its host, rack\n"
 	 "and site labels ('-': none).\n",
 	 ctl_cmd_server_list, NULL, 0},
-	{"vdisk", "create", O_SIZE | O_STRIPES | O_UNIT | O_REPLICAS | O_OUTPUT,
+	{"vdisk", "create",
+	 O_SIZE | O_STRIPES | O_UNIT | O_REPLICAS | O_OUTPUT | O_REGION,
 	 O_SIZE | O_STRIPES, "NAME",
 	 "vdisk create NAME --size SIZE --stripes S [--stripe-unit U]\n"
-	 "             [--replicas R] [-o FILE]",
+	 "             [--replicas R] [--region-size G] [-o FILE]",
 	 "Allocate the extents of a striped disk of SIZE bytes and write its\n"
 	 "mapping file, the one argument tapdisk needs to serve it\n"
 	 "(stripe:FILE).  Each column gets J = ceil(ceil(SIZE/(U*S))*U/E)\n"
@@ -164,12 +174,13 @@ static const struct command commands[] = {
 	 "                         1-4 (default 1): spread over distinct\n"
 	 "                         sites, else racks, as far as the labels\n"
 	 "                         and free extents allow (the output says\n"
-	 "                         which extents could not be)\n"
+	 "                         which extents could not be)\n" REGION_HELP
 	 "    -o, --output FILE    the mapping file (default\n"
 	 "                         " CTL_MAP_DIR "/NAME.map)\n",
 	 ctl_cmd_vdisk_create, NULL, 0},
-	{"vdisk", "map", O_SIZE | O_UNIT | O_OUTPUT, O_SIZE, "NAME",
-	 "vdisk map NAME --size SIZE [--stripe-unit U] [-o FILE]",
+	{"vdisk", "map", O_SIZE | O_UNIT | O_OUTPUT | O_REGION, O_SIZE, "NAME",
+	 "vdisk map NAME --size SIZE [--stripe-unit U] [--region-size G]\n"
+	 "          [-o FILE]",
 	 "Write the mapping file of a disk that exists at the master, with\n"
 	 "the same writer as 'vdisk create' and the replica states the master\n"
 	 "records: a host that is to serve the disk (the destination of a\n"
@@ -182,13 +193,16 @@ static const struct command commands[] = {
 	 "master keeps no CHAP credentials (issue #20): the file written has\n"
 	 "none, so copy the file of a disk whose servers need CHAP instead.\n\n"
 	 "    --size SIZE          the disk's size, as given to vdisk create\n"
-	 "    --stripe-unit U      its stripe unit, as given (default 1M)\n"
+	 "    --stripe-unit U      its stripe unit, as given (default "
+	 "1M)\n" REGION_HELP
 	 "    -o, --output FILE    the mapping file (default\n"
 	 "                         " CTL_MAP_DIR "/NAME.map)\n",
 	 ctl_cmd_vdisk_map, NULL, 0},
 	{"vdisk", "show", O_NAME, 0, "FILE", "vdisk show FILE | --name NAME",
 	 "Check a mapping file and print it: geometry, servers, extents and\n"
-	 "the state of each replica (ok, or stale: it missed writes).  Needs\n"
+	 "the state of each replica (ok, or stale: it missed writes, with\n"
+	 "how many of its regions did), and the move targets being filled\n"
+	 "(replicas being re-homed) with the regions not yet copied.  Needs\n"
 	 "no master.  --name NAME prints the master's record of the disk\n"
 	 "instead: its servers, extents and the replica states the master\n"
 	 "was told, and the disk's lease (holder, epoch, and whether a fence\n"
@@ -541,6 +555,7 @@ enum {
 	L_HOST,
 	L_RACK,
 	L_SITE,
+	L_REGION,
 };
 
 static const struct option long_options[] = {
@@ -573,6 +588,7 @@ static const struct option long_options[] = {
 	{"host", required_argument, NULL, L_HOST},
 	{"rack", required_argument, NULL, L_RACK},
 	{"site", required_argument, NULL, L_SITE},
+	{"region-size", required_argument, NULL, L_REGION},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -631,6 +647,8 @@ static unsigned int option_bit(int c)
 		return O_RACK;
 	case L_SITE:
 		return O_SITE;
+	case L_REGION:
+		return O_REGION;
 	default:
 		return O_GLOBAL;
 	}
@@ -684,6 +702,18 @@ static int take_unit(struct ctl_opts *o, const char *arg)
 				   "--stripe-unit wants a power of two "
 				   "from 4K to 1G, like 64K or 1M, not "
 				   "'%s'",
+				   arg);
+	return 0;
+}
+
+/* The extent size is not known yet: the rest of the rule is checked later. */
+static int take_region(struct ctl_opts *o, const char *arg)
+{
+	if (td_parse_size(arg, &o->region_bytes) || !o->region_bytes ||
+	    o->region_bytes % STRIPE_MAP_REGION_ALIGN)
+		return usage_error(NULL,
+				   "--region-size wants a multiple of 4K, "
+				   "like 1M, not '%s'",
 				   arg);
 	return 0;
 }
@@ -762,6 +792,8 @@ static int take_number_option(struct ctl_opts *o, int c, const char *arg)
 		return take_block_size(o, arg);
 	case L_EPOCH:
 		return take_epoch(o, arg);
+	case L_REGION:
+		return take_region(o, arg);
 	default:
 		return take_server(o, arg);
 	}

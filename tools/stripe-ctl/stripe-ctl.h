@@ -47,6 +47,7 @@ struct ctl_opts {
 	uint32_t replicas;
 	const char *output;
 	const char *name;
+	uint64_t region_bytes; /* --region-size; 0: the default */
 	/* vdisk resync */
 	uint64_t rate_bytes_per_s; /* 0: the driver's default */
 	const char *run_dir;	   /* NULL: td_ctl_run_dir's default */

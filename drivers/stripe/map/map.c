@@ -374,7 +374,7 @@ static int server_pairs(struct parser *p, const struct tokens *t,
 			struct stripe_map_server *s)
 {
 	unsigned int seen = 0;
-	int ret;
+	int ret = 0;
 
 	if (t->n % 2)
 		return stripe_map_fail(p->err, p->line,
@@ -409,7 +409,7 @@ static int server_line(struct parser *p, const struct tokens *t)
 {
 	struct stripe_map *m = p->m;
 	uint32_t n;
-	int ret;
+	int ret = 0;
 
 	if (t->n < 2 || (ret = number32(p, "server number", t->tok[1], &n)))
 		return t->n < 2 ? stripe_map_fail(p->err, p->line,
@@ -524,7 +524,7 @@ static int parse_state(struct parser *p, const struct tokens *t,
 static int coordinates(struct parser *p, const struct tokens *t,
 		       const char *what, uint32_t got[3])
 {
-	int ret;
+	int ret = 0;
 
 	for (int k = 0; k < 3; k++)
 		if ((ret = number32(p, what, t->tok[1 + k], &got[k])))
@@ -553,7 +553,7 @@ static int extent_line(struct parser *p, const struct tokens *t)
 	struct stripe_map_replica *slot;
 	size_t i = p->next_slot;
 	uint32_t want[3], got[3];
-	int ret;
+	int ret = 0;
 
 	if ((ret = placed_syntax(p, t, "extent")))
 		return ret;
@@ -622,7 +622,7 @@ static int move_line(struct parser *p, const struct tokens *t)
 	struct stripe_map_move *mv;
 	uint32_t got[3];
 	size_t i = 0;
-	int ret;
+	int ret = 0;
 
 	if ((ret = placed_syntax(p, t, "move")) ||
 	    (ret = coordinates(p, t, "move coordinate", got)) ||
@@ -663,7 +663,7 @@ static int body_line(struct parser *p, struct tokens *t)
 	bool server = !strcmp(t->tok[0], "server");
 	bool extent = !strcmp(t->tok[0], "extent");
 	bool move = !strcmp(t->tok[0], "move");
-	int ret;
+	int ret = 0;
 
 	if (!strcmp(t->tok[0], "checksum"))
 		return stripe_map_fail(p->err, p->line,
@@ -724,7 +724,7 @@ static int one_line(struct parser *p, const char *text, size_t len)
 {
 	char buf[STRIPE_MAP_MAX_LINE + 1];
 	struct tokens t;
-	int ret;
+	int ret = 0;
 
 	if (len > STRIPE_MAP_MAX_LINE)
 		return stripe_map_fail(p->err, p->line,
@@ -795,7 +795,7 @@ static int check_sum(const char *text, size_t len, size_t *body_len,
 static int parse_body(struct parser *p, const char *text, size_t len)
 {
 	size_t pos = 0;
-	int ret;
+	int ret = 0;
 
 	while (pos < len) {
 		const char *nl = memchr(text + pos, '\n', len - pos);
@@ -833,7 +833,7 @@ int stripe_map_parse(const char *text, size_t len, struct stripe_map *m,
 	struct parser p = {.m = m, .err = err};
 	const char *nul;
 	size_t body_len = 0;
-	int ret;
+	int ret = 0;
 
 	memset(m, 0, sizeof(*m));
 	memset(err, 0, sizeof(*err));
