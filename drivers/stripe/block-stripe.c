@@ -587,12 +587,12 @@ static void report_resync_text(struct stripe_dev *dev, struct td_strbuf *sb)
 	const struct stripe_resync *rs = &dev->resync;
 
 	td_strbuf_printf(sb,
-			 "resync: %s%s, %" PRIu64 " of %" PRIu64
+			 "resync: %s, %" PRIu64 " of %" PRIu64
 			 " replicas done, %" PRIu64 " failed, %" PRIu64
-			 " bytes copied",
-			 rs->auto_run ? "(automatic) " : "",
+			 " bytes copied%s",
 			 stripe_resync_state_name(rs->state), rs->slots_done,
-			 rs->slots_total, rs->slots_failed, rs->bytes_copied);
+			 rs->slots_total, rs->slots_failed, rs->bytes_copied,
+			 rs->auto_run ? " (started on its own)" : "");
 	if (rs->have_slot)
 		td_strbuf_printf(sb,
 				 "; copying column %u extent %u replica %u: "
@@ -615,12 +615,12 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			 dev->path, m->vdisk, m->columns, m->stripe_unit_bytes,
 			 m->extent_size_bytes, m->replicas);
 	td_strbuf_printf(sb,
-			 "stale replicas: %u, %" PRIu64 " dirty regions of "
-			 "%" PRIu64 " bytes (%u marks not yet durable), map "
-			 "rewrites %" PRIu64 " (%" PRIu64
+			 "stale replicas: %u (%u marks not yet durable), "
+			 "%" PRIu64 " dirty regions of %" PRIu64
+			 " bytes, map rewrites %" PRIu64 " (%" PRIu64
 			 " failed), master notifications %" PRIu64 "\n",
-			 count_stale(dev), count_dirty(dev), m->region_bytes,
-			 stripe_stale_pending(dev), dev->stale.rewrites,
+			 count_stale(dev), stripe_stale_pending(dev),
+			 count_dirty(dev), m->region_bytes, dev->stale.rewrites,
 			 dev->stale.rewrite_errors,
 			 stripe_notify_count(dev->notify));
 	td_strbuf_printf(

@@ -79,7 +79,9 @@ print(find(json.load(sys.stdin), sys.argv[1]))' "$2"
 
 resync_all() { # PID MAP: start an online resync and wait for its end
 	local t out
-	out=$("$TAPCTL" driver -i "$1" stripe resync 64M 2>&1) || { echo "$out"; return 1; }
+	# A resync may have started on its own (auto_resync): wait for it.
+	out=$("$TAPCTL" driver -i "$1" stripe resync 64M 2>&1) ||
+		grep -q "already running" <<<"$out" || { echo "$out"; return 1; }
 	for ((t = 0; t < 300; t++)); do
 		[ -z "$("$PY" "$STRIPE_IO" stale "$2")" ] && return 0
 		"$TAPCTL" driver -i "$1" stripe status 2>/dev/null | grep -q '^resync: failed' && break

@@ -50,7 +50,9 @@ class Map:
                         "block_size": int(kv["block-size"])}
                 elif w[0] == "extent":
                     c, j, r = int(w[1]), int(w[2]), int(w[3])
-                    self.slots[(c, j, r)] = (int(w[5]), int(w[7]), w[8] == "stale")
+                    # "dirty HEX" (format 2): some regions missed writes
+                    self.slots[(c, j, r)] = (int(w[5]), int(w[7]),
+                                             w[8] in ("stale", "dirty"))
                 elif len(w) == 2:
                     head[w[0]] = w[1]
         self.size = int(head["size-bytes"])
@@ -59,6 +61,7 @@ class Map:
         self.per_column = int(head["extents-per-column"])
         self.replicas = int(head["replicas"])
         self.extent = int(head["extent-size-bytes"])
+        self.region = int(head.get("region-bytes", 0))
 
     def locate(self, v):
         """(column, extent, offset in the extent) of virtual byte v."""

@@ -672,7 +672,7 @@ static int run_offline(struct job *job)
 	enum td_log_level level = td_log_get_level();
 	int err, status;
 
-	snprintf(chain, sizeof(chain), "stripe:%s", job->path);
+	snprintf(chain, sizeof(chain), "stripe:%s,auto_resync=off", job->path);
 	if ((err = td_loop_create(&job->loop)))
 		return ctl_fail("cannot create an event loop: %s",
 				strerror(-err));
