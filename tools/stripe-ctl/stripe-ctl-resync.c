@@ -665,7 +665,7 @@ static int open_failed(const struct job *job, const char *chain, int err,
 /* -EBUSY when a tapdisk took the file meanwhile; else 0 or exit status. */
 static int run_offline(struct job *job)
 {
-	char chain[PATH_MAX + 8];
+	char chain[PATH_MAX + 32];
 	struct td_vbd_open_error oe = {.reason = ""};
 	struct td_vbd_params vp = {
 		.name = VBD_NAME, .chain = chain, .error = &oe};
