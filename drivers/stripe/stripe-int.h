@@ -466,6 +466,7 @@ struct stripe_resync {
 	struct td_timer timer;
 	/* progress */
 	uint64_t slots_total, slots_done, slots_failed, bytes_copied;
+	uint64_t bytes_copied_all; /* every run since open */
 	uint64_t started_ns, ended_ns;
 	char last_error[160];
 };

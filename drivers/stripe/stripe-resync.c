@@ -292,6 +292,7 @@ static void chunk_written(struct stripe_cmd *sc, int err)
 		return;
 	}
 	rs->bytes_copied += rs->chunk_len;
+	rs->bytes_copied_all += rs->chunk_len;
 	rs->cursor += rs->chunk_len;
 	unlock(dev);
 	/* The rate limit: this chunk may not take less than len / rate. */
