@@ -375,7 +375,7 @@ static int stripe_open(struct td_driver *drv, const char *args)
 	TAILQ_INIT(&dev->writes);
 	TAILQ_INIT(&dev->flush_cur);
 	TAILQ_INIT(&dev->flush_next);
-	TAILQ_INIT(&dev->resync.waiting);
+	TAILQ_INIT(&dev->lock.waiting);
 	if (!*args) {
 		return td_driver_fail(drv, -EINVAL,
 				      "stripe: no mapping file: write the "

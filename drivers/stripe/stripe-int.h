@@ -321,7 +321,7 @@ struct stripe_req {
 	int err;		      /* first child error */
 	uint64_t wait_gen;	      /* stale-mark generation to wait for */
 	bool in_writes;		      /* on dev->writes */
-	bool resync_blocker;	      /* the resync lock waits for it */
+	bool lock_blocker;	      /* the chunk lock waits for it */
 	TAILQ_ENTRY(stripe_req) link; /* dev->writes */
 	TAILQ_ENTRY(stripe_req) wait_link; /* a wait list: gen, lock, flush */
 	struct stripe_child child[STRIPE_MAX_REPLICAS];
@@ -369,6 +369,21 @@ struct stripe_stale {
 	int lock_fd; /* the mapping file's lock; swapped by each rewrite */
 };
 
+/*
+ * The chunk lock (stripe-lock.c), taken by the resync or the scrub on
+ * [start, end) of extent (column, extent): writes overlapping it wait on
+ * waiting, writes in flight overlapping it (blockers, marked
+ * lock_blocker) drain, then ready runs.
+ */
+struct stripe_lock {
+	bool locked;
+	uint32_t column, extent;
+	uint64_t start, end;
+	uint32_t blockers;
+	struct stripe_req_list waiting; /* writes held by the lock */
+	void (*ready)(struct stripe_dev *dev);
+};
+
 enum stripe_resync_state {
 	STRIPE_RESYNC_IDLE = 0,
 	STRIPE_RESYNC_RUNNING,
@@ -398,17 +413,13 @@ struct stripe_resync {
 	bool have_slot;
 	size_t slot;
 	uint32_t column, extent, replica;
-	uint64_t cursor;	       /* bytes [0, cursor) are copied */
-	uint64_t lock_start, lock_end; /* writes there wait */
-	bool locked;
-	uint32_t blockers; /* in-flight writes the lock waits for */
+	uint64_t cursor; /* bytes [0, cursor) are copied */
 	bool target_failed;
 	uint32_t src_tried; /* replicas tried as the source of this chunk */
 	uint64_t chunk_len;
 	uint64_t chunk_start_ns;
 	struct stripe_cmd cmd;
 	struct iovec iov;
-	struct stripe_req_list waiting; /* writes held by the lock */
 	struct td_timer timer;
 	/* progress */
 	uint64_t slots_total, slots_done, slots_failed, bytes_copied;
@@ -468,6 +479,7 @@ struct stripe_dev {
 	bool round_active;
 
 	struct stripe_stale stale;
+	struct stripe_lock lock;
 	struct stripe_resync resync;
 	struct stripe_notify *notify;
 	struct stripe_lease lease;
@@ -584,20 +596,34 @@ void stripe_lease_report_json(struct stripe_dev *dev, struct td_json *j);
 void stripe_lease_report_text(struct stripe_dev *dev, struct td_strbuf *sb);
 const char *stripe_lease_state(const struct stripe_dev *dev);
 
+/* --- stripe-lock.c ---------------------------------------------------- */
+/*
+ * Lock [start, end) of extent (column, extent): ready(dev) runs once no
+ * write in flight overlaps it, at once (from this call) when none does.
+ * One holder at a time; stripe_lock_release routes the waiting writes
+ * again.
+ */
+void stripe_lock_take(struct stripe_dev *dev, uint32_t column, uint32_t extent,
+		      uint64_t start, uint64_t end,
+		      void (*ready)(struct stripe_dev *dev));
+void stripe_lock_release(struct stripe_dev *dev);
+/*
+ * For the write path.  true: sr overlaps the locked range and was queued
+ * (stripe_io_restart runs it at the release).
+ */
+bool stripe_lock_route_write(struct stripe_dev *dev, struct stripe_req *sr);
+/* A write the lock waited for (lock_blocker) has completed. */
+void stripe_lock_blocker_done(struct stripe_dev *dev);
+
 /* --- stripe-resync.c --------------------------------------------------- */
 /* 0 (started), -EALREADY, -ENOMEM; msg says what happened. */
 int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 			struct td_strbuf *msg);
 int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg);
 void stripe_resync_close(struct stripe_dev *dev);
-/*
- * For the write path.  true: sr overlaps the locked chunk and was queued
- * (stripe_io_restart runs it later).  Else sets sr->target_mask when the
- * resync target must be written too.
- */
-bool stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
-/* A write the lock waited for has completed on every replica. */
-void stripe_resync_blocker_done(struct stripe_dev *dev);
+/* For the write path: sets sr->target_mask when the resync target must
+ * be written too. */
+void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
 /* A write to the resync target failed: the copy is no longer exact. */
 void stripe_resync_target_failed(struct stripe_dev *dev, int err);
 const char *stripe_resync_state_name(enum stripe_resync_state s);

@@ -461,7 +461,7 @@ static void handover_sync(struct stripe_handover *ho)
 static bool dev_quiet(const struct stripe_dev *dev)
 {
 	return TAILQ_EMPTY(&dev->writes) && TAILQ_EMPTY(&dev->stale.waiters) &&
-	       TAILQ_EMPTY(&dev->resync.waiting) &&
+	       TAILQ_EMPTY(&dev->lock.waiting) &&
 	       TAILQ_EMPTY(&dev->flush_cur) && TAILQ_EMPTY(&dev->flush_next) &&
 	       !dev->round_active;
 }

@@ -7,10 +7,10 @@
  * is durable and whose extent has a live replica.  Its extent is copied
  * from a live replica in chunks of resync_chunk bytes (at most E), in
  * order; [0, cursor) is copied.  Each chunk:
- *   1. lock [cursor, cursor + len): writes to the extent that overlap it
- *      and arrive now wait (resync.waiting); writes already in flight that
- *      overlap it are counted (blockers) and waited for, so that the copy
- *      reads data no write is still changing;
+ *   1. lock [cursor, cursor + len) (stripe-lock.c): writes to the extent
+ *      that overlap it and arrive now wait; writes already in flight that
+ *      overlap it are waited for, so that the copy reads data no write is
+ *      still changing;
  *   2. read the chunk from a live replica (another one on error), write it
  *      to the target;
  *   3. cursor += len, unlock: the waiting writes are routed again;
@@ -82,77 +82,17 @@ static uint64_t count_candidates(struct stripe_dev *dev)
 	return n;
 }
 
-static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t bend)
-{
-	return a < bend && b < a + alen;
-}
+/* --- the write path ------------------------------------------------------------ */
 
-/* --- the lock ------------------------------------------------------------------ */
-
-static void unlock(struct stripe_dev *dev)
-{
-	struct stripe_resync *rs = &dev->resync;
-	struct stripe_req_list list = TAILQ_HEAD_INITIALIZER(list);
-	struct stripe_req *sr;
-
-	rs->locked = false;
-	rs->blockers = 0;
-	TAILQ_FOREACH(sr, &dev->writes, link)
-	sr->resync_blocker = false;
-	TAILQ_CONCAT(&list, &rs->waiting, wait_link);
-	while ((sr = TAILQ_FIRST(&list))) {
-		TAILQ_REMOVE(&list, sr, wait_link);
-		stripe_io_restart(dev, sr);
-	}
-}
-
-static void lock_ready(struct stripe_dev *dev);
-
-static void lock(struct stripe_dev *dev, uint64_t start, uint64_t end)
-{
-	struct stripe_resync *rs = &dev->resync;
-	struct stripe_req *sr;
-
-	rs->lock_start = start;
-	rs->lock_end = end;
-	rs->locked = true;
-	rs->blockers = 0;
-	rs->step = RESYNC_STEP_DRAIN;
-	TAILQ_FOREACH(sr, &dev->writes, link)
-	{
-		if (sr->column != rs->column || sr->extent != rs->extent ||
-		    !overlaps(sr->ext_off, sr->bytes, start, end))
-			continue;
-		sr->resync_blocker = true;
-		rs->blockers++;
-	}
-	if (!rs->blockers)
-		lock_ready(dev);
-}
-
-void stripe_resync_blocker_done(struct stripe_dev *dev)
-{
-	struct stripe_resync *rs = &dev->resync;
-
-	if (rs->locked && rs->blockers && --rs->blockers == 0)
-		lock_ready(dev);
-}
-
-bool stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr)
+void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	struct stripe_resync *rs = &dev->resync;
 
 	if (rs->state != STRIPE_RESYNC_RUNNING || !rs->have_slot ||
 	    sr->column != rs->column || sr->extent != rs->extent)
-		return false;
-	if (rs->locked &&
-	    overlaps(sr->ext_off, sr->bytes, rs->lock_start, rs->lock_end)) {
-		TAILQ_INSERT_TAIL(&rs->waiting, sr, wait_link);
-		return true;
-	}
+		return;
 	if (sr->ext_off < rs->cursor)
 		sr->target_mask = 1u << rs->replica;
-	return false;
 }
 
 void stripe_resync_target_failed(struct stripe_dev *dev, int err)
@@ -204,7 +144,7 @@ static void slot_fail(struct stripe_dev *dev, const char *why, int err)
 		   rs->column, rs->extent, rs->replica, rs->last_error);
 	rs->slots_failed++;
 	rs->have_slot = false;
-	unlock(dev);
+	stripe_lock_release(dev);
 	slot_begin(dev);
 }
 
@@ -219,7 +159,7 @@ static void slot_done(struct stripe_dev *dev)
 	td_vbd_info(dev->drv->vbd,
 		    "stripe: column %u extent %u replica %u resynchronised",
 		    rs->column, rs->extent, rs->replica);
-	unlock(dev);
+	stripe_lock_release(dev);
 	slot_begin(dev);
 }
 
@@ -265,7 +205,7 @@ static void chunk_written(struct stripe_cmd *sc, int err)
 	}
 	rs->bytes_copied += rs->chunk_len;
 	rs->cursor += rs->chunk_len;
-	unlock(dev);
+	stripe_lock_release(dev);
 	/* The rate limit: this chunk may not take less than len / rate. */
 	want_ns = rs->chunk_len * NS_PER_S / rs->rate_bytes_per_s;
 	spent_ns = td_now_ns() - rs->chunk_start_ns;
@@ -378,11 +318,15 @@ static void chunk_begin(struct stripe_dev *dev)
 	}
 	rs->chunk_start_ns = td_now_ns();
 	if (!left) { /* the end: the whole extent, then the target's cache */
-		lock(dev, 0, dev->map.extent_size_bytes);
+		rs->step = RESYNC_STEP_DRAIN;
+		stripe_lock_take(dev, rs->column, rs->extent, 0,
+				 dev->map.extent_size_bytes, lock_ready);
 		return;
 	}
 	rs->chunk_len = left < rs->chunk_bytes ? left : rs->chunk_bytes;
-	lock(dev, rs->cursor, rs->cursor + rs->chunk_len);
+	rs->step = RESYNC_STEP_DRAIN;
+	stripe_lock_take(dev, rs->column, rs->extent, rs->cursor,
+			 rs->cursor + rs->chunk_len, lock_ready);
 }
 
 static void slot_begin(struct stripe_dev *dev)
@@ -457,7 +401,6 @@ int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 	rs->started_ns = td_now_ns();
 	rs->ended_ns = 0;
 	rs->state = STRIPE_RESYNC_RUNNING;
-	TAILQ_INIT(&rs->waiting);
 	td_strbuf_printf(msg,
 			 "resync started: %" PRIu64 " stale replicas, "
 			 "%" PRIu64 " bytes each, at most %" PRIu64
