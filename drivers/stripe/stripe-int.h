@@ -427,6 +427,94 @@ struct stripe_resync {
 	char last_error[160];
 };
 
+/* --- scrub (stripe-scrub.c; doc/striped-disks.md "Scrub") --------------- */
+
+/* Mismatch places and extents not compared that a run keeps. */
+#define STRIPE_SCRUB_MAX_PLACES 64
+/* A place's disk offset when the byte lies past the disk's end. */
+#define STRIPE_SCRUB_NO_OFFSET UINT64_MAX
+
+enum stripe_scrub_state {
+	STRIPE_SCRUB_IDLE = 0,
+	STRIPE_SCRUB_RUNNING,
+	STRIPE_SCRUB_DONE,
+	STRIPE_SCRUB_STOPPED,
+};
+
+/* What the replicas of one chunk say (stripe_scrub_decide). */
+enum stripe_scrub_verdict {
+	STRIPE_SCRUB_SAME = 0,	/* every compared replica agrees */
+	STRIPE_SCRUB_TOO_FEW,	/* fewer than two replicas to compare */
+	STRIPE_SCRUB_MAJORITY,	/* good is right, bad differ from it */
+	STRIPE_SCRUB_UNDECIDED, /* no strict majority: never guessed */
+};
+
+/*
+ * The decision rule, a pure function.  crc[r] for the nr replicas of a
+ * chunk; a replica is compared when it was read (read_ok) and is not
+ * stale (stale replicas are the resync's job).  MAJORITY: more than half
+ * of the compared replicas share one CRC: *good is the lowest of them,
+ * *bad the compared replicas that differ.  UNDECIDED: *bad is every
+ * compared replica, *good is nr.
+ */
+enum stripe_scrub_verdict stripe_scrub_decide(uint32_t nr, const uint32_t *crc,
+					      uint32_t read_ok, uint32_t stale,
+					      uint32_t *good, uint32_t *bad);
+
+enum stripe_scrub_outcome {
+	STRIPE_SCRUB_FOUND = 0, /* reported only (no --repair) */
+	STRIPE_SCRUB_REPAIRED,	/* rewritten and synchronised */
+	STRIPE_SCRUB_REPAIR_FAILED,
+	STRIPE_SCRUB_NOT_DECIDED,
+};
+
+/* One mismatching chunk. */
+struct stripe_scrub_place {
+	uint32_t column, extent;
+	uint32_t replicas; /* mask: those that differ (undecided: all) */
+	uint32_t good;	   /* the replica taken as right; nr: none */
+	uint64_t ext_off;  /* the first differing byte, in the extent */
+	uint64_t disk_off; /* the same byte on the disk, or NO_OFFSET */
+	uint64_t chunk_off, chunk_len;
+	enum stripe_scrub_outcome outcome;
+};
+
+/* An extent some of whose chunks could not be compared. */
+struct stripe_scrub_skip {
+	uint32_t column, extent;
+	uint32_t replicas; /* mask: the replicas that could not be read */
+};
+
+struct stripe_scrub {
+	enum stripe_scrub_state state;
+	bool stop_requested;
+	bool repair;
+	bool busy; /* a chunk's reads, writes or syncs are in flight */
+	bool paused;
+	uint64_t rate_bytes_per_s;
+	uint64_t chunk_bytes;
+	void *buf[STRIPE_MAX_REPLICAS]; /* chunk_bytes each, while running */
+	struct stripe_cmd cmd[STRIPE_MAX_REPLICAS];
+	struct iovec iov[STRIPE_MAX_REPLICAS];
+	uint32_t pending, written, write_err;
+	uint32_t read_ok;  /* replicas of the chunk read */
+	uint32_t read_err; /* live replicas that could not be read */
+	/* where it is */
+	uint32_t column, extent;
+	uint64_t cursor, chunk_len, chunk_start_ns;
+	uint32_t good, bad;
+	struct td_timer timer;
+	/* progress */
+	uint64_t chunks_total, chunks_checked, chunks_skipped;
+	uint64_t mismatches, repaired, undecided, repair_failed;
+	uint64_t bytes_read, started_ns, ended_ns;
+	uint32_t nr_places, nr_skips;
+	uint64_t skipped_extents;
+	struct stripe_scrub_place places[STRIPE_SCRUB_MAX_PLACES];
+	struct stripe_scrub_skip skips[STRIPE_SCRUB_MAX_PLACES];
+	char last_error[160];
+};
+
 struct stripe_opts {
 	uint32_t queue_depth;
 	uint32_t cmd_timeout_ms;
@@ -481,6 +569,7 @@ struct stripe_dev {
 	struct stripe_stale stale;
 	struct stripe_lock lock;
 	struct stripe_resync resync;
+	struct stripe_scrub scrub;
 	struct stripe_notify *notify;
 	struct stripe_lease lease;
 	struct stripe_fence fence;
@@ -627,5 +716,18 @@ void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
 /* A write to the resync target failed: the copy is no longer exact. */
 void stripe_resync_target_failed(struct stripe_dev *dev, int err);
 const char *stripe_resync_state_name(enum stripe_resync_state s);
+
+/* --- stripe-scrub.c ---------------------------------------------------- */
+/* 0 (started), -EALREADY (a scrub or a resync runs), -EROFS, -ENOMEM;
+ * msg says what happened.  rate 0: resync_rate. */
+int stripe_scrub_start(struct stripe_dev *dev, uint64_t rate, bool repair,
+		       struct td_strbuf *msg);
+int stripe_scrub_stop(struct stripe_dev *dev, struct td_strbuf *msg);
+void stripe_scrub_close(struct stripe_dev *dev);
+const char *stripe_scrub_state_name(enum stripe_scrub_state s);
+/* "scrub: ..." and a line per place (doc/striped-disks.md "Scrub"). */
+void stripe_scrub_report_text(const struct stripe_dev *dev,
+			      struct td_strbuf *sb);
+void stripe_scrub_report_json(const struct stripe_dev *dev, struct td_json *j);
 
 #endif

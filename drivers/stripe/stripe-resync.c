@@ -371,6 +371,12 @@ int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 				    "'stripe status', or 'stripe resync stop'");
 		return -EALREADY;
 	}
+	if (dev->scrub.state == STRIPE_SCRUB_RUNNING) {
+		td_strbuf_puts(msg, "a scrub (verify) is running: the resync "
+				    "waits for its end (see 'stripe status', "
+				    "or 'stripe verify stop')");
+		return -EALREADY;
+	}
 	if (dev->drv->read_only) {
 		td_strbuf_puts(msg, "the disk is open read-only: no resync");
 		return -EROFS;
