@@ -6,7 +6,8 @@
  *
  * Each chunk of resync_chunk bytes is locked against writes (stripe-lock.c,
  * shared with the resync), read from every replica that is not stale and
- * whose session is up, and the CRC32Cs compared (stripe_scrub_decide); a
+ * whose session is up, and compared: byte for byte, then on a difference
+ * by CRC32C for the vote (stripe_scrub_decide); a
  * mismatch is recorded, and with repair the replicas that differ from a
  * strict majority are rewritten from it and their servers synchronised
  * before the chunk is unlocked.  Throttled to rate bytes read per second.
@@ -386,6 +387,28 @@ static void note_skip(struct stripe_dev *dev, uint32_t unread)
 		};
 }
 
+/*
+ * Whether every replica read holds the same bytes.  The common case, and
+ * memcmp runs at over 1 GB/s where the map's bitwise CRC32C runs at 85
+ * MB/s (measured): a 1 MiB chunk of 2 replicas would hold the event loop
+ * 25 ms.  The CRCs are computed only when the chunk differs, to vote.
+ */
+static bool all_equal(const struct stripe_dev *dev)
+{
+	const struct stripe_scrub *sc = &dev->scrub;
+	int first = -1;
+
+	for (uint32_t r = 0; r < dev->map.replicas; r++) {
+		if (!(sc->read_ok & (1u << r)))
+			continue;
+		if (first < 0)
+			first = (int)r;
+		else if (memcmp(sc->buf[first], sc->buf[r], sc->chunk_len))
+			return false;
+	}
+	return true;
+}
+
 /* Every read is back: compare, record, repair. */
 static void compare(struct stripe_dev *dev)
 {
@@ -396,10 +419,11 @@ static void compare(struct stripe_dev *dev)
 	enum stripe_scrub_verdict v;
 
 	sc->bytes_read += bytes;
-	for (uint32_t r = 0; r < dev->map.replicas; r++)
-		if (sc->read_ok & (1u << r))
-			crc[r] =
-				stripe_map_crc32c(0, sc->buf[r], sc->chunk_len);
+	if (!all_equal(dev))
+		for (uint32_t r = 0; r < dev->map.replicas; r++)
+			if (sc->read_ok & (1u << r))
+				crc[r] = stripe_map_crc32c(0, sc->buf[r],
+							   sc->chunk_len);
 	v = stripe_scrub_decide(dev->map.replicas, crc, sc->read_ok, stale,
 				&sc->good, &sc->bad);
 	if (sc->read_err & ~stale)
