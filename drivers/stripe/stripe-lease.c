@@ -590,6 +590,11 @@ static int handover_check(struct stripe_dev *dev, const char *to,
 				    "(stripe resync stop)");
 		return -EBUSY;
 	}
+	if (dev->scrub.state == STRIPE_SCRUB_RUNNING) {
+		td_strbuf_puts(out, "a scrub is running: stop it first "
+				    "(stripe verify stop)");
+		return -EBUSY;
+	}
 	return 0;
 }
 

@@ -553,6 +553,13 @@ static int refuse(struct stripe_dev *dev, bool repair, struct td_strbuf *msg)
 				    "resync stop')");
 		return -EALREADY;
 	}
+	if (dev->lease.handed_over) {
+		td_strbuf_printf(msg,
+				 "the lease was handed over to %s: the "
+				 "scrub runs there",
+				 dev->lease.holder);
+		return -EACCES;
+	}
 	if (repair && dev->drv->read_only) {
 		td_strbuf_puts(msg, "the disk is open read-only: verify "
 				    "without --repair");

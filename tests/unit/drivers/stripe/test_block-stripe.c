@@ -1855,6 +1855,8 @@ static void test_scrub_control(void **state)
 	assert_int_equal(verify_cmd(NULL, NULL, &out), 0);
 	RUN_UNTIL(dev()->scrub.bytes_read && dev()->scrub.paused);
 	assert_int_equal(dev()->scrub.bytes_read, 32 * KiB);
+	assert_int_equal(control("handover", "host-b", &out), -EBUSY);
+	assert_non_null(strstr(td_strbuf_str(&out), "a scrub is running"));
 	assert_int_equal(control("resync", NULL, &out), -EALREADY);
 	assert_non_null(strstr(td_strbuf_str(&out), "a scrub (verify) is "
 						    "running"));
