@@ -1770,6 +1770,32 @@ static void test_scrub_repairs_from_majority(void **state)
 	td_strbuf_free(&out);
 }
 
+/* A repair that cannot be written: counted, and the replica marked stale. */
+static void test_scrub_repair_fails(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g3, NULL, ",resync_chunk=512K");
+	mock_iscsi_data(1)[4096 * 512 + 5000] ^= 0x40;
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 0);
+	assert_int_equal(verify_cmd("--repair", NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	assert_int_equal(dev()->scrub.mismatches, 1);
+	assert_int_equal(dev()->scrub.repaired, 0);
+	assert_int_equal(dev()->scrub.repair_failed, 1);
+	assert_int_equal(dev()->scrub.places[0].outcome,
+			 STRIPE_SCRUB_REPAIR_FAILED);
+	assert_true(
+		dev()->map.slots[stripe_map_slot_index(&dev()->map, 1, 0, 0)]
+			.stale);
+	RUN_UNTIL(file_stale(1, 0, 0));
+	assert_int_equal(verify_cmd("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "repair-failed"));
+	assert_non_null(strstr(td_strbuf_str(&out), "last error: rewriting"));
+	td_strbuf_free(&out);
+}
+
 /*
  * G2 (R=2): extent (0, 0) is virtual [0, 64K) and [128K, 192K); a byte
  * flipped on replica 0 (server 0 from LBA 0) at extent offset 70000 is
@@ -2690,6 +2716,7 @@ int main(void)
 		T(test_resync_stop),
 		T(test_scrub_decide),
 		T(test_scrub_repairs_from_majority),
+		T(test_scrub_repair_fails),
 		T(test_scrub_r2_undecided),
 		T(test_scrub_server_down),
 		T(test_scrub_control),
