@@ -666,10 +666,21 @@ static void replicas_text(uint32_t mask, char *buf, size_t size)
 					      n ? "," : "", r);
 }
 
+/* Since the start, up to the end when it ended. */
+static uint64_t elapsed_ms(const struct stripe_scrub *sc)
+{
+	uint64_t end =
+		sc->state == STRIPE_SCRUB_RUNNING ? td_now_ns() : sc->ended_ns;
+
+	return sc->started_ns && end > sc->started_ns
+		       ? (end - sc->started_ns) / (NS_PER_S / 1000)
+		       : 0;
+}
+
 /*
  * "scrub: STATE, C of T chunks checked, M mismatches, P repaired, U
  * undecided, F repair failures, S chunks not compared in X extents, B
- * bytes read, R bytes/s, repair on|off[; at column C extent J: O of E
+ * bytes read in T ms, R bytes/s, repair on|off[; at column C extent J: O of E
  * bytes][; last error: ...]", then a "scrub mismatch: ..." line per place
  * kept and a "scrub not compared: ..." line per extent kept; stripe-ctl
  * vdisk verify parses them (doc/striped-disks.md "Scrub").
@@ -680,18 +691,18 @@ void stripe_scrub_report_text(const struct stripe_dev *dev,
 	const struct stripe_scrub *sc = &dev->scrub;
 	char reps[16];
 
-	td_strbuf_printf(sb,
-			 "scrub: %s, %" PRIu64 " of %" PRIu64
-			 " chunks checked, %" PRIu64 " mismatches, %" PRIu64
-			 " repaired, %" PRIu64 " undecided, %" PRIu64
-			 " repair failures, %" PRIu64
-			 " chunks not compared in %" PRIu64 " extents, %" PRIu64
-			 " bytes read, %" PRIu64 " bytes/s, repair %s",
-			 stripe_scrub_state_name(sc->state), sc->chunks_checked,
-			 sc->chunks_total, sc->mismatches, sc->repaired,
-			 sc->undecided, sc->repair_failed, sc->chunks_skipped,
-			 sc->skipped_extents, sc->bytes_read,
-			 sc->rate_bytes_per_s, sc->repair ? "on" : "off");
+	td_strbuf_printf(
+		sb,
+		"scrub: %s, %" PRIu64 " of %" PRIu64 " chunks checked, %" PRIu64
+		" mismatches, %" PRIu64 " repaired, %" PRIu64
+		" undecided, %" PRIu64 " repair failures, %" PRIu64
+		" chunks not compared in %" PRIu64 " extents, %" PRIu64
+		" bytes read in %" PRIu64 " ms, %" PRIu64 " bytes/s, repair %s",
+		stripe_scrub_state_name(sc->state), sc->chunks_checked,
+		sc->chunks_total, sc->mismatches, sc->repaired, sc->undecided,
+		sc->repair_failed, sc->chunks_skipped, sc->skipped_extents,
+		sc->bytes_read, elapsed_ms(sc), sc->rate_bytes_per_s,
+		sc->repair ? "on" : "off");
 	if (sc->state == STRIPE_SCRUB_RUNNING)
 		td_strbuf_printf(sb,
 				 "; at column %u extent %u: %" PRIu64
@@ -775,6 +786,7 @@ void stripe_scrub_report_json(const struct stripe_dev *dev, struct td_json *j)
 	td_json_u64(j, "undecided", sc->undecided);
 	td_json_u64(j, "repair_failures", sc->repair_failed);
 	td_json_u64(j, "bytes_read", sc->bytes_read);
+	td_json_u64(j, "elapsed_ms", elapsed_ms(sc));
 	td_json_u64(j, "rate_bytes_per_s", sc->rate_bytes_per_s);
 	td_json_str(j, "last_error", sc->last_error);
 	places_json(dev, j);

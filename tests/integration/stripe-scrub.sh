@@ -126,7 +126,10 @@ if serve v3 "stripe:$M3"; then
 	fi
 	grep -q "^verify: " "$WORK/online.err" && pass "progress lines on stderr" ||
 		fail "progress lines on stderr" "$(cat "$WORK/online.err")"
-	out=$("$CTL" vdisk verify "$M3" 2>&1) && pass "online, idle: clean" || fail "online verify, idle" "$out"
+	out=$("$CTL" vdisk verify "$M3" --json 2>/dev/null) &&
+		read -r bytes ms lim <<<"$(json_get bytes_read elapsed_ms rate_limit_bytes_per_s <<<"$out")" &&
+		pass "online, idle, the default rate: clean; $bytes bytes read in $ms ms (limit $lim bytes/s)" ||
+		fail "online verify, idle" "$out"
 	unserve "$TD_PID" v3 && pass "tapdisk stopped"
 	check_py "online: the disk holds the last data written" backing "$M3" "$WORK/d1" "${LUNS[@]}"
 fi
