@@ -10,7 +10,8 @@
  * Open takes the mapping file's exclusive lock until close and the disk's
  * lease at the master (stripe-lease.c; kept after close); the driver
  * declares the stripe unit as its boundary.  Control ("tap-ctl driver -i
- * ID stripe"): resync [RATE], resync stop, status, lease, handover HOST.
+ * ID stripe"): resync [RATE], resync stop, verify [--repair] [RATE],
+ * verify stop, verify status, status, lease, handover HOST.
  * The design of open, the request path (stripe-io.c), stale marks
  * (stripe-stale.c) and resync (stripe-resync.c) is in
  * doc/stripe-driver.md.
@@ -391,6 +392,7 @@ static void stripe_close(struct td_driver *drv)
 	stripe_fence_stop(dev);
 	stripe_lease_close(dev); /* the lease itself stays with this host */
 	stripe_resync_close(dev);
+	stripe_scrub_close(dev);
 	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
 	stripe_al_close(dev);	/* clean, when no write was cut short */
 	stripe_notify_stop(dev->notify);
@@ -412,7 +414,7 @@ static int stripe_open(struct td_driver *drv, const char *args)
 	TAILQ_INIT(&dev->writes);
 	TAILQ_INIT(&dev->flush_cur);
 	TAILQ_INIT(&dev->flush_next);
-	TAILQ_INIT(&dev->resync.waiting);
+	TAILQ_INIT(&dev->lock.waiting);
 	if (!*args) {
 		return td_driver_fail(drv, -EINVAL,
 				      "stripe: no mapping file: write the "
@@ -558,6 +560,7 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_u64(j, "fence_master_asks", dev->fence.asks);
 	stripe_lease_report_json(dev, j);
 	report_resync_json(dev, j);
+	stripe_scrub_report_json(dev, j);
 	td_json_begin_array(j, "servers");
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
@@ -641,6 +644,7 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			 dev->opts.auto_resync_off ? "off" : "on");
 	stripe_lease_report_text(dev, sb);
 	report_resync_text(dev, sb);
+	stripe_scrub_report_text(dev, sb);
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
 		struct iscsi_conn_stats st;
@@ -724,6 +728,42 @@ static int control_resync(struct stripe_dev *dev, int argc, char **argv,
 	return stripe_resync_start(dev, rate, out);
 }
 
+/* "verify [--repair] [RATE]", "verify stop", "verify status". */
+static int control_verify(struct stripe_dev *dev, int argc, char **argv,
+			  struct td_strbuf *out)
+{
+	const char *rate_arg = NULL;
+	bool repair = false;
+	uint64_t rate = 0;
+
+	if (argc == 2 && !strcmp(argv[1], "stop"))
+		return stripe_scrub_stop(dev, out);
+	if (argc == 2 && !strcmp(argv[1], "status")) {
+		stripe_scrub_report_text(dev, out);
+		return 0;
+	}
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--repair") && !repair) {
+			repair = true;
+		} else if (!rate_arg) {
+			rate_arg = argv[i];
+		} else {
+			td_strbuf_puts(out, "usage: verify [--repair] [RATE] | "
+					    "verify stop | verify status");
+			return -EINVAL;
+		}
+	}
+	if (rate_arg &&
+	    (td_parse_size(rate_arg, &rate) || rate < STRIPE_MIN_RESYNC_RATE)) {
+		td_strbuf_printf(out,
+				 "bad rate '%.64s': bytes read per second, at "
+				 "least 64K (K/M/G suffixes)",
+				 rate_arg);
+		return -EINVAL;
+	}
+	return stripe_scrub_start(dev, rate, repair, out);
+}
+
 static int stripe_control(struct td_driver *drv, int argc, char **argv,
 			  struct td_strbuf *out)
 {
@@ -731,6 +771,8 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 
 	if (argc >= 1 && !strcmp(argv[0], "resync"))
 		return control_resync(dev, argc, argv, out);
+	if (argc >= 1 && !strcmp(argv[0], "verify"))
+		return control_verify(dev, argc, argv, out);
 	if (argc == 1 && !strcmp(argv[0], "status")) {
 		stripe_report_text(drv, out);
 		return 0;
@@ -738,8 +780,9 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 	if (!strcmp(argv[0], "lease") || !strcmp(argv[0], "handover"))
 		return stripe_lease_control(dev, argc, argv, out);
 	td_strbuf_puts(out, "stripe commands: resync [RATE], resync stop, "
-			    "resync auto [on|off], status, lease, "
-			    "handover HOST");
+			    "resync auto [on|off], verify [--repair] "
+			    "[RATE], verify stop, verify status, status, "
+			    "lease, handover HOST");
 	return -EINVAL;
 }
 

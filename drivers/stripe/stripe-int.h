@@ -322,7 +322,7 @@ struct stripe_req {
 	int err;	      /* first child error */
 	uint64_t wait_gen;    /* stale-mark generation to wait for */
 	bool in_writes;	      /* on dev->writes */
-	bool resync_blocker;  /* the resync lock waits for it */
+	bool lock_blocker;    /* the chunk lock waits for it */
 	bool al_held;	      /* holds its regions in the activity log */
 	TAILQ_ENTRY(stripe_req) link;	   /* dev->writes */
 	TAILQ_ENTRY(stripe_req) wait_link; /* a wait list: gen, lock, flush */
@@ -420,6 +420,21 @@ struct stripe_al {
 	int fail_err;
 };
 
+/*
+ * The chunk lock (stripe-lock.c), taken by the resync or the scrub on
+ * [start, end) of extent (column, extent): writes overlapping it wait on
+ * waiting, writes in flight overlapping it (blockers, marked
+ * lock_blocker) drain, then ready runs.
+ */
+struct stripe_lock {
+	bool locked;
+	uint32_t column, extent;
+	uint64_t start, end;
+	uint32_t blockers;
+	struct stripe_req_list waiting; /* writes held by the lock */
+	void (*ready)(struct stripe_dev *dev);
+};
+
 enum stripe_resync_state {
 	STRIPE_RESYNC_IDLE = 0,
 	STRIPE_RESYNC_RUNNING,
@@ -452,22 +467,106 @@ struct stripe_resync {
 	bool have_slot;
 	size_t slot;
 	uint32_t column, extent, replica;
-	uint64_t cursor;	       /* bytes [0, cursor) are copied */
-	uint64_t lock_start, lock_end; /* writes there wait */
-	bool locked;
-	uint32_t blockers; /* in-flight writes the lock waits for */
+	uint64_t cursor; /* bytes [0, cursor) are copied */
 	bool target_failed;
 	uint32_t src_tried; /* replicas tried as the source of this chunk */
 	uint64_t chunk_len;
 	uint64_t chunk_start_ns;
 	struct stripe_cmd cmd;
 	struct iovec iov;
-	struct stripe_req_list waiting; /* writes held by the lock */
 	struct td_timer timer;
 	/* progress */
 	uint64_t slots_total, slots_done, slots_failed, bytes_copied;
 	uint64_t bytes_copied_all; /* every run since open */
 	uint64_t started_ns, ended_ns;
+	char last_error[160];
+};
+
+/* --- scrub (stripe-scrub.c; doc/striped-disks.md "Scrub") --------------- */
+
+/* Mismatch places and extents not compared that a run keeps. */
+#define STRIPE_SCRUB_MAX_PLACES 64
+/* A place's disk offset when the byte lies past the disk's end. */
+#define STRIPE_SCRUB_NO_OFFSET UINT64_MAX
+
+enum stripe_scrub_state {
+	STRIPE_SCRUB_IDLE = 0,
+	STRIPE_SCRUB_RUNNING,
+	STRIPE_SCRUB_DONE,
+	STRIPE_SCRUB_STOPPED,
+};
+
+/* What the replicas of one chunk say (stripe_scrub_decide). */
+enum stripe_scrub_verdict {
+	STRIPE_SCRUB_SAME = 0,	/* every compared replica agrees */
+	STRIPE_SCRUB_TOO_FEW,	/* fewer than two replicas to compare */
+	STRIPE_SCRUB_MAJORITY,	/* good is right, bad differ from it */
+	STRIPE_SCRUB_UNDECIDED, /* no strict majority: never guessed */
+};
+
+/*
+ * The decision rule, a pure function.  crc[r] for the nr replicas of a
+ * chunk; a replica is compared when it was read (read_ok) and is not
+ * stale (stale replicas are the resync's job).  MAJORITY: more than half
+ * of the compared replicas share one CRC: *good is the lowest of them,
+ * *bad the compared replicas that differ.  UNDECIDED: *bad is every
+ * compared replica, *good is nr.
+ */
+enum stripe_scrub_verdict stripe_scrub_decide(uint32_t nr, const uint32_t *crc,
+					      uint32_t read_ok, uint32_t stale,
+					      uint32_t *good, uint32_t *bad);
+
+enum stripe_scrub_outcome {
+	STRIPE_SCRUB_FOUND = 0, /* reported only (no --repair) */
+	STRIPE_SCRUB_REPAIRED,	/* rewritten and synchronised */
+	STRIPE_SCRUB_REPAIR_FAILED,
+	STRIPE_SCRUB_NOT_DECIDED,
+};
+
+/* One mismatching chunk. */
+struct stripe_scrub_place {
+	uint32_t column, extent;
+	uint32_t replicas; /* mask: those that differ (undecided: all) */
+	uint32_t good;	   /* the replica taken as right; nr: none */
+	uint64_t ext_off;  /* the first differing byte, in the extent */
+	uint64_t disk_off; /* the same byte on the disk, or NO_OFFSET */
+	uint64_t chunk_off, chunk_len;
+	enum stripe_scrub_outcome outcome;
+};
+
+/* An extent some of whose chunks could not be compared. */
+struct stripe_scrub_skip {
+	uint32_t column, extent;
+	uint32_t replicas; /* mask: the replicas that could not be read */
+};
+
+struct stripe_scrub {
+	enum stripe_scrub_state state;
+	bool stop_requested;
+	bool repair;
+	bool busy; /* a chunk's reads, writes or syncs are in flight */
+	bool paused;
+	uint64_t rate_bytes_per_s;
+	uint64_t chunk_bytes;
+	void *buf[STRIPE_MAX_REPLICAS]; /* chunk_bytes each, while running */
+	struct stripe_cmd cmd[STRIPE_MAX_REPLICAS];
+	struct iovec iov[STRIPE_MAX_REPLICAS];
+	uint32_t pending, written, write_err;
+	uint32_t read_ok;  /* replicas of the chunk read */
+	uint32_t read_err; /* live replicas that could not be read */
+	/* where it is */
+	uint32_t column, extent;
+	uint64_t cursor, chunk_len, chunk_start_ns;
+	uint32_t good, bad;
+	struct td_timer timer;
+	/* progress */
+	uint64_t chunks_total, chunks_checked, chunks_skipped;
+	uint64_t mismatches, repaired, undecided, repair_failed;
+	uint64_t bytes_read, started_ns, ended_ns;
+	uint32_t nr_places, nr_skips;
+	uint64_t skipped_extents;
+	struct stripe_scrub_place places[STRIPE_SCRUB_MAX_PLACES];
+	struct stripe_scrub_skip skips[STRIPE_SCRUB_MAX_PLACES];
 	char last_error[160];
 };
 
@@ -525,8 +624,10 @@ struct stripe_dev {
 	bool round_active;
 
 	struct stripe_stale stale;
+	struct stripe_lock lock;
 	struct stripe_resync resync;
 	struct stripe_al al;
+	struct stripe_scrub scrub;
 	struct stripe_notify *notify;
 	struct stripe_lease lease;
 	struct stripe_fence fence;
@@ -692,6 +793,25 @@ void stripe_lease_report_json(struct stripe_dev *dev, struct td_json *j);
 void stripe_lease_report_text(struct stripe_dev *dev, struct td_strbuf *sb);
 const char *stripe_lease_state(const struct stripe_dev *dev);
 
+/* --- stripe-lock.c ---------------------------------------------------- */
+/*
+ * Lock [start, end) of extent (column, extent): ready(dev) runs once no
+ * write in flight overlaps it, at once (from this call) when none does.
+ * One holder at a time; stripe_lock_release routes the waiting writes
+ * again.
+ */
+void stripe_lock_take(struct stripe_dev *dev, uint32_t column, uint32_t extent,
+		      uint64_t start, uint64_t end,
+		      void (*ready)(struct stripe_dev *dev));
+void stripe_lock_release(struct stripe_dev *dev);
+/*
+ * For the write path.  true: sr overlaps the locked range and was queued
+ * (stripe_io_restart runs it at the release).
+ */
+bool stripe_lock_route_write(struct stripe_dev *dev, struct stripe_req *sr);
+/* A write the lock waited for (lock_blocker) has completed. */
+void stripe_lock_blocker_done(struct stripe_dev *dev);
+
 /* --- stripe-resync.c --------------------------------------------------- */
 /* 0 (started), -EALREADY, -ENOMEM; msg says what happened. */
 int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
@@ -700,16 +820,24 @@ int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg);
 /* At open: look every second for a server back with regions to copy. */
 void stripe_resync_auto_start(struct stripe_dev *dev);
 void stripe_resync_close(struct stripe_dev *dev);
-/*
- * For the write path.  true: sr overlaps the locked chunk and was queued
- * (stripe_io_restart runs it later).  Else sets sr->target_mask when the
- * resync target must be written too.
- */
-bool stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
-/* A write the lock waited for has completed on every replica. */
-void stripe_resync_blocker_done(struct stripe_dev *dev);
+/* For the write path: sets sr->target_mask when the resync target must
+ * be written too. */
+void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
 /* A write to the resync target failed: the copy is no longer exact. */
 void stripe_resync_target_failed(struct stripe_dev *dev, int err);
 const char *stripe_resync_state_name(enum stripe_resync_state s);
+
+/* --- stripe-scrub.c ---------------------------------------------------- */
+/* 0 (started), -EALREADY (a scrub or a resync runs), -EROFS, -ENOMEM;
+ * msg says what happened.  rate 0: resync_rate. */
+int stripe_scrub_start(struct stripe_dev *dev, uint64_t rate, bool repair,
+		       struct td_strbuf *msg);
+int stripe_scrub_stop(struct stripe_dev *dev, struct td_strbuf *msg);
+void stripe_scrub_close(struct stripe_dev *dev);
+const char *stripe_scrub_state_name(enum stripe_scrub_state s);
+/* "scrub: ..." and a line per place (doc/striped-disks.md "Scrub"). */
+void stripe_scrub_report_text(const struct stripe_dev *dev,
+			      struct td_strbuf *sb);
+void stripe_scrub_report_json(const struct stripe_dev *dev, struct td_json *j);
 
 #endif

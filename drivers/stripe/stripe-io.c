@@ -505,9 +505,10 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 
 	sr->issued_mask = sr->target_mask = 0;
 	sr->err = 0;
-	sr->resync_blocker = false;
-	if (stripe_resync_route_write(dev, sr))
-		return; /* waits for the resync lock */
+	sr->lock_blocker = false;
+	if (stripe_lock_route_write(dev, sr))
+		return; /* waits for the chunk lock */
+	stripe_resync_route_write(dev, sr);
 	for (uint32_t r = 0; r < dev->map.replicas; r++) {
 		size_t slot = stripe_map_slot_index(&dev->map, sr->column,
 						    sr->extent, r);
@@ -657,16 +658,16 @@ static bool write_fenced(struct stripe_dev *dev, struct stripe_req *sr)
 
 static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 {
-	bool blocker = sr->resync_blocker;
+	bool blocker = sr->lock_blocker;
 	uint32_t ok, failed;
 	uint64_t gen = sr->wait_gen, tgen;
 
 	TAILQ_REMOVE(&dev->writes, sr, link);
 	sr->in_writes = false;
-	sr->resync_blocker = false;
+	sr->lock_blocker = false;
 	if (write_fenced(dev, sr)) {
 		if (blocker)
-			stripe_resync_blocker_done(dev);
+			stripe_lock_blocker_done(dev);
 		return;
 	}
 	write_results(dev, sr, &ok, &failed, &tgen);
@@ -691,7 +692,7 @@ static void write_finish(struct stripe_dev *dev, struct stripe_req *sr)
 		stripe_stale_wait(dev, sr, gen);
 	}
 	if (blocker)
-		stripe_resync_blocker_done(dev);
+		stripe_lock_blocker_done(dev);
 }
 
 static void write_done(struct stripe_cmd *sc, int err)

@@ -461,7 +461,7 @@ static void handover_sync(struct stripe_handover *ho)
 static bool dev_quiet(const struct stripe_dev *dev)
 {
 	return TAILQ_EMPTY(&dev->writes) && TAILQ_EMPTY(&dev->stale.waiters) &&
-	       TAILQ_EMPTY(&dev->resync.waiting) &&
+	       TAILQ_EMPTY(&dev->lock.waiting) &&
 	       TAILQ_EMPTY(&dev->flush_cur) && TAILQ_EMPTY(&dev->flush_next) &&
 	       !dev->round_active;
 }
@@ -588,6 +588,11 @@ static int handover_check(struct stripe_dev *dev, const char *to,
 	if (dev->resync.state == STRIPE_RESYNC_RUNNING) {
 		td_strbuf_puts(out, "a resync is running: stop it first "
 				    "(stripe resync stop)");
+		return -EBUSY;
+	}
+	if (dev->scrub.state == STRIPE_SCRUB_RUNNING) {
+		td_strbuf_puts(out, "a scrub is running: stop it first "
+				    "(stripe verify stop)");
 		return -EBUSY;
 	}
 	return 0;

@@ -7,10 +7,10 @@
  * is durable and whose extent has a live replica.  Its extent is copied
  * from a live replica in chunks of resync_chunk bytes (at most E), in
  * order; [0, cursor) is copied.  Each chunk:
- *   1. lock [cursor, cursor + len): writes to the extent that overlap it
- *      and arrive now wait (resync.waiting); writes already in flight that
- *      overlap it are counted (blockers) and waited for, so that the copy
- *      reads data no write is still changing;
+ *   1. lock [cursor, cursor + len) (stripe-lock.c): writes to the extent
+ *      that overlap it and arrive now wait; writes already in flight that
+ *      overlap it are waited for, so that the copy reads data no write is
+ *      still changing;
  *   2. read the chunk from a live replica (another one on error), write it
  *      to the target;
  *   3. cursor += len, unlock: the waiting writes are routed again;
@@ -106,78 +106,18 @@ static uint64_t count_candidates(struct stripe_dev *dev)
 	return n;
 }
 
-static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t bend)
-{
-	return a < bend && b < a + alen;
-}
+/* --- the write path ------------------------------------------------------------ */
 
-/* --- the lock ------------------------------------------------------------------ */
-
-static void unlock(struct stripe_dev *dev)
-{
-	struct stripe_resync *rs = &dev->resync;
-	struct stripe_req_list list = TAILQ_HEAD_INITIALIZER(list);
-	struct stripe_req *sr;
-
-	rs->locked = false;
-	rs->blockers = 0;
-	TAILQ_FOREACH(sr, &dev->writes, link)
-	sr->resync_blocker = false;
-	TAILQ_CONCAT(&list, &rs->waiting, wait_link);
-	while ((sr = TAILQ_FIRST(&list))) {
-		TAILQ_REMOVE(&list, sr, wait_link);
-		stripe_io_restart(dev, sr);
-	}
-}
-
-static void lock_ready(struct stripe_dev *dev);
-
-static void lock(struct stripe_dev *dev, uint64_t start, uint64_t end)
-{
-	struct stripe_resync *rs = &dev->resync;
-	struct stripe_req *sr;
-
-	rs->lock_start = start;
-	rs->lock_end = end;
-	rs->locked = true;
-	rs->blockers = 0;
-	rs->step = RESYNC_STEP_DRAIN;
-	TAILQ_FOREACH(sr, &dev->writes, link)
-	{
-		if (sr->column != rs->column || sr->extent != rs->extent ||
-		    !overlaps(sr->ext_off, sr->bytes, start, end))
-			continue;
-		sr->resync_blocker = true;
-		rs->blockers++;
-	}
-	if (!rs->blockers)
-		lock_ready(dev);
-}
-
-void stripe_resync_blocker_done(struct stripe_dev *dev)
-{
-	struct stripe_resync *rs = &dev->resync;
-
-	if (rs->locked && rs->blockers && --rs->blockers == 0)
-		lock_ready(dev);
-}
-
-bool stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr)
+void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	struct stripe_resync *rs = &dev->resync;
 
 	if (rs->state != STRIPE_RESYNC_RUNNING || !rs->have_slot ||
 	    sr->column != rs->column || sr->extent != rs->extent)
-		return false;
-	if (rs->locked &&
-	    overlaps(sr->ext_off, sr->bytes, rs->lock_start, rs->lock_end)) {
-		TAILQ_INSERT_TAIL(&rs->waiting, sr, wait_link);
-		return true;
-	}
+		return;
 	/* Every write: the target's clean regions must stay clean, and
 	 * the copied ones exact. */
 	sr->target_mask = 1u << rs->replica;
-	return false;
 }
 
 void stripe_resync_target_failed(struct stripe_dev *dev, int err)
@@ -232,7 +172,7 @@ static void slot_fail(struct stripe_dev *dev, const char *why, int err)
 		   rs->column, rs->extent, rs->replica, rs->last_error);
 	rs->slots_failed++;
 	rs->have_slot = false;
-	unlock(dev);
+	stripe_lock_release(dev);
 	slot_begin(dev);
 }
 
@@ -247,7 +187,7 @@ static void slot_done(struct stripe_dev *dev)
 	td_vbd_info(dev->drv->vbd,
 		    "stripe: column %u extent %u replica %u resynchronised",
 		    rs->column, rs->extent, rs->replica);
-	unlock(dev);
+	stripe_lock_release(dev);
 	slot_begin(dev);
 }
 
@@ -294,7 +234,7 @@ static void chunk_written(struct stripe_cmd *sc, int err)
 	rs->bytes_copied += rs->chunk_len;
 	rs->bytes_copied_all += rs->chunk_len;
 	rs->cursor += rs->chunk_len;
-	unlock(dev);
+	stripe_lock_release(dev);
 	/* The rate limit: this chunk may not take less than len / rate. */
 	want_ns = rs->chunk_len * NS_PER_S / rs->rate_bytes_per_s;
 	spent_ns = td_now_ns() - rs->chunk_start_ns;
@@ -446,12 +386,16 @@ static void chunk_begin(struct stripe_dev *dev)
 	}
 	rs->chunk_start_ns = td_now_ns();
 	if (!left) { /* the end: the whole extent, then the target's cache */
-		lock(dev, 0, dev->map.extent_size_bytes);
+		rs->step = RESYNC_STEP_DRAIN;
+		stripe_lock_take(dev, rs->column, rs->extent, 0,
+				 dev->map.extent_size_bytes, lock_ready);
 		return;
 	}
 	rs->chunk_len =
 		dirty_run(dev, left < rs->chunk_bytes ? left : rs->chunk_bytes);
-	lock(dev, rs->cursor, rs->cursor + rs->chunk_len);
+	rs->step = RESYNC_STEP_DRAIN;
+	stripe_lock_take(dev, rs->column, rs->extent, rs->cursor,
+			 rs->cursor + rs->chunk_len, lock_ready);
 }
 
 static void slot_begin(struct stripe_dev *dev)
@@ -496,6 +440,12 @@ static int run_start(struct stripe_dev *dev, uint64_t rate, bool automatic,
 				    "'stripe status', or 'stripe resync stop'");
 		return -EALREADY;
 	}
+	if (dev->scrub.state == STRIPE_SCRUB_RUNNING) {
+		td_strbuf_puts(msg, "a scrub (verify) is running: the resync "
+				    "waits for its end (see 'stripe status', "
+				    "or 'stripe verify stop')");
+		return -EALREADY;
+	}
 	if (dev->drv->read_only) {
 		td_strbuf_puts(msg, "the disk is open read-only: no resync");
 		return -EROFS;
@@ -527,7 +477,6 @@ static int run_start(struct stripe_dev *dev, uint64_t rate, bool automatic,
 	rs->started_ns = td_now_ns();
 	rs->ended_ns = 0;
 	rs->state = STRIPE_RESYNC_RUNNING;
-	TAILQ_INIT(&rs->waiting);
 	td_strbuf_printf(msg,
 			 "resync started: %" PRIu64 " stale replicas, "
 			 "%" PRIu64 " bytes each, at most %" PRIu64
@@ -562,11 +511,15 @@ static void auto_poll(struct td_timer *t, void *opaque)
 	if (!dev->opts.auto_resync_off && rs->state != STRIPE_RESYNC_RUNNING &&
 	    !dev->drv->read_only && !dev->lease.handed_over &&
 	    td_now_ns() >= rs->auto_after_ns) {
+		bool last = rs->auto_run; /* what the last run was */
+
+		/* The candidates of a run on its own; a scrub running
+		 * refuses it, and the next look retries. */
 		rs->auto_run = true;
 		if (count_candidates(dev))
 			run_start(dev, 0, true, &msg);
-		else
-			rs->auto_run = rs->state == STRIPE_RESYNC_RUNNING;
+		if (rs->state != STRIPE_RESYNC_RUNNING)
+			rs->auto_run = last;
 		td_strbuf_free(&msg);
 	}
 	td_loop_timer_arm(dev->drv->loop, &rs->auto_timer, AUTO_POLL_US,

@@ -8,6 +8,8 @@ Usage:
   stripe-io.py replicas MAP LUN...         the replicas of each extent are equal
   stripe-io.py stale MAP                   print "SERVER C X R" per stale replica
   stripe-io.py columns MAP                 print "COLUMN SERVER..." per column
+  stripe-io.py flip MAP C J R X LUN...     invert the byte at offset X of
+                                           extent (C, J) replica R in its LUN
   stripe-io.py stream URI DATA --kill-at F --run CMD [--bs N] [--qd N]
   stripe-io.py fault URI MAP DATA --dead-column C --kill CMD --revive CMD
   stripe-io.py slow URI MAP --slow-column C --fast-column C [--bytes N]
@@ -185,6 +187,21 @@ def cmd_stale(args):
     for (c, j, r), (server, _, stale) in sorted(m.slots.items()):
         if stale:
             print(m.servers[server]["target"], c, j, r)
+    return 0
+
+
+def cmd_flip(args):
+    """Invert one byte of one replica in its LUN file (a silent corruption)."""
+    m = Map(args[0])
+    c, j, r, x = (int(a) for a in args[1:5])
+    by_target = dict(s.split("=", 1) for s in args[5:])
+    server, off = m.lun_offset(c, j, r, x)
+    with open(by_target[m.servers[server]["target"]], "r+b") as f:
+        f.seek(off)
+        b = f.read(1)
+        f.seek(off)
+        f.write(bytes([b[0] ^ 0xFF]))
+    print("server %d byte %d: %02x -> %02x" % (server, off, b[0], b[0] ^ 0xFF))
     return 0
 
 
@@ -474,7 +491,7 @@ def cmd_slow(args):
 COMMANDS = {
     "backing": cmd_backing, "table": cmd_table, "replicas": cmd_replicas,
     "stale": cmd_stale, "columns": cmd_columns, "stream": cmd_stream,
-    "fault": cmd_fault, "slow": cmd_slow,
+    "fault": cmd_fault, "slow": cmd_slow, "flip": cmd_flip,
 }
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ enum {
 	O_RACK = 1u << 23,
 	O_SITE = 1u << 24,
 	O_REGION = 1u << 25,
+	O_REPAIR = 1u << 26,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -267,6 +268,35 @@ static const struct command commands[] = {
 	 "                         " MASTER_HOST_ID_FILE ", else the host\n"
 	 "                         name)\n",
 	 ctl_cmd_vdisk_resync, NULL, 0},
+	{"vdisk", "verify", O_RATE | O_RUN_DIR | O_HOST_ID | O_REPAIR, 0,
+	 "NAME|FILE",
+	 "vdisk verify NAME|FILE [--repair] [--rate RATE] [--run-dir DIR]\n"
+	 "             [--host-id ID]",
+	 "Scrub: read every extent from each of its replicas that is not\n"
+	 "stale, chunk by chunk (resync_chunk, 1 MiB), and compare them;\n"
+	 "each chunk is locked against writes while it is read, so the disk\n"
+	 "stays in use.  NAME is " CTL_MAP_DIR "/NAME.map.  Online through\n"
+	 "the tapdisk that serves the disk, else offline with the driver in\n"
+	 "this process, with the lease rules of 'vdisk resync'.  Prints each\n"
+	 "mismatch with its place (column, extent, replicas, offset in the\n"
+	 "extent and on the disk, chunk) and the extents that could not be\n"
+	 "compared (a server down).  With --repair, a replica that differs\n"
+	 "from a strict majority of the compared replicas (R >= 3) is\n"
+	 "rewritten from it and its server's cache synchronised; with two\n"
+	 "replicas that differ nothing can tell which is right: the chunk is\n"
+	 "reported as undecided, never guessed.  Stale replicas are not\n"
+	 "compared (resync's job).  A progress line goes to stderr.  Exit 0\n"
+	 "when no mismatch remains (none, or all repaired) and every extent\n"
+	 "was compared; 1 otherwise.  Ctrl-C stops after the chunk in\n"
+	 "flight.\n\n"
+	 "    --repair             rewrite the replicas outvoted by the\n"
+	 "                         majority\n"
+	 "    --rate RATE          at most RATE bytes read per second, across\n"
+	 "                         replicas, at least 64K (default: the\n"
+	 "                         chain's resync_rate, 64M)\n"
+	 "    --run-dir DIR        as for vdisk resync\n"
+	 "    --host-id ID         as for vdisk resync\n",
+	 ctl_cmd_vdisk_verify, NULL, 0},
 	{"vdisk", "lease show", 0, 0, "NAME", "vdisk lease show NAME",
 	 "Print a disk's lease at the master: the host that holds it (the one\n"
 	 "host allowed to serve it), its epoch (it grows at every change of\n"
@@ -510,6 +540,7 @@ static void global_usage(FILE *out)
 	      "/db1.map --nbd unix\n"
 	      "    stripe-ctl vdisk mark " CTL_MAP_DIR "/db1.map 0 3 1 stale\n"
 	      "    stripe-ctl vdisk resync " CTL_MAP_DIR "/db1.map --rate 50M\n"
+	      "    stripe-ctl vdisk verify db1 --repair\n"
 	      "    stripe-ctl session login " CTL_MAP_DIR "/db1.map\n"
 	      "    stripe-ctl vdisk lease show db1\n"
 	      "    stripe-ctl vdisk lease handover db1 --to host-b\n"
@@ -556,6 +587,7 @@ enum {
 	L_RACK,
 	L_SITE,
 	L_REGION,
+	L_REPAIR,
 };
 
 static const struct option long_options[] = {
@@ -589,6 +621,7 @@ static const struct option long_options[] = {
 	{"rack", required_argument, NULL, L_RACK},
 	{"site", required_argument, NULL, L_SITE},
 	{"region-size", required_argument, NULL, L_REGION},
+	{"repair", no_argument, NULL, L_REPAIR},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -649,6 +682,8 @@ static unsigned int option_bit(int c)
 		return O_SITE;
 	case L_REGION:
 		return O_REGION;
+	case L_REPAIR:
+		return O_REPAIR;
 	default:
 		return O_GLOBAL;
 	}
@@ -855,6 +890,9 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_SITE:
 		o->site = arg;
+		return 0;
+	case L_REPAIR:
+		o->repair = true;
 		return 0;
 	default:
 		return take_number_option(o, c, arg);

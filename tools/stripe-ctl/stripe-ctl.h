@@ -5,6 +5,8 @@
 #ifndef TAPSTRIPE_STRIPE_CTL_H
 #define TAPSTRIPE_STRIPE_CTL_H
 
+#include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +14,7 @@
 #include "common/json.h"
 #include "drivers/stripe/map/map.h"
 #include "master/client/client.h"
+#include "master/client/host-id.h"
 #include "tools/cli/cli.h"
 
 #define EXIT_USAGE	    CLI_EXIT_USAGE
@@ -51,6 +54,7 @@ struct ctl_opts {
 	/* vdisk resync */
 	uint64_t rate_bytes_per_s; /* 0: the driver's default */
 	const char *run_dir;	   /* NULL: td_ctl_run_dir's default */
+	bool repair;		   /* vdisk verify --repair */
 	/* extents */
 	uint32_t server_ids[CTL_MAX_SERVER_IDS];
 	unsigned int nr_server_ids;
@@ -139,6 +143,59 @@ int ctl_cmd_vdisk_destroy(struct ctl_opts *o);
 int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
+int ctl_cmd_vdisk_verify(struct ctl_opts *o); /* stripe-ctl-verify.c */
+
+/*
+ * A run of the stripe driver's over a disk, online through the tapdisk
+ * that serves it or offline in this process (stripe-ctl-serve.c).  The
+ * caller fills o, what, doing, run and path (and vdisk, master from the
+ * map); ctl_serve_run calls run(s) once the disk is reached, with
+ * ctl_serve_command to talk to the driver.
+ */
+struct td_loop;
+struct td_vbd;
+enum ctl_lease_before { LEASE_UNKNOWN = 0, LEASE_FREE, LEASE_MINE };
+
+struct ctl_serve {
+	const struct ctl_opts *o;
+	const char *what;		 /* "resync": in messages */
+	const char *doing;		 /* "resynchronising" */
+	int (*run)(struct ctl_serve *s); /* 0 or an exit status printed */
+	char path[PATH_MAX];		 /* FILE's realpath */
+	char vdisk[STRIPE_MAP_NAME_SIZE];
+	char master[STRIPE_MAP_MASTER_SIZE];
+	/* online: the tapdisk's pid and control socket */
+	int pid;
+	char sock[PATH_MAX];
+	/* offline: the disk served here */
+	struct td_loop *loop;
+	struct td_vbd *vbd;
+	/* offline: the lease */
+	char host[MASTER_HOST_ID_SIZE]; /* this host's id */
+	enum ctl_lease_before lease;
+	bool taken;	     /* the open took a free lease at epoch */
+	uint64_t epoch;	     /* taken at, or held at (LEASE_MINE) */
+	const char *outcome; /* --json "lease": released, kept, NULL */
+};
+
+/* SIGINT or SIGTERM came (after ctl_serve_catch_signals). */
+extern volatile sig_atomic_t ctl_interrupted;
+void ctl_serve_catch_signals(void);
+/* busy: the file's lock is held.  0 or an exit status printed. */
+int ctl_serve_run(struct ctl_serve *s, bool busy);
+/*
+ * "driver stripe WORDS" to the tapdisk, or to the vbd served here: 0 with
+ * the reply in out, or -errno with the reason in out.
+ */
+int ctl_serve_command(struct ctl_serve *s, const char *words,
+		      struct td_strbuf *out);
+/* Let a quarter second pass: a sleep online, the loop's passes offline. */
+void ctl_serve_wait(struct ctl_serve *s);
+/*
+ * FILE, or NAME for CTL_MAP_DIR/NAME.map when no file ARG exists, as a
+ * realpath into path (PATH_MAX); 0 or EXIT_FAILURE printed.
+ */
+int ctl_serve_path(const char *arg, char *path);
 /* Leases (stripe-ctl-lease.c). */
 /*
  * This host's id (--host-id, else master_host_id_default) into out

@@ -1796,9 +1796,8 @@ static void write_al(bool clean, const uint64_t *ids, uint32_t nr, uint64_t gen)
 	snprintf(path, sizeof(path), "%s.al", ts.path);
 	fd = open(path, O_RDWR | O_CREAT, 0600);
 	assert_true(fd >= 0);
-	assert_int_equal(stripe_al_file_write(fd, STRIPE_AL_DEFAULT_CAP, &rec,
-					      ids),
-			 0);
+	assert_int_equal(
+		stripe_al_file_write(fd, STRIPE_AL_DEFAULT_CAP, &rec, ids), 0);
 	close(fd);
 }
 
@@ -1841,11 +1840,11 @@ static void test_al_torn_record(void **state)
 	snprintf(path, sizeof(path), "%s.al", ts.path);
 	fd = open(path, O_RDWR);
 	/* gen 7 is in slot 1: spoil its checksum */
-	assert_int_equal(pwrite(fd, "X", 1,
-				(off_t)stripe_al_record_bytes(
-					STRIPE_AL_DEFAULT_CAP) +
-					40),
-			 1);
+	assert_int_equal(
+		pwrite(fd, "X", 1,
+		       (off_t)stripe_al_record_bytes(STRIPE_AL_DEFAULT_CAP) +
+			       40),
+		1);
 	close(fd);
 	assert_int_equal(open_stripe(",auto_resync=off"), 0);
 	assert_int_equal(dev()->al.recovered, 1);
@@ -1867,9 +1866,8 @@ static void test_al_small_log(void **state)
 {
 	start(&g2, NULL, ",al_regions=16");
 	for (int i = 0; i < 24; i++)
-		assert_int_equal(do_io(0, TD_OP_WRITE, (uint64_t)i * 4096,
-				       4096),
-				 0);
+		assert_int_equal(
+			do_io(0, TD_OP_WRITE, (uint64_t)i * 4096, 4096), 0);
 	assert_true(dev()->al.evictions >= 8);
 	assert_true(dev()->al.writes >= 24);
 	assert_int_equal(dev()->al.nr, 16);
@@ -1883,6 +1881,238 @@ static void test_al_small_log(void **state)
 	fx->vbd = NULL;
 	assert_int_equal(open_stripe(",al_regions=8"), -EINVAL);
 	fx->vbd = NULL;
+}
+
+/* --- scrub ------------------------------------------------------------------------ */
+
+/* The decision rule, by hand: CRCs, read, stale -> verdict, good, bad. */
+static void test_scrub_decide(void **state)
+{
+	static const struct {
+		uint32_t nr, crc[4], read_ok, stale;
+		enum stripe_scrub_verdict v;
+		uint32_t good, bad;
+	} rows[] = {
+		{2, {7, 7}, 0x3, 0, STRIPE_SCRUB_SAME, 0, 0},
+		{2, {7, 8}, 0x3, 0, STRIPE_SCRUB_UNDECIDED, 2, 0x3},
+		/* one stale: nothing to compare, never a verdict */
+		{2, {7, 8}, 0x3, 0x2, STRIPE_SCRUB_TOO_FEW, 2, 0},
+		{2, {7, 8}, 0x1, 0, STRIPE_SCRUB_TOO_FEW, 2, 0},
+		{3, {7, 7, 7}, 0x7, 0, STRIPE_SCRUB_SAME, 0, 0},
+		{3, {9, 7, 7}, 0x7, 0, STRIPE_SCRUB_MAJORITY, 1, 0x1},
+		{3, {7, 9, 7}, 0x7, 0, STRIPE_SCRUB_MAJORITY, 0, 0x2},
+		{3, {7, 8, 9}, 0x7, 0, STRIPE_SCRUB_UNDECIDED, 3, 0x7},
+		/* the third unread or stale: two left that differ */
+		{3, {7, 8, 7}, 0x3, 0, STRIPE_SCRUB_UNDECIDED, 3, 0x3},
+		{3, {7, 8, 7}, 0x7, 0x4, STRIPE_SCRUB_UNDECIDED, 3, 0x3},
+		/* a stale replica's CRC does not vote */
+		{3, {7, 8, 8}, 0x7, 0x1, STRIPE_SCRUB_SAME, 1, 0},
+		{4, {7, 7, 8, 9}, 0xf, 0, STRIPE_SCRUB_UNDECIDED, 4, 0xf},
+		{4, {7, 8, 8, 8}, 0xf, 0, STRIPE_SCRUB_MAJORITY, 1, 0x1},
+		{4, {7, 7, 8, 8}, 0xf, 0, STRIPE_SCRUB_UNDECIDED, 4, 0xf},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		uint32_t good = 99, bad = 99;
+		enum stripe_scrub_verdict v = stripe_scrub_decide(
+			rows[i].nr, rows[i].crc, rows[i].read_ok, rows[i].stale,
+			&good, &bad);
+
+		assert_int_equal(v, rows[i].v);
+		assert_int_equal(bad, rows[i].bad);
+		if (v != STRIPE_SCRUB_SAME)
+			assert_int_equal(good, rows[i].good);
+	}
+}
+
+/* "stripe verify WORDS..." (up to 3 words). */
+static int verify_cmd(const char *w1, const char *w2, struct td_strbuf *out)
+{
+	char a[32] = "verify", b[32], c[32];
+	char *argv[3] = {a, b, c};
+
+	snprintf(b, sizeof(b), "%s", w1 ? w1 : "");
+	snprintf(c, sizeof(c), "%s", w2 ? w2 : "");
+	td_strbuf_reset(out);
+	return td_vbd_driver_control(fx->vbd, "stripe", 1 + !!w1 + !!w2, argv,
+				     out);
+}
+
+/*
+ * G3 (R=3): a byte flipped on column 1 extent 0 replica 0 (server 1 from
+ * LBA 4096, 512-byte blocks) at extent offset 5000, virtual 1M + 5000:
+ * the majority (replicas 1 and 2) wins and the repair rewrites it.
+ */
+static void test_scrub_repairs_from_majority(void **state)
+{
+	struct td_strbuf out;
+	unsigned char *lun1;
+	unsigned int from;
+
+	td_strbuf_init(&out);
+	start(&g3, NULL, ",resync_chunk=512K");
+	lun1 = mock_iscsi_data(1) + 4096 * 512;
+	lun1[5000] ^= 0x40;
+	assert_int_equal(verify_cmd("--repair", "1G", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "scrub started"));
+	assert_int_equal(verify_cmd("--repair", NULL, &out), -EALREADY);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	assert_int_equal(dev()->scrub.state, STRIPE_SCRUB_DONE);
+	assert_int_equal(dev()->scrub.chunks_total, 16);
+	assert_int_equal(dev()->scrub.chunks_checked, 16);
+	assert_int_equal(dev()->scrub.bytes_read, 3 * 8 * MiB);
+	assert_int_equal(dev()->scrub.mismatches, 1);
+	assert_int_equal(dev()->scrub.repaired, 1);
+	assert_int_equal(dev()->scrub.nr_places, 1);
+	assert_int_equal(dev()->scrub.places[0].column, 1);
+	assert_int_equal(dev()->scrub.places[0].extent, 0);
+	assert_int_equal(dev()->scrub.places[0].replicas, 0x1);
+	assert_int_equal(dev()->scrub.places[0].good, 1);
+	assert_int_equal(dev()->scrub.places[0].ext_off, 5000);
+	assert_int_equal(dev()->scrub.places[0].disk_off, 1 * MiB + 5000);
+	assert_int_equal(dev()->scrub.places[0].chunk_off, 0);
+	assert_int_equal(dev()->scrub.places[0].chunk_len, 512 * KiB);
+	assert_int_equal(lun1[5000], 0);
+	/* the repaired server synced its cache */
+	assert_true(mock_iscsi_count(1, ISCSI_CMD_SYNC, 0) >= 1);
+	assert_int_equal(verify_cmd("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out),
+			       "scrub mismatch: column 1 extent 0 offset 5000 "
+			       "disk 1053576 chunk 0 length 524288 replicas "
+			       "0 good 1: repaired"));
+	/* a second run is clean and writes nothing */
+	from = mock_iscsi.nr_log;
+	assert_int_equal(verify_cmd(NULL, NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	assert_int_equal(dev()->scrub.mismatches, 0);
+	for (unsigned int i = 0; i < 4; i++)
+		assert_int_equal(mock_iscsi_count(i, ISCSI_CMD_WRITE, from), 0);
+	td_strbuf_free(&out);
+}
+
+/* A repair that cannot be written: counted, and the replica marked stale. */
+static void test_scrub_repair_fails(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g3, NULL, ",resync_chunk=512K");
+	mock_iscsi_data(1)[4096 * 512 + 5000] ^= 0x40;
+	mock_iscsi_fail(1, -EIO, MOCK_ISCSI_OP(ISCSI_CMD_WRITE), 0);
+	assert_int_equal(verify_cmd("--repair", NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	assert_int_equal(dev()->scrub.mismatches, 1);
+	assert_int_equal(dev()->scrub.repaired, 0);
+	assert_int_equal(dev()->scrub.repair_failed, 1);
+	assert_int_equal(dev()->scrub.places[0].outcome,
+			 STRIPE_SCRUB_REPAIR_FAILED);
+	assert_true(
+		dev()->map.slots[stripe_map_slot_index(&dev()->map, 1, 0, 0)]
+			.stale);
+	RUN_UNTIL(file_stale(1, 0, 0));
+	assert_int_equal(verify_cmd("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "repair-failed"));
+	assert_non_null(strstr(td_strbuf_str(&out), "last error: rewriting"));
+	td_strbuf_free(&out);
+}
+
+/*
+ * G2 (R=2): extent (0, 0) is virtual [0, 64K) and [128K, 192K); a byte
+ * flipped on replica 0 (server 0 from LBA 0) at extent offset 70000 is
+ * virtual 128K + 4464.  Two live replicas that differ: undecided, nothing
+ * written.  With replica 1 stale: not compared at all.
+ */
+static void test_scrub_r2_undecided(void **state)
+{
+	struct td_strbuf out;
+	unsigned int from;
+
+	td_strbuf_init(&out);
+	start(&g2, NULL, ",resync_chunk=32K");
+	mock_iscsi_data(0)[70000] = 0x5a;
+	from = mock_iscsi.nr_log;
+	assert_int_equal(verify_cmd("--repair", NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	assert_int_equal(dev()->scrub.mismatches, 1);
+	assert_int_equal(dev()->scrub.undecided, 1);
+	assert_int_equal(dev()->scrub.repaired, 0);
+	assert_int_equal(dev()->scrub.places[0].replicas, 0x3);
+	assert_int_equal(dev()->scrub.places[0].good, 2);
+	assert_int_equal(dev()->scrub.places[0].ext_off, 70000);
+	assert_int_equal(dev()->scrub.places[0].disk_off, 128 * KiB + 4464);
+	assert_int_equal(dev()->scrub.places[0].outcome,
+			 STRIPE_SCRUB_NOT_DECIDED);
+	for (unsigned int i = 0; i < 3; i++)
+		assert_int_equal(mock_iscsi_count(i, ISCSI_CMD_WRITE, from), 0);
+	assert_int_equal(mock_iscsi_data(0)[70000], 0x5a);
+	stripe_teardown(state);
+	stripe_setup(state);
+	start(&g2, g2_stale_001, ",resync_chunk=32K");
+	mock_iscsi_data(0)[70000] = 0x5a;
+	assert_int_equal(verify_cmd(NULL, NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	assert_int_equal(dev()->scrub.mismatches, 0);
+	/* 4 extents of 4 chunks, one extent has a single live replica */
+	assert_int_equal(dev()->scrub.chunks_checked, 12);
+	assert_int_equal(dev()->scrub.chunks_skipped, 0);
+	td_strbuf_free(&out);
+}
+
+/* A server down: its extents are not compared, and reported so. */
+static void test_scrub_server_down(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g2, NULL, ",resync_chunk=64K");
+	mock_iscsi_set_state(2, ISCSI_CONN_DOWN);
+	assert_int_equal(verify_cmd(NULL, NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.state != STRIPE_SCRUB_RUNNING);
+	/* server 2 holds (0, 1) replica 1 and (1, 0) replica 0 */
+	assert_int_equal(dev()->scrub.chunks_skipped, 4);
+	assert_int_equal(dev()->scrub.skipped_extents, 2);
+	assert_int_equal(dev()->scrub.chunks_checked, 4);
+	assert_int_equal(dev()->scrub.nr_skips, 2);
+	assert_int_equal(dev()->scrub.skips[0].column, 0);
+	assert_int_equal(dev()->scrub.skips[0].extent, 1);
+	assert_int_equal(dev()->scrub.skips[0].replicas, 0x2);
+	assert_int_equal(dev()->scrub.skips[1].column, 1);
+	assert_int_equal(dev()->scrub.skips[1].extent, 0);
+	assert_int_equal(dev()->scrub.skips[1].replicas, 0x1);
+	assert_int_equal(verify_cmd("status", NULL, &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out),
+			       "scrub not compared: column 1 extent 0 "
+			       "replicas 0\n"));
+	td_strbuf_free(&out);
+}
+
+/* A scrub and a resync never run at once; stop; bad words. */
+static void test_scrub_control(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	/* 64K/s: extent (0, 0) has one live replica (no read), then a 16K
+	 * chunk of (0, 1) from 2 replicas and a pause of about 500 ms */
+	start(&g2, g2_stale_001, ",resync_chunk=16K,resync_rate=64K");
+	assert_int_equal(verify_cmd("fast", "slow", &out), -EINVAL);
+	assert_int_equal(verify_cmd("1K", NULL, &out), -EINVAL);
+	assert_int_equal(verify_cmd("stop", NULL, &out), -EALREADY);
+	assert_int_equal(verify_cmd(NULL, NULL, &out), 0);
+	RUN_UNTIL(dev()->scrub.bytes_read && dev()->scrub.paused);
+	assert_int_equal(dev()->scrub.bytes_read, 32 * KiB);
+	assert_int_equal(control("handover", "host-b", &out), -EBUSY);
+	assert_non_null(strstr(td_strbuf_str(&out), "a scrub is running"));
+	assert_int_equal(control("resync", NULL, &out), -EALREADY);
+	assert_non_null(strstr(td_strbuf_str(&out), "a scrub (verify) is "
+						    "running"));
+	assert_int_equal(verify_cmd("stop", NULL, &out), 0);
+	assert_int_equal(dev()->scrub.state, STRIPE_SCRUB_STOPPED);
+	assert_int_equal(control("resync", NULL, &out), 0);
+	assert_int_equal(verify_cmd(NULL, NULL, &out), -EALREADY);
+	assert_non_null(strstr(td_strbuf_str(&out), "a resync is running"));
+	td_strbuf_free(&out);
 }
 
 /* --- control, reports, open errors ------------------------------------------- */
@@ -2711,6 +2941,12 @@ int main(void)
 		T(test_al_recovery_marks_hot_regions),
 		T(test_al_torn_record),
 		T(test_al_small_log),
+		T(test_scrub_decide),
+		T(test_scrub_repairs_from_majority),
+		T(test_scrub_repair_fails),
+		T(test_scrub_r2_undecided),
+		T(test_scrub_server_down),
+		T(test_scrub_control),
 		T(test_control_and_reports),
 		T(test_open_errors),
 		T(test_device_replica),
