@@ -68,7 +68,7 @@ lab up 3 >"$work/lab.out" 2>&1 || { cat "$work/lab.out" >&2; exit 1; }
 eval "$(lab env)"
 "$BUILDDIR/bin/stripe-ctl" --master "$LAB_MASTER" vdisk create rb --size 128M --stripes 1 \
 	--stripe-unit 64K --replicas 2 -o "$work/rb.map" >/dev/null || exit 1
-"$BUILDDIR/bin/tapdisk" --foreground -a "stripe:$work/rb.map,auto_resync=off" --name rb \
+"$BUILDDIR/bin/tapdisk" --foreground -a "stripe:$work/rb.map,auto_resync=off,cmd_timeout_ms=3000" --name rb \
 	--nbd "unix:$work/rb.nbd" --log-level info --log-file "$work/rb.log" </dev/null &
 pid=$!
 for ((t = 0; t < 400; t++)); do [ -S "$work/rb.nbd" ] && break; sleep 0.025; done
@@ -111,8 +111,12 @@ def foreground(write, seconds, until=None):
     def cb(*a):
         done[0] += MIB
         return 1
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds and not (until and until()):
+    t0 = last = time.monotonic()
+    while time.monotonic() - t0 < seconds:
+        if until and time.monotonic() - last > 0.2:
+            last = time.monotonic()  # a tap-ctl call: not every pass
+            if until():
+                break
         while h.aio_in_flight() < 8:
             off = rng.randrange(SIZE // MIB) * MIB
             if write:
