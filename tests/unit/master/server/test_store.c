@@ -929,7 +929,7 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -945,12 +945,12 @@ static void test_schema_upgrade(void **state)
 					   " sqlite_master WHERE name ="
 					   " 'fenced_hosts'"));
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 6"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 7"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 5"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 6"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
 					   " meta"));
 }
 
@@ -1808,7 +1808,7 @@ static void test_fence_schema3_upgrade(void **state)
 		MS_OK);
 	expect_hosts(st, "hostB:hostC:old:3");
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_pending(st, "old", "hostC", 3, true);
@@ -2090,7 +2090,7 @@ static void test_labels_schema4_upgrade(void **state)
 	assert_string_equal(s[1].site, "");
 	master_reply_free(&rep);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
