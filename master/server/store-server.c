@@ -386,7 +386,10 @@ static int refuse_busy(struct master_store *st, const ms_server *srv,
 		return master_store_sql_fail(st, "server disks", rc);
 	return master_reply_fail(rep, MS_EBUSY,
 				 "server %u still holds %u allocated extents "
-				 "(disks %s%s): destroy those disks first",
+				 "(disks %s%s; or new extents of moves in "
+				 "progress: 'stripe-ctl extent move list'): "
+				 "destroy those disks, or move their replicas "
+				 "elsewhere, first",
 				 srv->id, srv->nr_extents - srv->free_extents,
 				 names, rc == SQLITE_ROW ? ", ..." : "");
 }

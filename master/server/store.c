@@ -285,12 +285,27 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " FROM fenced_hosts ORDER BY host LIMIT ?1",
 	[ST_SERVER_LABEL] = "UPDATE servers SET host = ?2, rack = ?3,"
 			    " site = ?4 WHERE id = ?1",
-	[ST_LABEL_CLASH] = "SELECT a.vdisk_id, a.col, a.ext, b.server_id"
-			   " FROM allocations a JOIN allocations b"
-			   " ON b.vdisk_id = a.vdisk_id AND b.col = a.col"
-			   " AND b.ext = a.ext AND b.server_id != a.server_id"
-			   " JOIN servers s ON s.id = b.server_id"
-			   " WHERE a.server_id = ?1 AND s.host = ?2 LIMIT 1",
+	/* Replicas of one extent on server ?1 and on a host ?2: held ones,
+	 * and the new extents of moves (issue #19) either way. */
+	[ST_LABEL_CLASH] =
+		"SELECT a.vdisk_id, a.col, a.ext, b.server_id"
+		" FROM allocations a JOIN allocations b"
+		" ON b.vdisk_id = a.vdisk_id AND b.col = a.col"
+		" AND b.ext = a.ext AND b.server_id != a.server_id"
+		" JOIN servers s ON s.id = b.server_id"
+		" WHERE a.server_id = ?1 AND s.host = ?2"
+		" UNION ALL SELECT m.vdisk_id, m.col, m.ext, a.server_id"
+		" FROM moves m JOIN allocations a ON a.vdisk_id = m.vdisk_id"
+		" AND a.col = m.col AND a.ext = m.ext AND a.replica != "
+		"m.replica"
+		" JOIN servers s ON s.id = a.server_id"
+		" WHERE m.new_server = ?1 AND s.host = ?2"
+		" UNION ALL SELECT m.vdisk_id, m.col, m.ext, m.new_server"
+		" FROM moves m JOIN allocations a ON a.vdisk_id = m.vdisk_id"
+		" AND a.col = m.col AND a.ext = m.ext AND a.replica != "
+		"m.replica"
+		" JOIN servers s ON s.id = m.new_server"
+		" WHERE a.server_id = ?1 AND s.host = ?2 LIMIT 1",
 	[ST_SPREAD_INSERT] = "INSERT INTO spread_notes (vdisk_id, col, ext,"
 			     " reached, wanted, room)"
 			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

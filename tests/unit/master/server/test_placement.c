@@ -344,6 +344,77 @@ static void test_domains_host_rule_first(void **state)
 	assert_int_equal(sp[0].wanted, MASTER_DOMAIN_HOST);
 }
 
+/* --- one replica of a move (issue #19) --------------------------------------- */
+
+/* Not the old server, not the other replica's host: the most free. */
+static void test_place_one_hosts(void **state)
+{
+	struct master_place_server pool[] = {{"a", 4, NULL, NULL, false},
+					     {"b", 4, NULL, NULL, false},
+					     {"c", 3, NULL, NULL, false},
+					     {"d", 4, NULL, NULL, false}};
+	const uint32_t fixed[] = {1};
+	struct master_place_spread sp;
+	uint32_t chosen = 99;
+
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 1, 2, 0, &chosen, &sp), 0);
+	assert_int_equal(chosen, 3); /* a excluded, b fixed, c fewer free */
+	assert_int_equal(pool[3].free, 3);
+	assert_int_equal(pool[0].free, 4);
+	assert_int_equal(sp.reached, MASTER_DOMAIN_HOST);
+	assert_int_equal(sp.wanted, MASTER_DOMAIN_HOST);
+}
+
+/* Sites: the one whose site differs from the other replica's wins over
+ * one with more free extents. */
+static void test_place_one_sites(void **state)
+{
+	struct master_place_server pool[] = {{"a", 4, "r1", "s1", false},
+					     {"b", 4, "r1", "s2", false},
+					     {"c", 9, "r2", "s2", false},
+					     {"d", 1, "r2", "s1", false}};
+	const uint32_t fixed[] = {1};
+	struct master_place_spread sp;
+	uint32_t chosen = 99;
+
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 1, 2, 0, &chosen, &sp), 0);
+	assert_int_equal(chosen, 3);
+	assert_int_equal(sp.reached, MASTER_DOMAIN_SITE);
+	assert_int_equal(sp.wanted, MASTER_DOMAIN_SITE);
+	/* d full: c, in the other replica's site, and the spread says so */
+	pool[3].free = 0;
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 1, 2, 0, &chosen, &sp), 0);
+	assert_int_equal(chosen, 2);
+	assert_int_equal(sp.reached, MASTER_DOMAIN_RACK);
+	assert_int_equal(sp.wanted, MASTER_DOMAIN_SITE);
+}
+
+/* A gone server's replica keeps its host; nothing left: ENOSPC. */
+static void test_place_one_gone(void **state)
+{
+	struct master_place_server pool[] = {{"hx", 0, "r1", "s1", true},
+					     {"b", 4, NULL, NULL, false},
+					     {"hx", 9, NULL, NULL, false},
+					     {"d", 2, NULL, NULL, false}};
+	const uint32_t fixed[] = {0, 1};
+	uint32_t chosen = 99;
+
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 2, 3, 0, &chosen, NULL), 0);
+	assert_int_equal(chosen, 3);
+	pool[3].free = 0;
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 2, 3, 0, &chosen, NULL),
+		-ENOSPC);
+	assert_int_equal(pool[2].free, 9);
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 4, 3, 0, &chosen, NULL),
+		-EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +433,9 @@ int main(void)
 		cmocka_unit_test(test_domains_site_runs_out),
 		cmocka_unit_test(test_domains_labels_missing),
 		cmocka_unit_test(test_domains_host_rule_first),
+		cmocka_unit_test(test_place_one_hosts),
+		cmocka_unit_test(test_place_one_sites),
+		cmocka_unit_test(test_place_one_gone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

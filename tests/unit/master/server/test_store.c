@@ -2478,6 +2478,28 @@ static void test_server_fail(void **state)
 	assert_int_equal(add_server(f->st, 1, NULL), MS_OK);
 }
 
+/* A relabel that would put a move's new extent on the host of another
+ * replica of its extent (either way round) is refused. */
+static void test_move_label_clash(void **state)
+{
+	struct fixture *f = *state;
+	char t2[] = "iqn.2024-01.t:s2", t3[] = "iqn.2024-01.t:s3",
+	     h2[] = "10.0.0.2", h3[] = "10.0.0.3";
+	ms_server_label_args on_new = {t3, 1, true, h2, false, "", false, ""};
+	ms_server_label_args on_old = {t2, 1, true, h3, false, "", false, ""};
+	ms_reply rep;
+
+	four_and_d(f->st);
+	assert_int_equal(BEGIN(f->st, 0, 0, 0, "s1").new_server, 3);
+	call(f->st, do_label, &on_new, &rep);
+	assert_int_equal(rep.status, MS_EEXIST);
+	master_reply_free(&rep);
+	call(f->st, do_label, &on_old, &rep);
+	assert_int_equal(rep.status, MS_EEXIST);
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+}
+
 /* The check finds a move whose OLD is not its slot's replica, and one
  * whose NEW is allocated too. */
 static void test_move_check(void **state)
@@ -2679,6 +2701,7 @@ int main(void)
 		T(test_move_placement_domains),
 		T(test_server_fail),
 		T(test_move_check),
+		T(test_move_label_clash),
 		T(test_moves_schema5_upgrade),
 		T(test_moves_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
