@@ -318,11 +318,11 @@ int master_place_one(struct master_place_server *servers, uint32_t nr_servers,
 		     struct master_place_spread *sp)
 {
 	struct placer pl = {.servers = servers, .n = nr_servers};
-	uint32_t at[MAX_REPLICAS + 1];
+	uint32_t at[MASTER_PLACE_MAX_FIXED + 1];
 	int ret = -ENOSPC, i = -1, level;
 
 	if (!nr_servers || !replicas || replicas > MAX_REPLICAS ||
-	    nr_fixed >= MAX_REPLICAS)
+	    nr_fixed > MASTER_PLACE_MAX_FIXED)
 		return nr_servers ? -EINVAL : -ENOSPC;
 	for (uint32_t q = 0; q < nr_fixed; q++)
 		if ((at[q] = fixed[q]) >= nr_servers)

@@ -99,8 +99,13 @@ int master_place(struct master_place_server *servers, uint32_t nr_servers,
  * Gone servers among fixed constrain the host only.  *sp (NULL: not wanted)
  * tells the extent's spread after the move.  0 with *chosen set and that
  * server's free count lowered; -ENOSPC when no server may take it;
- * -EINVAL; -ENOMEM.
+ * -EINVAL (nr_fixed above MASTER_PLACE_MAX_FIXED, an index out of range);
+ * -ENOMEM.
  */
+/* The most servers fixed may name: the other R-1 replicas of an extent
+ * of at most 4, and the new extents of their own moves. */
+#define MASTER_PLACE_MAX_FIXED 6
+
 int master_place_one(struct master_place_server *servers, uint32_t nr_servers,
 		     const uint32_t *fixed, uint32_t nr_fixed,
 		     uint32_t replicas, uint32_t exclude, uint32_t *chosen,

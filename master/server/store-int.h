@@ -119,7 +119,8 @@ struct master_shape {
  */
 int master_store_check_slot(struct master_store *st, const char *vdisk,
 			    u_int column, u_int extent, u_int replica,
-			    ms_reply *rep, bool *ok);
+			    struct master_shape *shape, ms_reply *rep,
+			    bool *ok);
 
 /*
  * Every server as placement sees it (store-vdisk.c): id order; draining

@@ -134,14 +134,17 @@ static int answer(struct master_store *st, ms_reply *rep, bool done,
 
 /* Common checks: the slot, the server named; *srv filled when *ok. */
 static int check_move_args(struct master_store *st, const ms_move_args *a,
-			   ms_reply *rep, ms_server *srv, bool *ok)
+			   ms_reply *rep, ms_server *srv, u_int *replicas,
+			   bool *ok)
 {
+	struct master_shape shape;
 	int ret = master_store_check_slot(st, a->vdisk, a->column, a->extent,
-					  a->replica, rep, ok);
+					  a->replica, &shape, rep, ok);
 
 	if (ret || !*ok)
 		return ret;
 	*ok = false;
+	*replicas = shape.replicas;
 	if (!master_store_token_ok(a->target, MS_TARGET_MAX) ||
 	    (a->reason != MS_MOVE_EVACUATE && a->reason != MS_MOVE_FAIL))
 		return master_reply_fail(rep, MS_EINVAL,
@@ -181,19 +184,17 @@ static int load_siblings(struct master_store *st, const ms_move_args *a,
 
 	*nr = 0;
 	bind_slot(s, a);
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW && *nr < MS_MAX_REPLICAS) {
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW &&
+	       *nr < MASTER_PLACE_MAX_FIXED) {
 		uint32_t i = pool_index(p, sqlite3_column_int64(s, 0));
 
 		if (i != UINT32_MAX)
 			fixed[(*nr)++] = i;
 	}
 	sqlite3_reset(s);
+	/* R-1 other replicas and their move targets: at most 2R-2 */
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return master_store_sql_fail(st, "move siblings", rc);
-	/* Two replicas moving at once may name up to R + R-1 servers:
-	 * keep R-1 (the hard rule is rechecked at commit by --check). */
-	if (*nr >= MS_MAX_REPLICAS)
-		*nr = MS_MAX_REPLICAS - 1;
 	return 0;
 }
 
@@ -218,12 +219,13 @@ static int insert_move(struct master_store *st, const ms_move_args *a,
 
 /* Place and lock NEW for the slot whose replica is (old, old_idx). */
 static int place_new(struct master_store *st, const ms_move_args *a,
-		     int64_t old, int64_t old_idx, ms_reply *rep)
+		     u_int replicas, int64_t old, int64_t old_idx,
+		     ms_reply *rep)
 {
 	ms_move *m = &rep->body.ms_body_u.move.move;
 	struct master_place_spread sp = {0};
 	struct master_pool pool;
-	uint32_t fixed[MS_MAX_REPLICAS], nr, chosen;
+	uint32_t fixed[MASTER_PLACE_MAX_FIXED], nr, chosen;
 	int64_t new_idx;
 	int ret = master_store_pool_load(st, &pool);
 
@@ -272,9 +274,10 @@ int master_store_move_begin(struct master_store *st, const ms_move_args *a,
 {
 	ms_move *m = &rep->body.ms_body_u.move.move;
 	int64_t server, idx;
+	u_int replicas;
 	ms_server old;
 	bool ok;
-	int ret = check_move_args(st, a, rep, &old, &ok);
+	int ret = check_move_args(st, a, rep, &old, &replicas, &ok);
 
 	if (ret || !ok)
 		return ret;
@@ -306,7 +309,8 @@ int master_store_move_begin(struct master_store *st, const ms_move_args *a,
 		ret = answer(st, rep, true, false);
 		goto out;
 	}
-	if ((ret = place_new(st, a, server, idx, rep)) || rep->status != MS_OK)
+	if ((ret = place_new(st, a, replicas, server, idx, rep)) ||
+	    rep->status != MS_OK)
 		goto out;
 	td_info("vdisk %s column %u extent %u replica %u: moving from server "
 		"%u extent %" PRId64 " to server %u extent %" PRIu64 " (%s)",
@@ -430,8 +434,9 @@ int master_store_move_commit(struct master_store *st, const ms_move_args *a,
 	ms_move *m = &rep->body.ms_body_u.move.move;
 	int64_t held, targets, room = 0;
 	bool ok, same = false, failed = false;
+	u_int replicas;
 	ms_server srv;
-	int ret = check_move_args(st, a, rep, &srv, &ok);
+	int ret = check_move_args(st, a, rep, &srv, &replicas, &ok);
 
 	if (ret || !ok)
 		return ret;
@@ -484,8 +489,9 @@ int master_store_move_abort(struct master_store *st, const ms_move_args *a,
 {
 	ms_move *m = &rep->body.ms_body_u.move.move;
 	bool ok, same = false;
+	u_int replicas;
 	ms_server srv;
-	int ret = check_move_args(st, a, rep, &srv, &ok);
+	int ret = check_move_args(st, a, rep, &srv, &replicas, &ok);
 
 	if (ret || !ok)
 		return ret;

@@ -689,7 +689,7 @@ static int replica_get(struct master_store *st, const ms_replica_state_args *a,
 
 int master_store_check_slot(struct master_store *st, const char *vdisk,
 			    u_int column, u_int extent, u_int replica,
-			    ms_reply *rep, bool *ok)
+			    struct master_shape *shape, ms_reply *rep, bool *ok)
 {
 	struct master_shape have;
 	int ret;
@@ -716,6 +716,7 @@ int master_store_check_slot(struct master_store *st, const char *vdisk,
 			"(they count from 0)",
 			vdisk, have.columns, have.extents_per_column,
 			have.replicas, column, extent, replica);
+	*shape = have;
 	*ok = true;
 	return 0;
 }
@@ -726,8 +727,9 @@ int master_store_replica_state(struct master_store *st,
 	ms_extent_entry *e = &rep->body.ms_body_u.replica;
 	sqlite3_stmt *s;
 	bool ok;
+	struct master_shape shape;
 	int ret = master_store_check_slot(st, a->vdisk, a->column, a->extent,
-					  a->replica, rep, &ok);
+					  a->replica, &shape, rep, &ok);
 
 	if (ret || !ok)
 		return ret;

@@ -400,6 +400,8 @@ static void test_place_one_gone(void **state)
 					     {"hx", 9, NULL, NULL, false},
 					     {"d", 2, NULL, NULL, false}};
 	const uint32_t fixed[] = {0, 1};
+	static const uint32_t too_many[] = {1, 1, 1, 1, 1, 1, 1};
+	static const uint32_t outside[] = {4};
 	uint32_t chosen = 99;
 
 	assert_int_equal(
@@ -411,7 +413,10 @@ static void test_place_one_gone(void **state)
 		-ENOSPC);
 	assert_int_equal(pool[2].free, 9);
 	assert_int_equal(
-		master_place_one(pool, 4, fixed, 4, 3, 0, &chosen, NULL),
+		master_place_one(pool, 4, too_many, 7, 3, 0, &chosen, NULL),
+		-EINVAL);
+	assert_int_equal(
+		master_place_one(pool, 4, outside, 1, 3, 0, &chosen, NULL),
 		-EINVAL);
 }
 

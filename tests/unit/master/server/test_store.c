@@ -2478,6 +2478,29 @@ static void test_server_fail(void **state)
 	assert_int_equal(add_server(f->st, 1, NULL), MS_OK);
 }
 
+/* Both replicas of one extent moving at once: the second NEW avoids the
+ * first one's host as well as the other replica's. */
+static void test_move_two_of_one_extent(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where after[] = {{3, 0}, {4, 0}, {1, 1}, {2, 1}};
+	struct moved a, b;
+	ms_reply rep;
+
+	four_and_d(f->st);
+	a = BEGIN(f->st, 0, 0, 0, "s1");
+	b = BEGIN(f->st, 0, 0, 1, "s2");
+	assert_int_equal(a.new_server, 3);
+	assert_int_equal(b.new_server, 4);
+	expect_consistent(f->st);
+	assert_int_equal(COMMIT(f->st, 0, 0, 1, "s4", b.new_mib).status, MS_OK);
+	assert_int_equal(COMMIT(f->st, 0, 0, 0, "s3", a.new_mib).status, MS_OK);
+	call(f->st, do_lookup, "d", &rep);
+	expect_extents(&rep, after, ARRAY_SIZE(after));
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+}
+
 /* A relabel that would put a move's new extent on the host of another
  * replica of its extent (either way round) is refused. */
 static void test_move_label_clash(void **state)
@@ -2702,6 +2725,7 @@ int main(void)
 		T(test_server_fail),
 		T(test_move_check),
 		T(test_move_label_clash),
+		T(test_move_two_of_one_extent),
 		T(test_moves_schema5_upgrade),
 		T(test_moves_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
