@@ -272,9 +272,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_LEASE_FREE] = "UPDATE leases SET previous = holder, holder = '',"
 			  " fence = 0, fence_pending = 0, since = ?2"
 			  " WHERE vdisk_id = ?1 AND holder != ''",
+	/* The new extents of moves are written too (issue #19). */
 	[ST_LEASE_SERVERS] = "SELECT " STORE_SERVER_COLS " FROM servers"
 			     " WHERE id IN (SELECT server_id FROM allocations"
-			     " WHERE vdisk_id = ?1) ORDER BY id",
+			     " WHERE vdisk_id = ?1 UNION SELECT new_server"
+			     " FROM moves WHERE vdisk_id = ?1) ORDER BY id",
 	[ST_FENCED_GET] = "SELECT by_host, vdisk_id, epoch, since"
 			  " FROM fenced_hosts WHERE host = ?1",
 	[ST_FENCED_PUT] =

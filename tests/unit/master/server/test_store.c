@@ -2501,6 +2501,28 @@ static void test_move_two_of_one_extent(void **state)
 	expect_consistent(f->st);
 }
 
+static int do_takeover(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_lease_takeover(st, a, rep);
+}
+
+/* A takeover's LUNs to fence include the new extent of a move (written
+ * during its copy). */
+static void test_move_takeover_servers(void **state)
+{
+	struct fixture *f = *state;
+	ms_lease_args a = {"d", "hostB", 0, "", true};
+	ms_reply rep;
+
+	four_and_d(f->st);
+	assert_int_equal(BEGIN(f->st, 0, 0, 0, "s1").new_server, 3);
+	call(f->st, do_takeover, &a, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_int_equal(rep.body.ms_body_u.lease.servers.servers_len, 3);
+	assert_int_equal(rep.body.ms_body_u.lease.servers.servers_val[2].id, 3);
+	master_reply_free(&rep);
+}
+
 /* A relabel that would put a move's new extent on the host of another
  * replica of its extent (either way round) is refused. */
 static void test_move_label_clash(void **state)
@@ -2725,6 +2747,7 @@ int main(void)
 		T(test_server_fail),
 		T(test_move_check),
 		T(test_move_label_clash),
+		T(test_move_takeover_servers),
 		T(test_move_two_of_one_extent),
 		T(test_moves_schema5_upgrade),
 		T(test_moves_upgrade_all_or_nothing),
