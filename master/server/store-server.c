@@ -570,8 +570,11 @@ static int allocated_query(struct master_store *st,
 #define SQL_ADD(...)                                                      \
 	q.len += (size_t)snprintf(q.text + q.len, sizeof(q.text) - q.len, \
 				  __VA_ARGS__)
-	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica, stale "
-		"FROM allocations WHERE 1");
+	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica, stale, "
+		"mv FROM (SELECT server_id, idx, vdisk_id, col, ext, replica, "
+		"stale, 0 AS mv FROM allocations UNION ALL SELECT new_server, "
+		"new_idx, vdisk_id, col, ext, replica, 0, 1 FROM moves) "
+		"WHERE 1");
 	if (a->vdisk[0])
 		SQL_ADD(" AND vdisk_id = ?1");
 	if (a->has_cursor)
@@ -595,8 +598,8 @@ static int allocated_query(struct master_store *st,
 
 /*
  * Append one entry; false when the page is full (then more is set).  row
- * (when not NULL) holds the owner's column, extent, replica and stale flag
- * from column col on.
+ * (when not NULL) holds the owner's column, extent, replica, stale flag
+ * and move flag from column col on.
  */
 static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
 		     u_int server, u_int idx, const char *vdisk,
@@ -618,6 +621,7 @@ static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
 		e->extent = (u_int)sqlite3_column_int64(row, col + 1);
 		e->replica = (u_int)sqlite3_column_int64(row, col + 2);
 		e->stale = sqlite3_column_int(row, col + 3) != 0;
+		e->move_target = sqlite3_column_int(row, col + 4) != 0;
 	}
 	if (!e->vdisk)
 		*ret = -ENOMEM;

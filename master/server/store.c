@@ -255,9 +255,13 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " (SELECT count(*) FROM moves m WHERE"
 			  " m.vdisk_id = v.id)"
 			  " FROM vdisks v WHERE id > ?1 ORDER BY id LIMIT ?2",
-	[ST_SERVER_ALLOCS_FROM] = "SELECT idx, vdisk_id, col, ext, replica,"
-				  " stale FROM allocations WHERE server_id = ?1"
-				  " AND idx >= ?2 ORDER BY idx",
+	[ST_SERVER_ALLOCS_FROM] =
+		"SELECT idx, vdisk_id, col, ext, replica,"
+		" stale, 0 FROM allocations WHERE"
+		" server_id = ?1 AND idx >= ?2 UNION ALL"
+		" SELECT new_idx, vdisk_id, col, ext, replica,"
+		" 0, 1 FROM moves WHERE new_server = ?1 AND"
+		" new_idx >= ?2 ORDER BY 1",
 	[ST_REPLICA_GET] = "SELECT server_id, idx, stale FROM allocations"
 			   " WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
 			   " AND replica = ?4",

@@ -12,7 +12,8 @@
 # begin|commit`, the master killed with SIGKILL after half of the begins
 # and again after half of the commits: rerunning the same commands
 # finishes the job (repeats change nothing), `extent move list` shows what
-# is in progress, no extent leaks or is owned twice (free counts, and
+# is in progress (and `extents list` marks the new extents as move
+# targets), no extent leaks or is owned twice (free counts, and
 # `stripe-master --check` on the database after each kill).  Then an
 # abort frees its new extent, the failed server, empty, is removed and
 # added again.
@@ -148,6 +149,9 @@ case_rehome() {
 	cp "$WORK/half" "$WORK/slots"
 	begin_all && [ "$(ctl --json extent move list | json_get 'len(j)')" = 2 ] &&
 		[ "$(vdisk_field moves)" = 2 ] &&
+		[ "$(ctl --json extents list --allocated | json_get 'sum(e["move_target"] for e in j)')" = 2 ] &&
+		[ "$(ctl --json extents list | json_get 'sum(e.get("move_target", False) for e in j)')" = 2 ] &&
+		[ "$(ctl extents list --vdisk d | grep -c move-target)" = 2 ] &&
 		ctl vdisk show --name d | grep -q "\[moving to server [0-9]* offset [0-9]*, fail\]" ||
 		{ fail "two moves begun" "$(cat "$WORK/begins")"; return; }
 	kill_check_restart || { fail "kill -9 after two begins: check"; return; }

@@ -298,14 +298,16 @@ static void print_extent(const struct ctl_opts *o, struct td_json *j,
 			td_json_u64(j, "extent", e->extent);
 			td_json_u64(j, "replica", e->replica);
 			td_json_bool(j, "stale", e->stale);
+			td_json_bool(j, "move_target", e->move_target);
 		} else
 			td_json_null(j, "vdisk");
 		td_json_end_object(j);
 	} else if (e->vdisk[0])
-		printf("%6u %8u %16llu  %s %u %u %u%s\n", e->server_id,
+		printf("%6u %8u %16llu  %s %u %u %u%s%s\n", e->server_id,
 		       e->index, (unsigned long long)e->offset_bytes, e->vdisk,
 		       e->column, e->extent, e->replica,
-		       e->stale ? " stale" : "");
+		       e->stale ? " stale" : "",
+		       e->move_target ? " move-target" : "");
 	else
 		printf("%6u %8u %16llu  -\n", e->server_id, e->index,
 		       (unsigned long long)e->offset_bytes);
@@ -361,7 +363,7 @@ int ctl_cmd_extents_list(struct ctl_opts *o)
 	td_json_begin_array(&j, NULL);
 	if (!o->json)
 		printf("%6s %8s %16s  %s\n", "SERVER", "INDEX", "OFFSET",
-		       "VDISK COLUMN EXTENT REPLICA [stale]");
+		       "VDISK COLUMN EXTENT REPLICA [stale] [move-target]");
 	status = list_pages(o, c, &j);
 	td_json_end_array(&j);
 	if (!status && o->json)

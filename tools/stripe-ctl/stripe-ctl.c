@@ -438,7 +438,9 @@ static const struct command commands[] = {
 	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
 	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
 	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
-	 "column, extent and replica that own it.\n\n"
+	 "column, extent and replica that own it ('move-target', --json\n"
+	 "\"move_target\": the new extent of a move of that replica, not yet\n"
+	 "its replica; see 'extent move').\n\n"
 	 "    --server ID          only this server (repeatable, see server "
 	 "list)\n"
 	 "    --vdisk NAME         only this disk's extents\n"
