@@ -151,7 +151,7 @@ case_rehome() {
 		[ "$(vdisk_field moves)" = 2 ] &&
 		[ "$(ctl --json extents list --allocated | json_get 'sum(e["move_target"] for e in j)')" = 2 ] &&
 		[ "$(ctl --json extents list | json_get 'sum(e.get("move_target", False) for e in j)')" = 2 ] &&
-		[ "$(ctl extents list --vdisk d | grep -c move-target)" = 2 ] &&
+		[ "$(ctl extents list --vdisk d | grep -c " move-target$")" = 2 ] &&
 		ctl vdisk show --name d | grep -q "\[moving to server [0-9]* offset [0-9]*, fail\]" ||
 		{ fail "two moves begun" "$(cat "$WORK/begins")"; return; }
 	kill_check_restart || { fail "kill -9 after two begins: check"; return; }
