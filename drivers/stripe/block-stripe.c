@@ -517,12 +517,12 @@ static void report_resync_json(struct stripe_dev *dev, struct td_json *j)
 	td_json_u64(j, "bytes_copied", rs->bytes_copied);
 	td_json_u64(j, "bytes_copied_since_open", rs->bytes_copied_all);
 	if (rs->started_ns)
-		td_json_u64(j, "elapsed_us",
-			    ((rs->state == STRIPE_RESYNC_RUNNING
-				      ? td_now_ns()
-				      : rs->ended_ns) -
-			     rs->started_ns) /
-				    1000);
+		td_json_u64(
+			j, "elapsed_us",
+			((rs->state == STRIPE_RESYNC_RUNNING ? td_now_ns()
+							     : rs->ended_ns) -
+			 rs->started_ns) /
+				1000);
 	td_json_u64(j, "rate_bytes_per_s", rs->rate_bytes_per_s);
 	if (rs->have_slot) {
 		td_json_u64(j, "column", rs->column);

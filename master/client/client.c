@@ -362,6 +362,50 @@ int master_call_server_remove(struct master_client *c, const ms_server_key *k,
 				  rep);
 }
 
+int master_call_server_fail(struct master_client *c, const ms_server_key *k,
+			    ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_FAIL,
+				  (xdrproc_t)xdr_ms_server_key, k,
+				  MS_BODY_SERVER, rep);
+}
+
+int master_call_server_status(struct master_client *c, ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_STATUS, MASTER_XDR_VOID, NULL,
+				  MS_BODY_SERVER_STATS, rep);
+}
+
+int master_call_move_begin(struct master_client *c, const ms_move_args *a,
+			   ms_reply *rep)
+{
+	return master_client_call(c, MS_MOVE_BEGIN, (xdrproc_t)xdr_ms_move_args,
+				  a, MS_BODY_MOVE, rep);
+}
+
+int master_call_move_commit(struct master_client *c, const ms_move_args *a,
+			    ms_reply *rep)
+{
+	return master_client_call(c, MS_MOVE_COMMIT,
+				  (xdrproc_t)xdr_ms_move_args, a, MS_BODY_MOVE,
+				  rep);
+}
+
+int master_call_move_abort(struct master_client *c, const ms_move_args *a,
+			   ms_reply *rep)
+{
+	return master_client_call(c, MS_MOVE_ABORT, (xdrproc_t)xdr_ms_move_args,
+				  a, MS_BODY_MOVE, rep);
+}
+
+int master_call_move_list(struct master_client *c, const ms_move_list_args *a,
+			  ms_reply *rep)
+{
+	return master_client_call(c, MS_MOVE_LIST,
+				  (xdrproc_t)xdr_ms_move_list_args, a,
+				  MS_BODY_MOVES, rep);
+}
+
 int master_call_server_list(struct master_client *c, ms_reply *rep)
 {
 	return master_client_call(c, MS_SERVER_LIST, MASTER_XDR_VOID, NULL,

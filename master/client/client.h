@@ -87,6 +87,20 @@ int master_call_server_remove(struct master_client *c, const ms_server_key *k,
 int master_call_server_list(struct master_client *c, ms_reply *rep);
 int master_call_server_label(struct master_client *c,
 			     const ms_server_label_args *a, ms_reply *rep);
+/* Issue #19: a server gone for good (SERVER), every server's state and
+ * load (SERVER_STATS), re-homing one replica slot (MOVE; see
+ * ms_move_args in stripe.x) and the moves in progress (MOVES). */
+int master_call_server_fail(struct master_client *c, const ms_server_key *k,
+			    ms_reply *rep);
+int master_call_server_status(struct master_client *c, ms_reply *rep);
+int master_call_move_begin(struct master_client *c, const ms_move_args *a,
+			   ms_reply *rep);
+int master_call_move_commit(struct master_client *c, const ms_move_args *a,
+			    ms_reply *rep);
+int master_call_move_abort(struct master_client *c, const ms_move_args *a,
+			   ms_reply *rep);
+int master_call_move_list(struct master_client *c, const ms_move_list_args *a,
+			  ms_reply *rep);
 int master_call_vdisk_alloc(struct master_client *c, const ms_alloc_args *a,
 			    ms_reply *rep);
 int master_call_vdisk_lookup(struct master_client *c, const char *id,

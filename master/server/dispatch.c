@@ -33,6 +33,8 @@ union ms_args {
 	ms_lease_args lease;
 	ms_host_id host;
 	ms_server_label_args label;
+	ms_move_args move;
+	ms_move_list_args move_list;
 };
 
 struct proc {
@@ -163,6 +165,42 @@ static int run_server_label(struct master_store *st, const union ms_args *a,
 	return master_store_server_label(st, &a->label, rep);
 }
 
+static int run_server_fail(struct master_store *st, const union ms_args *a,
+			   ms_reply *rep)
+{
+	return master_store_server_fail(st, &a->key, rep);
+}
+
+static int run_server_status(struct master_store *st, const union ms_args *a,
+			     ms_reply *rep)
+{
+	return master_store_server_status(st, rep);
+}
+
+static int run_move_begin(struct master_store *st, const union ms_args *a,
+			  ms_reply *rep)
+{
+	return master_store_move_begin(st, &a->move, rep);
+}
+
+static int run_move_commit(struct master_store *st, const union ms_args *a,
+			   ms_reply *rep)
+{
+	return master_store_move_commit(st, &a->move, rep);
+}
+
+static int run_move_abort(struct master_store *st, const union ms_args *a,
+			  ms_reply *rep)
+{
+	return master_store_move_abort(st, &a->move, rep);
+}
+
+static int run_move_list(struct master_store *st, const union ms_args *a,
+			 ms_reply *rep)
+{
+	return master_store_move_list(st, &a->move_list, rep);
+}
+
 static const struct proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
@@ -204,6 +242,18 @@ static const struct proc procs[] = {
 	[MS_SERVER_LABEL] = {"server_label",
 			     (xdrproc_t)xdr_ms_server_label_args, true,
 			     run_server_label},
+	[MS_SERVER_FAIL] = {"server_fail", (xdrproc_t)xdr_ms_server_key, true,
+			    run_server_fail},
+	[MS_SERVER_STATUS] = {"server_status", MASTER_XDR_VOID, false,
+			      run_server_status},
+	[MS_MOVE_BEGIN] = {"move_begin", (xdrproc_t)xdr_ms_move_args, true,
+			   run_move_begin},
+	[MS_MOVE_COMMIT] = {"move_commit", (xdrproc_t)xdr_ms_move_args, true,
+			    run_move_commit},
+	[MS_MOVE_ABORT] = {"move_abort", (xdrproc_t)xdr_ms_move_args, true,
+			   run_move_abort},
+	[MS_MOVE_LIST] = {"move_list", (xdrproc_t)xdr_ms_move_list_args, false,
+			  run_move_list},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

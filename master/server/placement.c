@@ -60,6 +60,8 @@ static int cmp_index(const void *a, const void *b, void *arg)
 
 static bool has_label(const struct master_place_server *s, int level)
 {
+	if (s->gone) /* its host still counts: replicas stay apart */
+		return level == MASTER_DOMAIN_HOST;
 	if (level == MASTER_DOMAIN_SITE)
 		return label(s->site)[0] != '\0';
 	return level == MASTER_DOMAIN_HOST || label(s->rack)[0] != '\0';
@@ -285,4 +287,71 @@ int master_place(struct master_place_server *servers, uint32_t nr_servers,
 {
 	return master_place_spread(servers, nr_servers, columns,
 				   extents_per_column, replicas, slots, NULL);
+}
+
+/* The widest level at which the servers of set[] are pairwise in
+ * distinct domains (gone ones left out); host when none is. */
+static int set_level(const struct placer *pl, const uint32_t *set, uint32_t k)
+{
+	for (int level = pl->wanted; level > MASTER_DOMAIN_HOST; level--) {
+		bool ok = true;
+
+		for (uint32_t a = 0; ok && a < k; a++)
+			for (uint32_t b = a + 1; ok && b < k; b++) {
+				const uint32_t *dom = pl->dom[level];
+
+				if (pl->servers[set[a]].gone ||
+				    pl->servers[set[b]].gone)
+					continue;
+				ok = dom[set[a]] != NO_DOMAIN &&
+				     dom[set[a]] != dom[set[b]];
+			}
+		if (ok)
+			return level;
+	}
+	return MASTER_DOMAIN_HOST;
+}
+
+int master_place_one(struct master_place_server *servers, uint32_t nr_servers,
+		     const uint32_t *fixed, uint32_t nr_fixed,
+		     uint32_t replicas, uint32_t exclude, uint32_t *chosen,
+		     struct master_place_spread *sp)
+{
+	struct placer pl = {.servers = servers, .n = nr_servers};
+	uint32_t at[MASTER_PLACE_MAX_FIXED + 1];
+	int ret = -ENOSPC, i = -1, level;
+
+	if (!nr_servers || !replicas || replicas > MAX_REPLICAS ||
+	    nr_fixed > MASTER_PLACE_MAX_FIXED)
+		return nr_servers ? -EINVAL : -ENOSPC;
+	for (uint32_t q = 0; q < nr_fixed; q++)
+		if ((at[q] = fixed[q]) >= nr_servers)
+			return -EINVAL;
+	if (placer_init(&pl, replicas)) {
+		placer_free(&pl);
+		return -ENOMEM;
+	}
+	reset_free(&pl);
+	if (exclude < nr_servers)
+		pl.free[exclude] = 0;
+	for (level = pl.wanted; i < 0 && level >= 0; level--) {
+		uint32_t room = count_room(&pl);
+
+		if ((i = most_free(&pl, 0, at, nr_fixed, level)) < 0)
+			continue;
+		at[nr_fixed] = (uint32_t)i;
+		if (sp)
+			*sp = (struct master_place_spread){
+				.reached = (uint8_t)set_level(&pl, at,
+							      nr_fixed + 1),
+				.wanted = pl.wanted,
+				.room = room};
+	}
+	if (i >= 0) {
+		servers[i].free--;
+		*chosen = (uint32_t)i;
+		ret = 0;
+	}
+	placer_free(&pl);
+	return ret;
 }

@@ -45,6 +45,7 @@
 #ifndef TAPSTRIPE_MASTER_PLACEMENT_H
 #define TAPSTRIPE_MASTER_PLACEMENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Failure-domain levels, narrowest first (ms_domain's values). */
@@ -59,6 +60,7 @@ struct master_place_server {
 	uint32_t free;	  /* free extents; lowered by what is placed */
 	const char *rack; /* NULL or "": unknown */
 	const char *site; /* NULL or "": unknown */
+	bool gone;	  /* failed: no rack or site, takes nothing */
 };
 
 /* How far one extent's replicas were spread. */
@@ -85,5 +87,28 @@ int master_place_spread(struct master_place_server *servers,
 int master_place(struct master_place_server *servers, uint32_t nr_servers,
 		 uint32_t columns, uint32_t extents_per_column,
 		 uint32_t replicas, uint32_t *slots);
+
+/*
+ * Re-homing (issue #19): a server for one new replica of an extent whose
+ * other replicas are on servers fixed[0 .. nr_fixed-1] (indices into
+ * servers), never server exclude (the replica's old one; UINT32_MAX:
+ * none).  The level wanted is chosen as in rule 0 for replicas copies;
+ * the new replica goes to the widest level from wanted down at which it
+ * is in a domain of its own (and always on a host of its own), on the
+ * allowed server with the most free extents (the lowest index on a tie).
+ * Gone servers among fixed constrain the host only.  *sp (NULL: not wanted)
+ * tells the extent's spread after the move.  0 with *chosen set and that
+ * server's free count lowered; -ENOSPC when no server may take it;
+ * -EINVAL (nr_fixed above MASTER_PLACE_MAX_FIXED, an index out of range);
+ * -ENOMEM.
+ */
+/* The most servers fixed may name: the other R-1 replicas of an extent
+ * of at most 4, and the new extents of their own moves. */
+#define MASTER_PLACE_MAX_FIXED 6
+
+int master_place_one(struct master_place_server *servers, uint32_t nr_servers,
+		     const uint32_t *fixed, uint32_t nr_fixed,
+		     uint32_t replicas, uint32_t exclude, uint32_t *chosen,
+		     struct master_place_spread *sp);
 
 #endif

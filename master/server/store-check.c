@@ -44,23 +44,48 @@ static const struct {
 	{"free_extents of a server differs from nr_extents minus its "
 	 "allocated extents",
 	 "SELECT id FROM servers s WHERE free_extents != nr_extents -"
-	 " (SELECT count(*) FROM allocations a WHERE a.server_id = s.id)"},
+	 " (SELECT count(*) FROM allocations a WHERE a.server_id = s.id) -"
+	 " (SELECT count(*) FROM moves m WHERE m.new_server = s.id)"},
 	{"allocated and released extents of a server do not add up to "
 	 "next_fresh",
 	 "SELECT id FROM servers s WHERE next_fresh != (SELECT count(*)"
 	 " FROM allocations a WHERE a.server_id = s.id) + (SELECT count(*)"
-	 " FROM released r WHERE r.server_id = s.id)"},
+	 " FROM released r WHERE r.server_id = s.id) + (SELECT count(*)"
+	 " FROM moves m WHERE m.new_server = s.id)"},
 	{"an allocated or released extent lies beyond next_fresh",
 	 "SELECT 1 FROM servers s WHERE EXISTS (SELECT 1 FROM allocations a"
 	 " WHERE a.server_id = s.id AND a.idx >= s.next_fresh) OR EXISTS"
 	 " (SELECT 1 FROM released r WHERE r.server_id = s.id AND"
-	 " r.idx >= s.next_fresh)"},
+	 " r.idx >= s.next_fresh) OR EXISTS (SELECT 1 FROM moves m WHERE"
+	 " m.new_server = s.id AND m.new_idx >= s.next_fresh)"},
 	{"an extent is both allocated and released",
 	 "SELECT 1 FROM allocations a JOIN released r"
 	 " ON r.server_id = a.server_id AND r.idx = a.idx"},
 	{"an extent has two owners",
 	 "SELECT 1 FROM allocations GROUP BY server_id, idx"
 	 " HAVING count(*) > 1"},
+	{"a move's new extent is also allocated or released (two owners)",
+	 "SELECT 1 FROM moves m WHERE EXISTS (SELECT 1 FROM allocations a"
+	 " WHERE a.server_id = m.new_server AND a.idx = m.new_idx) OR EXISTS"
+	 " (SELECT 1 FROM released r WHERE r.server_id = m.new_server AND"
+	 " r.idx = m.new_idx)"},
+	{"a move is recorded for a disk that does not exist",
+	 "SELECT 1 FROM moves m WHERE NOT EXISTS"
+	 " (SELECT 1 FROM vdisks v WHERE v.id = m.vdisk_id)"},
+	{"a move's old extent is not its slot's replica any more",
+	 "SELECT 1 FROM moves m WHERE NOT EXISTS (SELECT 1 FROM allocations a"
+	 " WHERE a.vdisk_id = m.vdisk_id AND a.col = m.col AND a.ext = m.ext"
+	 " AND a.replica = m.replica AND a.server_id = m.old_server AND"
+	 " a.idx = m.old_idx)"},
+	{"a move's new extent is on its old server, or on the host of another "
+	 "replica of its extent",
+	 "SELECT 1 FROM moves m JOIN servers sn ON sn.id = m.new_server"
+	 " WHERE m.new_server = m.old_server OR EXISTS (SELECT 1 FROM"
+	 " allocations a JOIN servers s ON s.id = a.server_id WHERE"
+	 " a.vdisk_id = m.vdisk_id AND a.col = m.col AND a.ext = m.ext AND"
+	 " a.replica != m.replica AND s.host = sn.host)"},
+	{"a server's failed flag is not 0 or 1",
+	 "SELECT 1 FROM servers WHERE failed NOT IN (0, 1)"},
 	{"a disk does not own columns * extents_per_column * replicas extents",
 	 "SELECT id FROM vdisks v WHERE columns * extents_per_column *"
 	 " replicas != (SELECT count(*) FROM allocations WHERE"

@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include "master/reply.h"
+#include "master/server/placement.h"
 #include "master/server/store.h"
 
 /* The statements prepared once at open (SQL in store.c). */
@@ -58,11 +59,27 @@ enum master_store_stmt {
 	ST_SPREAD_INSERT,
 	ST_SPREAD_GET,
 	ST_SPREAD_DELETE,
+	ST_SERVER_FAIL,
+	ST_SERVER_STATE,
+	ST_SERVER_STATS,
+	ST_MOVE_GET,
+	ST_MOVE_INSERT,
+	ST_MOVE_DELETE,
+	ST_MOVE_SIBLINGS,
+	ST_MOVE_LIST,
+	ST_REPLICA_MOVE,
+	ST_EXTENT_FREE,
+	ST_RELEASED_PUT,
+	ST_SPREAD_DELETE_ONE,
+	ST_VDISK_MOVES_GIVE_BACK, /* these three run in this order */
+	ST_VDISK_MOVES_TO_RELEASED,
+	ST_VDISK_MOVES_DELETE,
+	ST_VDISK_MOVES,
 	ST_COUNT
 };
 
 /* The invariants master_store_check queries (store-check.c). */
-#define STORE_NR_INVARIANTS 13
+#define STORE_NR_INVARIANTS 18
 
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \
@@ -79,6 +96,62 @@ struct master_store {
 	/* master_store_check's queries, prepared at their first use. */
 	sqlite3_stmt *check_stmt[STORE_NR_INVARIANTS];
 };
+
+/* The columns of a move, in order, as master_store_fill_move reads them. */
+#define STORE_MOVE_COLS                                                  \
+	"vdisk_id, col, ext, replica, old_server, old_idx, new_server, " \
+	"new_idx, reason, since, reached, wanted, room"
+
+/* Fill *out from a row of STORE_MOVE_COLS from column 0 (store-move.c). */
+int master_store_fill_move(struct master_store *st, sqlite3_stmt *s,
+			   ms_move *out);
+
+/* The shape of a disk (store-vdisk.c). */
+struct master_shape {
+	u_int columns;
+	u_int extents_per_column;
+	u_int replicas;
+};
+
+/*
+ * The disk exists and (column, extent, replica) lies inside it, or a reply
+ * says why not (*ok false); *shape filled when ok (store-vdisk.c).
+ */
+int master_store_check_slot(struct master_store *st, const char *vdisk,
+			    u_int column, u_int extent, u_int replica,
+			    struct master_shape *shape, ms_reply *rep,
+			    bool *ok);
+
+/*
+ * Every server as placement sees it (store-vdisk.c): id order; draining
+ * and failed ones with no free extent, failed ones gone.
+ */
+struct master_pool {
+	u_int n;
+	u_int active; /* not draining */
+	int64_t *id;
+	int64_t *next_fresh;
+	struct master_place_server *srv;
+};
+int master_store_pool_load(struct master_store *st, struct master_pool *p);
+void master_store_pool_free(struct master_pool *p);
+
+/* k free extents of pool server i into idx[], counted as taken. */
+int master_store_take_free(struct master_store *st, struct master_pool *p,
+			   u_int i, uint32_t k, int64_t *idx);
+
+/* Return extent (server, idx) to its server's free ones. */
+int master_store_extent_free(struct master_store *st, int64_t server,
+			     int64_t idx);
+
+/* Look a server up by key; 1 found (*out filled), 0 not, -errno
+ * (store-server.c). */
+int master_store_server_by_key(struct master_store *st, const char *target,
+			       u_int lun, ms_server *out);
+
+/* A server's failed flag and what it holds; 1 found, 0 not, -errno. */
+int master_store_server_state(struct master_store *st, int64_t id, bool *failed,
+			      int64_t *replicas, int64_t *move_targets);
 
 /* The statement, reset and with its bindings cleared. */
 sqlite3_stmt *master_store_stmt(struct master_store *st,

@@ -51,9 +51,8 @@ static void host_label(const ms_server_add_args *a, char out[MS_LABEL_MAX + 1])
 	out[i] = '\0';
 }
 
-/* Look a server up by key; 1 found (*out filled), 0 not, -errno. */
-static int server_by_key(struct master_store *st, const char *target, u_int lun,
-			 ms_server *out)
+int master_store_server_by_key(struct master_store *st, const char *target,
+			       u_int lun, ms_server *out)
 {
 	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_BY_KEY);
 	int rc, ret;
@@ -167,6 +166,74 @@ static int server_count(struct master_store *st, int64_t *n)
 	return 0;
 }
 
+int master_store_server_state(struct master_store *st, int64_t id, bool *failed,
+			      int64_t *replicas, int64_t *move_targets)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_STATE);
+	int rc;
+
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		*failed = sqlite3_column_int(s, 0) != 0;
+		*replicas = sqlite3_column_int64(s, 1);
+		*move_targets = sqlite3_column_int64(s, 2);
+	}
+	sqlite3_reset(s);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_ROW;
+	return master_store_sql_fail(st, "server state", rc);
+}
+
+/*
+ * A failed server is not added again (MS_EBUSY, 1): its data is gone and
+ * its replicas are re-homed (or still to be); 0 when it has not failed.
+ */
+static int refuse_failed(struct master_store *st, const ms_server *srv,
+			 ms_reply *rep)
+{
+	int64_t held = 0, targets = 0;
+	bool failed = false;
+	int ret = master_store_server_state(st, srv->id, &failed, &held,
+					    &targets);
+
+	if (ret <= 0 || !failed)
+		return ret < 0 ? ret : 0;
+	if (held)
+		master_reply_fail(
+			rep, MS_EBUSY,
+			"server %u (%s lun %u) failed and still "
+			"holds %" PRId64 " replicas: re-home them "
+			"('stripe-ctl server evacuate', or "
+			"'stripe-ctl extent move'), then 'stripe-ctl "
+			"server remove' it and add it again as a new, "
+			"empty server",
+			srv->id, srv->target, srv->lun, held);
+	else
+		master_reply_fail(rep, MS_EBUSY,
+				  "server %u (%s lun %u) failed: 'stripe-ctl "
+				  "server remove' it first (it holds no "
+				  "replica), then add it again as a new, empty "
+				  "server",
+				  srv->id, srv->target, srv->lun);
+	return 1;
+}
+
+int master_store_extent_free(struct master_store *st, int64_t server,
+			     int64_t idx)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_RELEASED_PUT);
+	int ret;
+
+	sqlite3_bind_int64(s, 1, server);
+	sqlite3_bind_int64(s, 2, idx);
+	if ((ret = master_store_exec(st, s, "extent free")))
+		return ret;
+	s = master_store_stmt(st, ST_EXTENT_FREE);
+	sqlite3_bind_int64(s, 1, server);
+	return master_store_exec(st, s, "extent free count");
+}
+
 int master_store_server_add(struct master_store *st,
 			    const ms_server_add_args *a, ms_reply *rep)
 {
@@ -177,12 +244,14 @@ int master_store_server_add(struct master_store *st,
 
 	if (ret || !ok)
 		return ret;
-	if ((ret = server_by_key(st, a->target, a->lun, srv)) < 0)
+	if ((ret = master_store_server_by_key(st, a->target, a->lun, srv)) < 0)
 		return ret;
 	rep->body.kind = MS_BODY_SERVER;
-	if (ret == 1 && same_server(srv, a))
+	if (ret == 1 && (ret = refuse_failed(st, srv, rep)))
+		return ret < 0 ? ret : 0; /* ret 0: found, not failed */
+	if (srv->target && same_server(srv, a))
 		return master_reply_ok(rep, false); /* a retry, or a re-run */
-	if (ret == 1)
+	if (srv->target)
 		return master_reply_fail(
 			rep, MS_EEXIST,
 			"target %s lun %u is already server %u (address %s, "
@@ -202,7 +271,7 @@ int master_store_server_add(struct master_store *st,
 					 "its most",
 					 MS_MAX_SERVERS);
 	if ((ret = insert_server(st, a, &id)) ||
-	    (ret = server_by_key(st, a->target, a->lun, srv)) < 0)
+	    (ret = master_store_server_by_key(st, a->target, a->lun, srv)) < 0)
 		return ret;
 	td_info("server %" PRId64 " added: %s lun %u at %s (%s; host %s, "
 		"rack %s, site %s), %u extents",
@@ -216,7 +285,7 @@ int master_store_server_drain(struct master_store *st, const ms_server_key *k,
 {
 	ms_server *srv = &rep->body.ms_body_u.server;
 	sqlite3_stmt *s;
-	int ret = server_by_key(st, k->target, k->lun, srv);
+	int ret = master_store_server_by_key(st, k->target, k->lun, srv);
 
 	if (ret < 0)
 		return ret;
@@ -235,6 +304,67 @@ int master_store_server_drain(struct master_store *st, const ms_server_key *k,
 	srv->draining = true;
 	td_info("server %u (%s lun %u) draining", srv->id, k->target, k->lun);
 	return master_reply_ok(rep, true);
+}
+
+int master_store_server_fail(struct master_store *st, const ms_server_key *k,
+			     ms_reply *rep)
+{
+	ms_server *srv = &rep->body.ms_body_u.server;
+	int64_t held = 0, targets = 0;
+	bool failed = false;
+	sqlite3_stmt *s;
+	int ret = master_store_server_by_key(st, k->target, k->lun, srv);
+
+	if (ret < 0)
+		return ret;
+	rep->body.kind = MS_BODY_SERVER;
+	if (!ret)
+		return master_reply_fail(rep, MS_ENOENT,
+					 "no server has target %s lun %u: see "
+					 "'stripe-ctl server list'",
+					 k->target, k->lun);
+	if ((ret = master_store_server_state(st, srv->id, &failed, &held,
+					     &targets)) < 0)
+		return ret;
+	if (failed)
+		return master_reply_ok(rep, false);
+	s = master_store_stmt(st, ST_SERVER_FAIL);
+	sqlite3_bind_int64(s, 1, srv->id);
+	if ((ret = master_store_exec(st, s, "server fail")))
+		return ret;
+	td_info("server %u (%s lun %u) failed: %" PRId64 " replicas lost, "
+		"%" PRId64 " move targets on it",
+		srv->id, k->target, k->lun, held, targets);
+	return master_reply_ok(rep, true);
+}
+
+int master_store_server_status(struct master_store *st, ms_reply *rep)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_STATS);
+	ms_server_stat *list = calloc(MS_MAX_SERVERS, sizeof(*list));
+	u_int n = 0;
+	int rc = SQLITE_DONE;
+
+	if (!list)
+		return -ENOMEM;
+	rep->body.kind = MS_BODY_SERVER_STATS;
+	rep->body.ms_body_u.stats.stats_val = list;
+	while (n < MS_MAX_SERVERS && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		ms_server_stat *x = &list[n++];
+
+		x->id = (u_int)sqlite3_column_int64(s, 0);
+		x->draining = sqlite3_column_int(s, 1) != 0;
+		x->failed = sqlite3_column_int(s, 2) != 0;
+		x->replicas = (u_int)sqlite3_column_int64(s, 3);
+		x->stale = (u_int)sqlite3_column_int64(s, 4);
+		x->moves_from = (u_int)sqlite3_column_int64(s, 5);
+		x->moves_to = (u_int)sqlite3_column_int64(s, 6);
+	}
+	rep->body.ms_body_u.stats.stats_len = n;
+	sqlite3_reset(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return master_store_sql_fail(st, "server status", rc);
+	return master_reply_ok(rep, false);
 }
 
 /* MS_EBUSY naming (up to four of) the disks that still own extents. */
@@ -256,7 +386,10 @@ static int refuse_busy(struct master_store *st, const ms_server *srv,
 		return master_store_sql_fail(st, "server disks", rc);
 	return master_reply_fail(rep, MS_EBUSY,
 				 "server %u still holds %u allocated extents "
-				 "(disks %s%s): destroy those disks first",
+				 "(disks %s%s; or new extents of moves in "
+				 "progress: 'stripe-ctl extent move list'): "
+				 "destroy those disks, or move their replicas "
+				 "elsewhere, first",
 				 srv->id, srv->nr_extents - srv->free_extents,
 				 names, rc == SQLITE_ROW ? ", ..." : "");
 }
@@ -266,7 +399,7 @@ int master_store_server_remove(struct master_store *st, const ms_server_key *k,
 {
 	ms_server srv;
 	sqlite3_stmt *s;
-	int ret = server_by_key(st, k->target, k->lun, &srv);
+	int ret = master_store_server_by_key(st, k->target, k->lun, &srv);
 
 	if (ret <= 0) /* gone already: a retry, or never there */
 		return ret < 0 ? ret : master_reply_ok(rep, false);
@@ -390,7 +523,7 @@ int master_store_server_label(struct master_store *st,
 
 	if (ret || !ok)
 		return ret;
-	if ((ret = server_by_key(st, a->target, a->lun, srv)) <= 0)
+	if ((ret = master_store_server_by_key(st, a->target, a->lun, srv)) <= 0)
 		return ret < 0 ? ret
 			       : master_reply_fail(rep, MS_ENOENT,
 						   "no server has target %s "
@@ -437,8 +570,11 @@ static int allocated_query(struct master_store *st,
 #define SQL_ADD(...)                                                      \
 	q.len += (size_t)snprintf(q.text + q.len, sizeof(q.text) - q.len, \
 				  __VA_ARGS__)
-	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica, stale "
-		"FROM allocations WHERE 1");
+	SQL_ADD("SELECT server_id, idx, vdisk_id, col, ext, replica, stale, "
+		"mv FROM (SELECT server_id, idx, vdisk_id, col, ext, replica, "
+		"stale, 0 AS mv FROM allocations UNION ALL SELECT new_server, "
+		"new_idx, vdisk_id, col, ext, replica, 0, 1 FROM moves) "
+		"WHERE 1");
 	if (a->vdisk[0])
 		SQL_ADD(" AND vdisk_id = ?1");
 	if (a->has_cursor)
@@ -462,8 +598,8 @@ static int allocated_query(struct master_store *st,
 
 /*
  * Append one entry; false when the page is full (then more is set).  row
- * (when not NULL) holds the owner's column, extent, replica and stale flag
- * from column col on.
+ * (when not NULL) holds the owner's column, extent, replica, stale flag
+ * and move flag from column col on.
  */
 static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
 		     u_int server, u_int idx, const char *vdisk,
@@ -485,6 +621,7 @@ static bool page_add(struct master_store *st, ms_extent_page *page, u_int limit,
 		e->extent = (u_int)sqlite3_column_int64(row, col + 1);
 		e->replica = (u_int)sqlite3_column_int64(row, col + 2);
 		e->stale = sqlite3_column_int(row, col + 3) != 0;
+		e->move_target = sqlite3_column_int(row, col + 4) != 0;
 	}
 	if (!e->vdisk)
 		*ret = -ENOMEM;

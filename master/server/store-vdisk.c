@@ -28,15 +28,9 @@
 #include "master/server/placement.h"
 #include "master/server/store-int.h"
 
-struct shape {
-	u_int columns;
-	u_int extents_per_column;
-	u_int replicas;
-};
-
 /* 1 found (*shape filled), 0 not, -errno. */
 static int vdisk_get(struct master_store *st, const char *id,
-		     struct shape *shape)
+		     struct master_shape *shape)
 {
 	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_GET);
 	int rc;
@@ -56,7 +50,7 @@ static int vdisk_get(struct master_store *st, const char *id,
 
 int master_store_vdisk_exists(struct master_store *st, const char *id)
 {
-	struct shape shape;
+	struct master_shape shape;
 
 	return vdisk_get(st, id, &shape);
 }
@@ -98,35 +92,83 @@ static int cmp_u_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Describe every server the extents name, in id order. */
+/* Append server id's description, and its id to failed_servers when it
+ * failed. */
+static int add_server(struct master_store *st, u_int id, ms_vdisk *v)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_BY_ID);
+	ms_server *out = &v->servers.servers_val[v->servers.servers_len];
+	bool failed = false;
+	int64_t held, targets;
+	int rc, ret;
+
+	sqlite3_bind_int64(s, 1, id);
+	if ((rc = sqlite3_step(s)) != SQLITE_ROW)
+		ret = master_store_sql_fail(st, "vdisk server", rc);
+	else
+		ret = master_store_fill_server(s, 0, out);
+	v->servers.servers_len++;
+	sqlite3_reset(s);
+	if (!ret && (ret = master_store_server_state(st, id, &failed, &held,
+						     &targets)) == 1)
+		ret = 0;
+	if (!ret && failed)
+		v->failed_servers.failed_servers_val
+			[v->failed_servers.failed_servers_len++] = id;
+	return ret;
+}
+
+/* Describe every server the extents and moves name, in id order. */
 static int build_servers(struct master_store *st, ms_vdisk *v)
 {
-	u_int n = v->extents.extents_len, nr = 0;
+	u_int n = v->extents.extents_len + v->moves.moves_len;
 	u_int *ids = malloc(n * sizeof(*ids));
 	ms_server *list = calloc(n, sizeof(*list));
-	int ret = ids && list ? 0 : -ENOMEM;
+	u_int *failed = calloc(n, sizeof(*failed));
+	int ret = ids && list && failed ? 0 : -ENOMEM;
 
 	v->servers.servers_val = list;
-	for (u_int i = 0; !ret && i < n; i++)
+	v->failed_servers.failed_servers_val = failed;
+	for (u_int i = 0; !ret && i < v->extents.extents_len; i++)
 		ids[i] = v->extents.extents_val[i].server_id;
+	for (u_int i = 0; !ret && i < v->moves.moves_len; i++)
+		ids[v->extents.extents_len + i] =
+			v->moves.moves_val[i].new_server_id;
 	if (!ret)
 		qsort(ids, n, sizeof(*ids), cmp_u_int);
-	for (u_int i = 0; !ret && i < n; i++) {
-		sqlite3_stmt *s;
-		int rc;
-
-		if (i && ids[i] == ids[i - 1])
-			continue;
-		s = master_store_stmt(st, ST_SERVER_BY_ID);
-		sqlite3_bind_int64(s, 1, ids[i]);
-		if ((rc = sqlite3_step(s)) != SQLITE_ROW)
-			ret = master_store_sql_fail(st, "vdisk server", rc);
-		else
-			ret = master_store_fill_server(s, 0, &list[nr]);
-		v->servers.servers_len = ++nr;
-		sqlite3_reset(s);
-	}
+	for (u_int i = 0; !ret && i < n; i++)
+		if (!i || ids[i] != ids[i - 1])
+			ret = add_server(st, ids[i], v);
 	free(ids);
+	return ret;
+}
+
+/* The disk's moves in progress, in slot order (at most max). */
+static int build_moves(struct master_store *st, const char *id, size_t max,
+		       ms_vdisk *v)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_MOVES);
+	ms_move *m = NULL, *grown;
+	size_t got = 0, cap = 0;
+	int rc = SQLITE_DONE, ret = 0;
+
+	master_store_bind_text(s, 1, id);
+	while (!ret && got < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (got == cap) {
+			cap = cap ? cap * 2 : 8;
+			if (!(grown = realloc(m, cap * sizeof(*m)))) {
+				ret = -ENOMEM;
+				break;
+			}
+			m = grown;
+		}
+		ret = master_store_fill_move(st, s, &m[got++]);
+	}
+	sqlite3_reset(s);
+	v->moves.moves_val = m;
+	v->moves.moves_len = (u_int)got;
+	if (!ret && got < max && rc != SQLITE_DONE)
+		ret = master_store_sql_fail(st, "vdisk moves", rc);
 	return ret;
 }
 
@@ -165,7 +207,7 @@ static int build_spread(struct master_store *st, const char *id, size_t max,
 
 /* The body of a lookup: the disk as its extents' rows say. */
 static int build_vdisk(struct master_store *st, const char *id,
-		       const struct shape *shape, ms_reply *rep)
+		       const struct master_shape *shape, ms_reply *rep)
 {
 	ms_vdisk *v = &rep->body.ms_body_u.vdisk;
 	size_t n = (size_t)shape->columns * shape->extents_per_column *
@@ -180,7 +222,8 @@ static int build_vdisk(struct master_store *st, const char *id,
 	if (!(v->id = master_strdup(id)))
 		return -ENOMEM;
 	if ((ret = build_extents(st, id, n, v)) ||
-	    (ret = build_spread(st, id, n / shape->replicas, v)))
+	    (ret = build_spread(st, id, n / shape->replicas, v)) ||
+	    (ret = build_moves(st, id, n, v)))
 		return ret;
 	return build_servers(st, v);
 }
@@ -188,19 +231,12 @@ static int build_vdisk(struct master_store *st, const char *id,
 /* --- allocation ----------------------------------------------------------- */
 
 /*
- * Every server, in id order; a draining one with no free extent (its
- * labels still count for the widest failure domain wanted, so that a disk
- * made while a site drains is reported as not spread over sites).
+ * Every server, in id order (struct master_pool); a draining one with no
+ * free extent (its labels still count for the widest failure domain
+ * wanted, so that a disk made while a site drains is reported as not
+ * spread over sites); a failed one gone (no labels, no extents).
  */
-struct pool {
-	u_int n;
-	u_int active; /* not draining */
-	int64_t *id;
-	int64_t *next_fresh;
-	struct master_place_server *srv;
-};
-
-static void pool_free(struct pool *p)
+void master_store_pool_free(struct master_pool *p)
 {
 	for (u_int i = 0; p->srv && i < p->n; i++) {
 		free((char *)p->srv[i].host);
@@ -213,7 +249,7 @@ static void pool_free(struct pool *p)
 }
 
 /* Make room for one more server in the pool. */
-static int pool_grow(struct pool *p, u_int *cap)
+static int pool_grow(struct master_pool *p, u_int *cap)
 {
 	u_int n = *cap ? *cap * 2 : 16;
 	int64_t *id = realloc(p->id, n * sizeof(*id));
@@ -233,7 +269,7 @@ static int pool_grow(struct pool *p, u_int *cap)
 	return 0;
 }
 
-static int pool_load(struct master_store *st, struct pool *p)
+int master_store_pool_load(struct master_store *st, struct master_pool *p)
 {
 	sqlite3_stmt *s = master_store_stmt(st, ST_PLACE_SERVERS);
 	int rc = SQLITE_DONE, ret = 0;
@@ -255,6 +291,9 @@ static int pool_load(struct master_store *st, struct pool *p)
 			master_strdup((const char *)sqlite3_column_text(s, 4));
 		srv->site =
 			master_strdup((const char *)sqlite3_column_text(s, 5));
+		srv->gone = sqlite3_column_int(s, 7) != 0;
+		if (!sqlite3_column_int(s, 6) && !srv->gone)
+			p->active++;
 		if (!srv->host || !srv->rack || !srv->site)
 			ret = -ENOMEM;
 	}
@@ -269,8 +308,8 @@ static int pool_load(struct master_store *st, struct pool *p)
  * first), then never used ones from next_fresh up.  Updates the server's
  * counters.
  */
-static int take_free(struct master_store *st, struct pool *p, u_int i,
-		     uint32_t k, int64_t *idx)
+int master_store_take_free(struct master_store *st, struct master_pool *p,
+			   u_int i, uint32_t k, int64_t *idx)
 {
 	sqlite3_stmt *s = master_store_stmt(st, ST_RELEASED_LOWEST);
 	uint32_t got = 0, reused;
@@ -318,7 +357,7 @@ static int insert_allocation(struct master_store *st, const char *vdisk,
  * i's extent indices start in idx[].
  */
 static int take_all(struct master_store *st, const char *vdisk,
-		    const struct shape *sh, struct pool *p,
+		    const struct master_shape *sh, struct master_pool *p,
 		    const uint32_t *slots, size_t n)
 {
 	int64_t *idx = malloc(n * sizeof(*idx));
@@ -332,7 +371,8 @@ static int take_all(struct master_store *st, const char *vdisk,
 
 		base[i + 1] += base[i];
 		if (k)
-			ret = take_free(st, p, i, k, &idx[base[i]]);
+			ret = master_store_take_free(st, p, i, k,
+						     &idx[base[i]]);
 	}
 	for (size_t i = 0; !ret && i < n; i++) {
 		uint32_t at[3] = {
@@ -348,7 +388,7 @@ static int take_all(struct master_store *st, const char *vdisk,
 	return ret;
 }
 
-static int refuse_nospc(const struct pool *p, const ms_alloc_args *a,
+static int refuse_nospc(const struct master_pool *p, const ms_alloc_args *a,
 			ms_reply *rep)
 {
 	uint64_t free_extents = 0;
@@ -403,13 +443,13 @@ static int insert_vdisk(struct master_store *st, const ms_alloc_args *a)
 
 /* Place and lock a new disk's extents; the caller answers with them. */
 static int allocate(struct master_store *st, const ms_alloc_args *a,
-		    const struct shape *sh, ms_reply *rep, bool *placed)
+		    const struct master_shape *sh, ms_reply *rep, bool *placed)
 {
 	size_t n = (size_t)a->columns * a->extents_per_column * a->replicas;
 	uint32_t *slots = malloc(n * sizeof(*slots));
 	struct master_place_spread *sp = calloc(n / a->replicas, sizeof(*sp));
-	struct pool pool;
-	int ret = slots && sp ? pool_load(st, &pool) : -ENOMEM;
+	struct master_pool pool;
+	int ret = slots && sp ? master_store_pool_load(st, &pool) : -ENOMEM;
 
 	*placed = false;
 	if (!ret) {
@@ -424,7 +464,7 @@ static int allocate(struct master_store *st, const ms_alloc_args *a,
 		*placed = !ret && rep->status == MS_OK;
 	}
 	if (slots && sp)
-		pool_free(&pool);
+		master_store_pool_free(&pool);
 	free(slots);
 	free(sp);
 	return ret;
@@ -464,8 +504,9 @@ static int check_alloc_args(const struct master_store *st,
 int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 			     ms_reply *rep)
 {
-	struct shape want = {a->columns, a->extents_per_column, a->replicas};
-	struct shape have;
+	struct master_shape want = {a->columns, a->extents_per_column,
+				    a->replicas};
+	struct master_shape have;
 	bool ok, placed;
 	int ret = check_alloc_args(st, a, rep, &ok);
 
@@ -514,7 +555,7 @@ int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 int master_store_vdisk_lookup(struct master_store *st, const char *id,
 			      ms_reply *rep)
 {
-	struct shape have;
+	struct master_shape have;
 	int ret;
 
 	if (!master_vdisk_id_ok(id))
@@ -532,7 +573,7 @@ int master_store_vdisk_lookup(struct master_store *st, const char *id,
 int master_store_vdisk_release(struct master_store *st, const char *id,
 			       ms_reply *rep)
 {
-	struct shape have;
+	struct master_shape have;
 	sqlite3_stmt *s;
 	int ret;
 
@@ -540,7 +581,17 @@ int master_store_vdisk_release(struct master_store *st, const char *id,
 		return master_reply_fail(rep, MS_EINVAL, "bad vdisk id");
 	if ((ret = vdisk_get(st, id, &have)) <= 0) /* released already */
 		return ret < 0 ? ret : master_reply_ok(rep, false);
-	/* Counters first: they read the rows the next two statements move. */
+	/*
+	 * Counters first: they read the rows the next two statements move.
+	 * Moves in progress first: their new extents are freed too.
+	 */
+	for (enum master_store_stmt k = ST_VDISK_MOVES_GIVE_BACK;
+	     k <= ST_VDISK_MOVES_DELETE; k++) {
+		s = master_store_stmt(st, k);
+		master_store_bind_text(s, 1, id);
+		if ((ret = master_store_exec(st, s, "vdisk moves release")))
+			return ret;
+	}
 	for (enum master_store_stmt k = ST_VDISK_GIVE_BACK; k <= ST_VDISK_FREE;
 	     k++) {
 		s = master_store_stmt(st, k);
@@ -591,6 +642,8 @@ int master_store_vdisk_list(struct master_store *st,
 		v->extents_per_column = (u_int)sqlite3_column_int64(s, 2);
 		v->replicas = (u_int)sqlite3_column_int64(s, 3);
 		v->stale_replicas = (u_int)sqlite3_column_int64(s, 4);
+		v->under_replicated = (u_int)sqlite3_column_int64(s, 5);
+		v->moves = (u_int)sqlite3_column_int64(s, 6);
 		ret = v->id ? 0 : -ENOMEM;
 	}
 	sqlite3_reset(s);
@@ -634,36 +687,36 @@ static int replica_get(struct master_store *st, const ms_replica_state_args *a,
 	return (e->vdisk = master_strdup(a->vdisk)) ? 1 : -ENOMEM;
 }
 
-/* The disk exists and the slot lies inside it, or a reply says why not. */
-static int check_replica_args(struct master_store *st,
-			      const ms_replica_state_args *a, ms_reply *rep,
-			      bool *ok)
+int master_store_check_slot(struct master_store *st, const char *vdisk,
+			    u_int column, u_int extent, u_int replica,
+			    struct master_shape *shape, ms_reply *rep, bool *ok)
 {
-	struct shape have;
+	struct master_shape have;
 	int ret;
 
 	*ok = false;
-	if (!master_vdisk_id_ok(a->vdisk))
+	if (!master_vdisk_id_ok(vdisk))
 		return master_reply_fail(rep, MS_EINVAL,
 					 "a vdisk id is 1-%d of "
 					 "[A-Za-z0-9._-]",
 					 MS_VDISK_ID_MAX);
-	if ((ret = vdisk_get(st, a->vdisk, &have)) < 0)
+	if ((ret = vdisk_get(st, vdisk, &have)) < 0)
 		return ret;
 	if (!ret)
 		return master_reply_fail(rep, MS_ENOENT,
 					 "no vdisk %s: see 'stripe-ctl vdisk "
 					 "list'",
-					 a->vdisk);
-	if (a->column >= have.columns || a->extent >= have.extents_per_column ||
-	    a->replica >= have.replicas)
+					 vdisk);
+	if (column >= have.columns || extent >= have.extents_per_column ||
+	    replica >= have.replicas)
 		return master_reply_fail(
 			rep, MS_EINVAL,
 			"vdisk %s has %u columns x %u extents x %u replicas: "
 			"column %u extent %u replica %u is not one of them "
 			"(they count from 0)",
-			a->vdisk, have.columns, have.extents_per_column,
-			have.replicas, a->column, a->extent, a->replica);
+			vdisk, have.columns, have.extents_per_column,
+			have.replicas, column, extent, replica);
+	*shape = have;
 	*ok = true;
 	return 0;
 }
@@ -674,7 +727,9 @@ int master_store_replica_state(struct master_store *st,
 	ms_extent_entry *e = &rep->body.ms_body_u.replica;
 	sqlite3_stmt *s;
 	bool ok;
-	int ret = check_replica_args(st, a, rep, &ok);
+	struct master_shape shape;
+	int ret = master_store_check_slot(st, a->vdisk, a->column, a->extent,
+					  a->replica, &shape, rep, &ok);
 
 	if (ret || !ok)
 		return ret;

@@ -112,6 +112,17 @@ static const char schema_sql[] =
  * one row per extent whose replicas were placed below the widest failure
  * domain the labels offered (ms_spread_note): reached < wanted, both
  * levels of ms_domain.
+ *
+ * 5 -> 6: re-homing and lost servers (issue #19).  servers.failed is 1
+ * once MS_SERVER_FAIL marked the server gone for good: placement gives it
+ * nothing, its replicas count as lost.  moves holds one row per replica
+ * slot being re-homed (store-move.c): the slot's replica is still
+ * (old_server, old_idx) in allocations; (new_server, new_idx) is locked
+ * by the move alone (UNIQUE: one move per new extent; master_store_check
+ * verifies that no allocation or released row names it too), counted out
+ * of the new server's free_extents and below its next_fresh like an
+ * allocated extent.  reached, wanted and room are the extent's spread
+ * with the new replica (placement.h), its spread note at commit.
  */
 static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	[1] = "ALTER TABLE allocations ADD COLUMN"
@@ -157,6 +168,27 @@ static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	      " CHECK (reached < wanted),"
 	      " PRIMARY KEY (vdisk_id, col, ext)"
 	      ") WITHOUT ROWID;",
+	[5] = "ALTER TABLE servers ADD COLUMN failed INTEGER NOT NULL"
+	      " DEFAULT 0 CHECK (failed IN (0, 1));"
+	      "CREATE TABLE moves ("
+	      " vdisk_id TEXT NOT NULL REFERENCES vdisks (id),"
+	      " col INTEGER NOT NULL CHECK (col >= 0),"
+	      " ext INTEGER NOT NULL CHECK (ext >= 0),"
+	      " replica INTEGER NOT NULL CHECK (replica >= 0),"
+	      " old_server INTEGER NOT NULL REFERENCES servers (id),"
+	      " old_idx INTEGER NOT NULL CHECK (old_idx >= 0),"
+	      " new_server INTEGER NOT NULL REFERENCES servers (id),"
+	      " new_idx INTEGER NOT NULL CHECK (new_idx >= 0),"
+	      " reason INTEGER NOT NULL CHECK (reason IN (0, 1)),"
+	      " since INTEGER NOT NULL CHECK (since >= 0),"
+	      " reached INTEGER NOT NULL CHECK (reached BETWEEN 0 AND 2),"
+	      " wanted INTEGER NOT NULL CHECK (wanted BETWEEN 0 AND 2),"
+	      " room INTEGER NOT NULL CHECK (room >= 0),"
+	      " CHECK (new_server != old_server),"
+	      " PRIMARY KEY (vdisk_id, col, ext, replica),"
+	      " UNIQUE (new_server, new_idx)"
+	      ") WITHOUT ROWID;"
+	      "CREATE INDEX moves_old ON moves (old_server);",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -181,9 +213,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_SERVER_DELETE] = "DELETE FROM servers WHERE id = ?1",
 	[ST_SERVERS_ALL] =
 		"SELECT " STORE_SERVER_COLS " FROM servers ORDER BY id",
-	[ST_PLACE_SERVERS] = "SELECT id, host, CASE WHEN draining = 0 THEN"
-			     " free_extents ELSE 0 END, next_fresh, rack,"
-			     " site, draining FROM servers ORDER BY id",
+	[ST_PLACE_SERVERS] = "SELECT id, host, CASE WHEN draining = 0 AND"
+			     " failed = 0 THEN free_extents ELSE 0 END,"
+			     " next_fresh, rack, site, draining, failed"
+			     " FROM servers ORDER BY id",
 	[ST_RELEASED_LOWEST] = "SELECT idx FROM released WHERE server_id = ?1"
 			       " ORDER BY idx LIMIT ?2",
 	[ST_RELEASED_TAKE] = "DELETE FROM released WHERE server_id = ?1"
@@ -214,11 +247,21 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_VDISK_DELETE] = "DELETE FROM vdisks WHERE id = ?1",
 	[ST_VDISK_LIST] = "SELECT id, columns, extents_per_column, replicas,"
 			  " (SELECT count(*) FROM allocations a WHERE"
-			  " a.vdisk_id = v.id AND a.stale = 1)"
+			  " a.vdisk_id = v.id AND a.stale = 1),"
+			  " (SELECT count(DISTINCT a.col * 4294967296 + a.ext)"
+			  " FROM allocations a JOIN servers s ON"
+			  " s.id = a.server_id WHERE a.vdisk_id = v.id AND"
+			  " (a.stale = 1 OR s.failed = 1)),"
+			  " (SELECT count(*) FROM moves m WHERE"
+			  " m.vdisk_id = v.id)"
 			  " FROM vdisks v WHERE id > ?1 ORDER BY id LIMIT ?2",
-	[ST_SERVER_ALLOCS_FROM] = "SELECT idx, vdisk_id, col, ext, replica,"
-				  " stale FROM allocations WHERE server_id = ?1"
-				  " AND idx >= ?2 ORDER BY idx",
+	[ST_SERVER_ALLOCS_FROM] =
+		"SELECT idx, vdisk_id, col, ext, replica,"
+		" stale, 0 FROM allocations WHERE"
+		" server_id = ?1 AND idx >= ?2 UNION ALL"
+		" SELECT new_idx, vdisk_id, col, ext, replica,"
+		" 0, 1 FROM moves WHERE new_server = ?1 AND"
+		" new_idx >= ?2 ORDER BY 1",
 	[ST_REPLICA_GET] = "SELECT server_id, idx, stale FROM allocations"
 			   " WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
 			   " AND replica = ?4",
@@ -233,9 +276,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_LEASE_FREE] = "UPDATE leases SET previous = holder, holder = '',"
 			  " fence = 0, fence_pending = 0, since = ?2"
 			  " WHERE vdisk_id = ?1 AND holder != ''",
+	/* The new extents of moves are written too (issue #19). */
 	[ST_LEASE_SERVERS] = "SELECT " STORE_SERVER_COLS " FROM servers"
 			     " WHERE id IN (SELECT server_id FROM allocations"
-			     " WHERE vdisk_id = ?1) ORDER BY id",
+			     " WHERE vdisk_id = ?1 UNION SELECT new_server"
+			     " FROM moves WHERE vdisk_id = ?1) ORDER BY id",
 	[ST_FENCED_GET] = "SELECT by_host, vdisk_id, epoch, since"
 			  " FROM fenced_hosts WHERE host = ?1",
 	[ST_FENCED_PUT] =
@@ -246,12 +291,27 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " FROM fenced_hosts ORDER BY host LIMIT ?1",
 	[ST_SERVER_LABEL] = "UPDATE servers SET host = ?2, rack = ?3,"
 			    " site = ?4 WHERE id = ?1",
-	[ST_LABEL_CLASH] = "SELECT a.vdisk_id, a.col, a.ext, b.server_id"
-			   " FROM allocations a JOIN allocations b"
-			   " ON b.vdisk_id = a.vdisk_id AND b.col = a.col"
-			   " AND b.ext = a.ext AND b.server_id != a.server_id"
-			   " JOIN servers s ON s.id = b.server_id"
-			   " WHERE a.server_id = ?1 AND s.host = ?2 LIMIT 1",
+	/* Replicas of one extent on server ?1 and on a host ?2: held ones,
+	 * and the new extents of moves (issue #19) either way. */
+	[ST_LABEL_CLASH] =
+		"SELECT a.vdisk_id, a.col, a.ext, b.server_id"
+		" FROM allocations a JOIN allocations b"
+		" ON b.vdisk_id = a.vdisk_id AND b.col = a.col"
+		" AND b.ext = a.ext AND b.server_id != a.server_id"
+		" JOIN servers s ON s.id = b.server_id"
+		" WHERE a.server_id = ?1 AND s.host = ?2"
+		" UNION ALL SELECT m.vdisk_id, m.col, m.ext, a.server_id"
+		" FROM moves m JOIN allocations a ON a.vdisk_id = m.vdisk_id"
+		" AND a.col = m.col AND a.ext = m.ext AND a.replica != "
+		"m.replica"
+		" JOIN servers s ON s.id = a.server_id"
+		" WHERE m.new_server = ?1 AND s.host = ?2"
+		" UNION ALL SELECT m.vdisk_id, m.col, m.ext, m.new_server"
+		" FROM moves m JOIN allocations a ON a.vdisk_id = m.vdisk_id"
+		" AND a.col = m.col AND a.ext = m.ext AND a.replica != "
+		"m.replica"
+		" JOIN servers s ON s.id = m.new_server"
+		" WHERE a.server_id = ?1 AND s.host = ?2 LIMIT 1",
 	[ST_SPREAD_INSERT] = "INSERT INTO spread_notes (vdisk_id, col, ext,"
 			     " reached, wanted, room)"
 			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -259,6 +319,59 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " FROM spread_notes WHERE vdisk_id = ?1"
 			  " ORDER BY col, ext",
 	[ST_SPREAD_DELETE] = "DELETE FROM spread_notes WHERE vdisk_id = ?1",
+	[ST_SERVER_FAIL] = "UPDATE servers SET failed = 1 WHERE id = ?1",
+	[ST_SERVER_STATE] = "SELECT failed, (SELECT count(*) FROM allocations"
+			    " a WHERE a.server_id = s.id), (SELECT count(*)"
+			    " FROM moves m WHERE m.new_server = s.id)"
+			    " FROM servers s WHERE id = ?1",
+	[ST_SERVER_STATS] = "SELECT id, draining, failed, (SELECT count(*)"
+			    " FROM allocations a WHERE a.server_id = s.id),"
+			    " (SELECT count(*) FROM allocations a WHERE"
+			    " a.server_id = s.id AND a.stale = 1),"
+			    " (SELECT count(*) FROM moves m WHERE"
+			    " m.old_server = s.id), (SELECT count(*) FROM"
+			    " moves m WHERE m.new_server = s.id)"
+			    " FROM servers s ORDER BY id",
+	[ST_MOVE_GET] = "SELECT " STORE_MOVE_COLS " FROM moves"
+			" WHERE vdisk_id = ?1 AND col = ?2 AND ext = ?3"
+			" AND replica = ?4",
+	[ST_MOVE_INSERT] = "INSERT INTO moves (vdisk_id, col, ext, replica,"
+			   " old_server, old_idx, new_server, new_idx,"
+			   " reason, since, reached, wanted, room) VALUES"
+			   " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+			   " ?12, ?13)",
+	[ST_MOVE_DELETE] = "DELETE FROM moves WHERE vdisk_id = ?1 AND"
+			   " col = ?2 AND ext = ?3 AND replica = ?4",
+	[ST_MOVE_SIBLINGS] = "SELECT server_id FROM allocations WHERE"
+			     " vdisk_id = ?1 AND col = ?2 AND ext = ?3 AND"
+			     " replica != ?4 UNION SELECT new_server FROM"
+			     " moves WHERE vdisk_id = ?1 AND col = ?2 AND"
+			     " ext = ?3 AND replica != ?4",
+	[ST_MOVE_LIST] = "SELECT " STORE_MOVE_COLS " FROM moves WHERE"
+			 " (?1 = '' OR vdisk_id = ?1) AND (?2 = 0 OR"
+			 " old_server = ?3 OR new_server = ?3) AND (?4 = 0 OR"
+			 " (vdisk_id, col, ext, replica) > (?5, ?6, ?7, ?8))"
+			 " ORDER BY vdisk_id, col, ext, replica LIMIT ?9",
+	[ST_REPLICA_MOVE] = "UPDATE allocations SET server_id = ?5, idx = ?6,"
+			    " stale = 0 WHERE vdisk_id = ?1 AND col = ?2 AND"
+			    " ext = ?3 AND replica = ?4",
+	[ST_EXTENT_FREE] = "UPDATE servers SET free_extents = free_extents"
+			   " + 1 WHERE id = ?1",
+	[ST_RELEASED_PUT] = "INSERT INTO released (server_id, idx)"
+			    " VALUES (?1, ?2)",
+	[ST_SPREAD_DELETE_ONE] = "DELETE FROM spread_notes WHERE"
+				 " vdisk_id = ?1 AND col = ?2 AND ext = ?3",
+	[ST_VDISK_MOVES_GIVE_BACK] =
+		"UPDATE servers SET free_extents = free_extents + c.n FROM"
+		" (SELECT new_server, count(*) AS n FROM moves WHERE"
+		" vdisk_id = ?1 GROUP BY new_server) AS c"
+		" WHERE servers.id = c.new_server",
+	[ST_VDISK_MOVES_TO_RELEASED] = "INSERT INTO released (server_id, idx)"
+				       " SELECT new_server, new_idx FROM moves"
+				       " WHERE vdisk_id = ?1",
+	[ST_VDISK_MOVES_DELETE] = "DELETE FROM moves WHERE vdisk_id = ?1",
+	[ST_VDISK_MOVES] = "SELECT " STORE_MOVE_COLS " FROM moves WHERE"
+			   " vdisk_id = ?1 ORDER BY col, ext, replica",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"

@@ -26,7 +26,9 @@
  * epoch, fence_pending; see store-lease.c), fenced_hosts (one row per
  * host fenced and not re-admitted; store-host.c), each server's failure-
  * domain labels (host, rack, site) and spread_notes (the extents placed
- * below the widest failure domain available; issue #19).  A database of
+ * below the widest failure domain available; issue #19), whether a
+ * server failed for good, and moves (replica slots being re-homed to a
+ * new extent; store-move.c).  A database of
  * an older schema is upgraded
  * when opened, in one transaction.
  *
@@ -48,7 +50,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    5
+#define MASTER_SCHEMA_VERSION	    6
 /*
  * Extents one allocation may lock (columns x extents per column x
  * replicas), at most MS_MAX_SLOTS.  The master is single-threaded and an
@@ -135,6 +137,17 @@ int master_store_lease_fenced(struct master_store *st, const ms_lease_args *a,
 int master_store_host_list(struct master_store *st, ms_reply *rep);
 int master_store_host_readmit(struct master_store *st, const char *host,
 			      ms_reply *rep);
+int master_store_server_fail(struct master_store *st, const ms_server_key *k,
+			     ms_reply *rep);
+int master_store_server_status(struct master_store *st, ms_reply *rep);
+int master_store_move_begin(struct master_store *st, const ms_move_args *a,
+			    ms_reply *rep);
+int master_store_move_commit(struct master_store *st, const ms_move_args *a,
+			     ms_reply *rep);
+int master_store_move_abort(struct master_store *st, const ms_move_args *a,
+			    ms_reply *rep);
+int master_store_move_list(struct master_store *st, const ms_move_list_args *a,
+			   ms_reply *rep);
 
 /*
  * Check every invariant the schema cannot express alone, and the ones it
@@ -143,7 +156,10 @@ int master_store_host_readmit(struct master_store *st, const char *host,
  * distinct host labels, every server labelled (a host label; host, rack
  * and site labels well-formed), spread notes inside their disk's
  * geometry, no lease held on a disk that does not exist, no fence pending
- * on a free lease.  0 when all hold; -EUCLEAN with msg naming the first
+ * on a free lease; moves (issue #19): a move's new extent owned by nothing
+ * else and counted as taken, its old extent still its slot's replica
+ * until commit, its disk existing, its new extent on a server other than
+ * the old one and on a host none of the extent's other replicas is on.  0 when all hold; -EUCLEAN with msg naming the first
  * broken one; -EIO.
  */
 int master_store_check(struct master_store *st, char *msg, size_t msg_len);

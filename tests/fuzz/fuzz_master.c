@@ -117,6 +117,9 @@ static bool servers_ok(const ms_reply *rep)
 {
 	if (rep->body.kind == MS_BODY_SERVER)
 		return labels_ok(&rep->body.ms_body_u.server);
+	if (rep->body.kind == MS_BODY_MOVE) /* issue #19 */
+		return labels_ok(&rep->body.ms_body_u.move.old_server) &&
+		       labels_ok(&rep->body.ms_body_u.move.new_server);
 	for (u_int i = 0; rep->body.kind == MS_BODY_SERVERS &&
 			  i < rep->body.ms_body_u.servers.servers_len;
 	     i++)

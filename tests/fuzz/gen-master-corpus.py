@@ -15,9 +15,12 @@ FOREIGN, END_ROUND = 0x01, 0x02
 (NULL, INFO, SERVER_ADD, SERVER_DRAIN, SERVER_REMOVE, SERVER_LIST,
  VDISK_ALLOC, VDISK_LOOKUP, VDISK_RELEASE, VDISK_LIST, EXTENT_LIST,
  REPLICA_STATE, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER,
- LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT, SERVER_LABEL) = range(21)
-UNKNOWN = 21  # taken modulo the procedures found (21, then the unknown one)
-BODY_LEASE, BODY_HOSTS = 8, 9
+ LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT, SERVER_LABEL,
+ SERVER_FAIL, SERVER_STATUS, MOVE_BEGIN, MOVE_COMMIT, MOVE_ABORT,
+ MOVE_LIST) = range(27)
+UNKNOWN = 27  # taken modulo the procedures found (27, then the unknown one)
+BODY_LEASE, BODY_HOSTS, BODY_MOVE, BODY_SERVER_STATS = 8, 9, 10, 12
+EVACUATE, FAIL = 0, 1
 
 
 def u32(v):
@@ -69,6 +72,22 @@ def extent_list(ids=(), vdisk="", allocated=0, cursor=None, limit=100):
 
 def replica_state(vid, c, x, r, stale):
     return string(vid) + u32(c) + u32(x) + u32(r) + u32(stale)
+
+
+def move(vid, c, x, r, n, offset=0, reason=EVACUATE):
+    """MS_MOVE_*'s arguments: server n (begin: the old one; commit and
+    abort: the new one at offset)."""
+    return (string(vid) + u32(c) + u32(x) + u32(r) +
+            string("iqn.2024-01.t:s%d" % n) + u32(1) + u64(offset) +
+            u32(reason))
+
+
+def move_list(vid="", n=None, cursor=None, limit=10):
+    out = string(vid) + u32(n is not None)
+    out += string("iqn.2024-01.t:s%d" % (n or 0)) + u32(1)
+    out += u32(cursor is not None)
+    c = cursor or ("", 0, 0, 0)
+    return out + string(c[0]) + u32(c[1]) + u32(c[2]) + u32(c[3]) + u32(limit)
 
 
 def lease(vid, host, epoch=0, to="", fence=0):
@@ -171,6 +190,57 @@ def domains(flags):
         rec(SERVER_LABEL, server_label(2, "h1"), flags))
 
 
+def moves(flags):
+    """Re-homing (issue #19): a server fails, its replicas move to the
+    others (begin twice, commit twice, begin after commit), one move is
+    aborted, one is left for a release, moves listed, states listed."""
+    return calls(
+        rec(SERVER_ADD, server_add(1, 4 * MiB), flags),
+        rec(SERVER_ADD, server_add(2, 4 * MiB), flags),
+        rec(SERVER_ADD, server_add(3, 4 * MiB), flags),
+        rec(SERVER_ADD, server_add(4, 4 * MiB), flags),
+        rec(VDISK_ALLOC, alloc("d1", 1, 2, 2), flags),
+        rec(SERVER_FAIL, server_key(1), flags),
+        rec(SERVER_FAIL, server_key(1), flags),  # already failed
+        rec(SERVER_STATUS, b"", flags),
+        rec(VDISK_LIST, vdisk_list(), flags),
+        rec(MOVE_BEGIN, move("d1", 0, 0, 0, 1, 0, FAIL), flags),
+        rec(MOVE_BEGIN, move("d1", 0, 0, 0, 1, 0, FAIL), flags),  # same
+        rec(MOVE_LIST, move_list("", 1), flags),
+        rec(MOVE_COMMIT, move("d1", 0, 0, 0, 3, 0), flags),
+        rec(MOVE_COMMIT, move("d1", 0, 0, 0, 3, 0), flags),  # unchanged
+        rec(MOVE_BEGIN, move("d1", 0, 0, 0, 1, 0, FAIL), flags),  # done
+        rec(MOVE_BEGIN, move("d1", 0, 1, 0, 1, 0, FAIL), flags),
+        rec(MOVE_ABORT, move("d1", 0, 1, 0, 3, MiB), flags),
+        rec(MOVE_ABORT, move("d1", 0, 1, 0, 3, MiB), flags),  # unchanged
+        rec(MOVE_BEGIN, move("d1", 0, 1, 1, 2), flags),
+        rec(MOVE_COMMIT, move("d1", 0, 1, 1, 4, 2 * MiB), flags),  # other
+        rec(MOVE_BEGIN, move("d1", 9, 0, 0, 1), flags),  # outside
+        rec(MOVE_LIST, move_list("d1", None, ("d1", 0, 0, 0), 1), flags),
+        rec(VDISK_LOOKUP, string("d1"), flags),
+        rec(SERVER_ADD, server_add(1, 4 * MiB), flags),  # failed: refused
+        rec(VDISK_RELEASE, string("d1"), flags),
+        rec(SERVER_REMOVE, server_key(1), flags),
+        rec(SERVER_ADD, server_add(1, 4 * MiB), flags))
+
+
+def reply_move():
+    server = (u32(3) + string("10.0.0.3") + string("10.0.0.3:3260") +
+              string("iqn.2024-01.t:s3") + u32(1) + u64(4 * MiB) +
+              u32(512) + u32(4) + u32(3) + u32(0) + string("10.0.0.3") +
+              string("") + string(""))
+    mv = (string("d1") + u32(0) + u32(0) + u32(0) + u32(1) + u64(0) +
+          u32(3) + u64(0) + u32(FAIL) + u64(1795690046) + u32(0) + u32(0))
+    return (b"\x80" + u32(0) + string("") + u32(1) + u32(BODY_MOVE) + mv +
+            u32(0) + server + server)
+
+
+def reply_stats():
+    stat = u32(1) + u32(0) + u32(1) + u32(2) + u32(0) + u32(2) + u32(0)
+    return (b"\x80" + u32(0) + string("") + u32(0) +
+            u32(BODY_SERVER_STATS) + u32(1) + stat)
+
+
 def reply_hosts():
     host = (string("hostA") + string("hostB") + string("d1") + u64(2) +
             u64(1795690046))
@@ -192,8 +262,12 @@ def reply_vdisk():
               string("r1") + string("s1"))
     extent = u32(1) + u64(0) + u32(0)
     note = u32(0) + u32(0) + u32(1) + u32(2) + u32(1)
+    mv = (string("d1") + u32(0) + u32(0) + u32(0) + u32(1) + u64(0) +
+          u32(1) + u64(MiB) + u32(EVACUATE) + u64(1795690046) + u32(0) +
+          u32(0))
     vdisk = (string("d1") + u32(1) + u32(1) + u32(1) + u64(MiB) + u32(1) +
-             server + u32(1) + extent + u32(1) + note)
+             server + u32(1) + extent + u32(1) + note + u32(1) + u32(1) +
+             u32(1) + mv)
     return (b"\x80" + u32(0) + string("") + u32(1) + u32(4) + vdisk)
 
 
@@ -207,6 +281,8 @@ def seeds():
     yield "fencing-rounds", fencing(END_ROUND)
     yield "domains-one-round", domains(0)
     yield "domains-rounds", domains(END_ROUND)
+    yield "moves-one-round", moves(0)
+    yield "moves-rounds", moves(END_ROUND)
     yield "foreign", calls(rec(SERVER_ADD, server_add(1), FOREIGN),
                            rec(VDISK_LIST, vdisk_list(), FOREIGN))
     yield "garbage-args", calls(rec(SERVER_ADD, server_add(1)[:9]),
@@ -263,6 +339,8 @@ def seeds():
         rec(VDISK_LOOKUP, string("e")))
     yield "client-reply-vdisk", reply_vdisk()
     yield "client-reply-hosts", reply_hosts()
+    yield "client-reply-move", reply_move()
+    yield "client-reply-stats", reply_stats()
     yield "client-reply-efenced", reply_efenced()
     yield "client-reply-error", (b"\x80" + u32(3) + string("exists") +
                                  u32(0) + u32(0))

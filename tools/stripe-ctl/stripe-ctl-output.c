@@ -83,6 +83,19 @@ int ctl_print_result(const char *vdisk, const char *file, bool changed)
 
 void ctl_json_server(struct td_json *j, const char *key, const ms_server *s)
 {
+	ctl_json_server_stat(j, key, s, NULL);
+}
+
+const char *ctl_server_state(const ms_server *s, const ms_server_stat *x)
+{
+	if (x && x->failed)
+		return "failed";
+	return s->draining ? "draining" : "ok";
+}
+
+void ctl_json_server_stat(struct td_json *j, const char *key,
+			  const ms_server *s, const ms_server_stat *x)
+{
 	td_json_begin_object(j, key);
 	td_json_u64(j, "id", s->id);
 	td_json_str(j, "address", s->address);
@@ -97,6 +110,13 @@ void ctl_json_server(struct td_json *j, const char *key, const ms_server *s)
 	td_json_str(j, "host", s->host);
 	td_json_str(j, "rack", s->rack);
 	td_json_str(j, "site", s->site);
+	if (x) {
+		td_json_str(j, "state", ctl_server_state(s, x));
+		td_json_u64(j, "replicas", x->replicas);
+		td_json_u64(j, "stale_replicas", x->stale);
+		td_json_u64(j, "moves_from", x->moves_from);
+		td_json_u64(j, "moves_to", x->moves_to);
+	}
 	td_json_end_object(j);
 }
 
@@ -107,15 +127,51 @@ void ctl_print_server_header(void)
 	       "STATE", "HOST/RACK/SITE");
 }
 
+void ctl_print_server_stat_header(void)
+{
+	printf("%-4s %-15s %-21s %-40s %5s %10s %8s %8s %-8s %-24s %8s %6s "
+	       "%s\n",
+	       "ID", "ADDRESS", "PORTAL", "TARGET", "LUN", "SIZE", "EXTENTS",
+	       "FREE", "STATE", "HOST/RACK/SITE", "REPLICAS", "STALE",
+	       "MOVES OUT/IN");
+}
+
 void ctl_print_server(const ms_server *s)
+{
+	ctl_print_server_stat(s, NULL);
+}
+
+static void print_server_base(const ms_server *s, const char *state,
+			      char *labels, size_t len)
 {
 	char size[32];
 
 	ctl_format_bytes(s->size_bytes, size, sizeof(size));
-	printf("%-4u %-15s %-21s %-40s %5u %10s %8u %8u %-8s %s/%s/%s\n", s->id,
+	snprintf(labels, len, "%s/%s/%s", s->host, s->rack[0] ? s->rack : "-",
+		 s->site[0] ? s->site : "-");
+	printf("%-4u %-15s %-21s %-40s %5u %10s %8u %8u %-8s ", s->id,
 	       s->address, s->portal, s->target, s->lun, size, s->nr_extents,
-	       s->free_extents, s->draining ? "draining" : "active", s->host,
-	       s->rack[0] ? s->rack : "-", s->site[0] ? s->site : "-");
+	       s->free_extents, state);
+}
+
+void ctl_print_server_state(const ms_server *s, const char *state)
+{
+	char labels[3 * MS_LABEL_MAX + 3];
+
+	print_server_base(s, state, labels, sizeof(labels));
+	printf("%s\n", labels);
+}
+
+void ctl_print_server_stat(const ms_server *s, const ms_server_stat *x)
+{
+	char labels[3 * MS_LABEL_MAX + 3];
+
+	print_server_base(s, ctl_server_state(s, x), labels, sizeof(labels));
+	if (x)
+		printf("%-24s %8u %6u %u/%u\n", labels, x->replicas, x->stale,
+		       x->moves_from, x->moves_to);
+	else
+		printf("%s\n", labels);
 }
 
 /* --- mapping files ------------------------------------------------------------- */
@@ -354,10 +410,12 @@ static void json_vdisk(struct td_json *j, const ms_vdisk *v, const char *master)
 					ctl_domain_name(ctl_extent_domain(
 						v, c * v->extents_per_column +
 							   x)));
+				ctl_json_slot_copies(j, v, i);
 				td_json_end_object(j);
 			}
 	td_json_end_array(j);
 	ctl_json_spread(j, v);
+	ctl_json_copies(j, v);
 }
 
 static void print_vdisk(const ms_vdisk *v, const char *master)
@@ -372,25 +430,28 @@ static void print_vdisk(const ms_vdisk *v, const char *master)
 	       "stale replicas:      %u\n",
 	       v->id, master, v->columns, v->extents_per_column, v->replicas,
 	       extent, vdisk_stale(v));
+	ctl_print_copies(v);
 	ctl_print_spread(v);
 	printf("\nservers:\n");
 	ctl_print_server_header();
 	for (u_int s = 0; s < v->servers.servers_len; s++)
-		ctl_print_server(&v->servers.servers_val[s]);
+		ctl_print_vdisk_server(v, s);
 	printf("\n%6s %6s %7s %6s %16s %s\n", "COLUMN", "EXTENT", "REPLICA",
 	       "SERVER", "OFFSET", "STATE");
 	for (u_int c = 0; c < v->columns; c++)
 		for (u_int x = 0; x < v->extents_per_column; x++)
 			for (u_int r = 0;
 			     r < v->replicas && i < v->extents.extents_len;
-			     r++, i++)
-				printf("%6u %6u %7u %6u %16llu %s\n", c, x, r,
+			     r++, i++) {
+				printf("%6u %6u %7u %6u %16llu %s", c, x, r,
 				       v->extents.extents_val[i].server_id,
 				       (unsigned long long)v->extents
 					       .extents_val[i]
 					       .offset_bytes,
 				       v->extents.extents_val[i].stale ? "stale"
 								       : "ok");
+				ctl_print_slot_copies(v, i);
+			}
 }
 
 int ctl_show_vdisk(const ms_vdisk *v, const ms_lease *lease, const char *master,

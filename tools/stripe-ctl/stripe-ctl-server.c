@@ -225,39 +225,58 @@ int ctl_cmd_server_remove(struct ctl_opts *o)
 	return status;
 }
 
+/* The status of server id in st (NULL: none). */
+static const ms_server_stat *stat_of(const ms_reply *st, u_int id)
+{
+	for (u_int i = 0; i < st->body.ms_body_u.stats.stats_len; i++)
+		if (st->body.ms_body_u.stats.stats_val[i].id == id)
+			return &st->body.ms_body_u.stats.stats_val[i];
+	return NULL;
+}
+
+static int print_servers(const struct ctl_opts *o, const ms_reply *rep,
+			 const ms_reply *st)
+{
+	ms_server *s = rep->body.ms_body_u.servers.servers_val;
+	u_int n = rep->body.ms_body_u.servers.servers_len;
+	struct td_strbuf sb;
+	struct td_json j;
+
+	td_strbuf_init(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_array(&j, NULL);
+	if (!o->json)
+		ctl_print_server_stat_header();
+	for (u_int i = 0; i < n; i++) {
+		if (o->json)
+			ctl_json_server_stat(&j, NULL, &s[i],
+					     stat_of(st, s[i].id));
+		else
+			ctl_print_server_stat(&s[i], stat_of(st, s[i].id));
+	}
+	td_json_end_array(&j);
+	if (o->json)
+		return ctl_print_json(&j, &sb);
+	td_strbuf_free(&sb);
+	return 0;
+}
+
 int ctl_cmd_server_list(struct ctl_opts *o)
 {
 	struct master_client *c = ctl_client(o);
-	struct td_strbuf sb;
-	struct td_json j;
-	ms_reply rep;
+	ms_reply rep, st;
 	int status = 0;
 
 	if (!c)
 		return EXIT_FAILURE;
-	if (master_call_server_list(c, &rep)) {
+	master_reply_init(&st);
+	if (master_call_server_list(c, &rep))
 		status = ctl_call_failed(c, "server list");
-	} else {
-		ms_server *s = rep.body.ms_body_u.servers.servers_val;
-		u_int n = rep.body.ms_body_u.servers.servers_len;
-
-		td_strbuf_init(&sb);
-		td_json_init(&j, &sb);
-		td_json_begin_array(&j, NULL);
-		if (!o->json)
-			ctl_print_server_header();
-		for (u_int i = 0; i < n; i++) {
-			if (o->json)
-				ctl_json_server(&j, NULL, &s[i]);
-			else
-				ctl_print_server(&s[i]);
-		}
-		td_json_end_array(&j);
-		if (o->json)
-			status = ctl_print_json(&j, &sb);
-		else
-			td_strbuf_free(&sb);
-	}
+	else if (master_call_server_status(c, &st))
+		status = ctl_call_failed(c, "server status");
+	else
+		status = print_servers(o, &rep, &st);
+	master_reply_free(&st);
 	master_reply_free(&rep);
 	master_client_close(c);
 	return status;
@@ -279,14 +298,16 @@ static void print_extent(const struct ctl_opts *o, struct td_json *j,
 			td_json_u64(j, "extent", e->extent);
 			td_json_u64(j, "replica", e->replica);
 			td_json_bool(j, "stale", e->stale);
+			td_json_bool(j, "move_target", e->move_target);
 		} else
 			td_json_null(j, "vdisk");
 		td_json_end_object(j);
 	} else if (e->vdisk[0])
-		printf("%6u %8u %16llu  %s %u %u %u%s\n", e->server_id,
+		printf("%6u %8u %16llu  %s %u %u %u%s%s\n", e->server_id,
 		       e->index, (unsigned long long)e->offset_bytes, e->vdisk,
 		       e->column, e->extent, e->replica,
-		       e->stale ? " stale" : "");
+		       e->stale ? " stale" : "",
+		       e->move_target ? " move-target" : "");
 	else
 		printf("%6u %8u %16llu  -\n", e->server_id, e->index,
 		       (unsigned long long)e->offset_bytes);
@@ -342,7 +363,7 @@ int ctl_cmd_extents_list(struct ctl_opts *o)
 	td_json_begin_array(&j, NULL);
 	if (!o->json)
 		printf("%6s %8s %16s  %s\n", "SERVER", "INDEX", "OFFSET",
-		       "VDISK COLUMN EXTENT REPLICA [stale]");
+		       "VDISK COLUMN EXTENT REPLICA [stale] [move-target]");
 	status = list_pages(o, c, &j);
 	td_json_end_array(&j);
 	if (!status && o->json)

@@ -442,8 +442,9 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 			  const ms_vdisk_summary *v)
 {
 	if (!o->json) {
-		printf("%-32s %7u %9u %8u %6u\n", v->id, v->columns,
-		       v->extents_per_column, v->replicas, v->stale_replicas);
+		printf("%-32s %7u %9u %8u %6u %16u %6u\n", v->id, v->columns,
+		       v->extents_per_column, v->replicas, v->stale_replicas,
+		       v->under_replicated, v->moves);
 		return;
 	}
 	td_json_begin_object(j, NULL);
@@ -452,6 +453,8 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 	td_json_u64(j, "extents_per_column", v->extents_per_column);
 	td_json_u64(j, "replicas", v->replicas);
 	td_json_u64(j, "stale_replicas", v->stale_replicas);
+	td_json_u64(j, "under_replicated", v->under_replicated);
+	td_json_u64(j, "moves", v->moves);
 	td_json_end_object(j);
 }
 
@@ -496,8 +499,9 @@ int ctl_cmd_vdisk_list(struct ctl_opts *o)
 	td_json_init(&j, &sb);
 	td_json_begin_array(&j, NULL);
 	if (!o->json)
-		printf("%-32s %7s %9s %8s %6s\n", "VDISK", "COLUMNS", "EXTENTS",
-		       "REPLICAS", "STALE");
+		printf("%-32s %7s %9s %8s %6s %16s %6s\n", "VDISK", "COLUMNS",
+		       "EXTENTS", "REPLICAS", "STALE", "UNDER-REPLICATED",
+		       "MOVES");
 	status = list_pages(o, c, &j);
 	td_json_end_array(&j);
 	if (!status && o->json)

@@ -67,6 +67,8 @@ enum {
 	O_SITE = 1u << 24,
 	O_REGION = 1u << 25,
 	O_REPAIR = 1u << 26,
+	O_OFFSET = 1u << 27,
+	O_REASON = 1u << 28,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -144,6 +146,19 @@ static const struct command commands[] = {
 	 "server drain --target IQN --lun N",
 	 "Place no new extents on this LUN; the disks that use it keep it.\n",
 	 ctl_cmd_server_drain, NULL, 0},
+	{"server", "fail", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
+	 "server fail --target IQN --lun N",
+	 "Mark a LUN failed for good (its host is gone): the master places\n"
+	 "nothing on it any more and counts its replicas as lost, so that\n"
+	 "'vdisk list' shows the disks' under-replicated extents and they can\n"
+	 "be re-homed from the surviving replicas ('extent move begin\n"
+	 "--reason fail').  Failing it again says 'already failed' and\n"
+	 "succeeds (--json: \"changed\": false, \"state\": \"failed\").  "
+	 "There\n"
+	 "is no way back: 'server add' of the same target and LUN is refused\n"
+	 "while it is failed; once no replica is left on it, 'server remove'\n"
+	 "it and add it again as a new, empty LUN.\n",
+	 ctl_cmd_server_fail, NULL, 0},
 	{"server", "remove", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
 	 "server remove --target IQN --lun N",
 	 "Forget a LUN that holds no allocated extent (destroy its disks\n"
@@ -152,8 +167,12 @@ static const struct command commands[] = {
 	{"server", "list", 0, 0, NULL, "server list",
 	 "Print every registered LUN: id, address, portal, target, LUN, "
 	 "size,\n"
-	 "extents, free extents, whether it is draining, and its host, rack\n"
-	 "and site labels ('-': none).\n",
+	 "extents, free extents, whether it is draining, its host, rack and\n"
+	 "site labels ('-': none), and (issue #19) its state (ok, draining or\n"
+	 "failed), the replicas it holds, how many of them are stale, and\n"
+	 "the moves in progress from and to it.  --json adds the keys\n"
+	 "\"state\", \"replicas\", \"stale_replicas\", \"moves_from\" and\n"
+	 "\"moves_to\" to each server.\n",
 	 ctl_cmd_server_list, NULL, 0},
 	{"vdisk", "create",
 	 O_SIZE | O_STRIPES | O_UNIT | O_REPLICAS | O_OUTPUT | O_REGION,
@@ -207,7 +226,12 @@ static const struct command commands[] = {
 	 "no master.  --name NAME prints the master's record of the disk\n"
 	 "instead: its servers, extents and the replica states the master\n"
 	 "was told, and the disk's lease (holder, epoch, and whether a fence\n"
-	 "is pending: a fenced takeover not yet confirmed, do not serve).\n\n"
+	 "is pending: a fenced takeover not yet confirmed, do not serve).\n"
+	 "With --name each replica on a failed server shows as lost, each\n"
+	 "extent with fewer live copies than replicas as under-replicated,\n"
+	 "and each replica being moved with its new server and offset\n"
+	 "(--json: \"under_replicated\", \"failed_servers\", \"moves\", and\n"
+	 "per extent \"live\", \"under_replicated\", \"moving\").\n\n"
 	 "    --name NAME          the disk, as the master knows it\n",
 	 ctl_cmd_vdisk_show, NULL, 0},
 	{"vdisk", "destroy", O_NAME, 0, "FILE",
@@ -220,7 +244,11 @@ static const struct command commands[] = {
 	 ctl_cmd_vdisk_destroy, NULL, 0},
 	{"vdisk", "list", 0, 0, NULL, "vdisk list",
 	 "Print every disk the master knows: name, columns, extents per\n"
-	 "column, replicas, and how many replicas are stale.\n",
+	 "column, replicas, how many replicas are stale, how many extents\n"
+	 "are under-replicated (fewer live copies than replicas: a copy is\n"
+	 "live when it is not stale and its server has not failed) and how\n"
+	 "many of its replicas are being moved ('extent move').  --json keys:\n"
+	 "\"under_replicated\", \"moves\" (issue #19), with the others.\n",
 	 ctl_cmd_vdisk_list, NULL, 0},
 	{"vdisk", "mark", O_NAME, 0, "FILE",
 	 "vdisk mark FILE|--name NAME COLUMN EXTENT REPLICA stale|ok",
@@ -403,10 +431,60 @@ static const struct command commands[] = {
 	 "reboot is the sure way); its writes were refused since the fence.\n"
 	 "Re-admitting a host that is not fenced succeeds, unchanged.\n",
 	 ctl_cmd_host_readmit, NULL, 0},
+	{"extent", "move begin", O_TARGET | O_LUN | O_REASON, O_TARGET | O_LUN,
+	 "NAME",
+	 "extent move begin NAME COLUMN EXTENT REPLICA --target IQN --lun N\n"
+	 "             [--reason evacuate|fail]",
+	 "Begin re-homing one replica of one extent of disk NAME, now on the\n"
+	 "LUN given (the old one): the master places a new extent on another\n"
+	 "LUN (never a draining or failed one, on a host none of the\n"
+	 "extent's other replicas is on, over the widest failure domain the\n"
+	 "labels allow), locks it for the move and prints it.  Then copy the\n"
+	 "replica there, switch the mapping file to it and 'extent move\n"
+	 "commit'.  Asked again: the same move.  When the replica is not on\n"
+	 "that LUN any more (the move was committed): says so (\"done\": "
+	 "true)\n"
+	 "and changes nothing.  COLUMN, EXTENT and REPLICA count from 0.\n\n"
+	 "    --target IQN, --lun N  the LUN the replica is on now\n"
+	 "    --reason R           evacuate (the LUN drains; default) or fail\n"
+	 "                         (the LUN is gone)\n",
+	 ctl_cmd_move_begin, "COLUMN EXTENT REPLICA", 3},
+	{"extent", "move commit", O_TARGET | O_LUN | O_OFFSET,
+	 O_TARGET | O_LUN | O_OFFSET, "NAME",
+	 "extent move commit NAME COLUMN EXTENT REPLICA --target IQN --lun N\n"
+	 "             --offset BYTES",
+	 "Finish a move once the new extent holds the replica's data and the\n"
+	 "mapping file names it: the new extent becomes the replica (ok), the\n"
+	 "old one is freed (a failed LUN's is never used again), the move is\n"
+	 "forgotten.  Committing again succeeds, unchanged.\n\n"
+	 "    --target IQN, --lun N  the move's new LUN\n"
+	 "    --offset BYTES       the new extent's offset in it, as 'extent\n"
+	 "                         move begin' printed it\n",
+	 ctl_cmd_move_commit, "COLUMN EXTENT REPLICA", 3},
+	{"extent", "move abort", O_TARGET | O_LUN | O_OFFSET,
+	 O_TARGET | O_LUN | O_OFFSET, "NAME",
+	 "extent move abort NAME COLUMN EXTENT REPLICA --target IQN --lun N\n"
+	 "             --offset BYTES",
+	 "Give up a move before its commit: the new extent is freed, the\n"
+	 "replica stays where it was.  Aborting again succeeds, unchanged; a\n"
+	 "committed move cannot be aborted.\n\n"
+	 "    --target IQN, --lun N  the move's new LUN\n"
+	 "    --offset BYTES       the new extent's offset in it\n",
+	 ctl_cmd_move_abort, "COLUMN EXTENT REPLICA", 3},
+	{"extent", "move list", O_VDISK | O_TARGET | O_LUN, 0, NULL,
+	 "extent move list [--vdisk NAME] [--target IQN --lun N]",
+	 "Print the moves in progress (begun, neither committed nor aborted):\n"
+	 "disk, column, extent, replica, reason, old server and offset, new\n"
+	 "server and offset.  A rerun of an evacuation resumes these.\n\n"
+	 "    --vdisk NAME         only this disk's moves\n"
+	 "    --target IQN, --lun N  only moves from or to this LUN\n",
+	 ctl_cmd_move_list, NULL, 0},
 	{"extents", "list", O_SERVER | O_VDISK | O_ALLOCATED, 0, NULL,
 	 "extents list [--server ID]... [--vdisk NAME] [--allocated]",
 	 "Print extents: server, index, byte offset in the LUN, and the disk,\n"
-	 "column, extent and replica that own it.\n\n"
+	 "column, extent and replica that own it ('move-target', --json\n"
+	 "\"move_target\": the new extent of a move of that replica, not yet\n"
+	 "its replica; see 'extent move').\n\n"
 	 "    --server ID          only this server (repeatable, see server "
 	 "list)\n"
 	 "    --vdisk NAME         only this disk's extents\n"
@@ -588,6 +666,8 @@ enum {
 	L_SITE,
 	L_REGION,
 	L_REPAIR,
+	L_OFFSET,
+	L_REASON,
 };
 
 static const struct option long_options[] = {
@@ -622,6 +702,8 @@ static const struct option long_options[] = {
 	{"site", required_argument, NULL, L_SITE},
 	{"region-size", required_argument, NULL, L_REGION},
 	{"repair", no_argument, NULL, L_REPAIR},
+	{"offset", required_argument, NULL, L_OFFSET},
+	{"reason", required_argument, NULL, L_REASON},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -684,6 +766,10 @@ static unsigned int option_bit(int c)
 		return O_REGION;
 	case L_REPAIR:
 		return O_REPAIR;
+	case L_OFFSET:
+		return O_OFFSET;
+	case L_REASON:
+		return O_REASON;
 	default:
 		return O_GLOBAL;
 	}
@@ -829,6 +915,11 @@ static int take_number_option(struct ctl_opts *o, int c, const char *arg)
 		return take_epoch(o, arg);
 	case L_REGION:
 		return take_region(o, arg);
+	case L_OFFSET: /* 0: the first extent */
+		o->offset_bytes = 0;
+		return strcmp(arg, "0")
+			       ? size_option("--offset", arg, &o->offset_bytes)
+			       : 0;
 	default:
 		return take_server(o, arg);
 	}
@@ -893,6 +984,14 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_REPAIR:
 		o->repair = true;
+		return 0;
+	case L_REASON:
+		if (strcmp(arg, "evacuate") && strcmp(arg, "fail"))
+			return usage_error(NULL,
+					   "--reason is evacuate or fail, not "
+					   "'%s'",
+					   arg);
+		o->reason_fail = !strcmp(arg, "fail");
 		return 0;
 	default:
 		return take_number_option(o, c, arg);
@@ -1028,7 +1127,7 @@ int main(int argc, char **argv)
 			return EXIT_SUCCESS;
 		}
 		return usage_error(NULL, "give a command: info, server, vdisk, "
-					 "host, extents or session");
+					 "host, extents, extent or session");
 	}
 	if (!(cmd = find_command(argv + optind, argc - optind, &used)))
 		return usage_error(NULL, "unknown command '%s%s%s'",

@@ -67,6 +67,9 @@ struct ctl_opts {
 	bool epoch_given;
 	const char *initiator; /* takeover --fence: NULL for the default */
 	const char *map;       /* takeover --fence: CHAP credentials */
+	/* extent move */
+	uint64_t offset_bytes; /* commit, abort: the new extent's offset */
+	bool reason_fail;      /* begin --reason fail */
 };
 
 /* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
@@ -98,6 +101,13 @@ int ctl_print_result(const char *vdisk, const char *file, bool changed);
 void ctl_json_server(struct td_json *j, const char *key, const ms_server *s);
 void ctl_print_server_header(void);
 void ctl_print_server(const ms_server *s);
+/* With the state and load MS_SERVER_STATUS gave (x NULL: none). */
+const char *ctl_server_state(const ms_server *s, const ms_server_stat *x);
+void ctl_json_server_stat(struct td_json *j, const char *key,
+			  const ms_server *s, const ms_server_stat *x);
+void ctl_print_server_stat_header(void);
+void ctl_print_server_stat(const ms_server *s, const ms_server_stat *x);
+void ctl_print_server_state(const ms_server *s, const char *state);
 int ctl_show_map(const struct stripe_map *m, const char *path, bool json);
 /* lease NULL: the master gave none (an older master). */
 /* Failure domains (stripe-ctl-spread.c): "host", "rack", "site". */
@@ -207,6 +217,32 @@ int ctl_cmd_lease_acquire(struct ctl_opts *o);
 int ctl_cmd_lease_release(struct ctl_opts *o);
 int ctl_cmd_lease_handover(struct ctl_opts *o);
 int ctl_cmd_lease_takeover(struct ctl_opts *o);
+/* Lost servers and re-homing (stripe-ctl-move.c). */
+int ctl_cmd_server_fail(struct ctl_opts *o);
+int ctl_cmd_move_begin(struct ctl_opts *o);
+int ctl_cmd_move_commit(struct ctl_opts *o);
+int ctl_cmd_move_abort(struct ctl_opts *o);
+int ctl_cmd_move_list(struct ctl_opts *o);
+/* "evacuate" or "fail". */
+const char *ctl_move_reason_name(u_int reason);
+/*
+ * A disk's copies as the master knows them: a replica is live when it is
+ * not stale and its server has not failed; an extent is under-replicated
+ * with fewer live replicas than the disk's; slot = (c·J + x)·R + r, x
+ * (an extent of the disk) = c·J + j.
+ */
+bool ctl_replica_live(const ms_vdisk *v, u_int slot);
+bool ctl_replica_lost(const ms_vdisk *v, u_int slot);
+u_int ctl_extent_live(const ms_vdisk *v, u_int x);
+u_int ctl_vdisk_under(const ms_vdisk *v);
+const ms_move *ctl_slot_move(const ms_vdisk *v, u_int slot);
+void ctl_json_copies(struct td_json *j, const ms_vdisk *v);
+void ctl_json_slot_copies(struct td_json *j, const ms_vdisk *v, u_int slot);
+void ctl_print_copies(const ms_vdisk *v);
+/* Server i of v with its state (ok, draining, failed). */
+void ctl_print_vdisk_server(const ms_vdisk *v, u_int i);
+/* The rest of one slot's line: lost, under-replicated, moving; "\n". */
+void ctl_print_slot_copies(const ms_vdisk *v, u_int slot);
 /* Fenced hosts (stripe-ctl-host.c). */
 int ctl_cmd_host_list(struct ctl_opts *o);
 int ctl_cmd_host_readmit(struct ctl_opts *o);

@@ -45,10 +45,11 @@ static void expect_place(struct master_place_server *pool, uint32_t n,
  * pair per server, each column on one server per replica. */
 static void test_four_servers_s2_r2(void **state)
 {
-	struct master_place_server pool[] = {{"10.0.0.1", 10, NULL, NULL},
-					     {"10.0.0.2", 10, NULL, NULL},
-					     {"10.0.0.3", 10, NULL, NULL},
-					     {"10.0.0.4", 10, NULL, NULL}};
+	struct master_place_server pool[] = {
+		{"10.0.0.1", 10, NULL, NULL, false},
+		{"10.0.0.2", 10, NULL, NULL, false},
+		{"10.0.0.3", 10, NULL, NULL, false},
+		{"10.0.0.4", 10, NULL, NULL, false}};
 	/* slot order: (c0 j0 r0) (c0 j0 r1) (c0 j1 r0) (c0 j1 r1) (c1 ...) */
 	static const uint32_t want[] = {0, 1, 0, 1, 2, 3, 2, 3};
 	static const uint32_t left[] = {8, 8, 8, 8};
@@ -60,9 +61,9 @@ static void test_four_servers_s2_r2(void **state)
  * still on a host distinct from its other replica. */
 static void test_three_servers_wrap(void **state)
 {
-	struct master_place_server pool[] = {{"a", 10, NULL, NULL},
-					     {"b", 10, NULL, NULL},
-					     {"c", 10, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 10, NULL, NULL, false},
+					     {"b", 10, NULL, NULL, false},
+					     {"c", 10, NULL, NULL, false}};
 	static const uint32_t want[] = {0, 1, 2, 0};
 	static const uint32_t left[] = {8, 9, 9};
 
@@ -72,9 +73,9 @@ static void test_three_servers_wrap(void **state)
 /* 3 servers, 3 replicas, 2 columns: every extent on all three hosts. */
 static void test_three_replicas(void **state)
 {
-	struct master_place_server pool[] = {{"a", 4, NULL, NULL},
-					     {"b", 4, NULL, NULL},
-					     {"c", 4, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 4, NULL, NULL, false},
+					     {"b", 4, NULL, NULL, false},
+					     {"c", 4, NULL, NULL, false}};
 	static const uint32_t want[] = {0, 1, 2, 0, 1, 2};
 	static const uint32_t left[] = {2, 2, 2};
 
@@ -84,10 +85,10 @@ static void test_three_replicas(void **state)
 /* More columns than servers, no replication: round robin. */
 static void test_columns_round_robin(void **state)
 {
-	struct master_place_server pool[] = {{"a", 10, NULL, NULL},
-					     {"b", 10, NULL, NULL},
-					     {"c", 10, NULL, NULL},
-					     {"d", 10, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 10, NULL, NULL, false},
+					     {"b", 10, NULL, NULL, false},
+					     {"c", 10, NULL, NULL, false},
+					     {"d", 10, NULL, NULL, false}};
 	static const uint32_t want[] = {0, 1, 2, 3, 0};
 	static const uint32_t left[] = {8, 9, 9, 9};
 
@@ -98,10 +99,10 @@ static void test_columns_round_robin(void **state)
  * server with the most free extents, the first from a2 onwards on a tie. */
 static void test_same_host_avoided(void **state)
 {
-	struct master_place_server pool[] = {{"a", 10, NULL, NULL},
-					     {"a", 10, NULL, NULL},
-					     {"b", 10, NULL, NULL},
-					     {"c", 10, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 10, NULL, NULL, false},
+					     {"a", 10, NULL, NULL, false},
+					     {"b", 10, NULL, NULL, false},
+					     {"c", 10, NULL, NULL, false}};
 	static const uint32_t want[] = {0, 2};
 	static const uint32_t left[] = {9, 10, 9, 10};
 
@@ -111,10 +112,10 @@ static void test_same_host_avoided(void **state)
 /* The preferred server is full: the next with the most free extents. */
 static void test_preferred_full(void **state)
 {
-	struct master_place_server pool[] = {{"a", 0, NULL, NULL},
-					     {"b", 3, NULL, NULL},
-					     {"c", 5, NULL, NULL},
-					     {"d", 5, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 0, NULL, NULL, false},
+					     {"b", 3, NULL, NULL, false},
+					     {"c", 5, NULL, NULL, false},
+					     {"d", 5, NULL, NULL, false}};
 	static const uint32_t want[] = {2};
 	static const uint32_t left[] = {0, 3, 4, 5};
 
@@ -128,9 +129,9 @@ static void test_preferred_full(void **state)
  */
 static void test_balance_pass(void **state)
 {
-	struct master_place_server pool[] = {{"a", 2, NULL, NULL},
-					     {"b", 2, NULL, NULL},
-					     {"c", 2, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 2, NULL, NULL, false},
+					     {"b", 2, NULL, NULL, false},
+					     {"c", 2, NULL, NULL, false}};
 	static const uint32_t want[] = {0, 1, 2, 1, 0, 2};
 	static const uint32_t left[] = {0, 0, 0};
 
@@ -139,10 +140,10 @@ static void test_balance_pass(void **state)
 
 static void test_no_space(void **state)
 {
-	struct master_place_server pool[] = {{"a", 2, NULL, NULL},
-					     {"b", 1, NULL, NULL}};
-	struct master_place_server one_host[] = {{"a", 50, NULL, NULL},
-						 {"a", 50, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 2, NULL, NULL, false},
+					     {"b", 1, NULL, NULL, false}};
+	struct master_place_server one_host[] = {{"a", 50, NULL, NULL, false},
+						 {"a", 50, NULL, NULL, false}};
 	uint32_t slots[MAX_SLOTS];
 
 	/* 4 extents needed, 3 free */
@@ -158,7 +159,7 @@ static void test_no_space(void **state)
 
 static void test_invalid(void **state)
 {
-	struct master_place_server pool[] = {{"a", 9, NULL, NULL}};
+	struct master_place_server pool[] = {{"a", 9, NULL, NULL, false}};
 	uint32_t slots[MAX_SLOTS];
 
 	assert_int_equal(master_place(pool, 1, 0, 1, 1, slots), -EINVAL);
@@ -179,8 +180,9 @@ static void lab_pool(struct master_place_server *pool, uint32_t free)
 	static const char *const sites[] = {"s0", "s1"};
 
 	for (uint32_t i = 0; i < 8; i++)
-		pool[i] = (struct master_place_server){
-			hosts[i], free, racks[(i / 2) % 2], sites[i / 4]};
+		pool[i] = (struct master_place_server){hosts[i], free,
+						       racks[(i / 2) % 2],
+						       sites[i / 4], false};
 }
 
 static const char *site_of(const struct master_place_server *s)
@@ -299,12 +301,12 @@ static void test_domains_site_runs_out(void **state)
  */
 static void test_domains_labels_missing(void **state)
 {
-	struct master_place_server pool[] = {{"a", 1, NULL, "s0"},
-					     {"b", 5, NULL, NULL},
-					     {"c", 1, "", "s1"},
-					     {"d", 5, "r9", ""}};
-	struct master_place_server bare[] = {{"a", 5, NULL, NULL},
-					     {"b", 5, "", ""}};
+	struct master_place_server pool[] = {{"a", 1, NULL, "s0", false},
+					     {"b", 5, NULL, NULL, false},
+					     {"c", 1, "", "s1", false},
+					     {"d", 5, "r9", "", false}};
+	struct master_place_server bare[] = {{"a", 5, NULL, NULL, false},
+					     {"b", 5, "", "", false}};
 	struct master_place_spread sp[2];
 	uint32_t slots[4];
 
@@ -324,9 +326,9 @@ static void test_domains_labels_missing(void **state)
  * still holds, and R = 1 wants nothing wider than a host. */
 static void test_domains_host_rule_first(void **state)
 {
-	struct master_place_server pool[] = {{"a", 5, NULL, "s0"},
-					     {"a", 5, NULL, "s1"},
-					     {"b", 5, NULL, "s1"}};
+	struct master_place_server pool[] = {{"a", 5, NULL, "s0", false},
+					     {"a", 5, NULL, "s1", false},
+					     {"b", 5, NULL, "s1", false}};
 	struct master_place_spread sp[2];
 	uint32_t slots[4];
 
@@ -340,6 +342,82 @@ static void test_domains_host_rule_first(void **state)
 	}
 	assert_int_equal(master_place_spread(pool, 3, 2, 1, 1, slots, sp), 0);
 	assert_int_equal(sp[0].wanted, MASTER_DOMAIN_HOST);
+}
+
+/* --- one replica of a move (issue #19) --------------------------------------- */
+
+/* Not the old server, not the other replica's host: the most free. */
+static void test_place_one_hosts(void **state)
+{
+	struct master_place_server pool[] = {{"a", 4, NULL, NULL, false},
+					     {"b", 4, NULL, NULL, false},
+					     {"c", 3, NULL, NULL, false},
+					     {"d", 4, NULL, NULL, false}};
+	const uint32_t fixed[] = {1};
+	struct master_place_spread sp;
+	uint32_t chosen = 99;
+
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 1, 2, 0, &chosen, &sp), 0);
+	assert_int_equal(chosen, 3); /* a excluded, b fixed, c fewer free */
+	assert_int_equal(pool[3].free, 3);
+	assert_int_equal(pool[0].free, 4);
+	assert_int_equal(sp.reached, MASTER_DOMAIN_HOST);
+	assert_int_equal(sp.wanted, MASTER_DOMAIN_HOST);
+}
+
+/* Sites: the one whose site differs from the other replica's wins over
+ * one with more free extents. */
+static void test_place_one_sites(void **state)
+{
+	struct master_place_server pool[] = {{"a", 4, "r1", "s1", false},
+					     {"b", 4, "r1", "s2", false},
+					     {"c", 9, "r2", "s2", false},
+					     {"d", 1, "r2", "s1", false}};
+	const uint32_t fixed[] = {1};
+	struct master_place_spread sp;
+	uint32_t chosen = 99;
+
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 1, 2, 0, &chosen, &sp), 0);
+	assert_int_equal(chosen, 3);
+	assert_int_equal(sp.reached, MASTER_DOMAIN_SITE);
+	assert_int_equal(sp.wanted, MASTER_DOMAIN_SITE);
+	/* d full: c, in the other replica's site, and the spread says so */
+	pool[3].free = 0;
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 1, 2, 0, &chosen, &sp), 0);
+	assert_int_equal(chosen, 2);
+	assert_int_equal(sp.reached, MASTER_DOMAIN_RACK);
+	assert_int_equal(sp.wanted, MASTER_DOMAIN_SITE);
+}
+
+/* A gone server's replica keeps its host; nothing left: ENOSPC. */
+static void test_place_one_gone(void **state)
+{
+	struct master_place_server pool[] = {{"hx", 0, "r1", "s1", true},
+					     {"b", 4, NULL, NULL, false},
+					     {"hx", 9, NULL, NULL, false},
+					     {"d", 2, NULL, NULL, false}};
+	const uint32_t fixed[] = {0, 1};
+	static const uint32_t too_many[] = {1, 1, 1, 1, 1, 1, 1};
+	static const uint32_t outside[] = {4};
+	uint32_t chosen = 99;
+
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 2, 3, 0, &chosen, NULL), 0);
+	assert_int_equal(chosen, 3);
+	pool[3].free = 0;
+	assert_int_equal(
+		master_place_one(pool, 4, fixed, 2, 3, 0, &chosen, NULL),
+		-ENOSPC);
+	assert_int_equal(pool[2].free, 9);
+	assert_int_equal(
+		master_place_one(pool, 4, too_many, 7, 3, 0, &chosen, NULL),
+		-EINVAL);
+	assert_int_equal(
+		master_place_one(pool, 4, outside, 1, 3, 0, &chosen, NULL),
+		-EINVAL);
 }
 
 int main(void)
@@ -360,6 +438,9 @@ int main(void)
 		cmocka_unit_test(test_domains_site_runs_out),
 		cmocka_unit_test(test_domains_labels_missing),
 		cmocka_unit_test(test_domains_host_rule_first),
+		cmocka_unit_test(test_place_one_hosts),
+		cmocka_unit_test(test_place_one_sites),
+		cmocka_unit_test(test_place_one_gone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -929,7 +929,7 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -945,12 +945,12 @@ static void test_schema_upgrade(void **state)
 					   " sqlite_master WHERE name ="
 					   " 'fenced_hosts'"));
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 6"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 7"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 5"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 6"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
 					   " meta"));
 }
 
@@ -1808,7 +1808,7 @@ static void test_fence_schema3_upgrade(void **state)
 		MS_OK);
 	expect_hosts(st, "hostB:hostC:old:3");
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_pending(st, "old", "hostC", 3, true);
@@ -2090,7 +2090,7 @@ static void test_labels_schema4_upgrade(void **state)
 	assert_string_equal(s[1].site, "");
 	master_reply_free(&rep);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -2123,6 +2123,579 @@ static void test_labels_upgrade_all_or_nothing(void **state)
 	assert_int_equal(raw_sql(path, "DROP TABLE spread_notes;"), SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	assert_int_equal(master_store_check(st, msg, sizeof(msg)), 0);
+	master_store_close(st);
+}
+
+/* --- re-homing and failed servers (issue #19) ------------------------------- */
+
+static int do_fail(struct master_store *st, const void *k, ms_reply *rep)
+{
+	return master_store_server_fail(st, k, rep);
+}
+
+static int do_status(struct master_store *st, const void *unused, ms_reply *rep)
+{
+	return master_store_server_status(st, rep);
+}
+
+static int do_begin(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_move_begin(st, a, rep);
+}
+
+static int do_commit(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_move_commit(st, a, rep);
+}
+
+static int do_abort(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_move_abort(st, a, rep);
+}
+
+static int do_moves(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_move_list(st, a, rep);
+}
+
+/* What a move call answered. */
+struct moved {
+	ms_status status;
+	bool changed;
+	bool done;
+	u_int old_server;
+	u_int new_server;
+	unsigned int new_mib;
+};
+
+/*
+ * One move call on slot (c, x, r) of disk id naming server "target" lun 1
+ * (begin: the old server; commit, abort: the new one at new_mib).
+ */
+static struct moved move_call(struct master_store *st, store_fn fn,
+			      const char *id, u_int c, u_int x, u_int r,
+			      const char *target, unsigned int new_mib,
+			      ms_move_reason reason)
+{
+	ms_move_args a = {(char *)id,	 c,	x, r, (char *)target, 1,
+			  new_mib * MiB, reason};
+	struct moved m = {0};
+	ms_reply rep;
+
+	assert_int_equal(call(st, fn, &a, &rep), 0);
+	m.status = rep.status;
+	m.changed = rep.changed;
+	if (!rep.status) {
+		const ms_move_result *res = &rep.body.ms_body_u.move;
+
+		assert_int_equal(rep.body.kind, MS_BODY_MOVE);
+		assert_string_equal(res->move.vdisk, id);
+		m.done = res->done;
+		m.old_server = res->move.old_server_id;
+		m.new_server = res->move.new_server_id;
+		m.new_mib = (unsigned int)(res->move.new_offset_bytes / MiB);
+		assert_int_equal(res->new_server.id, m.new_server);
+	}
+	master_reply_free(&rep);
+	return m;
+}
+
+#define BEGIN(st, c, x, r, srv)                                        \
+	move_call(st, do_begin, "d", c, x, r, "iqn.2024-01.t:" srv, 0, \
+		  MS_MOVE_EVACUATE)
+#define COMMIT(st, c, x, r, srv, mib) \
+	move_call(st, do_commit, "d", c, x, r, "iqn.2024-01.t:" srv, mib, 0)
+#define ABORT(st, c, x, r, srv, mib) \
+	move_call(st, do_abort, "d", c, x, r, "iqn.2024-01.t:" srv, mib, 0)
+
+static void expect_consistent(struct master_store *st)
+{
+	char msg[256] = "";
+
+	if (master_store_check(st, msg, sizeof(msg)))
+		fail_msg("check: %s", msg);
+}
+
+/* Free extents of server id (1-based, in id order). */
+static u_int free_of(struct master_store *st, u_int id)
+{
+	ms_reply rep;
+	u_int n;
+
+	master_reply_init(&rep);
+	assert_int_equal(master_store_server_list(st, &rep), 0);
+	n = rep.body.ms_body_u.servers.servers_val[id - 1].free_extents;
+	master_reply_free(&rep);
+	return n;
+}
+
+static u_int moves_in_progress(struct master_store *st)
+{
+	ms_move_list_args a = {.vdisk = "", .limit = 16};
+	ms_reply rep;
+	u_int n;
+
+	assert_int_equal(call(st, do_moves, &a, &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	n = rep.body.ms_body_u.moves.moves.moves_len;
+	master_reply_free(&rep);
+	return n;
+}
+
+/* Four servers, disk d of 1 x 2 x 2 on servers 1 and 2. */
+static void four_and_d(struct master_store *st)
+{
+	static const struct where d[] = {{1, 0}, {2, 0}, {1, 1}, {2, 1}};
+	ms_reply rep;
+
+	add_four(st);
+	assert_int_equal(alloc(st, "d", 1, 2, 2, &rep), MS_OK);
+	expect_extents(&rep, d, ARRAY_SIZE(d));
+	master_reply_free(&rep);
+}
+
+static void test_move_begin_commit(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where after[] = {{3, 0}, {2, 0}, {1, 1}, {2, 1}};
+	struct moved m, again;
+	ms_reply rep;
+
+	four_and_d(f->st);
+	m = BEGIN(f->st, 0, 0, 0, "s1");
+	assert_int_equal(m.status, MS_OK);
+	assert_true(m.changed);
+	assert_false(m.done);
+	assert_int_equal(m.old_server, 1);
+	assert_int_equal(m.new_server, 3); /* not 1, not 2's host; most free */
+	assert_int_equal(free_of(f->st, 3), 3);
+	expect_consistent(f->st);
+	/* asked again: the same move */
+	again = BEGIN(f->st, 0, 0, 0, "s1");
+	assert_int_equal(again.status, MS_OK);
+	assert_false(again.changed);
+	assert_int_equal(again.new_server, m.new_server);
+	assert_int_equal(again.new_mib, m.new_mib);
+	assert_int_equal(moves_in_progress(f->st), 1);
+	/* the lookup and the listing show it */
+	call(f->st, do_lookup, "d", &rep);
+	assert_int_equal(rep.body.ms_body_u.vdisk.moves.moves_len, 1);
+	assert_int_equal(rep.body.ms_body_u.vdisk.servers.servers_len, 3);
+	master_reply_free(&rep);
+	/* another NEW is refused; the right one commits, once */
+	assert_int_equal(COMMIT(f->st, 0, 0, 0, "s4", 0).status, MS_EEXIST);
+	m = COMMIT(f->st, 0, 0, 0, "s3", 0);
+	assert_int_equal(m.status, MS_OK);
+	assert_true(m.changed);
+	assert_true(m.done);
+	assert_int_equal(free_of(f->st, 1), 3); /* OLD freed */
+	assert_int_equal(free_of(f->st, 3), 3);
+	call(f->st, do_lookup, "d", &rep);
+	expect_extents(&rep, after, ARRAY_SIZE(after));
+	assert_int_equal(rep.body.ms_body_u.vdisk.moves.moves_len, 0);
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+	/* double commit: unchanged; begin after commit: done */
+	m = COMMIT(f->st, 0, 0, 0, "s3", 0);
+	assert_int_equal(m.status, MS_OK);
+	assert_false(m.changed);
+	m = BEGIN(f->st, 0, 0, 0, "s1");
+	assert_int_equal(m.status, MS_OK);
+	assert_true(m.done);
+	assert_false(m.changed);
+	assert_int_equal(m.new_server, 3);
+	assert_int_equal(ABORT(f->st, 0, 0, 0, "s3", 0).status, MS_EEXIST);
+	assert_int_equal(moves_in_progress(f->st), 0);
+	expect_consistent(f->st);
+}
+
+static void test_move_abort(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where d[] = {{1, 0}, {2, 0}, {1, 1}, {2, 1}};
+	struct moved m;
+	ms_reply rep;
+
+	four_and_d(f->st);
+	m = BEGIN(f->st, 0, 1, 1, "s2");
+	assert_int_equal(m.status, MS_OK);
+	assert_int_equal(m.new_server, 3);
+	assert_int_equal(free_of(f->st, 3), 3);
+	m = ABORT(f->st, 0, 1, 1, "s3", m.new_mib);
+	assert_int_equal(m.status, MS_OK);
+	assert_true(m.changed);
+	assert_int_equal(free_of(f->st, 3), 4); /* NEW freed */
+	m = ABORT(f->st, 0, 1, 1, "s3", 0);	/* again: unchanged */
+	assert_int_equal(m.status, MS_OK);
+	assert_false(m.changed);
+	call(f->st, do_lookup, "d", &rep);
+	expect_extents(&rep, d, ARRAY_SIZE(d));
+	master_reply_free(&rep);
+	assert_int_equal(moves_in_progress(f->st), 0);
+	expect_consistent(f->st);
+	/* a slot being moved: a second begin from another server is
+	 * refused; a commit with no move is ENOENT; destroying the disk frees
+	 * the move's NEW */
+	assert_int_equal(BEGIN(f->st, 0, 1, 1, "s2").status, MS_OK);
+	assert_int_equal(BEGIN(f->st, 0, 1, 1, "s3").status, MS_EEXIST);
+	assert_int_equal(COMMIT(f->st, 0, 0, 0, "s3", 0).status, MS_ENOENT);
+	call(f->st, do_release, "d", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	for (u_int id = 1; id <= 4; id++)
+		assert_int_equal(free_of(f->st, id), 4);
+	expect_consistent(f->st);
+}
+
+static void test_move_placement_domains(void **state)
+{
+	struct fixture *f = *state;
+	struct moved m;
+	ms_reply rep;
+
+	/* h1 s1, h2 s2, h3 s2, h4 s1: d's replicas on h1 and h2 */
+	assert_int_equal(add_labelled(f->st, 1, "", "s1", 4 * MiB), MS_OK);
+	assert_int_equal(add_labelled(f->st, 2, "", "s2", 4 * MiB), MS_OK);
+	assert_int_equal(add_labelled(f->st, 3, "", "s2", 4 * MiB), MS_OK);
+	assert_int_equal(add_labelled(f->st, 4, "", "s1", 4 * MiB), MS_OK);
+	assert_int_equal(alloc(f->st, "d", 1, 1, 2, &rep), MS_OK);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisk.extents.extents_val[0].server_id, 1);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisk.extents.extents_val[1].server_id, 2);
+	master_reply_free(&rep);
+	/* off h1 (s1): h4, the other site than h2's, not h3 (first, but s2) */
+	m = move_call(f->st, do_begin, "d", 0, 0, 0, "iqn.2024-01.t:l1", 0,
+		      MS_MOVE_EVACUATE);
+	assert_int_equal(m.status, MS_OK);
+	assert_int_equal(m.new_server, 4);
+	assert_int_equal(move_call(f->st, do_abort, "d", 0, 0, 0,
+				   "iqn.2024-01.t:l4", m.new_mib, 0)
+				 .status,
+			 MS_OK);
+	/* h4 drains: only h3 is left, same site as h2: placed at host level,
+	 * and the commit records a spread note */
+	assert_int_equal(relabel(f->st, 4, NULL, NULL, "s2", NULL), MS_OK);
+	m = move_call(f->st, do_begin, "d", 0, 0, 0, "iqn.2024-01.t:l1", 0,
+		      MS_MOVE_EVACUATE);
+	assert_int_equal(m.status, MS_OK);
+	assert_int_equal(m.new_server, 3);
+	assert_int_equal(move_call(f->st, do_commit, "d", 0, 0, 0,
+				   "iqn.2024-01.t:l3", m.new_mib, 0)
+				 .status,
+			 MS_OK);
+	call(f->st, do_lookup, "d", &rep);
+	assert_int_equal(rep.body.ms_body_u.vdisk.spread.spread_len, 1);
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+}
+
+/* Under-replicated extents and moves of disk d (MS_VDISK_LIST). */
+static void expect_under(struct master_store *st, u_int under, u_int moves)
+{
+	ms_vdisk_list_args a = {"", 8};
+	ms_reply rep;
+
+	assert_int_equal(call(st, do_vdisks, &a, &rep), 0);
+	assert_int_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_len, 1);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisks.vdisks.vdisks_val[0].under_replicated,
+		under);
+	assert_int_equal(rep.body.ms_body_u.vdisks.vdisks.vdisks_val[0].moves,
+			 moves);
+	master_reply_free(&rep);
+}
+
+static void test_server_fail(void **state)
+{
+	struct fixture *f = *state;
+	char target[] = "iqn.2024-01.t:s1", nobody[] = "iqn.2024-01.t:x";
+	ms_server_key k = {target, 1}, unknown = {nobody, 1};
+	ms_server_stat *x;
+	struct moved m;
+	ms_reply rep;
+
+	four_and_d(f->st);
+	expect_under(f->st, 0, 0);
+	assert_int_equal(mark(f->st, "d", 0, 1, 1, true, NULL), MS_OK);
+	expect_under(f->st, 1, 0); /* a stale mark */
+	call(f->st, do_fail, &unknown, &rep);
+	assert_int_equal(rep.status, MS_ENOENT);
+	master_reply_free(&rep);
+	call(f->st, do_fail, &k, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_true(rep.changed);
+	master_reply_free(&rep);
+	call(f->st, do_fail, &k, &rep); /* again: already failed */
+	assert_int_equal(rep.status, MS_OK);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	expect_under(f->st, 2, 0); /* both extents lost server 1's copy */
+	call(f->st, do_status, NULL, &rep);
+	x = rep.body.ms_body_u.stats.stats_val;
+	assert_int_equal(rep.body.ms_body_u.stats.stats_len, 4);
+	assert_true(x[0].failed);
+	assert_int_equal(x[0].replicas, 2);
+	assert_int_equal(x[1].stale, 1);
+	assert_false(x[1].failed);
+	master_reply_free(&rep);
+	/* the same server added again: refused while it holds replicas */
+	assert_int_equal(add_server(f->st, 1, NULL), MS_EBUSY);
+	/* re-homed from the survivors */
+	for (u_int x2 = 0; x2 < 2; x2++) {
+		m = move_call(f->st, do_begin, "d", 0, x2, 0, target, 0,
+			      MS_MOVE_FAIL);
+		assert_int_equal(m.status, MS_OK);
+		assert_int_not_equal(m.new_server, 1);
+		expect_under(f->st, 2 - x2, 1);
+		assert_int_equal(move_call(f->st, do_commit, "d", 0, x2, 0,
+					   m.new_server == 3
+						   ? "iqn.2024-01.t:s3"
+						   : "iqn.2024-01.t:s4",
+					   m.new_mib, 0)
+					 .status,
+				 MS_OK);
+	}
+	assert_int_equal(mark(f->st, "d", 0, 1, 1, false, NULL), MS_OK);
+	expect_under(f->st, 0, 0);
+	expect_consistent(f->st);
+	/* its freed extents are never placed again: a disk as large as the
+	 * live servers' room avoids it */
+	assert_int_equal(alloc(f->st, "e", 1, 4, 2, &rep), MS_OK);
+	for (u_int i = 0; i < 8; i++)
+		assert_int_not_equal(
+			rep.body.ms_body_u.vdisk.extents.extents_val[i]
+				.server_id,
+			1);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "g", 1, 1, 1, &rep), MS_ENOSPC);
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+	/* empty now: removed, then it may come back as a new server */
+	call(f->st, do_remove, &k, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(add_server(f->st, 1, NULL), MS_OK);
+}
+
+/* Both replicas of one extent moving at once: the second NEW avoids the
+ * first one's host as well as the other replica's. */
+static void test_move_two_of_one_extent(void **state)
+{
+	struct fixture *f = *state;
+	static const struct where after[] = {{3, 0}, {4, 0}, {1, 1}, {2, 1}};
+	struct moved a, b;
+	ms_reply rep;
+
+	four_and_d(f->st);
+	a = BEGIN(f->st, 0, 0, 0, "s1");
+	b = BEGIN(f->st, 0, 0, 1, "s2");
+	assert_int_equal(a.new_server, 3);
+	assert_int_equal(b.new_server, 4);
+	expect_consistent(f->st);
+	assert_int_equal(COMMIT(f->st, 0, 0, 1, "s4", b.new_mib).status, MS_OK);
+	assert_int_equal(COMMIT(f->st, 0, 0, 0, "s3", a.new_mib).status, MS_OK);
+	call(f->st, do_lookup, "d", &rep);
+	expect_extents(&rep, after, ARRAY_SIZE(after));
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+}
+
+static int do_takeover(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_lease_takeover(st, a, rep);
+}
+
+/* A takeover's LUNs to fence include the new extent of a move (written
+ * during its copy). */
+static void test_move_takeover_servers(void **state)
+{
+	struct fixture *f = *state;
+	ms_lease_args a = {"d", "hostB", 0, "", true};
+	ms_reply rep;
+
+	four_and_d(f->st);
+	assert_int_equal(BEGIN(f->st, 0, 0, 0, "s1").new_server, 3);
+	call(f->st, do_takeover, &a, &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_int_equal(rep.body.ms_body_u.lease.servers.servers_len, 3);
+	assert_int_equal(rep.body.ms_body_u.lease.servers.servers_val[2].id, 3);
+	master_reply_free(&rep);
+}
+
+/* A relabel that would put a move's new extent on the host of another
+ * replica of its extent (either way round) is refused. */
+static void test_move_label_clash(void **state)
+{
+	struct fixture *f = *state;
+	char t2[] = "iqn.2024-01.t:s2", t3[] = "iqn.2024-01.t:s3",
+	     h2[] = "10.0.0.2", h3[] = "10.0.0.3";
+	ms_server_label_args on_new = {t3, 1, true, h2, false, "", false, ""};
+	ms_server_label_args on_old = {t2, 1, true, h3, false, "", false, ""};
+	ms_reply rep;
+
+	four_and_d(f->st);
+	assert_int_equal(BEGIN(f->st, 0, 0, 0, "s1").new_server, 3);
+	call(f->st, do_label, &on_new, &rep);
+	assert_int_equal(rep.status, MS_EEXIST);
+	master_reply_free(&rep);
+	call(f->st, do_label, &on_old, &rep);
+	assert_int_equal(rep.status, MS_EEXIST);
+	master_reply_free(&rep);
+	expect_consistent(f->st);
+}
+
+/* The check finds a move whose OLD is not its slot's replica, and one
+ * whose NEW is allocated too. */
+static void test_move_check(void **state)
+{
+	struct fixture *f = *state;
+	char msg[256];
+
+	four_and_d(f->st);
+	assert_int_equal(BEGIN(f->st, 0, 0, 0, "s1").status, MS_OK);
+	expect_consistent(f->st);
+	master_store_close(f->st);
+	assert_int_equal(raw_sql(f->path, "UPDATE moves SET old_idx = 3"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+	assert_non_null(strstr(msg, "old extent is not its slot's replica"));
+	master_store_close(f->st);
+	assert_int_equal(raw_sql(f->path, "UPDATE moves SET old_idx = 0;"
+					  "UPDATE moves SET new_server = 2,"
+					  " new_idx = 0"),
+			 SQLITE_OK);
+	assert_int_equal(
+		master_store_open(f->path, 0, &f->st, msg, sizeof(msg)), 0);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), -EUCLEAN);
+}
+
+static const char schema_v5_dump[] =
+	"CREATE TABLE allocations ( vdisk_id TEXT NOT NULL REFERENCES "
+	"vdisks (id), col INTEGER NOT NULL CHECK (col >= 0), ext INTEGER "
+	"NOT NULL CHECK (ext >= 0), replica INTEGER NOT NULL CHECK "
+	"(replica >= 0), server_id INTEGER NOT NULL REFERENCES servers "
+	"(id), idx INTEGER NOT NULL CHECK (idx >= 0), stale INTEGER NOT "
+	"NULL DEFAULT 0 CHECK (stale IN (0, 1)), PRIMARY KEY (vdisk_id, "
+	"col, ext, replica), UNIQUE (server_id, idx)) WITHOUT "
+	"ROWID;INSERT INTO \"allocations\" VALUES('old',0,0,0,1,0,0);INSERT "
+	"INTO \"allocations\" VALUES('old',0,0,1,2,0,0);INSERT INTO "
+	"\"allocations\" VALUES('old',0,1,0,1,1,0);INSERT INTO "
+	"\"allocations\" VALUES('old',0,1,1,2,1,1);CREATE TABLE "
+	"fenced_hosts ( host TEXT PRIMARY KEY NOT NULL  CHECK "
+	"(length(host) BETWEEN 1 AND 63), by_host TEXT NOT NULL CHECK "
+	"(length(by_host) BETWEEN 1 AND 63), vdisk_id TEXT NOT NULL CHECK "
+	"(length(vdisk_id) BETWEEN 1 AND 63), epoch INTEGER NOT NULL "
+	"CHECK (epoch >= 1), since INTEGER NOT NULL CHECK (since >= 0)) "
+	"WITHOUT ROWID;CREATE TABLE leases ( vdisk_id TEXT PRIMARY KEY "
+	"NOT NULL  CHECK (length(vdisk_id) BETWEEN 1 AND 63), holder TEXT "
+	"NOT NULL CHECK (length(holder) <= 63), epoch INTEGER NOT NULL "
+	"CHECK (epoch >= 0), previous TEXT NOT NULL CHECK "
+	"(length(previous) <= 63), fence INTEGER NOT NULL CHECK (fence IN "
+	"(0, 1)), since INTEGER NOT NULL CHECK (since >= 0), "
+	"fence_pending INTEGER NOT NULL DEFAULT 0 CHECK (fence_pending IN "
+	"(0, 1)), CHECK (holder = '' OR epoch >= 1)) WITHOUT ROWID;CREATE "
+	"TABLE meta ( id INTEGER PRIMARY KEY CHECK (id = 1), "
+	"schema_version INTEGER NOT NULL, extent_size_bytes INTEGER NOT "
+	"NULL CHECK (extent_size_bytes > 0));INSERT INTO meta "
+	"VALUES(1,5,1048576);CREATE TABLE released ( server_id INTEGER "
+	"NOT NULL REFERENCES servers (id), idx INTEGER NOT NULL CHECK "
+	"(idx >= 0), PRIMARY KEY (server_id, idx)) WITHOUT ROWID;CREATE "
+	"TABLE servers ( id INTEGER PRIMARY KEY AUTOINCREMENT, address "
+	"TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 63), portal "
+	"TEXT NOT NULL CHECK (length(portal) BETWEEN 1 AND 261), target "
+	"TEXT NOT NULL CHECK (length(target) BETWEEN 1 AND 223), lun "
+	"INTEGER NOT NULL CHECK (lun BETWEEN 0 AND 65535), size_bytes "
+	"INTEGER NOT NULL CHECK (size_bytes > 0), block_size INTEGER NOT "
+	"NULL CHECK (block_size IN (512, 1024, 2048,  4096)), nr_extents "
+	"INTEGER NOT NULL CHECK (nr_extents > 0), free_extents INTEGER "
+	"NOT NULL  CHECK (free_extents BETWEEN 0 AND nr_extents), "
+	"next_fresh INTEGER NOT NULL DEFAULT 0  CHECK (next_fresh BETWEEN "
+	"0 AND nr_extents), draining INTEGER NOT NULL DEFAULT 0 CHECK "
+	"(draining IN (0, 1)), host TEXT NOT NULL DEFAULT '' CHECK "
+	"(length(host) <= 63), rack TEXT NOT NULL DEFAULT '' CHECK "
+	"(length(rack) <= 63), site TEXT NOT NULL DEFAULT '' CHECK "
+	"(length(site) <= 63), UNIQUE (target, lun));INSERT INTO servers "
+	"VALUES(1,'10.0.0.1','10.0.0.1:3260','iqn.t:s1',1,4194304,512,4,2,2,0,'"
+	"10.0.0.1','r1','s1');INSERT "
+	"INTO servers "
+	"VALUES(2,'10.0.0.2','10.0.0.2:3260','iqn.t:s2',1,4194304,512,4,2,2,0,'"
+	"10.0.0.2','','');INSERT "
+	"INTO servers "
+	"VALUES(3,'fd00::3','[fd00::3]:3260','iqn.t:s3',1,4194304,512,4,4,0,0,'"
+	"fd00--3','','');CREATE "
+	"TABLE vdisks ( id TEXT PRIMARY KEY NOT NULL CHECK (length(id) "
+	"BETWEEN 1 AND 63), columns INTEGER NOT NULL CHECK (columns "
+	"BETWEEN 1 AND 256), extents_per_column INTEGER NOT NULL CHECK "
+	"(extents_per_column >= 1), replicas INTEGER NOT NULL CHECK "
+	"(replicas BETWEEN 1 AND 4), CHECK (columns * extents_per_column "
+	"* replicas <= 262144)) WITHOUT ROWID;INSERT INTO vdisks "
+	"VALUES('old',1,2,2);CREATE TABLE spread_notes ( vdisk_id TEXT "
+	"NOT NULL REFERENCES vdisks (id), col INTEGER NOT NULL CHECK (col "
+	">= 0), ext INTEGER NOT NULL CHECK (ext >= 0), reached INTEGER "
+	"NOT NULL CHECK (reached BETWEEN 0 AND 2), wanted INTEGER NOT "
+	"NULL CHECK (wanted BETWEEN 1 AND 2), room INTEGER NOT NULL CHECK "
+	"(room >= 0), CHECK (reached < wanted), PRIMARY KEY (vdisk_id, "
+	"col, ext)) WITHOUT ROWID;DELETE FROM sqlite_sequence;INSERT INTO "
+	"sqlite_sequence VALUES('servers',3);CREATE INDEX "
+	"allocations_stale ON allocations (vdisk_id) WHERE stale = 1;";
+
+/* A schema 5 database (made by the previous stripe-master: servers with
+ * labels, disk "old" with a stale replica) opens as schema 6: no server
+ * failed, no move, and moves work on it. */
+static void test_moves_schema5_upgrade(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+	ms_reply rep;
+	struct moved m;
+
+	snprintf(path, sizeof(path), "%s/v5.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v5_dump), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	expect_consistent(st);
+	call(st, do_status, NULL, &rep);
+	assert_int_equal(rep.body.ms_body_u.stats.stats_len, 3);
+	for (u_int i = 0; i < 3; i++)
+		assert_false(rep.body.ms_body_u.stats.stats_val[i].failed);
+	assert_int_equal(rep.body.ms_body_u.stats.stats_val[1].stale, 1);
+	master_reply_free(&rep);
+	assert_int_equal(moves_in_progress(st), 0);
+	m = move_call(st, do_begin, "old", 0, 0, 0, "iqn.t:s1", 0,
+		      MS_MOVE_EVACUATE);
+	assert_int_equal(m.status, MS_OK);
+	assert_int_equal(m.new_server, 3);
+	expect_consistent(st);
+	master_store_close(st);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) = 1 FROM moves"));
+}
+
+/* The 5 -> 6 upgrade is one transaction: a table moves already there
+ * leaves schema 5 without servers.failed. */
+static void test_moves_upgrade_all_or_nothing(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+
+	snprintf(path, sizeof(path), "%s/v5.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v5_dump), SQLITE_OK);
+	assert_int_equal(raw_sql(path, "CREATE TABLE moves (x);"), SQLITE_OK);
+	assert_int_not_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
+			     0);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 5 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) = 0 FROM"
+					   " pragma_table_info('servers')"
+					   " WHERE name = 'failed'"));
+	assert_int_equal(raw_sql(path, "DROP TABLE moves;"), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	expect_consistent(st);
 	master_store_close(st);
 }
 
@@ -2168,6 +2741,16 @@ int main(void)
 		T(test_labels_spread_notes),
 		T(test_labels_schema4_upgrade),
 		T(test_labels_upgrade_all_or_nothing),
+		T(test_move_begin_commit),
+		T(test_move_abort),
+		T(test_move_placement_domains),
+		T(test_server_fail),
+		T(test_move_check),
+		T(test_move_label_clash),
+		T(test_move_takeover_servers),
+		T(test_move_two_of_one_extent),
+		T(test_moves_schema5_upgrade),
+		T(test_moves_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};
