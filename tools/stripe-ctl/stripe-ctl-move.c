@@ -18,14 +18,20 @@
 int ctl_cmd_server_fail(struct ctl_opts *o)
 {
 	ms_server_key k = {.target = (char *)o->target, .lun = (u_int)o->lun};
-	struct master_client *c = ctl_client(o);
+	struct master_client *c;
 	const ms_server *s;
 	struct td_strbuf sb;
 	struct td_json j;
 	ms_reply rep;
 	int status = 0;
 
-	if (!c)
+	if (o->rehome)
+		return ctl_cmd_server_fail_rehome(o);
+	if (o->nr_extra || o->map_dir || o->rate_bytes_per_s)
+		return ctl_usage_fail("server fail",
+				      "mapping files, --map-dir and --rate "
+				      "go with --rehome");
+	if (!(c = ctl_client(o)))
 		return EXIT_FAILURE;
 	s = &rep.body.ms_body_u.server;
 	if (master_call_server_fail(c, &k, &rep))

@@ -350,14 +350,20 @@ static int open_failed(const struct ctl_serve *s, const char *chain, int err,
 /* -EBUSY when a tapdisk took the file meanwhile; else 0 or exit status. */
 static int run_offline(struct ctl_serve *s)
 {
-	char chain[PATH_MAX + 32];
+	char chain[PATH_MAX + 80];
 	struct td_vbd_open_error oe = {.reason = ""};
 	struct td_vbd_params vp = {
 		.name = VBD_NAME, .chain = chain, .error = &oe};
 	enum td_log_level level = td_log_get_level();
 	int err, status;
 
-	snprintf(chain, sizeof(chain), "stripe:%s,auto_resync=off", s->path);
+	if (s->rate_bytes_per_s)
+		snprintf(chain, sizeof(chain),
+			 "stripe:%s,auto_resync=off,resync_rate=%" PRIu64,
+			 s->path, s->rate_bytes_per_s);
+	else
+		snprintf(chain, sizeof(chain), "stripe:%s,auto_resync=off",
+			 s->path);
 	if ((err = td_loop_create(&s->loop)))
 		return ctl_fail("cannot create an event loop: %s",
 				strerror(-err));

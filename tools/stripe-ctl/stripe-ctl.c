@@ -69,6 +69,8 @@ enum {
 	O_REPAIR = 1u << 26,
 	O_OFFSET = 1u << 27,
 	O_REASON = 1u << 28,
+	O_MAP_DIR = 1u << 29,
+	O_REHOME = 1u << 30,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
 
@@ -79,6 +81,17 @@ enum {
 	"                         extent size into at most 2048 regions\n"   \
 	"                         (default 1M when it does, else the\n"      \
 	"                         smallest size that does)\n"
+
+#define REHOME_OPTS (O_MAP_DIR | O_RATE | O_RUN_DIR | O_HOST_ID)
+#define REHOME_HELP                                                         \
+	"    --map-dir DIR        where the disks' mapping files are, as\n" \
+	"                         NAME.map (default " CTL_MAP_DIR ")\n"     \
+	"    MAP...               the disks' mapping files instead\n"       \
+	"    --rate RATE          copy at most RATE bytes per second, at\n" \
+	"                         least 64K (default: the disk's\n"         \
+	"                         resync_rate, 64M)\n"                      \
+	"    --run-dir DIR        as for vdisk resync\n"                    \
+	"    --host-id ID         as for vdisk resync\n"
 
 struct command {
 	const char *group; /* NULL for a one-word command */
@@ -146,19 +159,58 @@ static const struct command commands[] = {
 	 "server drain --target IQN --lun N",
 	 "Place no new extents on this LUN; the disks that use it keep it.\n",
 	 ctl_cmd_server_drain, NULL, 0},
-	{"server", "fail", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
-	 "server fail --target IQN --lun N",
+	{"server", "fail", O_TARGET | O_LUN | REHOME_OPTS | O_REHOME,
+	 O_TARGET | O_LUN, NULL,
+	 "server fail --target IQN --lun N [--rehome [--map-dir DIR | MAP...]\n"
+	 "            [--rate RATE] [--run-dir DIR] [--host-id ID]]",
 	 "Mark a LUN failed for good (its host is gone): the master places\n"
 	 "nothing on it any more and counts its replicas as lost, so that\n"
-	 "'vdisk list' shows the disks' under-replicated extents and they can\n"
-	 "be re-homed from the surviving replicas ('extent move begin\n"
-	 "--reason fail').  Failing it again says 'already failed' and\n"
-	 "succeeds (--json: \"changed\": false, \"state\": \"failed\").  "
-	 "There\n"
-	 "is no way back: 'server add' of the same target and LUN is refused\n"
-	 "while it is failed; once no replica is left on it, 'server remove'\n"
-	 "it and add it again as a new, empty LUN.\n",
-	 ctl_cmd_server_fail, NULL, 0},
+	 "'vdisk list' shows the disks' under-replicated extents.  Failing it\n"
+	 "again says 'already failed' and succeeds (--json: \"changed\":\n"
+	 "false, \"state\": \"failed\").  There is no way back: 'server add'\n"
+	 "of the same target and LUN is refused while it is failed; once no\n"
+	 "replica is left on it, 'server remove' it and add it again as a\n"
+	 "new, empty LUN.\n\n"
+	 "With --rehome it then re-homes every replica the LUN held, as\n"
+	 "'server evacuate' does, copying from the surviving replicas (the\n"
+	 "LUN is not read); run again (a second 'server fail --rehome'), it\n"
+	 "finishes what an interrupted one left.  Without --rehome nothing\n"
+	 "is copied: 'extent move begin --reason fail' one slot at a time.\n\n"
+	 "    --rehome             move every replica off the failed "
+	 "LUN\n" REHOME_HELP,
+	 ctl_cmd_server_fail, "[MAP...]", EXTRA_ANY},
+	{"server", "evacuate", O_TARGET | O_LUN | REHOME_OPTS, O_TARGET | O_LUN,
+	 NULL,
+	 "server evacuate --target IQN --lun N [--map-dir DIR | MAP...]\n"
+	 "                [--rate RATE] [--run-dir DIR] [--host-id ID]",
+	 "Move every replica off a LUN while the disks stay in use: the LUN\n"
+	 "is drained first (no new extents), then for each replica it holds\n"
+	 "the master places a new extent on another server ('extent move\n"
+	 "begin': a host none of the extent's other replicas is on, the\n"
+	 "widest failure domain available), the stripe driver copies the\n"
+	 "replica there, online in the tapdisk that serves the disk (new\n"
+	 "writes go to both during the copy) or, when none does, offline in\n"
+	 "this process with the lease rules of 'vdisk resync', and swaps it\n"
+	 "into the mapping file atomically; only then does the master free\n"
+	 "the old extent ('extent move commit').  One replica at a time, at\n"
+	 "most RATE bytes per second.  Every step can be interrupted (Ctrl-C,\n"
+	 "kill -9 of stripe-ctl, tapdisk or the master) and the command run\n"
+	 "again finishes the job from the mapping files and the master's\n"
+	 "moves: no extent is leaked or owned twice, no map names a freed\n"
+	 "one.  A disk's mapping file is DIR/NAME.map, or one of the MAP\n"
+	 "files given.  A line per replica moved goes to stderr (redrawn on\n"
+	 "a tty), a summary to stdout.  When placement cannot keep an\n"
+	 "extent's spread (the LUN was the last of its site or rack with\n"
+	 "room) a note says so and the move goes on to a distinct host; with\n"
+	 "no distinct host left the replica stays and the command fails.\n"
+	 "Exit 0 only when the LUN holds no extent of any disk any more\n"
+	 "(then 'server remove' works).  --json: \"server\", \"reason\",\n"
+	 "\"replicas_before\", \"moved\", \"committed\", \"already\",\n"
+	 "\"aborted\", \"failed\", \"left\", \"bytes_copied\", \"copy_ms\",\n"
+	 "\"copy_rate_bytes_per_s\", \"elapsed_ms\" and \"moves\" (one object\n"
+	 "per replica: slot, \"outcome\", new server, file, mode, "
+	 "error).\n\n" REHOME_HELP,
+	 ctl_cmd_server_evacuate, "[MAP...]", EXTRA_ANY},
 	{"server", "remove", O_TARGET | O_LUN, O_TARGET | O_LUN, NULL,
 	 "server remove --target IQN --lun N",
 	 "Forget a LUN that holds no allocated extent (destroy its disks\n"
@@ -668,6 +720,8 @@ enum {
 	L_REPAIR,
 	L_OFFSET,
 	L_REASON,
+	L_MAP_DIR,
+	L_REHOME,
 };
 
 static const struct option long_options[] = {
@@ -704,6 +758,8 @@ static const struct option long_options[] = {
 	{"repair", no_argument, NULL, L_REPAIR},
 	{"offset", required_argument, NULL, L_OFFSET},
 	{"reason", required_argument, NULL, L_REASON},
+	{"map-dir", required_argument, NULL, L_MAP_DIR},
+	{"rehome", no_argument, NULL, L_REHOME},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -770,6 +826,10 @@ static unsigned int option_bit(int c)
 		return O_OFFSET;
 	case L_REASON:
 		return O_REASON;
+	case L_MAP_DIR:
+		return O_MAP_DIR;
+	case L_REHOME:
+		return O_REHOME;
 	default:
 		return O_GLOBAL;
 	}
@@ -984,6 +1044,12 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_REPAIR:
 		o->repair = true;
+		return 0;
+	case L_MAP_DIR:
+		o->map_dir = arg;
+		return 0;
+	case L_REHOME:
+		o->rehome = true;
 		return 0;
 	case L_REASON:
 		if (strcmp(arg, "evacuate") && strcmp(arg, "fail"))

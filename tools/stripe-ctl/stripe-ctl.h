@@ -70,6 +70,9 @@ struct ctl_opts {
 	/* extent move */
 	uint64_t offset_bytes; /* commit, abort: the new extent's offset */
 	bool reason_fail;      /* begin --reason fail */
+	/* server evacuate, server fail --rehome */
+	const char *map_dir; /* NULL: CTL_MAP_DIR */
+	bool rehome;
 };
 
 /* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
@@ -170,6 +173,7 @@ struct ctl_serve {
 	const struct ctl_opts *o;
 	const char *what;		 /* "resync": in messages */
 	const char *doing;		 /* "resynchronising" */
+	uint64_t rate_bytes_per_s;	 /* offline: resync_rate (0: default) */
 	int (*run)(struct ctl_serve *s); /* 0 or an exit status printed */
 	char path[PATH_MAX];		 /* FILE's realpath */
 	char vdisk[STRIPE_MAP_NAME_SIZE];
@@ -219,6 +223,9 @@ int ctl_cmd_lease_handover(struct ctl_opts *o);
 int ctl_cmd_lease_takeover(struct ctl_opts *o);
 /* Lost servers and re-homing (stripe-ctl-move.c). */
 int ctl_cmd_server_fail(struct ctl_opts *o);
+/* Re-homing every replica of a server (stripe-ctl-rehome.c). */
+int ctl_cmd_server_evacuate(struct ctl_opts *o);
+int ctl_cmd_server_fail_rehome(struct ctl_opts *o);
 int ctl_cmd_move_begin(struct ctl_opts *o);
 int ctl_cmd_move_commit(struct ctl_opts *o);
 int ctl_cmd_move_abort(struct ctl_opts *o);
