@@ -205,27 +205,47 @@ static int open_map(struct stripe_dev *dev)
 }
 
 /* Per-server state from the map; the largest block size in *max_bs. */
+static void server_init(struct stripe_dev *dev, uint32_t i)
+{
+	struct stripe_server *srv = &dev->servers[i];
+
+	srv->dev = dev;
+	srv->index = i;
+	srv->block_size = dev->map.servers[i].block_size;
+	TAILQ_INIT(&srv->held);
+	TAILQ_INIT(&srv->parked);
+}
+
+/* A move target's extent must fit its server's LUN too. */
+static void need_move(struct stripe_dev *dev, const struct stripe_map_move *mv)
+{
+	struct stripe_server *srv = &dev->servers[mv->server];
+	uint64_t end = mv->lba + dev->map.extent_size_bytes / srv->block_size;
+
+	if (end > srv->need_blocks)
+		srv->need_blocks = end;
+}
+
 static int servers_init(struct stripe_dev *dev, uint32_t *max_bs)
 {
 	const struct stripe_map *m = &dev->map;
 	uint32_t dead = 0;
 
 	dev->nr_servers = m->nr_servers;
-	dev->servers = calloc(m->nr_servers, sizeof(*dev->servers));
+	/* Room for the new servers of moves: commands point into it. */
+	dev->servers_cap = m->nr_servers + STRIPE_SPARE_SERVERS;
+	dev->servers = calloc(dev->servers_cap, sizeof(*dev->servers));
 	if (!dev->servers)
 		return -ENOMEM;
 	*max_bs = TD_SECTOR_SIZE;
 	for (uint32_t i = 0; i < m->nr_servers; i++) {
-		struct stripe_server *srv = &dev->servers[i];
-
-		srv->dev = dev;
-		srv->index = i;
-		srv->block_size = m->servers[i].block_size;
-		TAILQ_INIT(&srv->held);
-		TAILQ_INIT(&srv->parked);
-		if (srv->block_size > *max_bs)
-			*max_bs = srv->block_size;
+		server_init(dev, i);
+		if (dev->servers[i].block_size > *max_bs)
+			*max_bs = dev->servers[i].block_size;
 	}
+	for (size_t i = 0; i < stripe_map_nr_slots(m); i++)
+		if (m->moves[i].active)
+			need_move(dev, &m->moves[i]);
 	for (uint32_t c = 0; c < m->columns; c++) {
 		for (uint32_t j = 0; j < m->extents_per_column; j++) {
 			for (uint32_t r = 0; r < m->replicas; r++) {
@@ -376,6 +396,48 @@ static int conns_create(struct stripe_dev *dev)
 				strerror(-ret));
 		}
 	}
+	return 0;
+}
+
+int stripe_server_add(struct stripe_dev *dev,
+		      const struct stripe_map_server *ms, uint32_t *idx)
+{
+	struct stripe_map *m = &dev->map;
+	struct stripe_map_server *s;
+	char name[SERVER_NAME_BYTES];
+	uint32_t i = m->nr_servers;
+	int ret;
+
+	for (uint32_t k = 0; k < m->nr_servers; k++) {
+		if (strcmp(m->servers[k].target, ms->target) ||
+		    m->servers[k].lun != ms->lun)
+			continue;
+		*idx = k;
+		return m->servers[k].block_size == ms->block_size ? 0 : -EINVAL;
+	}
+	if (ms->block_size > dev->drv->info.sector_size ||
+	    ms->block_size < STRIPE_MAP_MIN_BLOCK)
+		return -EINVAL; /* the disk's sector size is fixed at open */
+	if (dev->nr_servers >= dev->servers_cap)
+		return -ENOSPC;
+	if (!(s = realloc(m->servers, (i + 1) * sizeof(*s))))
+		return -ENOMEM;
+	m->servers = s;
+	s[i] = *ms;
+	s[i].device[0] = '\0';
+	m->nr_servers++;
+	dev->nr_servers++;
+	server_init(dev, i);
+	snprintf(name, sizeof(name), "server %u", i);
+	if ((ret = conn_create(dev, i, name)) ||
+	    (ret = stripe_stale_server_added(dev))) {
+		/* the slot stays in the array, unused by any replica */
+		return ret;
+	}
+	td_vbd_info(dev->drv->vbd,
+		    "stripe: server %u (%s %s lun %u) added for a move", i,
+		    ms->portal, ms->target, ms->lun);
+	*idx = i;
 	return 0;
 }
 
@@ -551,6 +613,7 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_u64(j, "dirty_regions", count_dirty(dev));
 	td_json_bool(j, "auto_resync", !dev->opts.auto_resync_off);
 	report_al_json(dev, j);
+	stripe_move_report_json(dev, j);
 	td_json_u64(j, "stale_marks_pending", stripe_stale_pending(dev));
 	td_json_u64(j, "map_rewrites", dev->stale.rewrites);
 	td_json_u64(j, "map_rewrite_errors", dev->stale.rewrite_errors);
@@ -651,6 +714,7 @@ static void stripe_report_text(struct td_driver *drv, struct td_strbuf *sb)
 			 dev->opts.auto_resync_off ? "off" : "on");
 	stripe_lease_report_text(dev, sb);
 	report_resync_text(dev, sb);
+	stripe_move_report_text(dev, sb);
 	stripe_scrub_report_text(dev, sb);
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
@@ -786,10 +850,12 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 	}
 	if (!strcmp(argv[0], "lease") || !strcmp(argv[0], "handover"))
 		return stripe_lease_control(dev, argc, argv, out);
+	if (!strcmp(argv[0], "move"))
+		return stripe_move_control(dev, argc, argv, out);
 	td_strbuf_puts(out, "stripe commands: resync [RATE], resync stop, "
 			    "resync auto [on|off], verify [--repair] "
-			    "[RATE], verify stop, verify status, status, "
-			    "lease, handover HOST");
+			    "[RATE], verify stop, verify status, move add|"
+			    "abort|status, status, lease, handover HOST");
 	return -EINVAL;
 }
 

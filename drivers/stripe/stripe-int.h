@@ -36,6 +36,8 @@
 #define STRIPE_MAX_QUEUE_DEPTH	    ISCSI_CONN_MAX_QUEUE_DEPTH
 #define STRIPE_MAX_CMD_TIMEOUT_MS   3600000u
 #define STRIPE_MAX_LOGIN_RETRIES    100u
+/* New servers a tapdisk can take on for moves (re-homing) after open. */
+#define STRIPE_SPARE_SERVERS 64u
 /*
  * How long a replicated write (or a flush) waits for a degraded server to
  * come back before it goes on without it (degraded_grace_ms; see
@@ -326,7 +328,9 @@ struct stripe_req {
 	bool al_held;	      /* holds its regions in the activity log */
 	TAILQ_ENTRY(stripe_req) link;	   /* dev->writes */
 	TAILQ_ENTRY(stripe_req) wait_link; /* a wait list: gen, lock, flush */
-	struct stripe_child child[STRIPE_MAX_REPLICAS];
+	uint32_t move_mask; /* replicas whose move target is written too */
+	/* [r]: replica r; [STRIPE_MAX_REPLICAS + r]: its move target */
+	struct stripe_child child[2 * STRIPE_MAX_REPLICAS];
 };
 
 TAILQ_HEAD(stripe_req_list, stripe_req);
@@ -359,11 +363,11 @@ struct stripe_stale {
 	pthread_t thread;
 	bool thread_started;
 	bool stop;
-	bool *want;	     /* nr_slots */
-	uint64_t *want_bits; /* nr_slots * region words: the dirty regions */
-	uint64_t want_gen;   /* the generation want[] holds */
-	uint64_t ok_gen;     /* newest generation written */
-	uint64_t fail_gen;   /* newest generation that failed */
+	struct stripe_map want_map; /* the state to write: slots, regions,
+				       moves, servers */
+	uint64_t want_gen;	    /* the generation want[] holds */
+	uint64_t ok_gen;	    /* newest generation written */
+	uint64_t fail_gen;	    /* newest generation that failed */
 	int fail_err;
 	char fail_msg[512]; /* why, from stripe_map_rewrite */
 
@@ -454,7 +458,8 @@ enum stripe_resync_step {
 
 struct stripe_resync {
 	enum stripe_resync_state state;
-	bool auto_run;		/* started on its own (auto_resync) */
+	bool auto_run; /* started on its own (auto_resync) */
+	bool is_move;  /* the slot's target is its move target (re-homing) */
 	uint64_t auto_after_ns; /* no run on its own before (a failed one) */
 	struct td_timer auto_timer;
 	enum stripe_resync_step step;
@@ -641,6 +646,8 @@ struct stripe_dev {
 	uint64_t flush_rounds;
 	uint64_t gate_failures;
 	uint64_t reservation_conflicts; /* requests failed with EACCES */
+	uint64_t moves_added, moves_done;
+	uint32_t servers_cap; /* dev->servers' room: new servers of moves */
 };
 
 /* --- block-stripe.c ------------------------------------------------------ */
@@ -699,6 +706,13 @@ uint64_t stripe_stale_mark_range(struct stripe_dev *dev, size_t slot,
  * what differs now (the activity log's recovery marked slots).
  */
 void stripe_stale_told(struct stripe_dev *dev, bool *told);
+/*
+ * A slot's replica or move changed in dev->map (not only its marks): hand
+ * its whole state over for the next rewrite (stripe_stale_commit).
+ */
+void stripe_stale_slot_changed(struct stripe_dev *dev, size_t slot);
+/* dev->map has a new server (appended): the rewrites carry it.  0/-ENOMEM. */
+int stripe_stale_server_added(struct stripe_dev *dev);
 /* Hand want[] to the thread if it changed; the generation to wait for. */
 uint64_t stripe_stale_commit(struct stripe_dev *dev);
 /*
@@ -734,6 +748,23 @@ void stripe_al_leave(struct stripe_dev *dev, struct stripe_req *sr);
 /* Complete a request of the driver (its log regions let go first). */
 void stripe_req_complete(struct stripe_dev *dev, struct stripe_req *sr,
 			 int err);
+
+/* --- stripe-move.c ----------------------------------------------------- */
+/* "move add|abort|status" control words (argv[0] is "move"). */
+int stripe_move_control(struct stripe_dev *dev, int argc, char **argv,
+			struct td_strbuf *out);
+/* The copy of slot's move target is complete and synced: swap it in. */
+void stripe_move_swap(struct stripe_dev *dev, size_t slot);
+void stripe_move_report_json(struct stripe_dev *dev, struct td_json *j);
+void stripe_move_report_text(struct stripe_dev *dev, struct td_strbuf *sb);
+/*
+ * block-stripe.c: the index of the server ms names (by target and LUN),
+ * added to the disk (a new connection, the map's server list) when it is
+ * new.  0, -EINVAL when its block size differs from the known one's,
+ * -ENOSPC when the spare room is used up, -errno.
+ */
+int stripe_server_add(struct stripe_dev *dev,
+		      const struct stripe_map_server *ms, uint32_t *idx);
 
 /* --- stripe-fence.c ---------------------------------------------------- */
 /*
@@ -817,12 +848,16 @@ void stripe_lock_blocker_done(struct stripe_dev *dev);
 int stripe_resync_start(struct stripe_dev *dev, uint64_t rate,
 			struct td_strbuf *msg);
 int stripe_resync_stop(struct stripe_dev *dev, struct td_strbuf *msg);
+/* Start a run (not on its own) now if none is running: a move was added. */
+void stripe_resync_kick(struct stripe_dev *dev);
 /* At open: look every second for a server back with regions to copy. */
 void stripe_resync_auto_start(struct stripe_dev *dev);
 void stripe_resync_close(struct stripe_dev *dev);
 /* For the write path: sets sr->target_mask when the resync target must
  * be written too. */
 void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr);
+/* A write to slot's move target failed: a copy of it under way is not exact. */
+void stripe_resync_move_failed(struct stripe_dev *dev, size_t slot, int err);
 /* A write to the resync target failed: the copy is no longer exact. */
 void stripe_resync_target_failed(struct stripe_dev *dev, int err);
 const char *stripe_resync_state_name(enum stripe_resync_state s);

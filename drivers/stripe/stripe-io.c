@@ -297,23 +297,23 @@ req_slot(struct stripe_dev *dev, const struct stripe_req *sr, uint32_t r)
 	return stripe_map_slot(&dev->map, sr->column, sr->extent, r);
 }
 
-static void child_prep(struct stripe_dev *dev, struct stripe_req *sr,
-		       uint32_t r, enum iscsi_cmd_op op,
-		       void (*done)(struct stripe_cmd *, int))
+/* Child idx of sr: op on server srv from block lba of its extent. */
+static void child_prep_at(struct stripe_req *sr, uint32_t idx,
+			  struct stripe_server *srv, uint64_t lba,
+			  enum iscsi_cmd_op op,
+			  void (*done)(struct stripe_cmd *, int))
 {
-	const struct stripe_map_replica *rep = req_slot(dev, sr, r);
-	struct stripe_server *srv = &dev->servers[rep->server];
-	struct stripe_child *ch = &sr->child[r];
+	struct stripe_child *ch = &sr->child[idx];
 	struct td_request *req = sr->req;
 
 	memset(&ch->sc.io, 0, sizeof(ch->sc.io));
 	ch->sc.srv = srv;
 	ch->sc.done = done;
 	ch->sr = sr;
-	ch->replica = r;
+	ch->replica = idx;
 	ch->err = 0;
 	ch->sc.io.op = op;
-	ch->sc.io.lba = rep->lba + sr->ext_off / srv->block_size;
+	ch->sc.io.lba = lba + sr->ext_off / srv->block_size;
 	ch->sc.io.nr_blocks = (uint32_t)(sr->bytes / srv->block_size);
 	if (op == ISCSI_CMD_READ || op == ISCSI_CMD_WRITE) {
 		ch->sc.io.iov = req->iov;
@@ -322,6 +322,15 @@ static void child_prep(struct stripe_dev *dev, struct stripe_req *sr,
 	ch->sc.io.fua = op != ISCSI_CMD_READ && (req->flags & TD_REQ_FUA);
 	ch->sc.io.no_hole =
 		op == ISCSI_CMD_WRITE_ZEROES && (req->flags & TD_REQ_NO_HOLE);
+}
+
+static void child_prep(struct stripe_dev *dev, struct stripe_req *sr,
+		       uint32_t r, enum iscsi_cmd_op op,
+		       void (*done)(struct stripe_cmd *, int))
+{
+	const struct stripe_map_replica *rep = req_slot(dev, sr, r);
+
+	child_prep_at(sr, r, &dev->servers[rep->server], rep->lba, op, done);
 }
 
 static struct stripe_child *child_of(struct stripe_cmd *sc)
@@ -497,13 +506,39 @@ static uint32_t write_skippable(struct stripe_dev *dev,
 	return carried ? degraded : 0;
 }
 
+/* The replicas of sr's extent with a move target (written too). */
+static uint32_t move_targets(struct stripe_dev *dev,
+			     const struct stripe_req *sr)
+{
+	uint32_t mask = 0;
+
+	for (uint32_t r = 0; r < dev->map.replicas; r++)
+		if (dev->map.moves[stripe_map_slot_index(&dev->map, sr->column,
+							 sr->extent, r)]
+			    .active)
+			mask |= 1u << r;
+	return mask;
+}
+
+/* A write's child to the move target of replica r. */
+static void child_prep_move(struct stripe_dev *dev, struct stripe_req *sr,
+			    uint32_t r, enum iscsi_cmd_op op)
+{
+	const struct stripe_map_move *mv =
+		&dev->map.moves[stripe_map_slot_index(&dev->map, sr->column,
+						      sr->extent, r)];
+
+	child_prep_at(sr, STRIPE_MAX_REPLICAS + r, &dev->servers[mv->server],
+		      mv->lba, op, write_done);
+}
+
 void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	enum iscsi_cmd_op op = write_op(sr->req);
 	uint32_t live = 0, mask, skippable;
 	uint64_t gen = 0;
 
-	sr->issued_mask = sr->target_mask = 0;
+	sr->issued_mask = sr->target_mask = sr->move_mask = 0;
 	sr->err = 0;
 	sr->lock_blocker = false;
 	if (stripe_lock_route_write(dev, sr))
@@ -543,7 +578,9 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 	sr->wait_gen = gen;
 	mask = sr->issued_mask | sr->target_mask;
 	skippable = write_skippable(dev, sr, mask);
-	sr->pending = (uint32_t)__builtin_popcount(mask);
+	sr->move_mask = move_targets(dev, sr);
+	sr->pending = (uint32_t)__builtin_popcount(mask) +
+		      (uint32_t)__builtin_popcount(sr->move_mask);
 	TAILQ_INSERT_TAIL(&dev->writes, sr, link);
 	sr->in_writes = true;
 	/* No child completes inside stripe_cmd_submit or cmd_park: the count
@@ -557,6 +594,12 @@ void stripe_io_restart(struct stripe_dev *dev, struct stripe_req *sr)
 		else
 			stripe_cmd_submit(dev, &sr->child[r].sc);
 	}
+	for (uint32_t r = 0; r < dev->map.replicas; r++) {
+		if (!(sr->move_mask & (1u << r)))
+			continue;
+		child_prep_move(dev, sr, r, op);
+		stripe_cmd_submit(dev, &sr->child[STRIPE_MAX_REPLICAS + r].sc);
+	}
 }
 
 /* Sort the children's results into replicas that succeeded and failed. */
@@ -565,6 +608,19 @@ static void write_results(struct stripe_dev *dev, struct stripe_req *sr,
 {
 	*ok = *failed = 0;
 	*target_gen = 0;
+	for (uint32_t r = 0; r < dev->map.replicas; r++) {
+		int err = sr->child[STRIPE_MAX_REPLICAS + r].err;
+
+		/* A move target is not a replica yet: its failure spoils only
+		 * a copy under way (it is copied again from the start). */
+		if ((sr->move_mask & (1u << r)) && err &&
+		    !(err == -EOPNOTSUPP && sr->req->op == TD_OP_DISCARD))
+			stripe_resync_move_failed(
+				dev,
+				stripe_map_slot_index(&dev->map, sr->column,
+						      sr->extent, r),
+				err);
+	}
 	for (uint32_t r = 0; r < dev->map.replicas; r++) {
 		int err;
 
@@ -646,6 +702,14 @@ static bool write_fenced(struct stripe_dev *dev, struct stripe_req *sr)
 			continue;
 		stripe_fence_conflict(dev, ch->sc.srv);
 		fenced = true;
+	}
+	for (uint32_t r = 0; r < dev->map.replicas; r++) {
+		struct stripe_child *ch = &sr->child[STRIPE_MAX_REPLICAS + r];
+
+		if ((sr->move_mask & (1u << r)) && ch->err == -EACCES) {
+			stripe_fence_conflict(dev, ch->sc.srv);
+			fenced = true;
+		}
 	}
 	if (fenced) {
 		if (sr->target_mask)

@@ -63,22 +63,28 @@ const char *stripe_resync_state_name(enum stripe_resync_state s)
 	}
 }
 
+/* The server a run's target for slot is on: the move target's, if any. */
+static struct stripe_server *target_server(struct stripe_dev *dev, size_t slot)
+{
+	const struct stripe_map *m = &dev->map;
+
+	return &dev->servers[m->moves[slot].active ? m->moves[slot].server
+						   : m->slots[slot].server];
+}
+
 static bool candidate(struct stripe_dev *dev, size_t slot)
 {
 	const struct stripe_map *m = &dev->map;
-	uint32_t c = (uint32_t)(slot /
-				((size_t)m->replicas * m->extents_per_column));
-	uint32_t j = (uint32_t)((slot / m->replicas) % m->extents_per_column);
+	const struct stripe_server *srv = target_server(dev, slot);
 
-	const struct stripe_server *srv = &dev->servers[m->slots[slot].server];
-
-	if (dev->resync.auto_run && (srv->gate == STRIPE_GATE_BAD ||
-				     srv->ops->state(srv->be) != ISCSI_CONN_UP))
-		return false; /* on its own, only to a server that is back */
-	(void)c;
-	(void)j;
+	if (dev->resync.tried && dev->resync.tried[slot])
+		return false;
+	if (srv->gate == STRIPE_GATE_BAD ||
+	    (dev->resync.auto_run && srv->ops->state(srv->be) != ISCSI_CONN_UP))
+		return false;	   /* on its own, only to a server that is up */
+	if (m->moves[slot].active) /* a move: the whole extent, from any */
+		return true;
 	return m->slots[slot].stale && stripe_stale_durable(dev, slot) &&
-	       !(dev->resync.tried && dev->resync.tried[slot]) &&
 	       stripe_slot_has_source(dev, slot);
 }
 
@@ -113,11 +119,20 @@ void stripe_resync_route_write(struct stripe_dev *dev, struct stripe_req *sr)
 	struct stripe_resync *rs = &dev->resync;
 
 	if (rs->state != STRIPE_RESYNC_RUNNING || !rs->have_slot ||
-	    sr->column != rs->column || sr->extent != rs->extent)
-		return;
+	    rs->is_move || sr->column != rs->column || sr->extent != rs->extent)
+		return; /* a move target gets every write anyway */
 	/* Every write: the target's clean regions must stay clean, and
 	 * the copied ones exact. */
 	sr->target_mask = 1u << rs->replica;
+}
+
+void stripe_resync_move_failed(struct stripe_dev *dev, size_t slot, int err)
+{
+	const struct stripe_resync *rs = &dev->resync;
+
+	if (rs->state == STRIPE_RESYNC_RUNNING && rs->have_slot &&
+	    rs->is_move && rs->slot == slot)
+		stripe_resync_target_failed(dev, err);
 }
 
 void stripe_resync_target_failed(struct stripe_dev *dev, int err)
@@ -180,13 +195,18 @@ static void slot_done(struct stripe_dev *dev)
 {
 	struct stripe_resync *rs = &dev->resync;
 
-	stripe_stale_set(dev, rs->slot, false);
-	stripe_stale_commit(dev);
+	if (rs->is_move) {
+		stripe_move_swap(dev, rs->slot); /* logs it */
+	} else {
+		stripe_stale_set(dev, rs->slot, false);
+		stripe_stale_commit(dev);
+		td_vbd_info(dev->drv->vbd,
+			    "stripe: column %u extent %u replica %u "
+			    "resynchronised",
+			    rs->column, rs->extent, rs->replica);
+	}
 	rs->slots_done++;
 	rs->have_slot = false;
-	td_vbd_info(dev->drv->vbd,
-		    "stripe: column %u extent %u replica %u resynchronised",
-		    rs->column, rs->extent, rs->replica);
 	stripe_lock_release(dev);
 	slot_begin(dev);
 }
@@ -199,7 +219,14 @@ static void resync_cmd_prep(struct stripe_dev *dev, uint32_t r,
 	const struct stripe_map_replica *rep =
 		stripe_map_slot(&dev->map, rs->column, rs->extent, r);
 	struct stripe_server *srv = &dev->servers[rep->server];
+	uint64_t lba = rep->lba;
 
+	if (r == rs->replica && op != ISCSI_CMD_READ && rs->is_move) {
+		const struct stripe_map_move *mv = &dev->map.moves[rs->slot];
+
+		srv = &dev->servers[mv->server]; /* the new place */
+		lba = mv->lba;
+	}
 	memset(&rs->cmd.io, 0, sizeof(rs->cmd.io));
 	rs->cmd.srv = srv;
 	rs->cmd.done = done;
@@ -208,7 +235,7 @@ static void resync_cmd_prep(struct stripe_dev *dev, uint32_t r,
 		return;
 	rs->iov.iov_base = rs->buf;
 	rs->iov.iov_len = rs->chunk_len;
-	rs->cmd.io.lba = rep->lba + rs->cursor / srv->block_size;
+	rs->cmd.io.lba = lba + rs->cursor / srv->block_size;
 	rs->cmd.io.nr_blocks = (uint32_t)(rs->chunk_len / srv->block_size);
 	rs->cmd.io.iov = &rs->iov;
 	rs->cmd.io.iovcnt = 1;
@@ -282,7 +309,7 @@ static void read_source(struct stripe_dev *dev)
 		const struct stripe_map_replica *rep =
 			stripe_map_slot(&dev->map, rs->column, rs->extent, r);
 
-		if (r == rs->replica ||
+		if ((r == rs->replica && !rs->is_move) ||
 		    (rep->stale &&
 		     stripe_map_bits_test(
 			     stripe_map_slot_dirty(
@@ -337,6 +364,16 @@ static void lock_ready(struct stripe_dev *dev)
 	read_source(dev);
 }
 
+/* The regions the target misses: its dirty ones, or a move's to copy. */
+static const uint64_t *target_bits(struct stripe_dev *dev)
+{
+	const struct stripe_map *m = &dev->map;
+	const struct stripe_resync *rs = &dev->resync;
+
+	return rs->is_move ? stripe_map_move_dirty(m, rs->slot)
+			   : stripe_map_slot_dirty(m, rs->slot);
+}
+
 /* Move the cursor over the regions the target does not miss. */
 static void skip_clean(struct stripe_dev *dev)
 {
@@ -346,9 +383,9 @@ static void skip_clean(struct stripe_dev *dev)
 	uint32_t k = (uint32_t)(rs->cursor / m->region_bytes);
 
 	if (rs->cursor >= m->extent_size_bytes ||
-	    stripe_map_bits_test(stripe_map_slot_dirty(m, rs->slot), k))
+	    stripe_map_bits_test(target_bits(dev), k))
 		return;
-	k = stripe_map_bits_next(stripe_map_slot_dirty(m, rs->slot), n, k);
+	k = stripe_map_bits_next(target_bits(dev), n, k);
 	rs->cursor = (uint64_t)k * m->region_bytes;
 }
 
@@ -357,7 +394,7 @@ static uint64_t dirty_run(struct stripe_dev *dev, uint64_t max)
 {
 	struct stripe_resync *rs = &dev->resync;
 	const struct stripe_map *m = &dev->map;
-	const uint64_t *bits = stripe_map_slot_dirty(m, rs->slot);
+	const uint64_t *bits = target_bits(dev);
 	uint64_t end = rs->cursor, stop = rs->cursor + max;
 
 	while (end < stop &&
@@ -420,6 +457,7 @@ static void slot_begin(struct stripe_dev *dev)
 					     m->extents_per_column));
 		rs->cursor = 0;
 		rs->target_failed = false;
+		rs->is_move = m->moves[i].active;
 		rs->have_slot = true;
 		chunk_begin(dev);
 		return;
@@ -524,6 +562,17 @@ static void auto_poll(struct td_timer *t, void *opaque)
 	}
 	td_loop_timer_arm(dev->drv->loop, &rs->auto_timer, AUTO_POLL_US,
 			  auto_poll, dev);
+}
+
+void stripe_resync_kick(struct stripe_dev *dev)
+{
+	struct td_strbuf msg;
+
+	if (dev->resync.state == STRIPE_RESYNC_RUNNING)
+		return; /* the run takes the new target at its next slot */
+	td_strbuf_init(&msg);
+	run_start(dev, 0, false, &msg);
+	td_strbuf_free(&msg);
 }
 
 void stripe_resync_auto_start(struct stripe_dev *dev)

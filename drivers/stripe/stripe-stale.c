@@ -43,11 +43,55 @@
 
 /* --- the writer thread ------------------------------------------------------ */
 
+/*
+ * The thread's copy takes want's state: slots, regions, moves, and the
+ * servers that a replica or a move uses, numbered in order (a server a
+ * move left behind is dropped from the file, while the loop keeps its
+ * own numbering).  Under st->lock.  0 or -ENOMEM.
+ */
+static int want_to_copy(struct stripe_stale *st)
+{
+	struct stripe_map *w = &st->want_map, *c = &st->copy;
+	size_t nr = stripe_map_nr_slots(w);
+	size_t words = nr * stripe_map_region_words(w);
+	uint32_t *num = calloc(w->nr_servers, sizeof(*num)), n = 0;
+	struct stripe_map_server *s;
+
+	if (!num)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		num[w->slots[i].server] = 1;
+		if (w->moves[i].active)
+			num[w->moves[i].server] = 1;
+	}
+	if (!(s = realloc(c->servers, w->nr_servers * sizeof(*s)))) {
+		free(num);
+		return -ENOMEM;
+	}
+	c->servers = s;
+	for (uint32_t k = 0; k < w->nr_servers; k++)
+		if (num[k]) {
+			c->servers[n] = w->servers[k];
+			num[k] = n++;
+		}
+	c->nr_servers = n;
+	memcpy(c->slots, w->slots, nr * sizeof(*c->slots));
+	memcpy(c->moves, w->moves, nr * sizeof(*c->moves));
+	for (size_t i = 0; i < nr; i++) {
+		c->slots[i].server = num[w->slots[i].server];
+		if (c->moves[i].active)
+			c->moves[i].server = num[w->moves[i].server];
+	}
+	memcpy(c->dirty, w->dirty, words * sizeof(*c->dirty));
+	memcpy(c->move_dirty, w->move_dirty, words * sizeof(*c->move_dirty));
+	free(num);
+	return 0;
+}
+
 static void *writer_main(void *opaque)
 {
 	struct stripe_dev *dev = opaque;
 	struct stripe_stale *st = &dev->stale;
-	size_t nr = stripe_map_nr_slots(&st->copy);
 	uint64_t done = 0, one = 1;
 
 	pthread_mutex_lock(&st->lock);
@@ -61,15 +105,15 @@ static void *writer_main(void *opaque)
 		if (st->want_gen == done)
 			break; /* stopping, and everything asked is written */
 		gen = st->want_gen;
-		for (size_t i = 0; i < nr; i++)
-			st->copy.slots[i].stale = st->want[i];
-		memcpy(st->copy.dirty, st->want_bits,
-		       nr * stripe_map_region_words(&st->copy) *
-			       sizeof(*st->want_bits));
+		ret = want_to_copy(st);
 		pthread_mutex_unlock(&st->lock);
 
-		ret = stripe_map_rewrite(dev->path, &st->copy, &st->lock_fd,
-					 &err);
+		if (!ret)
+			ret = stripe_map_rewrite(dev->path, &st->copy,
+						 &st->lock_fd, &err);
+		else
+			snprintf(err.reason, sizeof(err.reason),
+				 "out of memory");
 
 		pthread_mutex_lock(&st->lock);
 		if (ret) {
@@ -169,13 +213,17 @@ static void stale_reap(struct td_fd *fde, uint32_t events, void *opaque)
 static void stale_want(struct stripe_dev *dev, size_t slot)
 {
 	struct stripe_stale *st = &dev->stale;
-	size_t words = stripe_map_region_words(&dev->map);
+	const struct stripe_map *m = &dev->map;
+	struct stripe_map *w = &st->want_map;
+	size_t words = stripe_map_region_words(m);
 
 	pthread_mutex_lock(&st->lock);
-	st->want[slot] = dev->map.slots[slot].stale;
-	memcpy(st->want_bits + slot * words,
-	       stripe_map_slot_dirty(&dev->map, slot),
-	       words * sizeof(*st->want_bits));
+	w->slots[slot] = m->slots[slot];
+	w->moves[slot] = m->moves[slot];
+	memcpy(stripe_map_slot_dirty(w, slot), stripe_map_slot_dirty(m, slot),
+	       words * sizeof(*w->dirty));
+	memcpy(stripe_map_move_dirty(w, slot), stripe_map_move_dirty(m, slot),
+	       words * sizeof(*w->move_dirty));
 	pthread_mutex_unlock(&st->lock);
 	st->mark_gen[slot] = st->gen_requested + 1;
 	st->dirty = true;
@@ -232,6 +280,29 @@ uint64_t stripe_stale_mark_range(struct stripe_dev *dev, size_t slot,
 		stale_want(dev, slot);
 	}
 	return stripe_stale_gen_for(dev, slot);
+}
+
+int stripe_stale_server_added(struct stripe_dev *dev)
+{
+	struct stripe_stale *st = &dev->stale;
+	struct stripe_map *w = &st->want_map;
+	const struct stripe_map *m = &dev->map;
+	struct stripe_map_server *s;
+
+	pthread_mutex_lock(&st->lock);
+	s = realloc(w->servers, m->nr_servers * sizeof(*s));
+	if (s) {
+		w->servers = s;
+		memcpy(s, m->servers, m->nr_servers * sizeof(*s));
+		w->nr_servers = m->nr_servers;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return s ? 0 : -ENOMEM;
+}
+
+void stripe_stale_slot_changed(struct stripe_dev *dev, size_t slot)
+{
+	stale_want(dev, slot);
 }
 
 void stripe_stale_told(struct stripe_dev *dev, bool *told)
@@ -312,22 +383,19 @@ static int stale_alloc(struct stripe_dev *dev)
 {
 	struct stripe_stale *st = &dev->stale;
 	size_t nr = stripe_map_nr_slots(&dev->map);
+	int ret;
 
 	st->mark_gen = calloc(nr, sizeof(*st->mark_gen));
 	st->notified = calloc(nr, sizeof(*st->notified));
-	st->want = calloc(nr, sizeof(*st->want));
-	st->want_bits = calloc(nr * stripe_map_region_words(&dev->map),
-			       sizeof(*st->want_bits));
-	if (!st->mark_gen || !st->notified || !st->want || !st->want_bits)
+	if (!st->mark_gen || !st->notified)
 		return -ENOMEM;
-	memcpy(st->want_bits, dev->map.dirty,
-	       nr * stripe_map_region_words(&dev->map) *
-		       sizeof(*st->want_bits));
 	for (size_t i = 0; i < nr; i++)
-		st->want[i] = st->notified[i] = dev->map.slots[i].stale;
+		st->notified[i] = dev->map.slots[i].stale;
 	st->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (st->efd < 0)
 		return -errno;
+	if ((ret = stripe_map_copy(&st->want_map, &dev->map)))
+		return ret;
 	return stripe_map_copy(&st->copy, &dev->map);
 }
 
@@ -383,12 +451,9 @@ void stripe_stale_stop(struct stripe_dev *dev)
 	stripe_map_free(&st->copy);
 	free(st->mark_gen);
 	free(st->notified);
-	free(st->want);
-	free(st->want_bits);
-	st->want_bits = NULL;
+	stripe_map_free(&st->want_map);
 	st->mark_gen = NULL;
 	st->notified = NULL;
-	st->want = NULL;
 	pthread_mutex_destroy(&st->lock);
 	pthread_cond_destroy(&st->cond);
 	st->inited = false;

@@ -2115,6 +2115,162 @@ static void test_scrub_control(void **state)
 	td_strbuf_free(&out);
 }
 
+/* --- moves (re-homing) ----------------------------------------------------------- */
+
+/* "stripe move ..." split at spaces (at most 16 words). */
+static int move_cmd(const char *line, struct td_strbuf *out)
+{
+	char buf[512], *argv[16], *save = NULL;
+	int argc = 0;
+
+	snprintf(buf, sizeof(buf), "move %s", line);
+	for (char *w = strtok_r(buf, " ", &save); w && argc < 16;
+	     w = strtok_r(NULL, " ", &save))
+		argv[argc++] = w;
+	td_strbuf_reset(out);
+	return td_vbd_driver_control(fx->vbd, "stripe", argc, argv, out);
+}
+
+/* The file's slot (c, j, r): its server's target and its lba. */
+static void file_place(uint32_t c, uint32_t j, uint32_t r, char *target,
+		       size_t len, uint64_t *lba, bool *move)
+{
+	struct stripe_map m;
+	struct stripe_map_error err;
+	size_t slot;
+
+	assert_int_equal(stripe_map_read(ts.path, &m, &err), 0);
+	slot = stripe_map_slot_index(&m, c, j, r);
+	snprintf(target, len, "%s", m.servers[m.slots[slot].server].target);
+	*lba = m.slots[slot].lba;
+	*move = m.moves[slot].active;
+	stripe_map_free(&m);
+}
+
+#define MOVE_S2                                                  \
+	"target=iqn.2026-01.test:s2 lun=1 portal=10.0.0.3:3260 " \
+	"address=10.0.0.3 block-size=512"
+
+/* Replica 1 of (0, 0) moves from server 1 to server 2 while written. */
+static void test_move_to_known_server(void **state)
+{
+	struct td_strbuf out;
+	char target[STRIPE_MAP_TARGET_SIZE];
+	uint64_t lba;
+	bool move;
+	int step = 0;
+
+	td_strbuf_init(&out);
+	start(&g2, NULL, ",auto_resync=off,resync_chunk=16K,resync_rate=1G");
+	fill(0, 41, IO_BYTES);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 0, IO_BYTES), 0);
+	assert_int_equal(move_cmd("add 0 0 1 " MOVE_S2 " lba=512", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "added"));
+	assert_int_equal(move_cmd("add 0 0 1 " MOVE_S2 " lba=512", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "already"));
+	assert_int_equal(move_cmd("add 0 0 1 " MOVE_S2 " lba=768", &out),
+			 -EBUSY);
+	while (dev()->moves_done == 0 && step < 100) {
+		fill(2, 200 + step, 4096);
+		assert_int_equal(do_io(2, TD_OP_WRITE,
+				       (step * 12 * KiB) % (64 * KiB) +
+					       (step % 2 ? 128 * KiB : 0),
+				       4096),
+				 0);
+		step++;
+	}
+	RUN_UNTIL(dev()->moves_done == 1);
+	assert_true(step > 1);
+	RUN_UNTIL(stripe_stale_pending(dev()) == 0);
+	file_place(0, 0, 1, target, sizeof(target), &lba, &move);
+	assert_string_equal(target, "iqn.2026-01.test:s2");
+	assert_int_equal(lba, 512);
+	assert_false(move);
+	/* the new place holds the extent: server 0's copy at lba 0 */
+	assert_memory_equal(mock_iscsi_data(2) + 512 * 512, mock_iscsi_data(0),
+			    128 * KiB);
+	/* writes go to the new place, no more to the old one */
+	fill(3, 77, 4096);
+	assert_int_equal(do_io(3, TD_OP_WRITE, 4096, 4096), 0);
+	assert_memory_equal(mock_iscsi_data(2) + 512 * 512 + 4096, ts.buf[3],
+			    4096);
+	assert_memory_not_equal(mock_iscsi_data(1) + 4096, ts.buf[3], 4096);
+	assert_int_equal(move_cmd("add 0 0 1 " MOVE_S2 " lba=512", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "done"));
+	td_strbuf_free(&out);
+}
+
+/* To a server the disk did not use: added, then in the map. */
+static void test_move_to_new_server(void **state)
+{
+	struct td_strbuf out;
+	char target[STRIPE_MAP_TARGET_SIZE];
+	uint64_t lba;
+	bool move;
+
+	td_strbuf_init(&out);
+	start(&g2, NULL, ",auto_resync=off,resync_rate=1G");
+	mock_iscsi.setup[3].block_size = 512;
+	fill(0, 43, IO_BYTES);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 128 * KiB, IO_BYTES), 0);
+	assert_int_equal(move_cmd("add 0 0 0 target=iqn.2026-01.test:s3 lun=1 "
+				  "portal=10.0.0.4:3260 address=10.0.0.4 "
+				  "block-size=512 lba=0",
+				  &out),
+			 0);
+	RUN_UNTIL(dev()->moves_done == 1 && stripe_stale_pending(dev()) == 0);
+	file_place(0, 0, 0, target, sizeof(target), &lba, &move);
+	assert_string_equal(target, "iqn.2026-01.test:s3");
+	assert_memory_equal(mock_iscsi_data(3), mock_iscsi_data(1), 128 * KiB);
+	/* the file opens again, and reads come from the new place */
+	td_vbd_close(fx->vbd);
+	fx->vbd = NULL;
+	assert_int_equal(open_stripe(NULL), 0);
+	assert_int_equal(dev()->map.nr_servers, 4);
+	td_strbuf_free(&out);
+}
+
+static void test_move_abort_and_refusals(void **state)
+{
+	struct td_strbuf out;
+	char target[STRIPE_MAP_TARGET_SIZE];
+	uint64_t lba;
+	bool move;
+
+	td_strbuf_init(&out);
+	/* a slow copy: 16K at 64K/s */
+	start(&g2, NULL, ",auto_resync=off,resync_chunk=16K,resync_rate=64K");
+	assert_int_equal(move_cmd("add 0 0 1", &out), -EINVAL);
+	assert_int_equal(move_cmd("add 9 0 1 " MOVE_S2 " lba=512", &out),
+			 -EINVAL);
+	assert_int_equal(move_cmd("add 0 0 1 target=iqn.2026-01.test:s2 lun=1 "
+				  "portal=10.0.0.3:3260 address=10.0.0.3 "
+				  "block-size=4096 lba=512",
+				  &out),
+			 -EINVAL); /* not s2's block size */
+	assert_int_equal(
+		move_cmd("add 0 0 1 " MOVE_S2 " lba=512 bogus=1", &out),
+		-EINVAL);
+	assert_int_equal(move_cmd("add 0 0 1 " MOVE_S2 " lba=512", &out), 0);
+	RUN_UNTIL(stripe_stale_pending(dev()) == 0);
+	file_place(0, 0, 1, target, sizeof(target), &lba, &move);
+	assert_true(move); /* the move line is in the file */
+	assert_int_equal(move_cmd("status", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "move 0 0 1: "
+						    "iqn.2026-01.test:s2"));
+	assert_int_equal(move_cmd("abort 0 0 1", &out), -EBUSY); /* copying */
+	assert_int_equal(control("resync", "stop", &out), 0);
+	RUN_UNTIL(dev()->resync.state != STRIPE_RESYNC_RUNNING);
+	assert_int_equal(move_cmd("abort 0 0 1", &out), 0);
+	RUN_UNTIL(stripe_stale_pending(dev()) == 0);
+	file_place(0, 0, 1, target, sizeof(target), &lba, &move);
+	assert_false(move);
+	assert_string_equal(target, "iqn.2026-01.test:s1");
+	assert_int_equal(move_cmd("abort 0 0 1", &out), 0);
+	assert_non_null(strstr(td_strbuf_str(&out), "no move"));
+	td_strbuf_free(&out);
+}
+
 /* --- control, reports, open errors ------------------------------------------- */
 
 static void test_control_and_reports(void **state)
@@ -2941,6 +3097,9 @@ int main(void)
 		T(test_al_recovery_marks_hot_regions),
 		T(test_al_torn_record),
 		T(test_al_small_log),
+		T(test_move_to_known_server),
+		T(test_move_to_new_server),
+		T(test_move_abort_and_refusals),
 		T(test_scrub_decide),
 		T(test_scrub_repairs_from_majority),
 		T(test_scrub_repair_fails),
