@@ -110,18 +110,14 @@ static int names_now(struct rh_disk *d, struct rh_task *t)
 	return names;
 }
 
-/* The map names our server for the slot (or NEW): it is the disk's. */
-static bool map_agrees(const struct rh_disk *d, const struct rh_task *t)
+/* The map names our server as the slot's replica (OLD). */
+static bool names_old(const struct rh_disk *d, const struct rh_task *t)
 {
-	const struct stripe_map_server *s;
-	size_t slot = slot_of(&d->m, t);
+	const struct stripe_map_server *s =
+		&d->m.servers[d->m.slots[slot_of(&d->m, t)].server];
 
-	if (t->incoming)
-		return true;
-	s = &d->m.servers[d->m.slots[slot].server];
-	return (!strcmp(s->target, d->rh->server->target) &&
-		s->lun == d->rh->server->lun) ||
-	       map_names(&d->m, t) == NAMES_REPLICA;
+	return !strcmp(s->target, d->rh->server->target) &&
+	       s->lun == d->rh->server->lun;
 }
 
 /* --- the master's side, before any copy --------------------------------------- */
@@ -180,22 +176,49 @@ static int turn_around(struct rh_disk *d, struct rh_task *t)
 	return ctl_rehome_begin(d->rh, t);
 }
 
+/*
+ * The map is not the disk's current one (a copy, an old file): it names
+ * neither OLD nor NEW for the slot.  Nothing is done to the move: the
+ * disk's real map may name NEW (a rerun with the right file resumes).
+ */
+static void disagrees(struct rh_disk *d, struct rh_task *t, bool done)
+{
+	ctl_rehome_failed(d->rh, t,
+			  "%s names neither server %u nor the new replica "
+			  "(server %u offset %" PRIu64 ") for this slot%s: "
+			  "not the disk's current map? nothing was changed",
+			  d->s.path, d->rh->server->id, t->new_id,
+			  t->new_offset,
+			  done ? ", which the master says was moved and "
+				 "committed already"
+			       : "");
+}
+
 /* Begin (or find) the move and settle what the map settles already. */
 static void settle(struct rh_disk *d, struct rh_task *t)
 {
 	enum names names;
+	int ret;
 
-	if (!in_map(&d->m, t) || !map_agrees(d, t)) {
-		ctl_rehome_failed(d->rh, t,
-				  "%s does not name server %u for this "
-				  "replica: not the disk's current map? "
-				  "nothing was changed",
-				  d->s.path, d->rh->server->id);
+	if (!in_map(&d->m, t)) {
+		ctl_rehome_failed(d->rh, t, "%s has no such slot", d->s.path);
 		return;
 	}
-	if (t->incoming ? find_incoming(d->rh, t) : ctl_rehome_begin(d->rh, t))
+	ret = t->incoming ? find_incoming(d->rh, t)
+			  : ctl_rehome_begin(d->rh, t);
+	if (ret < 0 || (ret > 0 && t->incoming))
 		return;
 	names = map_names(&d->m, t);
+	if (ret > 0) { /* moved and committed: the map must name NEW */
+		if (names != NAMES_REPLICA)
+			disagrees(d, t, true);
+		return;
+	}
+	if (!t->incoming && !names_old(d, t) && names != NAMES_REPLICA &&
+	    names != NAMES_MOVE) {
+		disagrees(d, t, false);
+		return;
+	}
 	if (t->incoming && names == NAMES_REPLICA) {
 		if (turn_around(d, t))
 			return;
@@ -244,19 +267,65 @@ static int driver(struct rh_disk *d, const char *words, struct td_strbuf *out)
 	return ctl_serve_command(&d->s, words, out);
 }
 
-/* "move abort C X R" to the driver; 0 or -1 with t failed. */
+/* Whether the driver's resync (the copy of moves too) is running. */
+static bool copy_running(struct rh_disk *d, struct td_strbuf *out)
+{
+	const char *l;
+
+	if (driver(d, "status", out))
+		return false;
+	l = strstr(td_strbuf_str(out), "resync: running");
+	return l && (l == td_strbuf_str(out) || l[-1] == '\n');
+}
+
+/* "resync stop" and wait (at most --timeout) until the run has ended. */
+static void stop_copy(struct rh_disk *d, struct td_strbuf *out)
+{
+	uint64_t end = td_now_ns() + d->s.o->timeout_s * NS_PER_S;
+
+	driver(d, "resync stop", out);
+	while (copy_running(d, out) && td_now_ns() < end)
+		ctl_serve_wait(&d->s);
+}
+
+/*
+ * "move abort C X R" to the driver (its copy stopped first when it runs:
+ * the run goes on with the other moves when restarted); 0 or -1 with t
+ * failed.
+ */
 static int driver_abort(struct rh_disk *d, struct rh_task *t,
 			struct td_strbuf *out)
 {
 	char w[64];
+	int err;
 
 	snprintf(w, sizeof(w), "move abort %u %u %u", t->column, t->extent,
 		 t->replica);
-	if (!driver(d, w, out))
+	if ((err = driver(d, w, out)) == -EBUSY) {
+		stop_copy(d, out);
+		err = driver(d, w, out);
+	}
+	if (!err)
 		return 0;
 	ctl_rehome_failed(d->rh, t, "the driver did not drop its move: %s",
 			  td_strbuf_str(out));
 	return -1;
+}
+
+/*
+ * --rate, online: the copy a "move add" started runs at the disk's
+ * resync_rate; stop it and start it again at RATE (it resumes where it
+ * was: the regions copied are cleared).  Offline the chain has the rate.
+ */
+static void apply_rate(struct rh_disk *d, struct td_strbuf *out)
+{
+	char w[48];
+
+	if (!d->s.pid || !d->s.o->rate_bytes_per_s)
+		return;
+	stop_copy(d, out);
+	snprintf(w, sizeof(w), "resync %" PRIu64, d->s.o->rate_bytes_per_s);
+	driver(d, w, out);
 }
 
 /*
@@ -306,6 +375,8 @@ static int start_copy(struct rh_disk *d, struct rh_task *t,
 		refused(d, t, err, td_strbuf_str(out));
 		return -1;
 	}
+	if (strncmp(td_strbuf_str(out), "done", 4))
+		apply_rate(d, out);
 	return 0;
 }
 

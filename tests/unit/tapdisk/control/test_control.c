@@ -389,7 +389,8 @@ static void test_bad_arguments(void **state)
 		      "ERR EINVAL unknown argument 'xml'; usage: stats [json]");
 	expect_prefix(call(fx, cl, "pause now\n"), "ERR EINVAL usage: pause");
 	expect_prefix(call(fx, cl, "info json json\n"), "ERR EINVAL");
-	expect_prefix(call(fx, cl, "a b c d e f g h i\n"), "ERR E2BIG");
+	expect_prefix(call(fx, cl, "a b c d e f g h i j k l m n o p q\n"),
+		      "ERR E2BIG");
 	expect_prefix(call(fx, cl, "info\n"), "OK ");
 }
 
