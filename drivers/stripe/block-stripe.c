@@ -771,15 +771,46 @@ static int control_auto(struct stripe_dev *dev, int argc, char **argv,
 	return 0;
 }
 
+/*
+ * "resync rate [RATE]": the disk's resync_rate at run time (the copies of
+ * the resync on its own and of moves start at it); a run in progress
+ * takes it at its next chunk.
+ */
+static int control_rate(struct stripe_dev *dev, int argc, char **argv,
+			struct td_strbuf *out)
+{
+	uint64_t rate;
+
+	if (argc == 3 &&
+	    (td_parse_size(argv[2], &rate) || rate < STRIPE_MIN_RESYNC_RATE)) {
+		td_strbuf_printf(out,
+				 "bad rate '%.64s': bytes per second, at least "
+				 "64K (K/M/G suffixes)",
+				 argv[2]);
+		return -EINVAL;
+	}
+	if (argc == 3) {
+		dev->opts.resync_rate = rate;
+		if (dev->resync.state == STRIPE_RESYNC_RUNNING)
+			dev->resync.rate_bytes_per_s = rate;
+	}
+	td_strbuf_printf(out, "resync rate %" PRIu64 "\n",
+			 dev->opts.resync_rate);
+	return 0;
+}
+
 static int control_resync(struct stripe_dev *dev, int argc, char **argv,
 			  struct td_strbuf *out)
 {
 	const char *rate_arg = argc > 1 ? argv[1] : NULL;
 	uint64_t rate = 0;
 
+	if (argc >= 2 && argc <= 3 && !strcmp(argv[1], "rate"))
+		return control_rate(dev, argc, argv, out);
 	if (argc > 3 || (argc == 3 && strcmp(argv[1], "auto"))) {
 		td_strbuf_puts(out, "usage: resync [RATE] | resync stop | "
-				    "resync auto [on|off]");
+				    "resync auto [on|off] | resync rate "
+				    "[RATE]");
 		return -EINVAL;
 	}
 	if (rate_arg && !strcmp(rate_arg, "stop"))
@@ -853,7 +884,8 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 	if (!strcmp(argv[0], "move"))
 		return stripe_move_control(dev, argc, argv, out);
 	td_strbuf_puts(out, "stripe commands: resync [RATE], resync stop, "
-			    "resync auto [on|off], verify [--repair] "
+			    "resync auto [on|off], resync rate [RATE], "
+			    "verify [--repair] "
 			    "[RATE], verify stop, verify status, move add|"
 			    "abort|status, status, lease, handover HOST");
 	return -EINVAL;

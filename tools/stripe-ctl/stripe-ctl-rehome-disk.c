@@ -40,7 +40,8 @@ struct rh_disk {
 	struct rehome *rh;
 	struct rh_task *tasks;
 	size_t n;
-	struct stripe_map m; /* as read before the run */
+	struct stripe_map m;  /* as read before the run */
+	uint64_t rate_before; /* online --rate: the disk's resync_rate */
 };
 
 /* --- the map ---------------------------------------------------------------- */
@@ -313,9 +314,10 @@ static int driver_abort(struct rh_disk *d, struct rh_task *t,
 }
 
 /*
- * --rate, online: the copy a "move add" started runs at the disk's
- * resync_rate; stop it and start it again at RATE (it resumes where it
- * was: the regions copied are cleared).  Offline the chain has the rate.
+ * --rate, online: "resync rate RATE" sets the disk's resync_rate, which
+ * the copies of moves run at (a run in progress from its next chunk);
+ * the rate it had is put back at the end (d->rate_before).  Offline the
+ * chain has it.
  */
 static void apply_rate(struct rh_disk *d, struct td_strbuf *out)
 {
@@ -323,8 +325,25 @@ static void apply_rate(struct rh_disk *d, struct td_strbuf *out)
 
 	if (!d->s.pid || !d->s.o->rate_bytes_per_s)
 		return;
-	stop_copy(d, out);
-	snprintf(w, sizeof(w), "resync %" PRIu64, d->s.o->rate_bytes_per_s);
+	if (!driver(d, "resync rate", out))
+		sscanf(td_strbuf_str(out), "resync rate %" SCNu64,
+		       &d->rate_before);
+	snprintf(w, sizeof(w), "resync rate %" PRIu64,
+		 d->s.o->rate_bytes_per_s);
+	if (driver(d, w, out))
+		fprintf(stderr,
+			"stripe-ctl: %s: tapdisk %d did not take the rate: "
+			"%s; copying at the disk's resync_rate\n",
+			d->rh->verb, d->s.pid, td_strbuf_str(out));
+}
+
+static void restore_rate(struct rh_disk *d, struct td_strbuf *out)
+{
+	char w[48];
+
+	if (!d->rate_before)
+		return;
+	snprintf(w, sizeof(w), "resync rate %" PRIu64, d->rate_before);
 	driver(d, w, out);
 }
 
@@ -375,8 +394,6 @@ static int start_copy(struct rh_disk *d, struct rh_task *t,
 		refused(d, t, err, td_strbuf_str(out));
 		return -1;
 	}
-	if (strncmp(td_strbuf_str(out), "done", 4))
-		apply_rate(d, out);
 	return 0;
 }
 
@@ -384,6 +401,8 @@ static int start_copy(struct rh_disk *d, struct rh_task *t,
 
 struct follow {
 	uint64_t start_ns, first, copied, total, last_ns;
+	uint64_t
+		text_hash; /* of the whole "move status": any move's progress */
 	bool seen;
 	unsigned int missing;
 	char state[16];
@@ -441,7 +460,7 @@ static void show(struct rh_disk *d, const struct rh_task *t,
 static int poll_status(struct rh_disk *d, struct rh_task *t, struct follow *f,
 		       struct td_strbuf *out)
 {
-	uint64_t before = f->copied;
+	uint64_t hash = 5381;
 
 	if (driver(d, "move status", out)) {
 		ctl_rehome_failed(d->rh, t,
@@ -451,6 +470,11 @@ static int poll_status(struct rh_disk *d, struct rh_task *t, struct follow *f,
 				  td_strbuf_str(out));
 		return -1;
 	}
+	for (const char *c = td_strbuf_str(out); *c; c++)
+		hash = hash * 33 + (unsigned char)*c;
+	if (hash != f->text_hash) /* some move of the disk goes on */
+		f->last_ns = td_now_ns();
+	f->text_hash = hash;
 	if (!parse_move(td_strbuf_str(out), t, f)) {
 		f->missing++;
 		return 0;
@@ -458,14 +482,12 @@ static int poll_status(struct rh_disk *d, struct rh_task *t, struct follow *f,
 	f->missing = 0;
 	if (!f->seen)
 		f->first = f->copied;
-	if (!f->seen || f->copied != before)
-		f->last_ns = td_now_ns();
 	f->seen = true;
 	return 0;
 }
 
 /* Wait until the map names NEW as the slot's replica; 0 or -1 (failed). */
-static int wait_swap(struct rh_disk *d, struct rh_task *t,
+static int wait_swap(struct rh_disk *d, struct rh_task *t, uint64_t t0,
 		     struct td_strbuf *out)
 {
 	uint64_t stall = (d->s.o->timeout_s > MIN_STALL_S ? d->s.o->timeout_s
@@ -501,41 +523,59 @@ static int wait_swap(struct rh_disk *d, struct rh_task *t,
 		show(d, t, &f, false);
 		ctl_serve_wait(&d->s);
 	}
-	t->copy_ns = td_now_ns() - f.start_ns;
+	t->copy_ns = td_now_ns() - t0;
 	t->bytes = d->m.extent_size_bytes - (f.seen ? f.first : 0);
 	show(d, t, &f, true);
 	return 0;
 }
 
-static void copy_one(struct rh_disk *d, struct rh_task *t,
-		     struct td_strbuf *out)
+/* A move into the server: dropped by the driver, then at the master. */
+static void drop_incoming(struct rh_disk *d, struct rh_task *t,
+			  struct td_strbuf *out)
 {
-	t->mode = d->s.pid ? "online" : "offline";
-	if (t->incoming) {
-		if (!driver_abort(d, t, out) && names_now(d, t) == NAMES_NONE)
-			t->outcome = ctl_rehome_abort(d->rh, t) ? "failed"
-								: "aborted";
-		else if (!t->outcome)
-			ctl_rehome_failed(d->rh, t,
-					  "the map still names the move into "
-					  "the server; run the command again");
-		return;
-	}
-	if (start_copy(d, t, out) || wait_swap(d, t, out))
-		return;
-	if (!ctl_rehome_commit(d->rh, t))
-		t->outcome = "moved";
+	if (!driver_abort(d, t, out) && names_now(d, t) == NAMES_NONE)
+		t->outcome = ctl_rehome_abort(d->rh, t) ? "failed" : "aborted";
+	else if (!t->outcome)
+		ctl_rehome_failed(d->rh, t,
+				  "the map still names the move into the "
+				  "server; run the command again");
 }
 
+/*
+ * Every move of the disk is given to the driver at once (one copy run
+ * takes them one after the other, at --rate when given), then each swap
+ * is waited for and committed in turn.
+ */
 static int run(struct ctl_serve *s)
 {
 	struct rh_disk *d = (struct rh_disk *)s;
+	uint64_t t0 = td_now_ns();
 	struct td_strbuf out;
+	bool copying = false;
 
 	td_strbuf_init(&out);
-	for (size_t i = 0; i < d->n && !ctl_interrupted; i++)
-		if (d->tasks[i].need_copy)
-			copy_one(d, &d->tasks[i], &out);
+	apply_rate(d, &out);
+	for (size_t i = 0; i < d->n && !ctl_interrupted; i++) {
+		struct rh_task *t = &d->tasks[i];
+
+		if (!t->need_copy)
+			continue;
+		t->mode = d->s.pid ? "online" : "offline";
+		if (t->incoming)
+			drop_incoming(d, t, &out);
+		else if (!start_copy(d, t, &out))
+			copying = true;
+	}
+	for (size_t i = 0; i < d->n && !ctl_interrupted; i++) {
+		struct rh_task *t = &d->tasks[i];
+
+		if (t->need_copy && !t->incoming && !t->outcome &&
+		    !wait_swap(d, t, t0, &out) && !ctl_rehome_commit(d->rh, t))
+			t->outcome = "moved";
+	}
+	if (copying)
+		d->rh->copy_ns += td_now_ns() - t0;
+	restore_rate(d, &out);
 	td_strbuf_free(&out);
 	return 0;
 }

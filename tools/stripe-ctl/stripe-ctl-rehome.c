@@ -328,6 +328,7 @@ struct tally {
 static void count(const struct rehome *rh, struct tally *n)
 {
 	memset(n, 0, sizeof(*n));
+	n->copy_ns = rh->copy_ns;
 	for (size_t i = 0; i < rh->nr_tasks; i++) {
 		const struct rh_task *t = &rh->tasks[i];
 		const char *o = t->outcome ? t->outcome : "failed";
@@ -338,7 +339,6 @@ static void count(const struct rehome *rh, struct tally *n)
 		n->aborted += !strcmp(o, "aborted");
 		n->failed += !strcmp(o, "failed");
 		n->bytes += t->bytes;
-		n->copy_ns += t->copy_ns;
 	}
 }
 

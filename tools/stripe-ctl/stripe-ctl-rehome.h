@@ -29,7 +29,8 @@ struct rh_task {
 	bool need_copy;	     /* the driver has to copy (or drop) it */
 	const char *outcome; /* moved, committed, already, aborted, failed */
 	char error[RH_ERROR_SIZE];
-	uint64_t bytes, copy_ns;
+	uint64_t bytes;
+	uint64_t copy_ns; /* from the disk's first "move add" to the swap */
 	const char *file, *mode; /* the map used; online, offline */
 };
 
@@ -44,6 +45,7 @@ struct rehome {
 	struct rh_task *tasks;
 	size_t nr_tasks, cap_tasks;
 	uint64_t start_ns;
+	uint64_t copy_ns; /* the disks' copy runs, end to end */
 	bool tty, line_open;
 	char **files; /* the maps' paths, for the report */
 	size_t nr_files;
