@@ -1780,6 +1780,30 @@ static void test_auto_resync_off(void **state)
 	td_strbuf_free(&out);
 }
 
+/* "resync rate [RATE]": the disk's resync_rate at run time. */
+static void test_resync_rate_control(void **state)
+{
+	struct td_strbuf out;
+
+	td_strbuf_init(&out);
+	start(&g2, g2_stale_001, ",auto_resync=off");
+	assert_int_equal(control("resync", "rate", &out), 0);
+	assert_string_equal(td_strbuf_str(&out), "resync rate 67108864\n");
+	assert_int_equal(control2("resync", "rate", "1M", &out), 0);
+	assert_string_equal(td_strbuf_str(&out), "resync rate 1048576\n");
+	assert_int_equal(dev()->opts.resync_rate, 1 << 20);
+	assert_int_equal(control2("resync", "rate", "1K", &out), -EINVAL);
+	assert_int_equal(control2("resync", "rate", "fast", &out), -EINVAL);
+	assert_int_equal(dev()->opts.resync_rate, 1 << 20);
+	/* a run started now takes it */
+	assert_int_equal(control("resync", NULL, &out), 0);
+	assert_int_equal(dev()->resync.rate_bytes_per_s, 1 << 20);
+	assert_int_equal(control2("resync", "rate", "2M", &out), 0);
+	assert_int_equal(dev()->resync.rate_bytes_per_s, 2 << 20);
+	RUN_UNTIL(dev()->resync.state == STRIPE_RESYNC_DONE);
+	td_strbuf_free(&out);
+}
+
 static void write_al(bool clean, const uint64_t *ids, uint32_t nr, uint64_t gen)
 {
 	char path[160];
@@ -3094,6 +3118,7 @@ int main(void)
 		T(test_region_resync_copies_only_missed),
 		T(test_auto_resync_when_server_back),
 		T(test_auto_resync_off),
+		T(test_resync_rate_control),
 		T(test_al_recovery_marks_hot_regions),
 		T(test_al_torn_record),
 		T(test_al_small_log),
