@@ -50,7 +50,7 @@ int ctl_cmd_server_fail(struct ctl_opts *o)
 		       s->lun, s->portal,
 		       rep.changed ? "failed: no new extents go to it, its "
 				     "replicas count as lost; re-home them "
-				     "(stripe-ctl extent move)"
+				     "(stripe-ctl server fail --rehome)"
 				   : "already failed; nothing changed");
 	master_reply_free(&rep);
 	master_client_close(c);
