@@ -397,6 +397,18 @@ static int start_copy(struct rh_disk *d, struct rh_task *t,
 	return 0;
 }
 
+/*
+ * Make sure a copy run goes: a move the driver had already (resumed from
+ * the map after a restart) starts no run by itself, and offline (or with
+ * auto_resync=off) nothing else would start one.  "resync" starts one at
+ * the disk's resync_rate (a running one answers EALREADY: fine).
+ */
+static void kick(struct rh_disk *d, struct td_strbuf *out)
+{
+	if (!copy_running(d, out))
+		driver(d, "resync", out);
+}
+
 /* --- following the copy ----------------------------------------------------- */
 
 struct follow {
@@ -404,7 +416,7 @@ struct follow {
 	uint64_t
 		text_hash; /* of the whole "move status": any move's progress */
 	bool seen;
-	unsigned int missing;
+	unsigned int missing, polls;
 	char state[16];
 };
 
@@ -520,6 +532,8 @@ static int wait_swap(struct rh_disk *d, struct rh_task *t, uint64_t t0,
 			if (start_copy(d, t, out))
 				return -1;
 		}
+		if (++f.polls % MISSING_POLLS == 0)
+			kick(d, out);
 		show(d, t, &f, false);
 		ctl_serve_wait(&d->s);
 	}
@@ -566,6 +580,8 @@ static int run(struct ctl_serve *s)
 		else if (!start_copy(d, t, &out))
 			copying = true;
 	}
+	if (copying)
+		kick(d, &out);
 	for (size_t i = 0; i < d->n && !ctl_interrupted; i++) {
 		struct rh_task *t = &d->tasks[i];
 
