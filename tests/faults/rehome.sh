@@ -18,7 +18,8 @@
 #     command fails, the master is started again, the rerun finishes.
 #     The writer of 2 and 3 loses nothing; no leaked or doubly owned
 #     extent (--check), no map names a freed extent.
-#  4. offline: no tapdisk serves d1: stripe-ctl copies itself.
+#  4. offline: no tapdisk serves d1: stripe-ctl copies itself; killed
+#     (-9) in the middle, it finishes when run again.
 #  5. bad input: an unknown server; failing a server twice (the second
 #     finishes, exit 0); a disk whose map is missing (refused for that disk,
 #     nothing moved, then done once the map is back); the last server of a
@@ -251,12 +252,23 @@ check_master "after the evacuations" "$WORK/d1.map"
 # --- 4. offline: no tapdisk serves d1 -------------------------------------------
 unserve "$TD_PID" d1 && pass "tapdisk (d1) stopped cleanly"
 EVAC3=$(pick_server "$DEAD" "$EVAC" "$EVAC2")
+# stripe-ctl itself killed (-9) while it copies: the map keeps the moves
+"$CTL" --master "$LAB_MASTER" server evacuate --target "$(target_of "$EVAC3")" --lun 1 \
+	--rate $RATE "$WORK/d1.map" >/dev/null 2>"$WORK/evac5k.err" &
+EVAC_PID=$!
+for ((t = 0; t < 100; t++)); do grep -q '^move ' "$WORK/d1.map" && break; sleep 0.1; done
+sleep 0.3
+kill -KILL "$EVAC_PID"
+wait "$EVAC_PID" 2>/dev/null
+grep -q '^move ' "$WORK/d1.map" &&
+	pass "offline: stripe-ctl killed -9 mid-copy, its moves stay in the map ($(grep -c '^move ' "$WORK/d1.map"))" ||
+	fail "offline: a move line in the map when stripe-ctl is killed" "$(cat "$WORK/evac5k.err")"
 out=$(ctl --json server evacuate --target "$(target_of "$EVAC3")" --lun 1 --rate $RATE \
 	"$WORK/d1.map" 2>"$WORK/evac5.err")
 rc=$?
 echo "$out" >"$WORK/evac5.json"
 [ $rc = 0 ] && [ "$(json_get "j['left'], j['failed'], sorted({m['mode'] for m in j['moves']})" <<<"$out")" = "0 0 ['offline']" ] &&
-	pass "offline evacuation: stripe-ctl copied itself, server $EVAC3 holds nothing" ||
+	pass "offline evacuation rerun: stripe-ctl copied itself, server $EVAC3 holds nothing" ||
 	fail "offline evacuation (exit $rc)" "$(cat "$WORK/evac5.err"; echo "$out" | head -30)"
 data_checks "after the offline evacuation"
 no_moves "after the offline evacuation"
