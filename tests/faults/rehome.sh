@@ -153,11 +153,13 @@ rate_figure() {
 	json_get "'copied %.1f MiB in %.2f s: %.2f MiB/s (limit $2)' % (j['bytes_copied'] / 1048576, j['copy_ms'] / 1000, j['copy_rate_bytes_per_s'] / 1048576)" <"$1"
 }
 
+# Started as lab.sh starts it (not this shell's child), recorded for
+# lab.sh down.
 restart_master() {
-	setsid "$MASTER_BIN" --foreground --db "$LAB_STATE/master.db" --listen "$LAB_MASTER" \
+	local pid st t
+	pid=$( (setsid "$MASTER_BIN" --foreground --db "$LAB_STATE/master.db" --listen "$LAB_MASTER" \
 		--allow 127.0.0.0/8 --allow "$LAB_NET.0.0/16" --extent-size 4M \
-		>>"$LAB_STATE/master.log" 2>&1 </dev/null &
-	local pid=$! st t
+		>>"$LAB_STATE/master.log" 2>&1 </dev/null & echo $!))
 	st=$(awk '{ sub(/.*\) /, ""); print $20 }' "/proc/$pid/stat")
 	echo "$pid $st" >"$LAB_STATE/master.pid" # lab.sh down stops it
 	for ((t = 0; t < 50; t++)); do
@@ -314,7 +316,6 @@ out=$(ctl server evacuate --target "${LIVE[0]}" --lun 1 --map-dir "$WORK" 2>&1)
 # Now every live replica is on the servers of site b; with one of them
 # drained, an extent on the two others has no distinct host to go to.
 mapfile -t LIVE < <(ctl --json server list | json_get "'\n'.join(s['target'] for s in j if s['state'] == 'ok')")
-cp "$WORK/d3.map" "$WORK/d3.before"
 out=$(ctl server evacuate --target "${LIVE[0]}" --lun 1 --map-dir "$WORK" 2>&1)
 rc=$?
 [ $rc = 1 ] && grep -q "no server may take a new replica" <<<"$out" &&
