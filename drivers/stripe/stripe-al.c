@@ -422,6 +422,10 @@ static int al_recover(struct stripe_dev *dev)
 		memset(&al->rec, 0, sizeof(al->rec));
 		return 0;
 	}
+	if (!ret && al->rec.clean) {
+		free(ids); /* closed cleanly: whatever map it was written for */
+		return 0;
+	}
 	if (ret == -EBADMSG || (!ret && !record_fits(m, &al->rec))) {
 		td_err("stripe: %s: the activity log %s %s; taking every "
 		       "extent as written when the disk was last closed: "
