@@ -132,6 +132,8 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 		ret = parse_u32(v, 0, STRIPE_AL_MAX_CAP, &o->al_regions);
 		if (!ret && o->al_regions && o->al_regions < STRIPE_AL_MIN_CAP)
 			ret = -EINVAL;
+	} else if (key_is(opt, klen, "al_unit")) {
+		ret = parse_size_opt(v, 4096, 1ull << 40, 4096, &o->al_unit);
 	} else if (key_is(opt, klen, "auto_resync")) {
 		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
 		o->auto_resync_off = !strcmp(v, "off");
@@ -167,8 +169,8 @@ static int parse_options(struct stripe_dev *dev)
 				"resync_rate=SIZE (at least 64K), "
 				"resync_chunk=SIZE (a multiple of 4K, at most "
 				"64M), al_regions=0 or 16-65536, "
-				"auto_resync=on|off, lease=on|off or "
-				"initiator=IQN",
+				"al_unit=SIZE, auto_resync=on|off, "
+				"lease=on|off or initiator=IQN",
 				comma + 1);
 		if (ret > 0)
 			break;

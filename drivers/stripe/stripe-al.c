@@ -102,14 +102,14 @@ static void req_regions(const struct stripe_dev *dev,
 			uint64_t *last)
 {
 	const struct stripe_map *m = &dev->map;
-	uint64_t per = stripe_map_region_count(m);
+	const struct stripe_al *al = &dev->al;
 	uint64_t base =
 		((uint64_t)sr->column * m->extents_per_column + sr->extent) *
-		per;
+		al->per_extent;
 	uint64_t len = sr->bytes ? sr->bytes : 1;
 
-	*first = base + sr->ext_off / m->region_bytes;
-	*last = base + (sr->ext_off + len - 1) / m->region_bytes;
+	*first = base + sr->ext_off / al->unit;
+	*last = base + (sr->ext_off + len - 1) / al->unit;
 }
 
 static void drop_refs(struct stripe_al *al, uint64_t first, uint64_t last)
@@ -402,8 +402,9 @@ static bool record_fits(const struct stripe_map *m,
 			const struct stripe_al_record *rec)
 {
 	return rec->extents == m->columns * m->extents_per_column &&
-	       rec->region_bytes * rec->regions_per_extent ==
-		       m->extent_size_bytes;
+	       rec->regions_per_extent ==
+		       (m->extent_size_bytes + rec->region_bytes - 1) /
+			       rec->region_bytes;
 }
 
 /*
@@ -419,6 +420,10 @@ static int al_recover(struct stripe_dev *dev)
 
 	if (ret == -ENOENT) {
 		memset(&al->rec, 0, sizeof(al->rec));
+		return 0;
+	}
+	if (!ret && al->rec.clean) {
+		free(ids); /* closed cleanly: whatever map it was written for */
 		return 0;
 	}
 	if (ret == -EBADMSG || (!ret && !record_fits(m, &al->rec))) {
@@ -472,8 +477,8 @@ static int al_write_now(struct stripe_dev *dev, uint64_t gen, bool clean)
 		.gen = gen,
 		.clean = clean,
 		.nr = 0,
-		.region_bytes = m->region_bytes,
-		.regions_per_extent = (uint32_t)stripe_map_region_count(m),
+		.region_bytes = al->unit,
+		.regions_per_extent = al->per_extent,
 		.extents = m->columns * m->extents_per_column,
 	};
 	int ret = stripe_al_file_write(al->fd, al->cap, &rec, NULL);
@@ -530,6 +535,26 @@ int stripe_al_open(struct stripe_dev *dev, int *lock_fd)
 	if (dev->drv->read_only || !dev->opts.al_regions)
 		return 0;
 	al->cap = dev->opts.al_regions;
+	/* The log's unit: whole regions, at most E; STRIPE_AL_UNIT or so. */
+	al->unit = dev->map.region_bytes;
+	if (dev->opts.al_unit) {
+		if (dev->opts.al_unit % al->unit ||
+		    dev->opts.al_unit > dev->map.extent_size_bytes)
+			return td_driver_fail(
+				dev->drv, -EINVAL,
+				"stripe: %s: al_unit=%" PRIu64 " must be a "
+				"multiple of the map's region size (%" PRIu64
+				") and at most its extent size (%" PRIu64 ")",
+				dev->path, dev->opts.al_unit, al->unit,
+				dev->map.extent_size_bytes);
+		al->unit = dev->opts.al_unit;
+	}
+	while (!dev->opts.al_unit && al->unit * 2 <= STRIPE_AL_UNIT &&
+	       al->unit * 2 <= dev->map.extent_size_bytes)
+		al->unit *= 2;
+	al->per_extent = (uint32_t)((dev->map.extent_size_bytes + al->unit -
+				     1) /
+				    al->unit);
 	pthread_mutex_init(&al->lock, NULL);
 	pthread_cond_init(&al->cond, NULL);
 	al->inited = true;

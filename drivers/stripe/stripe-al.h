@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* One entry covers STRIPE_AL_UNIT bytes (whole regions; at most E). */
+#define STRIPE_AL_UNIT	      (4ull << 20)
 #define STRIPE_AL_DEFAULT_CAP 1024u
 #define STRIPE_AL_MIN_CAP     16u
 #define STRIPE_AL_MAX_CAP     65536u

@@ -395,6 +395,8 @@ struct stripe_al {
 	bool enabled; /* open, writable, al_regions > 0 */
 	bool inited;
 	uint32_t cap, nr, nbuckets;
+	uint64_t unit;	     /* bytes of one log entry: whole regions */
+	uint32_t per_extent; /* entries per extent */
 	struct stripe_al_entry *e;
 	uint32_t *bucket;
 	uint64_t tick;
@@ -586,6 +588,7 @@ struct stripe_opts {
 	char *initiator;
 	bool lease_off; /* lease=off: no lease taken (a map no other host has) */
 	uint32_t al_regions;  /* activity log entries; 0 = no log */
+	uint64_t al_unit;     /* bytes per log entry; 0 = the default */
 	bool auto_resync_off; /* auto_resync=off */
 };
 

@@ -1888,7 +1888,7 @@ static void test_al_torn_record(void **state)
 /* Writes go through a log of 16 regions: old ones are evicted. */
 static void test_al_small_log(void **state)
 {
-	start(&g2, NULL, ",al_regions=16");
+	start(&g2, NULL, ",al_regions=16,al_unit=4K");
 	for (int i = 0; i < 24; i++)
 		assert_int_equal(
 			do_io(0, TD_OP_WRITE, (uint64_t)i * 4096, 4096), 0);
@@ -1905,6 +1905,12 @@ static void test_al_small_log(void **state)
 	fx->vbd = NULL;
 	assert_int_equal(open_stripe(",al_regions=8"), -EINVAL);
 	fx->vbd = NULL;
+	assert_int_equal(open_stripe(",al_unit=6K"), -EINVAL);
+	fx->vbd = NULL;
+	assert_int_equal(open_stripe(",al_unit=256K"), -EINVAL); /* > E */
+	fx->vbd = NULL;
+	assert_int_equal(open_stripe(NULL), 0);
+	assert_int_equal(dev()->al.unit, 128 * KiB); /* 4M, at most E */
 }
 
 /* --- scrub ------------------------------------------------------------------------ */
