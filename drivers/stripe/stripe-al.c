@@ -552,9 +552,9 @@ int stripe_al_open(struct stripe_dev *dev, int *lock_fd)
 	while (!dev->opts.al_unit && al->unit * 2 <= STRIPE_AL_UNIT &&
 	       al->unit * 2 <= dev->map.extent_size_bytes)
 		al->unit *= 2;
-	al->per_extent = (uint32_t)((dev->map.extent_size_bytes + al->unit -
-				     1) /
-				    al->unit);
+	al->per_extent =
+		(uint32_t)((dev->map.extent_size_bytes + al->unit - 1) /
+			   al->unit);
 	pthread_mutex_init(&al->lock, NULL);
 	pthread_cond_init(&al->cond, NULL);
 	al->inited = true;
