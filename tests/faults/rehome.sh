@@ -7,7 +7,7 @@
 # A lab of 8 servers with 4 MiB extents; disk d1: 32 MiB, S=2, R=2, filled
 # with random data and served by a tapdisk.  Cases:
 #  1. fail: under a write stream, the server of one replica dies for good
-#     (lab.sh kill); `server fail --rehome` re-homes every replica it held
+#     (lab.sh kill); `server fail` re-homes every replica it held
 #     from the surviving ones: the writer sees no error, the disk reads back
 #     as written, every live replica holds the data (stripe-io.py backing),
 #     the replicas agree, the failed server holds nothing, the master's
@@ -175,20 +175,20 @@ head -c 32M /dev/urandom >"$WORK/d1.img"
 serve d1 "stripe:$WORK/d1.map,cmd_timeout_ms=3000" || { summary; exit 1; }
 nbdcopy "$WORK/d1.img" "$URI" || fail "d1 filled" ""
 
-# --- 1. a server dies for good under writes: server fail --rehome -------------
+# --- 1. a server dies for good under writes: server fail (re-homes) ----------
 T0=$EPOCHREALTIME
 DEAD=$(server_of_slot "$WORK/d1.map" 0 0 1)
 BEFORE=$(holds "$DEAD")
 start_writer
 "$LAB" kill "$DEAD" >/dev/null
 sleep 1
-out=$(ctl --json server fail --target "$(target_of "$DEAD")" --lun 1 --rehome \
+out=$(ctl --json server fail --target "$(target_of "$DEAD")" --lun 1 \
 	"$WORK/d1.map" 2>"$WORK/fail.err")
 rc=$?
 echo "$out" >"$WORK/fail.json"
 [ $rc = 0 ] && [ "$(json_get "j['left'], j['failed'], j['moved']" <<<"$out")" = "0 0 $BEFORE" ] &&
-	pass "server fail --rehome: the $BEFORE replicas of server $DEAD re-homed, none left ($(elapsed "$T0") s)" ||
-	fail "server fail --rehome (exit $rc)" "$(cat "$WORK/fail.err"; echo "$out" | head -40)"
+	pass "server fail: the $BEFORE replicas of server $DEAD re-homed, none left ($(elapsed "$T0") s)" ||
+	fail "server fail (exit $rc)" "$(cat "$WORK/fail.err"; echo "$out" | head -40)"
 grep -c -- '-> server' "$WORK/fail.err" | grep -qx "$BEFORE" &&
 	pass "a progress line per replica on stderr" || fail "progress lines" "$(cat "$WORK/fail.err")"
 stop_writer "fail under writes"

@@ -71,15 +71,15 @@ case_fresh() {
 
 case_fail() {
 	local out
-	out=$(ctl server fail --target ${IQN}0 --lun 1 2>&1) &&
+	out=$(ctl server fail --target ${IQN}0 --lun 1 --mark-only 2>&1) &&
 		echo "$out" | grep -q "failed: no new extents" &&
-		out=$(ctl server fail --target ${IQN}0 --lun 1 2>&1) &&
+		out=$(ctl server fail --target ${IQN}0 --lun 1 --mark-only 2>&1) &&
 		echo "$out" | grep -q "already failed" &&
-		[ "$(ctl --json server fail --target ${IQN}0 --lun 1 |
+		[ "$(ctl --json server fail --target ${IQN}0 --lun 1 --mark-only |
 			json_get 'j["changed"], j["state"]')" = "False failed" ] &&
 		pass "server fail: failed, then 'already failed' (exit 0, --json state)" ||
 		fail "server fail" "$out"
-	out=$(ctl server fail --target ${IQN}9 --lun 1 2>&1)
+	out=$(ctl server fail --target ${IQN}9 --lun 1 --mark-only 2>&1)
 	[ $? -eq 1 ] && echo "$out" | grep -q "no server" &&
 		pass "server fail of an unknown server: refused" ||
 		fail "server fail unknown" "$out"

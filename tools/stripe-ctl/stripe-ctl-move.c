@@ -25,12 +25,16 @@ int ctl_cmd_server_fail(struct ctl_opts *o)
 	ms_reply rep;
 	int status = 0;
 
-	if (o->rehome)
+	if (o->rehome && o->mark_only)
+		return ctl_usage_fail("server fail",
+				      "--rehome and --mark-only exclude each "
+				      "other");
+	if (!o->mark_only)
 		return ctl_cmd_server_fail_rehome(o);
 	if (o->nr_extra || o->map_dir || o->rate_bytes_per_s)
 		return ctl_usage_fail("server fail",
 				      "mapping files, --map-dir and --rate "
-				      "go with --rehome");
+				      "re-home: not with --mark-only");
 	if (!(c = ctl_client(o)))
 		return EXIT_FAILURE;
 	s = &rep.body.ms_body_u.server;

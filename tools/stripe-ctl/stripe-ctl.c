@@ -161,8 +161,9 @@ static const struct command commands[] = {
 	 ctl_cmd_server_drain, NULL, 0},
 	{"server", "fail", O_TARGET | O_LUN | REHOME_OPTS | O_REHOME,
 	 O_TARGET | O_LUN, NULL,
-	 "server fail --target IQN --lun N [--rehome [--map-dir DIR | MAP...]\n"
-	 "            [--rate RATE] [--run-dir DIR] [--host-id ID]]",
+	 "server fail --target IQN --lun N [[--map-dir DIR | MAP...]\n"
+	 "            [--rate RATE] [--run-dir DIR] [--host-id ID] |\n"
+	 "            --mark-only]",
 	 "Mark a LUN failed for good (its host is gone): the master places\n"
 	 "nothing on it any more and counts its replicas as lost, so that\n"
 	 "'vdisk list' shows the disks' under-replicated extents.  Failing it\n"
@@ -171,13 +172,16 @@ static const struct command commands[] = {
 	 "of the same target and LUN is refused while it is failed; once no\n"
 	 "replica is left on it, 'server remove' it and add it again as a\n"
 	 "new, empty LUN.\n\n"
-	 "With --rehome it then re-homes every replica the LUN held, as\n"
-	 "'server evacuate' does, copying from the surviving replicas (the\n"
-	 "LUN is not read); run again (a second 'server fail --rehome'), it\n"
-	 "finishes what an interrupted one left.  Without --rehome nothing\n"
-	 "is copied: 'extent move begin --reason fail' one slot at a time.\n\n"
-	 "    --rehome             move every replica off the failed "
-	 "LUN\n" REHOME_HELP,
+	 "It then re-homes every replica the LUN held, as 'server\n"
+	 "evacuate' does, copying from the surviving replicas (the LUN is\n"
+	 "not read); run again, it finishes what an interrupted one left.\n"
+	 "With --mark-only only the master is told, nothing is copied\n"
+	 "(then 'extent move begin --reason fail' one slot at a time, or\n"
+	 "'server fail' again without it).\n\n"
+	 "    --mark-only          mark it failed at the master, move "
+	 "nothing\n"
+	 "    --rehome             re-home (the default; kept for "
+	 "scripts)\n" REHOME_HELP,
 	 ctl_cmd_server_fail, "[MAP...]", EXTRA_ANY},
 	{"server", "evacuate", O_TARGET | O_LUN | REHOME_OPTS, O_TARGET | O_LUN,
 	 NULL,
@@ -722,6 +726,7 @@ enum {
 	L_REASON,
 	L_MAP_DIR,
 	L_REHOME,
+	L_MARK_ONLY,
 };
 
 static const struct option long_options[] = {
@@ -760,6 +765,7 @@ static const struct option long_options[] = {
 	{"reason", required_argument, NULL, L_REASON},
 	{"map-dir", required_argument, NULL, L_MAP_DIR},
 	{"rehome", no_argument, NULL, L_REHOME},
+	{"mark-only", no_argument, NULL, L_MARK_ONLY},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -829,7 +835,8 @@ static unsigned int option_bit(int c)
 	case L_MAP_DIR:
 		return O_MAP_DIR;
 	case L_REHOME:
-		return O_REHOME;
+	case L_MARK_ONLY:
+		return O_REHOME; /* one bit for both: server fail's mode */
 	default:
 		return O_GLOBAL;
 	}
@@ -1050,6 +1057,9 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 		return 0;
 	case L_REHOME:
 		o->rehome = true;
+		return 0;
+	case L_MARK_ONLY:
+		o->mark_only = true;
 		return 0;
 	case L_REASON:
 		if (strcmp(arg, "evacuate") && strcmp(arg, "fail"))

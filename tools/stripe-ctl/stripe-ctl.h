@@ -72,7 +72,8 @@ struct ctl_opts {
 	bool reason_fail;      /* begin --reason fail */
 	/* server evacuate, server fail --rehome */
 	const char *map_dir; /* NULL: CTL_MAP_DIR */
-	bool rehome;
+	bool rehome;	     /* server fail --rehome (the default) */
+	bool mark_only;	     /* server fail --mark-only: the master alone */
 };
 
 /* Print "stripe-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
