@@ -176,6 +176,16 @@ struct td_driver_ops {
 	void (*report_text)(struct td_driver *drv, struct td_strbuf *sb);
 
 	/*
+	 * Optional.  The driver's gauges for tap-ctl metrics, in the
+	 * Prometheus text format: whole families ("# HELP", "# TYPE", then
+	 * samples), metric names tapstripe_<driver>_*, every sample carrying
+	 * labels (the disk's, e.g. disk="d1", escaped already) first.  Run in
+	 * the event loop; may not fail (see report_json).
+	 */
+	void (*report_metrics)(struct td_driver *drv, const char *labels,
+			       struct td_strbuf *sb);
+
+	/*
 	 * Optional.  The few facts tap-ctl info shows next to the disk's
 	 * size (the stripe driver's lease): info_json adds members to the
 	 * JSON object that is open (named after the driver, inside

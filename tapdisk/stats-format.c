@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "tapdisk/stats-format.h"
@@ -342,6 +343,18 @@ static void json_histograms(const struct td_report *r, struct td_json *j)
 		td_json_u64(j, percentiles[i].key,
 			    td_lat_percentile(s->lat_hist, percentiles[i].p));
 	td_json_end_object(j);
+	/* The non-empty buckets: count of I/Os of at most max_us (and more
+	 * than the previous bucket's). */
+	td_json_begin_array(j, "latency_buckets_us");
+	for (unsigned int b = 0; b < TD_LAT_BUCKETS; b++) {
+		if (!s->lat_hist[b])
+			continue;
+		td_json_begin_object(j, NULL);
+		td_json_u64(j, "max_us", td_lat_bucket_max_us(b));
+		td_json_u64(j, "count", s->lat_hist[b]);
+		td_json_end_object(j);
+	}
+	td_json_end_array(j);
 }
 
 /* Every kind's object, in the table's order; null when none serves. */
@@ -389,4 +402,140 @@ int td_format_stats_json(const struct td_report *r, struct td_strbuf *sb)
 	json_process(r, &j);
 	td_json_end_object(&j);
 	return td_json_finish(&j);
+}
+
+/* --- stats as Prometheus text ------------------------------------------------ */
+
+/* Label values are quoted: escape backslash, quote and newline. */
+static void metric_label(struct td_strbuf *sb, const char *value)
+{
+	for (const char *c = value; *c; c++) {
+		if (*c == '\\' || *c == '"')
+			td_strbuf_printf(sb, "\\%c", *c);
+		else if (*c == '\n')
+			td_strbuf_puts(sb, "\\n");
+		else
+			td_strbuf_append(sb, c, 1);
+	}
+}
+
+static void metric_family(struct td_strbuf *sb, const char *name,
+			  const char *type, const char *help)
+{
+	td_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+			 type);
+}
+
+/* NAME{disk="D"[,EXTRA]} VALUE */
+static void metric_sample(struct td_strbuf *sb, const char *name,
+			  const char *disk, const char *extra, uint64_t v)
+{
+	td_strbuf_printf(sb, "%s{disk=\"", name);
+	metric_label(sb, disk);
+	td_strbuf_printf(sb, "\"%s%s} %" PRIu64 "\n", extra ? "," : "",
+			 extra ? extra : "", v);
+}
+
+static void metrics_ops(const struct td_report *r, struct td_strbuf *sb)
+{
+	static const struct {
+		const char *name, *help;
+		size_t offset;
+	} per_op[] = {
+		{"tapstripe_io_requests_total", "I/Os completed, by op",
+		 offsetof(struct td_vbd_stats, reqs)},
+		{"tapstripe_io_bytes_total", "Bytes the completed I/Os covered",
+		 offsetof(struct td_vbd_stats, bytes)},
+		{"tapstripe_io_errors_total", "I/Os completed with an error",
+		 offsetof(struct td_vbd_stats, errors)},
+	};
+	char op[64];
+
+	for (size_t f = 0; f < sizeof(per_op) / sizeof(per_op[0]); f++) {
+		const uint64_t *v = (const uint64_t *)((const char *)&r->stats +
+						       per_op[f].offset);
+
+		metric_family(sb, per_op[f].name, "counter", per_op[f].help);
+		for (unsigned int o = 0; o < TD_OP_COUNT; o++) {
+			snprintf(op, sizeof(op), "op=\"%s\"", td_op_name(o));
+			metric_sample(sb, per_op[f].name, r->name, op, v[o]);
+		}
+	}
+	metric_family(sb, "tapstripe_io_inflight", "gauge",
+		      "I/Os accepted and not completed");
+	metric_sample(sb, "tapstripe_io_inflight", r->name, NULL,
+		      r->stats.inflight);
+}
+
+/*
+ * Cumulative buckets at each power of two of microseconds (the last
+ * sub-bucket of each group of TD_LAT_SUB), le in seconds.  No _sum: the
+ * histogram keeps no total of latencies.
+ */
+static void metrics_latency(const struct td_report *r, struct td_strbuf *sb)
+{
+	uint64_t cum = 0, max_us;
+	char le[64];
+
+	metric_family(sb, "tapstripe_io_latency_seconds", "histogram",
+		      "I/O latency, all ops (buckets of the tapdisk's "
+		      "histogram)");
+	for (unsigned int b = 0; b < TD_LAT_BUCKETS; b++) {
+		cum += r->stats.lat_hist[b];
+		if (b % TD_LAT_SUB != TD_LAT_SUB - 1 || b == TD_LAT_BUCKETS - 1)
+			continue;
+		max_us = td_lat_bucket_max_us(b);
+		snprintf(le, sizeof(le), "le=\"%" PRIu64 ".%06" PRIu64 "\"",
+			 max_us / US_PER_S, max_us % US_PER_S);
+		metric_sample(sb, "tapstripe_io_latency_seconds_bucket",
+			      r->name, le, cum);
+	}
+	metric_sample(sb, "tapstripe_io_latency_seconds_bucket", r->name,
+		      "le=\"+Inf\"", cum);
+	metric_sample(sb, "tapstripe_io_latency_seconds_count", r->name, NULL,
+		      cum);
+}
+
+struct metric_ctx {
+	struct td_strbuf *sb;
+	const char *disk;
+};
+
+static void metric_counter_cb(void *out, const char *name, uint64_t v)
+{
+	struct metric_ctx *ctx = out;
+	char label[128];
+
+	snprintf(label, sizeof(label), "counter=\"%s\"", name);
+	metric_sample(ctx->sb, "tapstripe_driver_events_total", ctx->disk,
+		      label, v);
+}
+
+int td_format_stats_metrics(const struct td_report *r, struct td_strbuf *sb)
+{
+	struct metric_ctx ctx = {sb, r->name};
+
+	metrics_ops(r, sb);
+	metrics_latency(r, sb);
+	metric_family(sb, "tapstripe_driver_events_total", "counter",
+		      "The drivers' counters (tap-ctl stats, driver "
+		      "counters)");
+	each_counter(&r->stats, metric_counter_cb, &ctx);
+	metric_family(sb, "tapstripe_uptime_seconds", "gauge",
+		      "Seconds since the tapdisk started");
+	metric_sample(sb, "tapstripe_uptime_seconds", r->name, NULL,
+		      r->uptime_us / US_PER_S);
+	if (r->vbd) {
+		struct td_strbuf labels;
+
+		td_strbuf_init(&labels);
+		td_strbuf_puts(&labels, "disk=\"");
+		metric_label(&labels, r->name);
+		td_strbuf_puts(&labels, "\"");
+		if (!td_strbuf_error(&labels))
+			td_vbd_report_drivers_metrics(
+				r->vbd, td_strbuf_str(&labels), sb);
+		td_strbuf_free(&labels);
+	}
+	return td_strbuf_error(sb);
 }

@@ -61,6 +61,12 @@ int td_format_info_text(const struct td_report *r, struct td_strbuf *sb);
 int td_format_info_json(const struct td_report *r, struct td_strbuf *sb);
 int td_format_stats_text(const struct td_report *r, struct td_strbuf *sb);
 int td_format_stats_json(const struct td_report *r, struct td_strbuf *sb);
+/*
+ * The Prometheus text exposition (format 0.0.4) of one tapdisk: families
+ * named tapstripe_*, each with HELP and TYPE, every sample labelled
+ * disk="NAME"; tap-ctl metrics merges those of every tapdisk.
+ */
+int td_format_stats_metrics(const struct td_report *r, struct td_strbuf *sb);
 
 /*
  * "512 B", "4.0 KiB", "1.50 GiB": binary multiples, for people.  Returns

@@ -198,6 +198,17 @@ void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb)
 	}
 }
 
+void td_vbd_report_drivers_metrics(struct td_vbd *vbd, const char *labels,
+				   struct td_strbuf *sb)
+{
+	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (drv->ops->report_metrics)
+			drv->ops->report_metrics(drv, labels, sb);
+	}
+}
+
 void td_vbd_info_drivers_json(struct td_vbd *vbd, struct td_json *j)
 {
 	td_json_begin_object(j, "drivers");

@@ -156,6 +156,9 @@ uint64_t td_vbd_driver_counter(const struct td_vbd_stats *s, const char *name);
  */
 void td_vbd_report_drivers_json(struct td_vbd *vbd, struct td_json *j);
 void td_vbd_report_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb);
+/* Each driver's report_metrics, with labels (e.g. disk="d1"). */
+void td_vbd_report_drivers_metrics(struct td_vbd *vbd, const char *labels,
+				   struct td_strbuf *sb);
 
 /* The same for the drivers' info_json / info_text (tap-ctl info). */
 void td_vbd_info_drivers_json(struct td_vbd *vbd, struct td_json *j);

@@ -598,6 +598,40 @@ static void report_resync_json(struct stripe_dev *dev, struct td_json *j)
 	td_json_end_object(j);
 }
 
+/* One gauge or counter family with a single sample for the disk. */
+static void stripe_metric(struct td_strbuf *sb, const char *labels,
+			  const char *name, const char *type, const char *help,
+			  uint64_t v)
+{
+	td_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 "\n",
+			 name, help, name, type, name, labels, v);
+}
+
+static void stripe_report_metrics(struct td_driver *drv, const char *labels,
+				  struct td_strbuf *sb)
+{
+	struct stripe_dev *dev = dev_of(drv);
+	const struct stripe_resync *rs = &dev->resync;
+
+	stripe_metric(sb, labels, "tapstripe_stripe_stale_replicas", "gauge",
+		      "Replicas marked stale in the map", count_stale(dev));
+	stripe_metric(sb, labels, "tapstripe_stripe_dirty_regions", "gauge",
+		      "Regions marked dirty (being written)", count_dirty(dev));
+	stripe_metric(sb, labels, "tapstripe_stripe_resync_bytes_total",
+		      "counter", "Bytes copied by resync since the disk opened",
+		      rs->bytes_copied_all);
+	stripe_metric(sb, labels, "tapstripe_stripe_resync_running", "gauge",
+		      "1 while a resync runs",
+		      rs->state == STRIPE_RESYNC_RUNNING);
+	stripe_metric(sb, labels, "tapstripe_stripe_writes_degraded_total",
+		      "counter", "Writes that reached fewer than every replica",
+		      dev->writes_degraded);
+	stripe_metric(sb, labels, "tapstripe_stripe_read_fallbacks_total",
+		      "counter",
+		      "Reads served by another replica after an error",
+		      dev->read_fallbacks);
+}
+
 static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 {
 	struct stripe_dev *dev = dev_of(drv);
@@ -901,6 +935,7 @@ const struct td_driver_ops td_stripe_ops = {
 	.close = stripe_close,
 	.submit = stripe_lease_submit,
 	.report_json = stripe_report_json,
+	.report_metrics = stripe_report_metrics,
 	.report_text = stripe_report_text,
 	.info_json = stripe_info_json,
 	.info_text = stripe_info_text,

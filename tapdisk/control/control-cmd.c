@@ -99,13 +99,18 @@ static int cmd_info(struct ctl_client *c, struct ctl_req *req)
 static int cmd_stats(struct ctl_client *c, struct ctl_req *req)
 {
 	struct td_report r;
-	int err = ctl_check_json_arg(req, "stats [json]");
+	bool metrics = req->argc > 1 && !strcmp(req->argv[1], "metrics");
+	int err = metrics ? 0 : ctl_check_json_arg(req, "stats [json|metrics]");
 
 	if (err)
 		return err;
 	ctl_report(c->ctl, &r);
-	err = want_json(req) ? td_format_stats_json(&r, req->payload)
-			     : td_format_stats_text(&r, req->payload);
+	if (metrics)
+		err = td_format_stats_metrics(&r, req->payload);
+	else if (want_json(req))
+		err = td_format_stats_json(&r, req->payload);
+	else
+		err = td_format_stats_text(&r, req->payload);
 	if (err)
 		snprintf(req->msg, sizeof(req->msg), "out of memory");
 	return err;
@@ -317,7 +322,8 @@ static const struct ctl_command {
 } ctl_commands[] = {
 	{"help", "help", "this list", 0, true, cmd_help},
 	{"info", "info [json]", "what this tapdisk serves", 1, true, cmd_info},
-	{"stats", "stats [json]", "I/O, NBD, shm, Xen and CPU counters", 1,
+	{"stats", "stats [json|metrics]",
+	 "I/O, NBD, shm, Xen and CPU counters (metrics: Prometheus text)", 1,
 	 true, cmd_stats},
 	{"pause", "pause", "hold new I/O; reply once drained", 0, false,
 	 cmd_pause},

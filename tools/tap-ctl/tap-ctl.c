@@ -38,6 +38,8 @@ enum {
 	OPT_CREATE = 1u << 2,
 	OPT_XEN = 1u << 3,
 	OPT_ARGS = 1u << 4, /* takes words after its options */
+	OPT_ALL = 1u << 5,  /* --all instead of -i ID */
+	OPT_OUTPUT = 1u << 6,
 };
 
 struct subcommand {
@@ -208,6 +210,8 @@ static int cmd_info(struct cmd_opts *o)
 
 static int cmd_stats(struct cmd_opts *o)
 {
+	if (o->all)
+		return tapctl_cmd_stats_all(o);
 	return simple_command(o, o->json ? "stats json" : "stats");
 }
 
@@ -361,22 +365,35 @@ static const struct subcommand subcommands[] = {
 	 "still there.  The options are tapdisk's, passed on (see\n"
 	 "tapdisk --help):\n",
 	 tapctl_cmd_create},
-	{"list", 0, "list",
+	{"list", OPT_JSON, "list [--json]",
 	 "Print one line per running tapdisk:\n"
 	 "    id=ID name=NAME state=STATE chain=CHAIN nbd=ADDR[,ADDR...]\n"
 	 "STATE is running, pausing, paused or stopping; nbd=- when it has\n"
-	 "no NBD address.  Sockets left by dead tapdisks are removed.\n",
+	 "no NBD address.  Sockets left by dead tapdisks are removed.\n"
+	 "--json prints a JSON array with each tapdisk's 'info --json'\n"
+	 "object (pid, name, state, chain, frontends...).\n",
 	 tapctl_cmd_list},
 	{"info", OPT_ID | OPT_JSON, "info -i ID [--json]",
 	 "Print what tapdisk ID serves: name, state, chain, size, features,\n"
 	 "frontends (\"key: value\" lines, or JSON).\n",
 	 cmd_info},
-	{"stats", OPT_ID | OPT_JSON, "stats -i ID [--json]",
+	{"stats", OPT_ID | OPT_JSON | OPT_ALL, "stats -i ID | --all [--json]",
 	 "Print tapdisk ID's counters: requests, bytes and errors per op, I/O\n"
 	 "in flight, the segments-per-request histogram, merges and backend\n"
 	 "submissions, latency percentiles, NBD clients, CPU time.  --json\n"
-	 "gives exact numbers (bytes, microseconds) for scripts.\n",
+	 "gives exact numbers (bytes, microseconds) for scripts.  --all\n"
+	 "prints every tapdisk's (with --json, a JSON array of them).\n",
 	 cmd_stats},
+	{"metrics", OPT_OUTPUT, "metrics [--output FILE]",
+	 "Print the metrics of every tapdisk in the Prometheus text format\n"
+	 "(tapstripe_* families, label disk=NAME; see doc/metrics.md): I/O\n"
+	 "requests, bytes and errors per op, the latency histogram, the\n"
+	 "drivers' counters, and for striped disks stale replicas, dirty\n"
+	 "regions and resync bytes.  --output FILE writes FILE.tmp.PID and\n"
+	 "renames it to FILE, for node-exporter's textfile collector (e.g.\n"
+	 "FILE=/var/lib/prometheus/node-exporter/tapstripe.prom, from a\n"
+	 "timer).\n",
+	 tapctl_cmd_metrics},
 	{"pause", OPT_ID, "pause -i ID",
 	 "Hold new I/O and wait until the I/O in flight has finished; returns\n"
 	 "once nothing is in flight.  Clients' requests wait until resume.\n",
@@ -465,6 +482,14 @@ static void subcommand_usage(const struct subcommand *sc, FILE *out)
 		      "list "
 		      "shows)\n",
 		      out);
+	if (sc->opts & OPT_ALL)
+		fputs("    --all             every tapdisk of the run "
+		      "directory\n",
+		      out);
+	if (sc->opts & OPT_OUTPUT)
+		fputs("    --output FILE     write FILE atomically, not "
+		      "stdout\n",
+		      out);
 	if (sc->opts & OPT_JSON)
 		fputs("    --json            JSON instead of text\n", out);
 	fputs(COMMON_HELP, out);
@@ -486,6 +511,8 @@ static void global_usage(FILE *out)
 	      "    id=$(tap-ctl create -a aio:/srv/disk.img --nbd unix)\n"
 	      "    tap-ctl list\n"
 	      "    tap-ctl stats -i $id --json\n"
+	      "    tap-ctl metrics --output /var/lib/prometheus/node-exporter/"
+	      "tapstripe.prom\n"
 	      "    tap-ctl attach -i $id --domid 5 --vdev xvdb\n"
 	      "    tap-ctl driver -i $id stripe resync 50M\n"
 	      "    tap-ctl nbd -i $id list\n"
@@ -519,6 +546,8 @@ enum {
 	LOPT_DOMID,
 	LOPT_VDEV,
 	LOPT_MODE,
+	LOPT_ALL,
+	LOPT_OUTPUT,
 };
 
 /* tap-ctl's own options; create's come from tapdisk_options. */
@@ -530,6 +559,8 @@ static const struct option own_options[] = {
 	{"domid", required_argument, NULL, LOPT_DOMID},
 	{"vdev", required_argument, NULL, LOPT_VDEV},
 	{"mode", required_argument, NULL, LOPT_MODE},
+	{"all", no_argument, NULL, LOPT_ALL},
+	{"output", required_argument, NULL, LOPT_OUTPUT},
 	{"help", no_argument, NULL, 'h'},
 };
 #define NR_OWN_OPTIONS (sizeof(own_options) / sizeof(own_options[0]))
@@ -554,6 +585,10 @@ static unsigned int option_group(int c)
 		return OPT_ID;
 	case LOPT_JSON:
 		return OPT_JSON;
+	case LOPT_ALL:
+		return OPT_ALL;
+	case LOPT_OUTPUT:
+		return OPT_OUTPUT;
 	case LOPT_DOMID:
 	case LOPT_VDEV:
 	case LOPT_MODE:
@@ -594,6 +629,12 @@ static int take_option(const struct subcommand *sc, struct cmd_opts *o, int c,
 		return -1;
 	case LOPT_JSON:
 		o->json = true;
+		return -1;
+	case LOPT_ALL:
+		o->all = true;
+		return -1;
+	case LOPT_OUTPUT:
+		o->output = arg;
 		return -1;
 	case LOPT_RUN_DIR:
 		o->run_dir = arg;
@@ -659,7 +700,9 @@ static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 		return usage_errorf(sc, "unexpected argument '%s'",
 				    argv[optind]);
 	}
-	if ((sc->opts & OPT_ID) && !o->id)
+	if (o->all && o->id)
+		return usage_errorf(sc, "give -i ID or --all, not both");
+	if ((sc->opts & OPT_ID) && !o->id && !o->all)
 		return usage_errorf(sc, "which tapdisk? give -i ID (see "
 					"tap-ctl list)");
 	if ((sc->opts & OPT_XEN) && (!o->domid || !o->vdev))
@@ -706,8 +749,9 @@ int main(int argc, char **argv)
 	}
 	if (i == argc)
 		return usage_errorf(NULL, "give a command: create, list, info, "
-					  "stats, pause, resume, destroy, "
-					  "driver, attach, detach or release");
+					  "stats, metrics, pause, resume, "
+					  "destroy, driver, attach, detach or "
+					  "release");
 	if (!strcmp(argv[i], "help"))
 		return cmd_help(argc - i, argv + i);
 	if (!(sc = find_subcommand(argv[i])))

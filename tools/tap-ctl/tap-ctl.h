@@ -27,6 +27,8 @@ struct cmd_opts {
 	const char *run_dir;
 	int id;
 	bool json;
+	bool all;	    /* stats --all */
+	const char *output; /* metrics --output FILE */
 	int timeout_s;
 	/* create: tapdisk's options to pass on, one slot per option except
 	 * the repeatable ones (tap-ctl-create.c) */
@@ -65,9 +67,21 @@ int tapctl_request(const struct cmd_opts *o, int id, const char *line,
 int tapctl_create_option(struct cmd_opts *o, const struct cli_option *opt,
 			 const char *value);
 
+/*
+ * Send line to every tapdisk of the run directory and call fn with each
+ * answer (sockets of dead tapdisks are removed and skipped); one that
+ * does not answer is printed.  EXIT_SUCCESS, or EXIT_FAILURE when one
+ * failed.
+ */
+int tapctl_each_tapdisk(const struct cmd_opts *o, const char *line,
+			void (*fn)(void *opaque, int pid, const char *payload),
+			void *opaque);
+
 /* The subcommands in files of their own; each returns the exit status. */
 int tapctl_cmd_create(struct cmd_opts *o);
 int tapctl_cmd_list(struct cmd_opts *o);
+int tapctl_cmd_stats_all(struct cmd_opts *o);
+int tapctl_cmd_metrics(struct cmd_opts *o);
 int tapctl_cmd_attach(struct cmd_opts *o);
 int tapctl_cmd_detach(struct cmd_opts *o);
 int tapctl_cmd_release(struct cmd_opts *o);

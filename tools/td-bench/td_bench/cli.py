@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 from . import core, mix, plot, quick, regress, scripts, sweep
-from .core import BenchError, Env, Progress, Results, parse_size
+from .core import BenchError, Env, InputError, Progress, Results, parse_size
 from .targets import Lab
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
@@ -39,7 +39,8 @@ JSON result (machine, kernel, commit, every figure with its repetitions)
 and SVG/PNG plots into --results-dir.  MiB/s means 2^20 bytes per second.
 
 Exit status: 0 done (regress: no regression), 1 regression (or a script's
-own check failed), 2 bad command line, 3 could not measure.
+own check failed), 2 bad command line or a missing or malformed result or
+baseline file (one line says which and why), 3 could not measure.
 """
 
 
@@ -483,8 +484,7 @@ def cmd_regress(a, argv, parser):
 
 
 def cmd_compare(a):
-    with open(a.result) as f:
-        data = json.load(f)
+    data = regress.load_result(a.result)
     base = regress.load(a.baseline)
     suites = {n.split(".")[0] for n in data["figures"]}
     rows, bad, better, new = regress.compare(data, base, suites, a.only)
@@ -499,8 +499,7 @@ def cmd_compare(a):
 def cmd_baseline(a):
     runs = []
     for path in a.results:
-        with open(path) as f:
-            runs.append(json.load(f))
+        runs.append(regress.load_result(path))
     merged = dict(runs[-1], figures={})
     for name in sorted({n for r in runs for n, f in r["figures"].items() if f["kind"] == "ratio"}):
         figs = [r["figures"][name] for r in runs if name in r["figures"]]
@@ -534,8 +533,7 @@ def cmd_plot(a):
             raise BenchError("plot: name result files, or use --history")
         made = []
         for f in a.files:
-            with open(f) as fh:
-                made += plot.render_all(json.load(fh), a.out or plot.default_prefix(f))
+            made += plot.render_all(regress.load_result(f), a.out or plot.default_prefix(f))
     for m in made:
         print("plot: %s" % m)
     return EXIT_OK
@@ -557,6 +555,9 @@ def main(argv=None):
         if a.suite == "baseline":
             return cmd_baseline(a)
         return cmd_suite(a, argv)
+    except InputError as e:
+        sys.stderr.write("td-bench: %s\n" % e)
+        return EXIT_USAGE
     except BenchError as e:
         sys.stderr.write("\ntd-bench: %s\n" % e)
         return EXIT_ERROR

@@ -33,6 +33,10 @@ class BenchError(Exception):
     """A measurement could not be made (a program missing or failing)."""
 
 
+class InputError(BenchError):
+    """A file named on the command line is missing or malformed (exit 2)."""
+
+
 # --- units ------------------------------------------------------------------
 
 _SUFFIX = {"": 1, "B": 1, "K": KIB, "M": MIB, "G": 1 << 30, "T": 1 << 40}

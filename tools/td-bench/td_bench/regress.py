@@ -19,18 +19,51 @@ import fnmatch
 import json
 import os
 
-from .core import fmt_num
+from .core import InputError, fmt_num
 
 BASELINE_FORMAT = "td-bench-baseline 1"
 DEFAULT_TOLERANCE = 0.25
 
 
+def _read_json(path, what):
+    """The JSON object in path, or InputError saying in one line why not."""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        raise InputError("cannot read the %s %s: %s" % (what, path, e.strerror or e))
+    except ValueError as e:  # bad JSON, or not UTF-8
+        raise InputError("the %s %s is not valid JSON: %s" % (what, path, e))
+    if not isinstance(d, dict):
+        raise InputError("the %s %s is not a JSON object" % (what, path))
+    return d
+
+
+def _check_entries(path, what, table, keys):
+    if not isinstance(table, dict) or not all(
+            isinstance(v, dict) and all(k in v for k in keys) for v in table.values()):
+        raise InputError("the %s %s is malformed: each entry needs %s"
+                         % (what, path, ", ".join(keys)))
+
+
 def load(path):
-    with open(path) as f:
-        b = json.load(f)
+    """A baseline file, checked; InputError when it is missing or malformed."""
+    b = _read_json(path, "baseline")
     if b.get("format") != BASELINE_FORMAT:
-        raise ValueError("%s is not a td-bench baseline (format %r)" % (path, b.get("format")))
+        raise InputError("%s is not a td-bench baseline (format %r, want %r)"
+                         % (path, b.get("format"), BASELINE_FORMAT))
+    _check_entries(path, "baseline", b.get("metrics"), ("value", "better", "tolerance"))
     return b
+
+
+def load_result(path):
+    """A result file (td-bench --json-out), checked; InputError when it is
+    missing or malformed."""
+    d = _read_json(path, "result file")
+    if "figures" not in d:
+        raise InputError("%s is not a td-bench result file (no \"figures\")" % path)
+    _check_entries(path, "result file", d["figures"], ("kind", "value"))
+    return d
 
 
 def write(path, data, old=None):
