@@ -703,8 +703,10 @@ static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 	if (o->all && o->id)
 		return usage_errorf(sc, "give -i ID or --all, not both");
 	if ((sc->opts & OPT_ID) && !o->id && !o->all)
-		return usage_errorf(sc, "which tapdisk? give -i ID (see "
-					"tap-ctl list)");
+		return usage_errorf(sc,
+				    "which tapdisk? give -i ID (see "
+				    "tap-ctl list)%s",
+				    sc->opts & OPT_ALL ? ", or --all" : "");
 	if ((sc->opts & OPT_XEN) && (!o->domid || !o->vdev))
 		return usage_errorf(sc, "give the guest and its disk: --domid "
 					"DOMID --vdev xvdX");
