@@ -364,6 +364,58 @@ static void test_stats_json(void **state)
 	expect_contains(call(fx, cl, "stats\n"), "segments per request");
 }
 
+/* The Prometheus text of one tapdisk: families with HELP and TYPE, each
+ * sample labelled with the disk; one 4 KiB read counted. */
+/* Like expect_contains, keeping reply. */
+static void assert_contains(const char *reply, const char *needle)
+{
+	if (!strstr(reply, needle))
+		fail_msg("reply '%s' lacks '%s'", reply, needle);
+}
+
+static void test_stats_metrics(void **state)
+{
+	struct fixture *fx = *state;
+	struct td_vbd_io io;
+	struct iovec iov;
+	char buf[4096];
+	struct client *cl;
+	char *r;
+
+	start(fx, "null:size=1M", NULL);
+	cl = connect_client(fx);
+	io_done_count = 0;
+	submit_read(fx, &io, &iov, buf, io_done);
+	run_passes(fx, 3);
+	assert_int_equal(io_done_count, 1);
+	r = call(fx, cl, "stats metrics\n");
+	assert_int_equal(strncmp(r, "OK ", 3), 0);
+	assert_contains(r, "\n# HELP tapstripe_io_requests_total I/Os "
+			   "completed, by op\n"
+			   "# TYPE tapstripe_io_requests_total counter\n"
+			   "tapstripe_io_requests_total{disk=\"ctl-test\","
+			   "op=\"read\"} 1\n"
+			   "tapstripe_io_requests_total{disk=\"ctl-test\","
+			   "op=\"write\"} 0\n");
+	assert_contains(r, "tapstripe_io_bytes_total{disk=\"ctl-test\","
+			   "op=\"read\"} 4096\n");
+	assert_contains(r, "# TYPE tapstripe_io_latency_seconds histogram\n"
+			   "tapstripe_io_latency_seconds_bucket{disk=\"ctl-"
+			   "test\",le=\"0.000007\"} ");
+	assert_contains(r, "tapstripe_io_latency_seconds_bucket{disk=\"ctl-"
+			   "test\",le=\"8589.934591\"} 1\n"
+			   "tapstripe_io_latency_seconds_bucket{disk=\"ctl-"
+			   "test\",le=\"+Inf\"} 1\n"
+			   "tapstripe_io_latency_seconds_count{disk=\"ctl-"
+			   "test\"} 1\n");
+	assert_contains(r, "tapstripe_driver_events_total{disk=\"ctl-test\","
+			   "counter=\"backend_submits\"} ");
+	assert_contains(r, "# TYPE tapstripe_uptime_seconds gauge\n");
+	free(r);
+	expect_contains(call(fx, cl, "stats json\n"),
+			"\"latency_buckets_us\": [\n    {\n      \"max_us\": ");
+}
+
 static void test_unknown_command_keeps_connection(void **state)
 {
 	struct fixture *fx = *state;
@@ -386,7 +438,8 @@ static void test_bad_arguments(void **state)
 	start(fx, "null:size=1M", NULL);
 	cl = connect_client(fx);
 	expect_prefix(call(fx, cl, "stats xml\n"),
-		      "ERR EINVAL unknown argument 'xml'; usage: stats [json]");
+		      "ERR EINVAL unknown argument 'xml'; usage: stats "
+		      "[json|metrics]");
 	expect_prefix(call(fx, cl, "pause now\n"), "ERR EINVAL usage: pause");
 	expect_prefix(call(fx, cl, "info json json\n"), "ERR EINVAL");
 	expect_prefix(call(fx, cl, "a b c d e f g h i j k l m n o p q\n"),
@@ -1284,6 +1337,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_info_text),
 		T(test_stats_json),
+		T(test_stats_metrics),
 		T(test_unknown_command_keeps_connection),
 		T(test_bad_arguments),
 		T(test_garbage_drops_client_only),
