@@ -670,12 +670,17 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	td_json_begin_array(j, "servers");
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
+		struct iscsi_conn_stats st;
 
+		srv->ops->get_stats(srv->be, &st);
 		td_json_begin_object(j, NULL);
 		td_json_u64(j, "index", i);
 		td_json_str(j, "portal", m->servers[i].portal);
 		td_json_str(j, "target", m->servers[i].target);
 		td_json_u64(j, "lun", m->servers[i].lun);
+		/* the session's, as the text says it (also inside the
+		 * backend's own object below) */
+		td_json_str(j, "state", iscsi_conn_state_name(st.state));
 		td_json_u64(j, "block_size", srv->block_size);
 		td_json_str(j, "geometry", stripe_gate_name(srv->gate));
 		td_json_bool(j, "degraded",
@@ -902,6 +907,18 @@ static int control_verify(struct stripe_dev *dev, int argc, char **argv,
 	return stripe_scrub_start(dev, rate, repair, out);
 }
 
+/* "status json": the object tap-ctl stats --json shows under "stripe". */
+static int control_status_json(struct td_driver *drv, struct td_strbuf *out)
+{
+	struct td_json j;
+
+	td_json_init(&j, out);
+	td_json_begin_object(&j, NULL);
+	stripe_report_json(drv, &j);
+	td_json_end_object(&j);
+	return td_json_finish(&j);
+}
+
 static int stripe_control(struct td_driver *drv, int argc, char **argv,
 			  struct td_strbuf *out)
 {
@@ -915,6 +932,8 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 		stripe_report_text(drv, out);
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[0], "status") && !strcmp(argv[1], "json"))
+		return control_status_json(drv, out);
 	if (!strcmp(argv[0], "lease") || !strcmp(argv[0], "handover"))
 		return stripe_lease_control(dev, argc, argv, out);
 	if (!strcmp(argv[0], "move"))
@@ -923,7 +942,8 @@ static int stripe_control(struct td_driver *drv, int argc, char **argv,
 			    "resync auto [on|off], resync rate [RATE], "
 			    "verify [--repair] "
 			    "[RATE], verify stop, verify status, move add|"
-			    "abort|status, status, lease, handover HOST");
+			    "abort|status, status [json], lease, handover "
+			    "HOST");
 	return -EINVAL;
 }
 

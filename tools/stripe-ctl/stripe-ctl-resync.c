@@ -5,7 +5,7 @@
  * stripe driver's own resync (drivers/stripe-resync.c).
  *
  * Online through the tapdisk that serves FILE ("driver stripe resync
- * [RATE]", its "driver stripe status" polled until the run ends and the
+ * [RATE]", its "driver stripe status json" polled until the run ends and the
  * cleared marks are durable; the disk stays in service, the copy is
  * throttled to RATE), else offline in this process with the lease rules
  * of stripe-ctl-serve.c (the close writes the cleared marks).
@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json-read.h"
 #include "common/util.h"
 #include "drivers/drivers.h"
 #include "master/client/host-id.h"
@@ -67,52 +68,62 @@ struct job {
 
 /* --- the driver's status -------------------------------------------------------- */
 
-/* The line of text that starts with prefix (its rest), or NULL. */
-static const char *find_line(const char *text, const char *prefix)
+/* Member key of o as an unsigned int; false when missing or too big. */
+static bool get_uint(const struct td_jval *o, const char *key,
+		     unsigned int *out)
 {
-	size_t len = strlen(prefix);
+	uint64_t v;
 
-	for (const char *l = text; l && *l;) {
-		if (!strncmp(l, prefix, len))
-			return l + len;
-		l = strchr(l, '\n');
-		l = l ? l + 1 : NULL;
-	}
-	return NULL;
+	if (td_jval_get_u64(o, key, &v) || v > UINT_MAX)
+		return false;
+	*out = (unsigned int)v;
+	return true;
+}
+
+/* The slot being copied, when the status names one. */
+static void parse_slot(const struct td_jval *v, const struct td_jval *rs,
+		       struct progress *p)
+{
+	p->have_slot =
+		get_uint(rs, "column", &p->column) &&
+		get_uint(rs, "extent", &p->extent) &&
+		get_uint(rs, "replica", &p->replica) &&
+		!td_jval_get_u64(rs, "extent_done_bytes", &p->slot_bytes) &&
+		!td_jval_get_u64(v, "extent_size_bytes", &p->extent_bytes);
 }
 
 /*
- * "resync: STATE, A of B replicas done, F failed, N bytes copied
- *  [; copying column C extent X replica R: D of E bytes]
- *  [; last error: MESSAGE]" and "stale replicas: N (P marks not yet
- * durable)...".  0, or -EPROTO when the text is not that.
+ * "driver stripe status json" (block-stripe.c, the object tap-ctl stats
+ * --json shows under drivers.stripe): its "resync" object, and
+ * stale_replicas, stale_marks_pending.  0, or -EPROTO when the text is
+ * not that.
  */
 static int parse_status(const char *text, struct progress *p)
 {
-	const char *l = find_line(text, "resync: "), *s;
-	size_t n;
+	const struct td_jval *rs;
+	const char *state, *error = "";
+	struct td_jval *v;
+	int err = -EPROTO;
 
 	memset(p, 0, sizeof(*p));
-	if (!l ||
-	    sscanf(l,
-		   "%15[a-z], %" SCNu64 " of %" SCNu64
-		   " replicas done, %" SCNu64 " failed, %" SCNu64,
-		   p->state, &p->done, &p->total, &p->failed, &p->bytes) != 5)
+	if (td_json_parse(text, &v))
 		return -EPROTO;
-	n = strcspn(l, "\n");
-	if ((s = strstr(l, "; copying column ")) && (size_t)(s - l) < n)
-		p->have_slot = sscanf(s,
-				      "; copying column %u extent %u replica "
-				      "%u: %" SCNu64 " of %" SCNu64,
-				      &p->column, &p->extent, &p->replica,
-				      &p->slot_bytes, &p->extent_bytes) == 5;
-	if ((s = strstr(l, "; last error: ")) && (size_t)(s - l) < n)
-		snprintf(p->last_error, sizeof(p->last_error), "%.*s",
-			 (int)(n - (size_t)(s + 14 - l)), s + 14);
-	l = find_line(text, "stale replicas: ");
-	if (!l || sscanf(l, "%u (%u", &p->stale, &p->pending) != 2)
-		return -EPROTO;
-	return 0;
+	rs = td_jval_get(v, "resync");
+	if (!td_jval_get_str(rs, "state", &state) &&
+	    !td_jval_get_u64(rs, "replicas_done", &p->done) &&
+	    !td_jval_get_u64(rs, "replicas_total", &p->total) &&
+	    !td_jval_get_u64(rs, "replicas_failed", &p->failed) &&
+	    !td_jval_get_u64(rs, "bytes_copied", &p->bytes) &&
+	    get_uint(v, "stale_replicas", &p->stale) &&
+	    get_uint(v, "stale_marks_pending", &p->pending)) {
+		snprintf(p->state, sizeof(p->state), "%s", state);
+		td_jval_get_str(rs, "last_error", &error);
+		snprintf(p->last_error, sizeof(p->last_error), "%s", error);
+		parse_slot(v, rs, p);
+		err = 0;
+	}
+	td_jval_free(v);
+	return err;
 }
 
 /* --- talking to the driver: over a socket, or in this process ------------------- */
@@ -177,7 +188,7 @@ static int follow(struct job *job, struct td_strbuf *out)
 	int err;
 
 	for (;;) {
-		if ((err = ctl_serve_command(&job->s, "status", out)) ||
+		if ((err = ctl_serve_command(&job->s, "status json", out)) ||
 		    (err = parse_status(td_strbuf_str(out), &job->p))) {
 			end_progress(job);
 			return ctl_fail("cannot follow the resync: %s",
@@ -214,7 +225,7 @@ static int wait_durable(struct job *job, struct td_strbuf *out)
 	struct progress p;
 
 	while (td_now_ns() < deadline) {
-		if (ctl_serve_command(&job->s, "status", out) ||
+		if (ctl_serve_command(&job->s, "status json", out) ||
 		    parse_status(td_strbuf_str(out), &p))
 			return ctl_fail("tapdisk %d: cannot see whether the "
 					"cleared marks were written: %s",
@@ -229,30 +240,39 @@ static int wait_durable(struct job *job, struct td_strbuf *out)
 }
 
 /*
- * The servers whose session is not up, from the status's "server N
- * PORTAL TARGET lun L: STATE, ..." lines; the first one described in
- * what.  -1 when the status cannot be had.
+ * The servers whose session is not up, from the status's "servers" (each
+ * with its "state"); the first one described in what as the text status
+ * shows it ("server N PORTAL TARGET lun L: STATE").  -1 when the status
+ * cannot be had.
  */
 static int servers_not_up(struct job *job, struct td_strbuf *out, char *what,
 			  size_t size)
 {
+	const struct td_jval *srv;
+	struct td_jval *v;
 	int n = 0;
 
-	if (ctl_serve_command(&job->s, "status", out))
+	if (ctl_serve_command(&job->s, "status json", out) ||
+	    td_json_parse(td_strbuf_str(out), &v))
 		return -1;
-	for (const char *l = td_strbuf_str(out); l && *l;) {
-		size_t len = strcspn(l, "\n");
-		/* the first ": " (a portal's or an IQN's ':' has no space) */
-		const char *colon = memmem(l, len, ": ", 2);
+	srv = td_jval_get(v, "servers");
+	for (srv = srv ? srv->child : NULL; srv; srv = srv->next) {
+		const char *state = "?", *portal = "?", *target = "?";
+		uint64_t index = 0, lun = 0;
 
-		if (!strncmp(l, "server ", 7) && colon &&
-		    strncmp(colon, ": up,", 5) && !n++)
-			snprintf(what, size, "%.*s",
-				 (int)(strcspn(colon + 2, ",") +
-				       (size_t)(colon + 2 - l)),
-				 l);
-		l = l[len] ? l + len + 1 : NULL;
+		td_jval_get_str(srv, "state", &state);
+		if (!strcmp(state, "up"))
+			continue;
+		td_jval_get_u64(srv, "index", &index);
+		td_jval_get_str(srv, "portal", &portal);
+		td_jval_get_str(srv, "target", &target);
+		td_jval_get_u64(srv, "lun", &lun);
+		if (!n++)
+			snprintf(what, size,
+				 "server %" PRIu64 " %s %s lun %" PRIu64 ": %s",
+				 index, portal, target, lun, state);
 	}
+	td_jval_free(v);
 	return n;
 }
 

@@ -232,6 +232,11 @@ static int cmd_driver(struct cmd_opts *o)
 	char line[TD_CTL_LINE_MAX];
 	size_t len;
 
+	/* "... status --json" reads as well as "--json ... status". */
+	if (o->nr_args > 2 && !strcmp(o->args[o->nr_args - 1], "--json")) {
+		o->json = true;
+		o->nr_args--;
+	}
 	if (o->nr_args < 2)
 		return usage_errorf(sc, "give the driver and its command, e.g. "
 					"stripe status");
@@ -246,6 +251,9 @@ static int cmd_driver(struct cmd_opts *o)
 		len += (size_t)snprintf(line + len, sizeof(line) - len, " %s",
 					o->args[i]);
 	}
+	if (o->json && len < sizeof(line))
+		len += (size_t)snprintf(line + len, sizeof(line) - len,
+					" json");
 	if (len >= sizeof(line))
 		return usage_errorf(sc, "the command is longer than %d bytes",
 				    TD_CTL_LINE_MAX - 1);
@@ -422,10 +430,13 @@ static const struct subcommand subcommands[] = {
 	 "the guest connected: the old one answers every request it took,\n"
 	 "the new one resumes the ring (--mode is then the disk's own).\n",
 	 tapctl_cmd_attach},
-	{"driver", OPT_ID | OPT_ARGS, "driver -i ID NAME WORD...",
+	{"driver", OPT_ID | OPT_JSON | OPT_ARGS,
+	 "driver -i ID NAME WORD... [--json]",
 	 "Give a command to the driver NAME of tapdisk ID's chain and print\n"
 	 "its answer.  The stripe driver takes:\n"
 	 "    stripe status         servers, stale replicas, resync progress\n"
+	 "                          (--json: the object stats --json shows\n"
+	 "                          under drivers.stripe)\n"
 	 "    stripe resync [RATE]  copy every stale replica from a live one,\n"
 	 "                          online, at most RATE bytes/s (K/M/G;\n"
 	 "                          default: the chain's resync_rate);\n"
