@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json-read.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tools/stripe-ctl/stripe-ctl-rehome.h"
@@ -268,15 +269,21 @@ static int driver(struct rh_disk *d, const char *words, struct td_strbuf *out)
 	return ctl_serve_command(&d->s, words, out);
 }
 
-/* Whether the driver's resync (the copy of moves too) is running. */
+/* Whether the driver's resync (the copy of moves too) is running, by
+ * "status json"'s resync.state. */
 static bool copy_running(struct rh_disk *d, struct td_strbuf *out)
 {
-	const char *l;
+	const char *state;
+	struct td_jval *v;
+	bool running;
 
-	if (driver(d, "status", out))
+	if (driver(d, "status json", out) ||
+	    td_json_parse(td_strbuf_str(out), &v))
 		return false;
-	l = strstr(td_strbuf_str(out), "resync: running");
-	return l && (l == td_strbuf_str(out) || l[-1] == '\n');
+	running = !td_jval_get_str(td_jval_get(v, "resync"), "state", &state) &&
+		  !strcmp(state, "running");
+	td_jval_free(v);
+	return running;
 }
 
 /* "resync stop" and wait (at most --timeout) until the run has ended. */
