@@ -111,6 +111,16 @@ static const struct command commands[] = {
 	 "Print the master's extent size and its counts of servers, disks\n"
 	 "and extents.\n",
 	 ctl_cmd_info, NULL, 0},
+	{NULL, "metrics", O_OUTPUT, 0, NULL, "metrics [-o FILE]",
+	 "Print the master's view in the Prometheus text format (see\n"
+	 "doc/metrics.md): every server's extents, free extents, state,\n"
+	 "replicas, stale replicas and moves (label server=ID, its address\n"
+	 "and labels in tapstripe_master_server_info), every disk's stale\n"
+	 "replicas, under-replicated extents and moves (label disk=NAME).\n"
+	 "-o FILE writes FILE.tmp.PID and renames it to FILE, for\n"
+	 "node-exporter's textfile collector.\n\n"
+	 "    -o, --output FILE    write FILE atomically, not stdout\n",
+	 ctl_cmd_metrics, NULL, 0},
 	{"server", "add",
 	 O_PORTAL | O_TARGET | O_LUN | O_SIZE | O_ADDRESS | O_BLOCK | O_HOST |
 		 O_RACK | O_SITE,

@@ -149,6 +149,7 @@ int ctl_cmd_server_drain(struct ctl_opts *o);
 int ctl_cmd_server_remove(struct ctl_opts *o);
 int ctl_cmd_server_label(struct ctl_opts *o);
 int ctl_cmd_server_list(struct ctl_opts *o);
+int ctl_cmd_metrics(struct ctl_opts *o); /* stripe-ctl-metrics.c */
 int ctl_cmd_extents_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_create(struct ctl_opts *o);
 int ctl_cmd_vdisk_map(struct ctl_opts *o);
