@@ -307,6 +307,26 @@ int td_jval_get_u64(const struct td_jval *obj, const char *key, uint64_t *out)
 	return 0;
 }
 
+int td_jval_get_i64(const struct td_jval *obj, const char *key, int64_t *out)
+{
+	/* doubles hold every integer up to 2^53 exactly */
+	const double exact = 9007199254740992.0;
+	const struct td_jval *m;
+	int err = get_typed(obj, key, TD_JNUMBER, &m);
+
+	if (err)
+		return err;
+	if (m->is_u64 && m->u64 <= INT64_MAX) {
+		*out = (int64_t)m->u64;
+		return 0;
+	}
+	if (m->is_u64 || m->number > exact || m->number < -exact ||
+	    (double)(int64_t)m->number != m->number)
+		return -EINVAL;
+	*out = (int64_t)m->number;
+	return 0;
+}
+
 int td_jval_get_str(const struct td_jval *obj, const char *key,
 		    const char **out)
 {

@@ -49,9 +49,11 @@ const struct td_jval *td_jval_get(const struct td_jval *obj, const char *key);
 /*
  * Member key of obj as a number, string or bool.  0, -ENOENT when missing
  * (or null), -EINVAL when of another type (or, for u64, not a
- * non-negative integer).
+ * non-negative integer; for i64, not an integer from -2^53 to 2^53, or
+ * a u64 above INT64_MAX).
  */
 int td_jval_get_u64(const struct td_jval *obj, const char *key, uint64_t *out);
+int td_jval_get_i64(const struct td_jval *obj, const char *key, int64_t *out);
 int td_jval_get_str(const struct td_jval *obj, const char *key,
 		    const char **out);
 int td_jval_get_bool(const struct td_jval *obj, const char *key, bool *out);

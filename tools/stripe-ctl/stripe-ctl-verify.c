@@ -4,7 +4,7 @@
  * compare the replicas of every extent with the stripe driver's scrub
  * (drivers/stripe/stripe-scrub.c), online through the tapdisk that serves
  * the disk or offline in this process (stripe-ctl-serve.c), follow it
- * with "driver stripe verify status", and print what it found: each
+ * with "driver stripe status json" (its "scrub"), and print what it found: each
  * mismatch with its place, what was repaired, what could not be decided,
  * and the extents that could not be compared (a server down).
  */
@@ -12,11 +12,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json-read.h"
 #include "common/log.h"
 #include "tools/stripe-ctl/stripe-ctl.h"
 
@@ -67,60 +70,124 @@ struct vjob {
 
 /* --- the driver's status -------------------------------------------------------- */
 
-static void parse_lines(const char *text, struct scrub_status *st)
+/* Member key of o copied into buf (size bytes); false when missing. */
+static bool get_text(const struct td_jval *o, const char *key, char *buf,
+		     size_t size)
 {
-	for (const char *l = text; l && *l;) {
-		struct place *p = &st->places[st->nr_places];
-		struct skip *k = &st->skips[st->nr_skips];
+	const char *v;
 
-		if (st->nr_places < MAX_PLACES &&
-		    sscanf(l,
-			   "scrub mismatch: column %u extent %u offset "
-			   "%" SCNu64 " disk %" SCNd64 " chunk %" SCNu64
-			   " length %" SCNu64 " replicas %15[0-9,] good %d: "
-			   "%15s",
-			   &p->column, &p->extent, &p->ext_off, &p->disk_off,
-			   &p->chunk_off, &p->chunk_len, p->replicas, &p->good,
-			   p->outcome) == 9)
-			st->nr_places++;
-		else if (st->nr_skips < MAX_PLACES &&
-			 sscanf(l,
-				"scrub not compared: column %u extent %u "
-				"replicas %15[0-9,]",
-				&k->column, &k->extent, k->replicas) == 3)
-			st->nr_skips++;
-		l = strchr(l, '\n');
-		l = l ? l + 1 : NULL;
-	}
+	if (td_jval_get_str(o, key, &v))
+		return false;
+	snprintf(buf, size, "%s", v);
+	return true;
 }
 
-/* "verify status" (block-stripe.c); 0, or -EPROTO when not understood. */
+static bool get_uint(const struct td_jval *o, const char *key,
+		     unsigned int *out)
+{
+	uint64_t v;
+
+	if (td_jval_get_u64(o, key, &v) || v > UINT32_MAX)
+		return false;
+	*out = (unsigned int)v;
+	return true;
+}
+
+/* One of the scrub's "places": a mismatch and what became of it. */
+static bool parse_place(const struct td_jval *e, struct place *p)
+{
+	int64_t good;
+
+	if (!get_uint(e, "column", &p->column) ||
+	    !get_uint(e, "extent", &p->extent) ||
+	    td_jval_get_u64(e, "extent_offset", &p->ext_off) ||
+	    td_jval_get_i64(e, "disk_offset", &p->disk_off) ||
+	    td_jval_get_u64(e, "chunk_offset", &p->chunk_off) ||
+	    td_jval_get_u64(e, "chunk_bytes", &p->chunk_len) ||
+	    !get_text(e, "replicas", p->replicas, sizeof(p->replicas)) ||
+	    td_jval_get_i64(e, "good", &good) || good < -1 || good > INT_MAX ||
+	    !get_text(e, "outcome", p->outcome, sizeof(p->outcome)))
+		return false;
+	p->good = (int)good;
+	return true;
+}
+
+/* The "places" and "not_compared" arrays; false when one is malformed. */
+static bool parse_lists(const struct td_jval *sc, struct scrub_status *st)
+{
+	const struct td_jval *e = td_jval_get(sc, "places");
+
+	for (e = e ? e->child : NULL; e && st->nr_places < MAX_PLACES;
+	     e = e->next)
+		if (!parse_place(e, &st->places[st->nr_places++]))
+			return false;
+	e = td_jval_get(sc, "not_compared");
+	for (e = e ? e->child : NULL; e && st->nr_skips < MAX_PLACES;
+	     e = e->next) {
+		struct skip *k = &st->skips[st->nr_skips++];
+
+		if (!get_uint(e, "column", &k->column) ||
+		    !get_uint(e, "extent", &k->extent) ||
+		    !get_text(e, "replicas", k->replicas, sizeof(k->replicas)))
+			return false;
+	}
+	return true;
+}
+
+/* The counters of the "scrub" object; false when one is missing. */
+static bool parse_counters(const struct td_jval *sc, struct scrub_status *st)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} fields[] = {
+		{"chunks_checked", offsetof(struct scrub_status, checked)},
+		{"chunks_total", offsetof(struct scrub_status, total)},
+		{"mismatches", offsetof(struct scrub_status, mismatches)},
+		{"repaired", offsetof(struct scrub_status, repaired)},
+		{"undecided", offsetof(struct scrub_status, undecided)},
+		{"repair_failures", offsetof(struct scrub_status, failed)},
+		{"chunks_not_compared", offsetof(struct scrub_status, skipped)},
+		{"extents_not_compared",
+		 offsetof(struct scrub_status, skipped_extents)},
+		{"bytes_read", offsetof(struct scrub_status, bytes)},
+		{"elapsed_ms", offsetof(struct scrub_status, ms)},
+		{"rate_bytes_per_s", offsetof(struct scrub_status, rate)},
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (td_jval_get_u64(
+			    sc, fields[i].key,
+			    (uint64_t *)((char *)st + fields[i].offset)))
+			return false;
+	return true;
+}
+
+/*
+ * The "scrub" object of "driver stripe status json" (stripe-scrub.c's
+ * report); 0, or -EPROTO when not understood.
+ */
 static int parse_status(const char *text, struct scrub_status *st)
 {
-	const char *e;
-	size_t n;
+	const struct td_jval *sc;
+	struct td_jval *v;
+	bool repair, ok;
 
 	memset(st, 0, sizeof(*st));
-	if (strncmp(text, "scrub: ", 7) ||
-	    sscanf(text + 7,
-		   "%15[a-z], %" SCNu64 " of %" SCNu64
-		   " chunks checked, %" SCNu64 " mismatches, %" SCNu64
-		   " repaired, %" SCNu64 " undecided, %" SCNu64
-		   " repair failures, %" SCNu64
-		   " chunks not compared in %" SCNu64 " extents, %" SCNu64
-		   " bytes read in %" SCNu64 " ms, %" SCNu64
-		   " bytes/s, repair %3[a-z]",
-		   st->state, &st->checked, &st->total, &st->mismatches,
-		   &st->repaired, &st->undecided, &st->failed, &st->skipped,
-		   &st->skipped_extents, &st->bytes, &st->ms, &st->rate,
-		   st->repair) != 13)
+	if (td_json_parse(text, &v))
 		return -EPROTO;
-	n = strcspn(text, "\n");
-	if ((e = strstr(text, "; last error: ")) && (size_t)(e - text) < n)
-		snprintf(st->last_error, sizeof(st->last_error), "%.*s",
-			 (int)(n - (size_t)(e + 14 - text)), e + 14);
-	parse_lines(text, st);
-	return 0;
+	sc = td_jval_get(v, "scrub");
+	ok = get_text(sc, "state", st->state, sizeof(st->state)) &&
+	     !td_jval_get_bool(sc, "repair", &repair) &&
+	     parse_counters(sc, st) && parse_lists(sc, st);
+	if (ok) {
+		snprintf(st->repair, sizeof(st->repair), "%s",
+			 repair ? "on" : "off");
+		get_text(sc, "last_error", st->last_error,
+			 sizeof(st->last_error));
+	}
+	td_jval_free(v);
+	return ok ? 0 : -EPROTO;
 }
 
 /* --- the progress line (stderr) -------------------------------------------------- */
@@ -164,7 +231,7 @@ static int follow(struct vjob *job, struct td_strbuf *out)
 	int err;
 
 	for (;;) {
-		if ((err = ctl_serve_command(&job->s, "verify status", out)) ||
+		if ((err = ctl_serve_command(&job->s, "status json", out)) ||
 		    (err = parse_status(td_strbuf_str(out), &job->st))) {
 			end_progress(job);
 			return ctl_fail("cannot follow the verify: %s",

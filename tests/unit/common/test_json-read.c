@@ -104,6 +104,28 @@ static void test_numbers(void **state)
 	}
 }
 
+static void test_i64(void **state)
+{
+	struct td_jval *v;
+	int64_t x;
+
+	(void)state;
+	assert_int_equal(td_json_parse("{\"a\": -3, \"b\": 9223372036854775807,"
+				       " \"c\": 9223372036854775808, \"d\": "
+				       "1.5, \"e\": \"1\"}",
+				       &v),
+			 0);
+	assert_int_equal(td_jval_get_i64(v, "a", &x), 0);
+	assert_true(x == -3);
+	assert_int_equal(td_jval_get_i64(v, "b", &x), 0);
+	assert_true(x == INT64_MAX);
+	assert_int_equal(td_jval_get_i64(v, "c", &x), -EINVAL);
+	assert_int_equal(td_jval_get_i64(v, "d", &x), -EINVAL);
+	assert_int_equal(td_jval_get_i64(v, "e", &x), -EINVAL);
+	assert_int_equal(td_jval_get_i64(v, "f", &x), -ENOENT);
+	td_jval_free(v);
+}
+
 static void test_refused(void **state)
 {
 	static const char *const bad[] = {
@@ -159,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_i64),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_escapes_and_space),
 	};
