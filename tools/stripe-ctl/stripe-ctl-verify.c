@@ -5,8 +5,9 @@
  * (drivers/stripe/stripe-scrub.c), online through the tapdisk that serves
  * the disk or offline in this process (stripe-ctl-serve.c), follow it
  * with "driver stripe status json" (its "scrub" object), and print what
- * it found: each mismatch with its place, what was repaired, what could not be decided,
- * and the extents that could not be compared (a server down).
+ * it found: each mismatch with its place, what was repaired, what could
+ * not be decided, and the extents that could not be compared (a server
+ * down).
  */
 #include "config.h"
 
