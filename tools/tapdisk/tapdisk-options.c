@@ -250,6 +250,15 @@ static int parse_one(struct options *o, const struct cli_option *opt,
 	case TAPDISK_KEY_LOG_FILE:
 		o->log_file = arg;
 		return GO_ON;
+	case TAPDISK_KEY_LOG:
+		if (strcmp(arg, "stderr") && strcmp(arg, "syslog") &&
+		    strncmp(arg, "syslog:", 7) && strncmp(arg, "file:", 5))
+			return usage_error("--log wants stderr, syslog, "
+					   "syslog:SOCKET or file:PATH, not "
+					   "'%s'",
+					   arg);
+		o->log_target = arg;
+		return GO_ON;
 	case TAPDISK_KEY_RUN_DIR:
 		o->run_dir = arg;
 		return GO_ON;
