@@ -113,7 +113,7 @@ int td_log_open_file(const char *path)
 int td_log_reopen(void)
 {
 	if (!log_path[0])
-		return 0;
+		return 1;
 	return td_log_open_file(log_path);
 }
 

@@ -59,7 +59,8 @@ void td_log_set_stream(FILE *stream);
 /*
  * Append the log to the file at path from now on (td_log_reopen() opens
  * the same path again: SIGHUP after logrotate moved it).  0 or -errno;
- * on failure the previous destination stays.
+ * on failure the previous destination stays.  td_log_reopen() returns 1
+ * when no file is in use (stderr, syslog): nothing to do.
  */
 int td_log_open_file(const char *path);
 int td_log_reopen(void);

@@ -304,11 +304,12 @@ static void on_signal(struct td_fd *fde, uint32_t events, void *opaque)
 		/* logrotate moved the file: append to a new one. */
 		int err = td_log_reopen();
 
-		if (err)
+		if (err < 0)
 			td_warn("SIGHUP: cannot open the log file again: %s",
 				strerror(-err));
 		else
-			td_info("SIGHUP: log file opened again");
+			td_info("SIGHUP: %s", err ? "no log file to open again"
+						  : "log file opened again");
 	}
 }
 
@@ -522,6 +523,31 @@ static int open_log(const struct options *o)
 	return err;
 }
 
+/*
+ * After a clean stop: remove RUN_DIR/tapdisk-PID.log when it is this
+ * process's stderr (tap-ctl create made it so), so that nothing is left in
+ * the run directory.  A crash or a failure keeps it for the operator, and
+ * so does a sanitizer build: its leak report is written after main returns
+ * and the tests look for it there.
+ */
+static void remove_own_log(const struct tapdisk *td)
+{
+	char path[PATH_MAX];
+	struct stat st, err_st;
+
+#if defined(__SANITIZE_ADDRESS__)
+	if (td)
+		return;
+#endif
+	if (!td->run_dir[0] ||
+	    snprintf(path, sizeof(path), "%s/tapdisk-%d.log", td->run_dir,
+		     (int)getpid()) >= (int)sizeof(path))
+		return;
+	if (!stat(path, &st) && !fstat(STDERR_FILENO, &err_st) &&
+	    st.st_dev == err_st.st_dev && st.st_ino == err_st.st_ino)
+		unlink(path);
+}
+
 /* At exit: what the syslog sink could not send, on stderr and the log. */
 static void close_log(void)
 {
@@ -567,5 +593,7 @@ int main(int argc, char **argv)
 	if (td.loop)
 		tapdisk_cleanup(&td);
 	close_log();
+	if (!err && td.exit_status == EXIT_SUCCESS)
+		remove_own_log(&td);
 	return err ? EXIT_FAILURE : td.exit_status;
 }
