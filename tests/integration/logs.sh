@@ -17,6 +17,7 @@ set -u
 BUILDDIR=${BUILDDIR:-$(pwd)}
 TAPDISK=$BUILDDIR/bin/tapdisk
 TAPCTL=$BUILDDIR/bin/tap-ctl
+MASTER=$BUILDDIR/bin/stripe-master
 PASSED=0
 FAILED=0
 
@@ -24,7 +25,7 @@ command -v python3 >/dev/null || {
 	echo "SKIP: python3 not found"
 	exit 77
 }
-for prog in "$TAPDISK" "$TAPCTL"; do
+for prog in "$TAPDISK" "$TAPCTL" "$MASTER"; do
 	[ -x "$prog" ] || {
 		echo "FAIL: $prog not built"
 		exit 1
@@ -37,9 +38,14 @@ export TAPSTRIPE_RUNDIR=$RUNDIR TAPDISK
 SOCK=$WORK/syslog.sock
 LINES=$WORK/syslog.txt
 LISTENER=
+MASTER_PID=
 IDS=()
 
 cleanup() {
+	if [ -n "$MASTER_PID" ] && kill -0 "$MASTER_PID" 2>/dev/null; then
+		kill -KILL "$MASTER_PID"
+		wait "$MASTER_PID" 2>/dev/null
+	fi
 	for id in "${IDS[@]}"; do
 		kill -0 "$id" 2>/dev/null && kill -KILL "$id" 2>/dev/null
 	done
@@ -209,6 +215,49 @@ else
 	grep -q "stop" "$LOG" && ! grep -q "stop" "$LOG.1" &&
 		pass "after SIGHUP later lines go to the new file" ||
 		fail "later lines in the new file" "$(tail -3 "$LOG")"
+fi
+
+# --- the master: syslog, and SIGHUP after a rotation -----------------------------
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$MASTER" --foreground --db "$WORK/m.db" --listen "127.0.0.1:$port" \
+	--extent-size 4M --log "syslog:$SOCK" 2>"$WORK/master.err" &
+MASTER_PID=$!
+if wait_for 30 grep -q "^<30>.* stripe-master\[$MASTER_PID\]: .*serving $WORK/m.db" "$LINES"; then
+	pass "master: syslog line, priority info, ident stripe-master[$MASTER_PID]"
+else
+	fail "master: syslog line" "$(cat "$WORK/master.err"; tail -3 "$LINES")"
+fi
+kill -TERM "$MASTER_PID"
+wait "$MASTER_PID"
+rc=$?
+MASTER_PID=
+grep -q "stripe-master\[[0-9]*\]: .*stopping: " "$LINES" && [ $rc = 0 ] &&
+	pass "master: its last line reaches syslog, exit 0" ||
+	fail "master: last line" "rc $rc; $(tail -2 "$LINES")"
+
+MLOG=$WORK/master.log
+"$MASTER" --foreground --db "$WORK/m.db" --listen "127.0.0.1:$port" \
+	--log-file "$MLOG" 2>"$WORK/master.err" &
+MASTER_PID=$!
+if wait_for 30 grep -qs "serving" "$MLOG"; then
+	mv "$MLOG" "$MLOG.1"
+	kill -HUP "$MASTER_PID"
+	wait_for 10 test -e "$MLOG"
+	sleep 0.2
+	alive=0
+	kill -0 "$MASTER_PID" 2>/dev/null && alive=1
+	kill -TERM "$MASTER_PID"
+	wait "$MASTER_PID"
+	rc=$?
+	MASTER_PID=
+	if [ $alive = 1 ] && [ $rc = 0 ] && grep -q "stopping: " "$MLOG" &&
+		! grep -q "stopping: " "$MLOG.1" && grep -q serving "$MLOG.1"; then
+		pass "master: SIGHUP opens a new $MLOG, the rotated one kept"
+	else
+		fail "master: SIGHUP reopen" "alive $alive rc $rc; $(ls "$WORK")"
+	fi
+else
+	fail "master with --log-file did not start" "$(cat "$WORK/master.err")"
 fi
 
 echo "$PASSED passed, $FAILED failed"
