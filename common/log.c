@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +15,9 @@
 
 static enum td_log_level log_level = TD_LOG_INFO;
 static FILE *log_stream;
+/* The file td_log_open_file() opened, for td_log_reopen(); "" if none. */
+static char log_path[4096];
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
 /* This thread's last error message, and how many it logged (log.h). */
 static __thread char last_err[TD_LOG_LAST_ERR_MAX];
 static __thread uint64_t nr_errs;
@@ -72,7 +77,44 @@ enum td_log_level td_log_get_level(void)
 
 void td_log_set_stream(FILE *stream)
 {
+	FILE *owned = NULL;
+
+	pthread_mutex_lock(&stream_lock);
+	if (log_path[0] && log_stream != stream)
+		owned = log_stream;
+	log_path[0] = '\0';
 	log_stream = stream;
+	pthread_mutex_unlock(&stream_lock);
+	if (owned)
+		fclose(owned);
+}
+
+int td_log_open_file(const char *path)
+{
+	FILE *f = fopen(path, "ae");
+	bool owned;
+	FILE *old;
+
+	if (!f)
+		return -errno;
+	setvbuf(f, NULL, _IOLBF, 0);
+	pthread_mutex_lock(&stream_lock);
+	old = log_stream;
+	owned = log_path[0] != '\0';
+	log_stream = f;
+	if (path != log_path)
+		snprintf(log_path, sizeof(log_path), "%s", path);
+	pthread_mutex_unlock(&stream_lock);
+	if (old && old != stderr && owned)
+		fclose(old);
+	return 0;
+}
+
+int td_log_reopen(void)
+{
+	if (!log_path[0])
+		return 1;
+	return td_log_open_file(log_path);
 }
 
 int td_log_parse_level(const char *name)
@@ -86,12 +128,51 @@ int td_log_parse_level(const char *name)
 	return -EINVAL;
 }
 
+/* Append to line[TD_LOG_LINE_MAX] at *len, cut at the end. */
+static void put(char *line, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= TD_LOG_LINE_MAX - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(line + *len, TD_LOG_LINE_MAX - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len += (size_t)n < TD_LOG_LINE_MAX - *len
+				? (size_t)n
+				: TD_LOG_LINE_MAX - 1 - *len;
+}
+
+/* "FUNC [NAME]: TEXT (N similar messages suppressed)", no timestamp. */
+static void format_line(char *line, const char *func, const char *name,
+			uint64_t dropped, const char *fmt, va_list ap)
+{
+	size_t len = 0;
+	int n;
+
+	put(line, &len, "%s%s%s%s: ", func, name ? " [" : "", name ?: "",
+	    name ? "]" : "");
+	if (len < TD_LOG_LINE_MAX - 1) {
+		n = vsnprintf(line + len, TD_LOG_LINE_MAX - len, fmt, ap);
+		if (n > 0)
+			len += (size_t)n < TD_LOG_LINE_MAX - len
+				       ? (size_t)n
+				       : TD_LOG_LINE_MAX - 1 - len;
+	}
+	if (dropped)
+		put(line, &len, " (%llu similar messages suppressed)",
+		    (unsigned long long)dropped);
+}
+
 void td_log(enum td_log_level level, const char *func, const char *name,
 	    struct td_ratelimit *rl, const char *fmt, ...)
 {
-	FILE *out = log_stream ? log_stream : stderr;
+	char line[TD_LOG_LINE_MAX];
 	uint64_t dropped = 0;
 	char stamp[32];
+	FILE *out;
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -111,25 +192,24 @@ void td_log(enum td_log_level level, const char *func, const char *name,
 		rl->suppressed = 0;
 	}
 
+	va_start(ap, fmt);
+	format_line(line, func, name, dropped, fmt, ap);
+	va_end(ap);
+	if (td_log_sink_put(level, line))
+		return;
+
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &tm);
 
+	pthread_mutex_lock(&stream_lock);
+	out = log_stream ? log_stream : stderr;
 	flockfile(out);
-	fprintf(out, "%s.%03ld %s %s", stamp, ts.tv_nsec / 1000000,
-		level_names[level], func);
-	if (name)
-		fprintf(out, " [%s]", name);
-	fputs(": ", out);
-	va_start(ap, fmt);
-	vfprintf(out, fmt, ap);
-	va_end(ap);
-	if (dropped)
-		fprintf(out, " (%llu similar messages suppressed)",
-			(unsigned long long)dropped);
-	fputc('\n', out);
+	fprintf(out, "%s.%03ld %s %s\n", stamp, ts.tv_nsec / 1000000,
+		level_names[level], line);
 	funlockfile(out);
 	fflush(out);
+	pthread_mutex_unlock(&stream_lock);
 }
 
 uint64_t td_log_err_count(void)

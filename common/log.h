@@ -46,12 +46,55 @@ void td_ratelimit_init(struct td_ratelimit *rl);
  */
 int td_ratelimit_allow(struct td_ratelimit *rl, uint64_t now_ns);
 
+/* A line's most bytes (longer ones are cut). */
+#define TD_LOG_LINE_MAX 1024
+
 /* Messages above this level are dropped (default TD_LOG_INFO). */
 void td_log_set_level(enum td_log_level level);
 enum td_log_level td_log_get_level(void);
 
 /* Where messages go (default stderr).  NULL restores stderr. */
 void td_log_set_stream(FILE *stream);
+
+/*
+ * Append the log to the file at path from now on (td_log_reopen() opens
+ * the same path again: SIGHUP after logrotate moved it).  0 or -errno;
+ * on failure the previous destination stays.  td_log_reopen() returns 1
+ * when no file is in use (stderr, syslog): nothing to do.
+ */
+int td_log_open_file(const char *path);
+int td_log_reopen(void);
+
+/*
+ * The syslog sink (log-sink.c).  Lines go to a datagram socket (socket_path,
+ * NULL for /dev/log) in the syslog format, "<PRI>Mmm dd hh:mm:ss
+ * IDENT[PID]: FUNC [VBD]: TEXT", PRI = LOG_DAEMON and the severity of the
+ * level (err 3, warning 4, info 6, debug 7).  td_log() never waits for it:
+ * a line goes into a bounded queue (queue_lines) that a thread of the sink
+ * drains with non-blocking sends; when the queue is full, or the reader
+ * does not read for TD_LOG_SINK_STALL_MS, lines are dropped and counted.
+ * ident is e.g. "tapdisk/NAME" (as postfix/smtpd): journalctl -t takes it.
+ * 0 or -errno (no such socket: nothing changed, the caller chooses).
+ */
+#define TD_LOG_SINK_QUEUE    1024
+#define TD_LOG_SINK_STALL_MS 1000
+int td_log_syslog_open(const char *socket_path, const char *ident,
+		       unsigned queue_lines);
+/* Send what is queued (waiting at most TD_LOG_SINK_STALL_MS), stop the
+ * thread, close; later lines go to the stream again.  Returns how many
+ * lines were dropped in all. */
+uint64_t td_log_syslog_close(void);
+/* Lines the sink dropped so far (0 when it is not open). */
+uint64_t td_log_syslog_dropped(void);
+/* Used by td_log(): 1 when the sink took (or dropped) the line. */
+int td_log_sink_put(enum td_log_level level, const char *line);
+
+/*
+ * Parse a --log TARGET: "stderr", "syslog" (/dev/log), "syslog:SOCKET" or
+ * "file:PATH", and switch to it (ident for syslog).  0, -EINVAL for a
+ * malformed target, or the -errno of opening it.
+ */
+int td_log_set_target(const char *target, const char *ident);
 
 /* Parse "err", "warn", "info" or "debug"; returns the level or -EINVAL. */
 int td_log_parse_level(const char *name);

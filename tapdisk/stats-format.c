@@ -279,6 +279,9 @@ static void text_process(const struct td_report *r, struct td_strbuf *sb)
 		td_strbuf_printf(sb, ", %.2f us of cpu per request",
 				 (double)cpu / (double)reqs);
 	td_strbuf_puts(sb, "\n");
+	if (r->log_dropped)
+		td_strbuf_printf(sb, "log: %" PRIu64 " lines dropped\n",
+				 r->log_dropped);
 }
 
 int td_format_stats_text(const struct td_report *r, struct td_strbuf *sb)
@@ -383,6 +386,7 @@ static void json_process(const struct td_report *r, struct td_json *j)
 	td_json_u64(j, "sys", r->cpu_sys_us);
 	td_json_end_object(j);
 	td_json_u64(j, "uptime_us", r->uptime_us);
+	td_json_u64(j, "log_lines_dropped", r->log_dropped);
 }
 
 int td_format_stats_json(const struct td_report *r, struct td_strbuf *sb)

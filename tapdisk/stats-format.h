@@ -50,6 +50,7 @@ struct td_report {
 	uint64_t cpu_user_us; /* getrusage(RUSAGE_SELF) */
 	uint64_t cpu_sys_us;
 	uint64_t uptime_us;
+	uint64_t log_dropped; /* lines the syslog sink dropped (log.h) */
 	const struct td_report_frontend *frontends;
 	unsigned int nr_frontends;
 	/* For the drivers' own reports (td_vbd_report_drivers_*); may be NULL. */

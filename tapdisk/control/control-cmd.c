@@ -58,6 +58,7 @@ static void ctl_report(const struct td_ctl_server *ctl, struct td_report *r)
 		r->cpu_sys_us = timeval_us(&ru.ru_stime);
 	}
 	r->uptime_us = (td_now_ns() - ctl->start_ns) / 1000;
+	r->log_dropped = td_log_syslog_dropped();
 	r->frontends = ctl->frontends;
 	r->nr_frontends = ctl->nr_frontends;
 	r->vbd = ctl->vbd;

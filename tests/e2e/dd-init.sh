@@ -33,10 +33,14 @@ done
 for d in /dev/xvda /dev/xen/gntdev /dev/xen/evtchn /dev/xen/xenbus; do
 	[ -e $d ] || say "missing $d"
 done
-# The command an operator runs in a storage driver domain.
-if id=$(tap-ctl create -a aio:/dev/xvda --name dd-disk 2>/tmp/tap-ctl.log); then
+# The command an operator runs in a storage driver domain (the log in a
+# file of its own: a tapdisk that ends cleanly leaves none in /run, and
+# this console shows it).
+gen=0
+cur_log=/tmp/td-dd-disk-$gen.log
+if id=$(tap-ctl create -a aio:/dev/xvda --name dd-disk --log-file "$cur_log" 2>/tmp/tap-ctl.log); then
 	say "tapdisk $id: $(tap-ctl info -i "$id" | grep -E '^(frontend|size_bytes)' | tr '\n' ' ')"
-	tail -f "/run/tapstripe/tapdisk-$id.log" | sed 's/^/DD tapdisk: /' &
+	tail -f "$cur_log" | sed 's/^/DD tapdisk: /' &
 	say "ready: tapdisk $id serves aio:/dev/xvda as tapstripe:dd-disk"
 else
 	say "tap-ctl create failed: $(tail -1 /tmp/tap-ctl.log)"
@@ -47,7 +51,7 @@ fi
 # ring for 3 s, start the new one and name it in the disk (tap-ctl attach
 # resumes the ring).  $1: the guest's domid.
 restart() {
-	local g=$1 old=$id new got i
+	local g=$1 old=$id new got i old_log=$cur_log
 	say "restart: tap-ctl release -i $old --domid $g --vdev xvda"
 	tap-ctl release -i "$old" --domid "$g" --vdev xvda 2>/tmp/tap-ctl.log || {
 		answer "failed: tap-ctl release -i $old --domid $g: $(tr "\n" " " </tmp/tap-ctl.log)"
@@ -57,11 +61,14 @@ restart() {
 		say "tap-ctl destroy -i $old: $(tail -1 /tmp/tap-ctl.log)"
 	say "restart: tapdisk $old gone; no tapdisk for 3 s"
 	sleep 3
-	new=$(tap-ctl create -a aio:/dev/xvda --name dd-disk 2>/tmp/tap-ctl.log) || {
+	gen=$((gen + 1))
+	cur_log=/tmp/td-dd-disk-$gen.log
+	new=$(tap-ctl create -a aio:/dev/xvda --name dd-disk --log-file "$cur_log" \
+		2>/tmp/tap-ctl.log) || {
 		answer "failed: tap-ctl create: $(tail -1 /tmp/tap-ctl.log)"
 		return
 	}
-	tail -f "/run/tapstripe/tapdisk-$new.log" | sed 's/^/DD tapdisk: /' &
+	tail -f "$cur_log" | sed 's/^/DD tapdisk: /' &
 	tap-ctl attach -i "$new" --domid "$g" --vdev xvda >/dev/null 2>/tmp/tap-ctl.log || {
 		answer "failed: tap-ctl attach: $(tail -1 /tmp/tap-ctl.log)"
 		return
@@ -69,14 +76,14 @@ restart() {
 	id=$new
 	# What the logs say, read here: the console can drop a line.
 	got=
-	grep -q ': handed over' "/run/tapstripe/tapdisk-$old.log" && got=" handed-over"
+	grep -q ': handed over' "$old_log" && got=" handed-over"
 	i=0
-	while ! grep -q ': resumed, ring order' "/run/tapstripe/tapdisk-$new.log" &&
+	while ! grep -q ': resumed, ring order' "$cur_log" &&
 		[ $i -lt 20 ]; do
 		sleep 0.5
 		i=$((i + 1))
 	done
-	grep -q ': resumed, ring order' "/run/tapstripe/tapdisk-$new.log" && got="$got resumed"
+	grep -q ': resumed, ring order' "$cur_log" && got="$got resumed"
 	say "restart: tapdisk $new serves the guest's disk;$got"
 	answer "done $old $new$got"
 }

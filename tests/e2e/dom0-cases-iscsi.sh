@@ -169,9 +169,9 @@ case_stripe-kernel-iscsi() {
 	# initramfs dom0 may have no host name ("(none)" is no host id), so it
 	# gets one (tap-ctl create passes its environment on to tapdisk).
 	ISCSI_TD_ID=$(TAPSTRIPE_HOST_ID=e2e-dom0 tap-ctl create -a "stripe:$ISCSI_E2E_MAP" \
-		--name e2e-kd 2>/tmp/tap-ctl.log) ||
+		--name e2e-kd --log-file /tmp/td-e2e-kd.log 2>/tmp/tap-ctl.log) ||
 		fail "tap-ctl create stripe: $(tail -1 /tmp/tap-ctl.log)"
-	TD_LOG=/run/tapstripe/tapdisk-$ISCSI_TD_ID.log
+	TD_LOG=/tmp/td-e2e-kd.log
 	tap-ctl attach -i "$ISCSI_TD_ID" --domid 0 --vdev xvdc 2>/tmp/tap-ctl.log ||
 		fail "tap-ctl attach: $(tail -1 /tmp/tap-ctl.log)"
 	wait_for 60 test -b /dev/xvdc || fail "no /dev/xvdc after 60 s"

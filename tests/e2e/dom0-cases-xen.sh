@@ -157,10 +157,11 @@ case_tapdisk-xen-restart() {
 	trap "kill $writer 2>/dev/null; tap-ctl detach -i \${new:-0} --domid 0 --vdev xvdi >/dev/null 2>&1; tap-ctl destroy -i \${new:-0} >/dev/null 2>&1; losetup -d $dev" EXIT
 	sleep 3
 	kill -0 "$writer" 2>/dev/null || fail "the guest's write ended with no tapdisk: $(tail -1 /tmp/dd-wait.log)"
-	new=$(tap-ctl create -a "aio:$dev" --name e2e-xvdi-new 2>/tmp/tap-ctl.log) ||
+	new=$(tap-ctl create -a "aio:$dev" --name e2e-xvdi-new \
+		--log-file /tmp/td-e2e-xvdi-new.log 2>/tmp/tap-ctl.log) ||
 		fail "tap-ctl create (new): $(tail -1 /tmp/tap-ctl.log)"
 	id=$new
-	TD_LOG=/run/tapstripe/tapdisk-$new.log
+	TD_LOG=/tmp/td-e2e-xvdi-new.log
 	tap-ctl attach -i "$new" --domid 0 --vdev xvdi 2>/tmp/tap-ctl.log ||
 		fail "tap-ctl attach (take over): $(tail -1 /tmp/tap-ctl.log)"
 	wait_for 60 sh -c "! kill -0 $writer 2>/dev/null" || fail "the guest's write still waits after the take-over"

@@ -185,9 +185,10 @@ case_tapdisk-xen-attach() {
 	local w wb # dev and id are globals, for the EXIT trap
 	tap-ctl attach --help >/dev/null 2>&1 || skip "tap-ctl has no attach command yet (#7)"
 	dev=$(loop_disk /tmp/xen.img 64) || fail "losetup"
-	id=$(tap-ctl create -a "aio:$dev" --name e2e-xen --log-level debug 2>/tmp/tap-ctl.log) ||
+	id=$(tap-ctl create -a "aio:$dev" --name e2e-xen --log-level debug \
+		--log-file /tmp/td-e2e-xen.log 2>/tmp/tap-ctl.log) ||
 		fail "tap-ctl create: $(tail -1 /tmp/tap-ctl.log)"
-	TD_LOG=/run/tapstripe/tapdisk-$id.log
+	TD_LOG=/tmp/td-e2e-xen.log
 	trap 'tap-ctl detach -i $id --domid 0 --vdev xvdc >/dev/null 2>&1; tap-ctl destroy -i $id >/dev/null 2>&1; losetup -d $dev' EXIT
 	tap-ctl attach -i "$id" --domid 0 --vdev xvdc 2>/tmp/tap-ctl.log ||
 		fail "tap-ctl attach: $(tail -1 /tmp/tap-ctl.log)"
@@ -221,9 +222,10 @@ xen_attach() {
 	local vdev=$3 mode=${4:-w}
 	tap-ctl attach --help >/dev/null 2>&1 || skip "tap-ctl has no attach command yet (#7)"
 	dev=$(loop_disk "$1" "$2") || fail "losetup"
-	id=$(tap-ctl create -a "aio:$dev" --name "e2e-$vdev" 2>/tmp/tap-ctl.log) ||
+	id=$(tap-ctl create -a "aio:$dev" --name "e2e-$vdev" \
+		--log-file "/tmp/td-e2e-$vdev.log" 2>/tmp/tap-ctl.log) ||
 		fail "tap-ctl create: $(tail -1 /tmp/tap-ctl.log)"
-	TD_LOG=/run/tapstripe/tapdisk-$id.log
+	TD_LOG=/tmp/td-e2e-$vdev.log
 	XEN_UNDO="tap-ctl detach -i $id --domid 0 --vdev $vdev >/dev/null 2>&1; tap-ctl destroy -i $id >/dev/null 2>&1; losetup -d $dev"
 	trap "$XEN_UNDO" EXIT
 	tap-ctl attach -i "$id" --domid 0 --vdev "$vdev" --mode "$mode" 2>/tmp/tap-ctl.log ||
@@ -298,9 +300,10 @@ case_tapdisk-xen-domu() {
 	[ -f /etc/domu.cfg ] || skip "no guest in this initramfs"
 	tap-ctl attach --help >/dev/null 2>&1 || skip "tap-ctl has no attach command yet (#7)"
 	dev=$(loop_disk /tmp/domu.img 16) || fail "losetup"
-	id=$(tap-ctl create -a "aio:$dev" --name e2e-domu 2>/tmp/tap-ctl.log) ||
+	id=$(tap-ctl create -a "aio:$dev" --name e2e-domu \
+		--log-file /tmp/td-e2e-domu.log 2>/tmp/tap-ctl.log) ||
 		fail "tap-ctl create: $(tail -1 /tmp/tap-ctl.log)"
-	TD_LOG=/run/tapstripe/tapdisk-$id.log
+	TD_LOG=/tmp/td-e2e-domu.log
 	trap 'xl destroy e2e-domu >/dev/null 2>&1; tap-ctl destroy -i $id >/dev/null 2>&1; losetup -d $dev' EXIT
 	xtool xl create -p /etc/domu.cfg >/tmp/xl-create.log 2>&1 ||
 		fail "xl create: $(tail -1 /tmp/xl-create.log)"

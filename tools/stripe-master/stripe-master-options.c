@@ -52,7 +52,11 @@ static void usage(FILE *out)
 "\n"
 "    Anyone who can reach the port may read (list servers, disks,\n"
 "    extents); only clients inside an --allow network may change anything.\n"
-"    Without --foreground it detaches and logs to --log-file.\n"
+"    Without --foreground it detaches and logs to syslog (ident\n"
+"    stripe-master; journald reads /dev/log too) when /dev/log is\n"
+"    there, else to the database path + \"%s\"; --log or --log-file\n"
+"    choose.  Syslog lines never make the master wait: a stalled\n"
+"    reader costs dropped lines, counted in the last line at exit.\n"
 "\n"
 "OPTIONS\n"
 "    -l, --listen HOST[:PORT]  where to listen (default %s; [::1]:PORT\n"
@@ -73,10 +77,13 @@ static void usage(FILE *out)
 "                              extents per column x replicas; default %u,\n"
 "                              at most %d); the master answers nobody\n"
 "                              else while it allocates, ~4 us per extent\n"
-"    -f, --foreground          run in this terminal, log to stderr\n"
+"    -f, --foreground          run in this terminal, log to stderr (or\n"
+"                              --log, --log-file)\n"
 "    --pid-file PATH           write the pid there (removed at exit)\n"
-"    --log-file PATH           append the log there (default in the\n"
-"                              background: the database path + \"%s\")\n"
+"    --log-file PATH           append the log there, e.g. under\n"
+"                              /var/log (as --log file:PATH)\n"
+"    --log TARGET              syslog (/dev/log), syslog:SOCKET,\n"
+"                              file:PATH or stderr (--foreground only)\n"
 "    --log-level LEVEL         err, warn, info (default) or debug\n"
 "    --check                   check the database's consistency (owners,\n"
 "                              counts, labels, replicas on distinct\n"
@@ -89,6 +96,8 @@ static void usage(FILE *out)
 "\n"
 "SIGNALS\n"
 "    SIGINT, SIGTERM           finish the calls in hand, commit, exit 0\n"
+"    SIGHUP                    open the log file again (logrotate);\n"
+"                              ignored when there is none\n"
 "\n"
 "EXIT STATUS\n"
 "    0  stopped cleanly (or --check found the database consistent)\n"
@@ -100,13 +109,31 @@ static void usage(FILE *out)
 "    stripe-master --listen 0.0.0.0 --allow 10.77.0.0/16 \\\n"
 "        --pid-file /run/stripe-master.pid\n"
 "    stripe-ctl --master 127.0.0.1 server list\n",
-		DEFAULT_LISTEN_TEXT, DEFAULT_DB_PATH, MASTER_DEFAULT_IDLE_S,
+		LOG_SUFFIX, DEFAULT_LISTEN_TEXT, DEFAULT_DB_PATH, MASTER_DEFAULT_IDLE_S,
 		MASTER_DEFAULT_MAX_CONNECTIONS, MASTER_DEFAULT_MAX_ALLOC_EXTENTS,
-		MS_MAX_SLOTS, LOG_SUFFIX);
+		MS_MAX_SLOTS);
 	/* clang-format on */
 }
 
 #define usage_error(...) cli_usage_error("stripe-master", __VA_ARGS__)
+
+/* --log TARGET: syslog[:SOCKET], file:PATH, stderr. */
+static int take_log(struct master_options *o, const char *arg)
+{
+	if (!strcmp(arg, "syslog") || (!strncmp(arg, "syslog:", 7) && arg[7])) {
+		o->log_syslog = true;
+		o->syslog_socket = arg[6] ? arg + 7 : NULL;
+	} else if (!strncmp(arg, "file:", 5) && arg[5]) {
+		o->log_file = arg + 5;
+	} else if (!strcmp(arg, "stderr")) {
+		o->log_stderr = true;
+	} else {
+		return usage_error("--log wants syslog, syslog:SOCKET, "
+				   "file:PATH or stderr, not '%s'",
+				   arg);
+	}
+	return GO_ON;
+}
 
 enum {
 	OPT_IDLE = 256,
@@ -114,6 +141,7 @@ enum {
 	OPT_MAX_ALLOC,
 	OPT_PID_FILE,
 	OPT_LOG_FILE,
+	OPT_LOG,
 	OPT_LOG_LEVEL,
 	OPT_CHECK,
 };
@@ -129,6 +157,7 @@ static const struct option long_options[] = {
 	{"foreground", no_argument, NULL, 'f'},
 	{"pid-file", required_argument, NULL, OPT_PID_FILE},
 	{"log-file", required_argument, NULL, OPT_LOG_FILE},
+	{"log", required_argument, NULL, OPT_LOG},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"check", no_argument, NULL, OPT_CHECK},
 	{"help", no_argument, NULL, 'h'},
@@ -224,6 +253,8 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 	case OPT_LOG_FILE:
 		o->log_file = arg;
 		return GO_ON;
+	case OPT_LOG:
+		return take_log(o, arg);
 	case OPT_LOG_LEVEL:
 		if ((o->log_level = td_log_parse_level(arg)) < 0)
 			return usage_error("--log-level wants err, warn, info "

@@ -29,6 +29,7 @@
 #define DIR_MODE    0755
 #define READY_OK    "OK"
 #define READY_BYTES 600
+#define LOG_MODE    0640
 
 static char abs_db[PATH_MAX], abs_pid[PATH_MAX], abs_log[PATH_MAX];
 
@@ -182,12 +183,70 @@ static int serve(struct master_options *o, int ready_fd)
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* SIGHUP: the log file (stderr) opened again, for logrotate.  open, dup2
+ * and close are async-signal-safe; errno is kept. */
+static void reopen_log(int sig)
+{
+	int saved = errno;
+	int fd = open(abs_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+		      LOG_MODE);
+
+	(void)sig;
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+	errno = saved;
+}
+
+/* SIGHUP reopens the log file, or is ignored (it used to end the master). */
+static void hup_signal(const struct master_options *o)
+{
+	struct sigaction sa = {.sa_flags = SA_RESTART};
+
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = o->log_file ? reopen_log : SIG_IGN;
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+/* --log syslog: the sink (log.h), made in the process that serves (its
+ * thread would not survive the fork). */
+static int open_syslog(const struct master_options *o, int ready_fd)
+{
+	int err;
+
+	if (!o->log_syslog)
+		return 0;
+	err = td_log_syslog_open(o->syslog_socket, "stripe-master", 0);
+	if (err && ready_fd >= 0)
+		dprintf(ready_fd, "ERR cannot log to syslog (%s): %s",
+			o->syslog_socket ?: SYSLOG_PATH, strerror(-err));
+	else if (err)
+		fprintf(stderr,
+			"stripe-master: cannot log to syslog (%s): %s\n",
+			o->syslog_socket ?: SYSLOG_PATH, strerror(-err));
+	return err;
+}
+
+/* At exit: the lines syslog dropped, in the last line it is sent. */
+static void close_syslog(void)
+{
+	uint64_t dropped = td_log_syslog_dropped();
+
+	if (dropped)
+		td_warn("%llu log lines were dropped (syslog too slow)",
+			(unsigned long long)dropped);
+	td_log_syslog_close();
+}
+
 /* The child of daemon mode: a session of its own, stdio to the log. */
 static int become_daemon(const struct master_options *o, int ready_fd)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	int log = open(o->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-		       0640);
+	int log = o->log_file ? open(o->log_file,
+				     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+				     LOG_MODE)
+			      : dup(null);
 
 	if (null < 0 || log < 0) {
 		dprintf(ready_fd, "ERR cannot open the log file %s: %s",
@@ -202,7 +261,7 @@ static int become_daemon(const struct master_options *o, int ready_fd)
 	dup2(log, STDERR_FILENO);
 	close(null);
 	close(log);
-	return 0;
+	return open_syslog(o, ready_fd);
 }
 
 static int run_daemon(struct master_options *o)
@@ -221,7 +280,10 @@ static int run_daemon(struct master_options *o)
 		close(pipefd[0]);
 		if (become_daemon(o, pipefd[1]))
 			_exit(EXIT_FAILURE);
-		_exit(serve(o, pipefd[1]));
+		int status = serve(o, pipefd[1]);
+
+		close_syslog();
+		_exit(status);
 	}
 	close(pipefd[1]);
 	while ((n = read(pipefd[0], answer, sizeof(answer) - 1)) < 0 &&
@@ -234,6 +296,41 @@ static int run_daemon(struct master_options *o)
 	fprintf(stderr, "stripe-master: %s\n",
 		n > 0 ? answer + 4 : "the daemon died while starting");
 	return EXIT_FAILURE;
+}
+
+/*
+ * Where the log goes: --log or --log-file; else stderr in the foreground,
+ * syslog in the background when /dev/log is a socket, else DB_PATH.log.
+ * The file's path made absolute (daemon mode changes to /).  GO_ON or an
+ * exit status.
+ */
+static int choose_log(struct master_options *o)
+{
+	struct stat st;
+
+	if (o->log_stderr && !o->foreground) {
+		fprintf(stderr, "stripe-master: --log stderr wants "
+				"--foreground (a daemon's stderr is "
+				"/dev/null)\n");
+		return EXIT_USAGE;
+	}
+	if (!o->log_file && !o->log_syslog && !o->log_stderr &&
+	    !o->foreground) {
+		if (!stat(SYSLOG_PATH, &st) && S_ISSOCK(st.st_mode))
+			o->log_syslog = true;
+		else if (snprintf(abs_log, sizeof(abs_log), "%s%s", abs_db,
+				  LOG_SUFFIX) >= (int)sizeof(abs_log))
+			return EXIT_USAGE;
+		else
+			o->log_file = abs_log;
+	} else if (o->log_file) {
+		if (absolute(o->log_file, abs_log, sizeof(abs_log)))
+			return EXIT_USAGE;
+		o->log_file = abs_log;
+	}
+	if (o->log_file)
+		o->log_syslog = false; /* --log-file wins */
+	return GO_ON;
 }
 
 int main(int argc, char **argv)
@@ -258,19 +355,19 @@ int main(int argc, char **argv)
 		fprintf(stderr, "stripe-master: %s\n", msg);
 		return EXIT_FAILURE;
 	}
-	if (!o.log_file && !o.foreground) {
-		if (snprintf(abs_log, sizeof(abs_log), "%s%s", abs_db,
-			     LOG_SUFFIX) >= (int)sizeof(abs_log))
-			return EXIT_USAGE;
-		o.log_file = abs_log;
-	} else if (o.log_file) {
-		if (absolute(o.log_file, abs_log, sizeof(abs_log)))
-			return EXIT_USAGE;
-		o.log_file = abs_log;
-	}
+	if ((status = choose_log(&o)) != GO_ON)
+		return status;
+	hup_signal(&o);
 	if (o.foreground && o.log_file && !freopen(o.log_file, "a", stderr)) {
 		fprintf(stdout, "stripe-master: cannot open %s\n", o.log_file);
 		return EXIT_FAILURE;
 	}
-	return o.foreground ? serve(&o, -1) : run_daemon(&o);
+	if (o.foreground) {
+		if (open_syslog(&o, -1))
+			return EXIT_FAILURE;
+		status = serve(&o, -1);
+		close_syslog();
+		return status;
+	}
+	return run_daemon(&o);
 }

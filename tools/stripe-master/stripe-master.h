@@ -13,7 +13,8 @@
 
 #define EXIT_USAGE	CLI_EXIT_USAGE
 #define DEFAULT_DB_PATH "/var/lib/tapstripe/master.db"
-#define LOG_SUFFIX	".log" /* daemon log: DB_PATH.log by default */
+#define LOG_SUFFIX	".log" /* daemon log without /dev/log: DB_PATH.log */
+#define SYSLOG_PATH	"/dev/log"
 #define GO_ON		(-1)
 
 struct master_options {
@@ -25,6 +26,9 @@ struct master_options {
 	bool check; /* check the store and exit */
 	const char *pid_file;
 	const char *log_file;
+	bool log_syslog;	   /* --log syslog[:SOCKET] */
+	const char *syslog_socket; /* NULL: /dev/log */
+	bool log_stderr;	   /* --log stderr */
 	int log_level;
 };
 

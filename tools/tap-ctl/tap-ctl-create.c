@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #define FD_SAFE_MIN 10 /* above stdio and READY_FD */
 #define MSG_MAX	    1024
 #define LOG_MODE    0640
+#define SYSLOG_PATH "/dev/log"
 /* tapdisk, an option and its value per slot, --run-dir DIR, --ready-fd FD,
  * NULL */
 #define MAX_ARGV      (1 + 2 * TAPCTL_MAX_TAPDISK_ARGS + 4 + 1)
@@ -91,6 +93,30 @@ int tapctl_create_option(struct cmd_opts *o, const struct cli_option *opt,
 	}
 	*slot = (struct tapctl_tapdisk_arg){opt, value};
 	return 0;
+}
+
+/*
+ * Without --log or --log-file the tapdisk logs to syslog when there is one
+ * (syslog_path, /dev/log, is a socket): nothing is left in the run
+ * directory.  Otherwise its log is RUN_DIR/tapdisk-PID.log (its stderr),
+ * which it removes itself when it ends cleanly.
+ */
+static void default_log(struct cmd_opts *o, const char *syslog_path)
+{
+	const struct cli_option *log = NULL;
+	struct stat st;
+
+	for (int i = 0; i < o->nr_tapdisk_args; i++) {
+		int key = o->tapdisk_args[i].opt->key;
+
+		if (key == TAPDISK_KEY_LOG || key == TAPDISK_KEY_LOG_FILE)
+			return;
+	}
+	for (size_t i = 0; i < tapdisk_nr_options; i++)
+		if (tapdisk_options[i].key == TAPDISK_KEY_LOG)
+			log = &tapdisk_options[i];
+	if (log && !stat(syslog_path, &st) && S_ISSOCK(st.st_mode))
+		tapctl_create_option(o, log, "syslog");
 }
 
 /* tapdisk's command line, and the option words it points into. */
@@ -381,6 +407,7 @@ int tapctl_cmd_create(struct cmd_opts *o)
 	if (!realpath(o->run_dir, run_dir))
 		return tapctl_fail("%s: %s", o->run_dir, strerror(errno));
 	o->run_dir = run_dir;
+	default_log(o, SYSLOG_PATH);
 	build_argv(o, find_tapdisk(tapdisk_buf, sizeof(tapdisk_buf)), &a);
 	if (pipe2(pipefd, O_CLOEXEC))
 		return tapctl_fail("pipe: %s", strerror(errno));

@@ -365,8 +365,12 @@ static const struct subcommand subcommands[] = {
 	 "create -a CHAIN [--nbd ADDR]... [--shm PATH]... [--name NAME] [-r] "
 	 "[OPTIONS]",
 	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
-	 "its id (its pid).  Its log goes to RUN_DIR/tapdisk-ID.log, or to\n"
-	 "--log-file PATH.  When it cannot start, its own error is printed\n"
+	 "its id (its pid).  Its log goes to syslog (the ident\n"
+	 "tapdisk/NAME) when /dev/log is there, else to\n"
+	 "RUN_DIR/tapdisk-ID.log, which it removes when it ends cleanly;\n"
+	 "or where --log TARGET or --log-file PATH says (SIGHUP to the\n"
+	 "tapdisk opens a log file again, for logrotate).\n"
+	 "When it cannot start, its own error is printed\n"
 	 "(first the reason, e.g. the mapping file and line) and the status\n"
 	 "is 1.  One not ready within --timeout seconds gets SIGTERM, and\n"
 	 "SIGKILL 2 s later; tap-ctl says which ended it, or that it is\n"
@@ -534,8 +538,10 @@ static void global_usage(FILE *out)
 	      "    TAPDISK            the tapdisk program for create\n\n"
 	      "FILES\n"
 	      "    RUN_DIR/tapdisk-ID.sock   control sockets\n"
-	      "    RUN_DIR/tapdisk-ID.log    logs of tapdisks started by "
-	      "create\n\n"
+	      "    RUN_DIR/tapdisk-ID.log    stderr of tapdisks started by "
+	      "create (their log\n"
+	      "                              when there is no /dev/log); "
+	      "removed at a clean exit\n\n"
 	      "EXIT STATUS\n"
 	      "    0 success, 1 failure, 2 bad command line\n",
 	      out);

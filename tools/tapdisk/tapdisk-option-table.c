@@ -112,7 +112,15 @@ const struct cli_option tapdisk_options[] = {
 	 "err, warn, info (default) or debug",
 	 0, 0, 0, CREATE},
 	{"log-file", TAPDISK_KEY_LOG_FILE, "PATH",
-	 "append the log to PATH instead of stderr",
+	 "append the log to PATH instead of stderr (as\n"
+	 "--log file:PATH; SIGHUP opens PATH again)",
+	 0, 0, 0, CREATE},
+	{"log", TAPDISK_KEY_LOG, "TARGET",
+	 "stderr (default), syslog (/dev/log; journald\n"
+	 "serves it too), syslog:SOCKET or file:PATH;\n"
+	 "syslog lines carry the ident tapdisk/NAME, a\n"
+	 "priority and never stall I/O (dropped lines\n"
+	 "are counted: tap-ctl stats, and at exit)",
 	 0, 0, 0, CREATE},
 	/* tap-ctl has --run-dir of its own and passes it on itself. */
 	{"run-dir", TAPDISK_KEY_RUN_DIR, "DIR",

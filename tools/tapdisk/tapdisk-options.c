@@ -43,7 +43,9 @@ static void usage(FILE *out)
 "    it and exits.\n"
 "\n"
 "    Without --foreground, tapdisk expects to be started by tap-ctl\n"
-"    create, which runs it in the background with a log file.\n"
+"    create, which runs it in the background, logging to syslog when\n"
+"    /dev/log is there, else to RUN_DIR/tapdisk-PID.log (removed when\n"
+"    it ends cleanly).\n"
 "\n"
 "OPTIONS\n");
 	cli_print_options(out, tapdisk_options, tapdisk_nr_options, 0);
@@ -54,6 +56,8 @@ static void usage(FILE *out)
 "                          the chain opens, they end tapdisk at once\n"
 "                          (exit by the signal: an open that hangs,\n"
 "                          on a dead NFS server, is not waited for)\n"
+"    SIGHUP                open the --log-file again (after logrotate\n"
+"                          moved it); with no log file, only logged\n"
 "\n"
 "FILES\n"
 "    RUN_DIR/tapdisk-PID.sock  the control socket (see tapdisk/control.h)\n"
@@ -249,6 +253,15 @@ static int parse_one(struct options *o, const struct cli_option *opt,
 		return GO_ON;
 	case TAPDISK_KEY_LOG_FILE:
 		o->log_file = arg;
+		return GO_ON;
+	case TAPDISK_KEY_LOG:
+		if (strcmp(arg, "stderr") && strcmp(arg, "syslog") &&
+		    strncmp(arg, "syslog:", 7) && strncmp(arg, "file:", 5))
+			return usage_error("--log wants stderr, syslog, "
+					   "syslog:SOCKET or file:PATH, not "
+					   "'%s'",
+					   arg);
+		o->log_target = arg;
 		return GO_ON;
 	case TAPDISK_KEY_RUN_DIR:
 		o->run_dir = arg;

@@ -296,8 +296,21 @@ static void on_signal(struct td_fd *fde, uint32_t events, void *opaque)
 	struct tapdisk *td = opaque;
 	struct signalfd_siginfo si;
 
-	while (read(fde->fd, &si, sizeof(si)) == sizeof(si))
-		tapdisk_stop(td, strsignal((int)si.ssi_signo));
+	while (read(fde->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo != SIGHUP) {
+			tapdisk_stop(td, strsignal((int)si.ssi_signo));
+			continue;
+		}
+		/* logrotate moved the file: append to a new one. */
+		int err = td_log_reopen();
+
+		if (err < 0)
+			td_warn("SIGHUP: cannot open the log file again: %s",
+				strerror(-err));
+		else
+			td_info("SIGHUP: %s", err ? "no log file to open again"
+						  : "log file opened again");
+	}
 }
 
 static void on_destroy(void *opaque)
@@ -334,6 +347,7 @@ static int start_control(struct tapdisk *td)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	td->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (td->sig_fd < 0)
 		return fail(td, -errno, "signalfd: %s", strerror(errno));
@@ -480,33 +494,86 @@ static void tapdisk_cleanup(struct tapdisk *td)
 	td_loop_destroy(td->loop);
 }
 
+/* The syslog ident: "tapdisk/NAME" (NAME as setup_names makes it). */
+static void log_ident(const struct options *o, char *ident, size_t len)
+{
+	if (o->name)
+		snprintf(ident, len, "tapdisk/%s", o->name);
+	else
+		snprintf(ident, len, "tapdisk/vbd-%d", (int)getpid());
+}
+
 static int open_log(const struct options *o)
 {
-	FILE *f;
+	char ident[TD_VBD_NAME_MAX + 16];
+	const char *what = o->log_target;
+	int err = 0;
 
 	td_log_set_level((enum td_log_level)o->log_level);
-	if (!o->log_file)
-		return 0;
-	f = fopen(o->log_file, "ae");
-	if (!f) {
+	log_ident(o, ident, sizeof(ident));
+	if (o->log_file)
+		err = td_log_open_file(o->log_file);
+	else if (what)
+		err = td_log_set_target(what, ident);
+	if (err)
 		fprintf(stderr,
-			"tapdisk: cannot open the log file %s: %s; "
-			"check the directory exists and is writable\n",
-			o->log_file, strerror(errno));
-		return -errno;
-	}
-	setvbuf(f, NULL, _IOLBF, 0);
-	td_log_set_stream(f);
-	return 0;
+			"tapdisk: cannot open the log %s: %s; check it "
+			"exists and is writable\n",
+			o->log_file ?: what, strerror(-err));
+	return err;
+}
+
+/*
+ * After a clean stop: remove RUN_DIR/tapdisk-PID.log when it is this
+ * process's stderr (tap-ctl create made it so), so that nothing is left in
+ * the run directory.  A crash or a failure keeps it for the operator, and
+ * so does a sanitizer build: its leak report is written after main returns
+ * and the tests look for it there.
+ */
+static void remove_own_log(const struct tapdisk *td)
+{
+	char path[PATH_MAX];
+	struct stat st, err_st;
+
+#if defined(__SANITIZE_ADDRESS__)
+	if (td)
+		return;
+#endif
+	if (!td->run_dir[0] ||
+	    snprintf(path, sizeof(path), "%s/tapdisk-%d.log", td->run_dir,
+		     (int)getpid()) >= (int)sizeof(path))
+		return;
+	if (!stat(path, &st) && !fstat(STDERR_FILENO, &err_st) &&
+	    st.st_dev == err_st.st_dev && st.st_ino == err_st.st_ino)
+		unlink(path);
+}
+
+/* At exit: what the syslog sink could not send, on stderr and the log. */
+static void close_log(void)
+{
+	uint64_t dropped = td_log_syslog_dropped();
+
+	if (dropped)
+		td_warn("%llu log lines were dropped (syslog too slow)",
+			(unsigned long long)dropped);
+	dropped = td_log_syslog_close();
+	if (dropped)
+		fprintf(stderr, "tapdisk: %llu log lines dropped\n",
+			(unsigned long long)dropped);
 }
 
 int main(int argc, char **argv)
 {
 	struct tapdisk td = {.sig_fd = -1};
 	int status, err;
+	sigset_t hup;
 
 	if ((status = tapdisk_parse_options(&td.opt, argc, argv)) >= 0)
 		return status;
+	/* SIGHUP (reopen the log) waits for the signalfd of start_control. */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigprocmask(SIG_BLOCK, &hup, NULL);
 	if (open_log(&td.opt))
 		return EXIT_FAILURE;
 	stop_signals(SIG_UNBLOCK);
@@ -525,5 +592,8 @@ int main(int argc, char **argv)
 	}
 	if (td.loop)
 		tapdisk_cleanup(&td);
+	close_log();
+	if (!err && td.exit_status == EXIT_SUCCESS)
+		remove_own_log(&td);
 	return err ? EXIT_FAILURE : td.exit_status;
 }

@@ -30,6 +30,7 @@ struct options {
 	struct td_nbd_access nbd_access;
 	bool nbd_tls_given; /* else: require with credentials, off without */
 	const char *log_file;
+	const char *log_target; /* --log: stderr, syslog[:SOCKET], file:PATH */
 	const char *run_dir;
 	uint32_t max_inflight;
 	/* --nbd-*: 0 is the server's default (the idle timeout's: never) */

@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,6 +132,7 @@ static void test_every_option_decided(void **state)
 		"max-inflight",
 		"log-level",
 		"log-file",
+		"log",
 		"nbd-tls",
 		"nbd-tls-psk",
 		"nbd-tls-x509",
@@ -180,6 +184,50 @@ static void test_all_options_fit(void **state)
 	assert_null(a.argv[words - 1]);
 }
 
+/* No --log nor --log-file: syslog when its socket is there, else none. */
+static void test_default_log(void **state)
+{
+	static const char *const with[] = {
+		"tapdisk",   "-a", "null:",	 "--log", "syslog",
+		"--run-dir", "/r", "--ready-fd", "3",
+	};
+	static const char *const without[] = {
+		"tapdisk", "-a", "null:", "--run-dir", "/r", "--ready-fd", "3",
+	};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char dir[] = "/tmp/test-tap-ctl-XXXXXX";
+	struct create_argv a;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/log", dir);
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct cmd_opts o = {.run_dir = "/r"};
+	give(&o, "chain", "null:");
+	default_log(&o, sa.sun_path);
+	build_argv(&o, "tapdisk", &a);
+	assert_argv(a.argv, with, ARRAY_SIZE(with));
+
+	struct cmd_opts no_syslog = {.run_dir = "/r"};
+	give(&no_syslog, "chain", "null:");
+	default_log(&no_syslog, "/nonexistent/log");
+	build_argv(&no_syslog, "tapdisk", &a);
+	assert_argv(a.argv, without, ARRAY_SIZE(without));
+
+	struct cmd_opts file = {.run_dir = "/r"};
+	give(&file, "chain", "null:");
+	give(&file, "log-file", "/tmp/x.log");
+	default_log(&file, sa.sun_path);
+	build_argv(&file, "tapdisk", &a);
+	assert_string_equal(a.argv[3], "--log-file");
+	assert_string_equal(a.argv[5], "--run-dir");
+
+	close(fd);
+	unlink(sa.sun_path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +236,7 @@ int main(void)
 		cmocka_unit_test(test_repeat_limits),
 		cmocka_unit_test(test_every_option_decided),
 		cmocka_unit_test(test_all_options_fit),
+		cmocka_unit_test(test_default_log),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
