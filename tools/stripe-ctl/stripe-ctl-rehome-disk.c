@@ -236,7 +236,10 @@ static void settle(struct rh_disk *d, struct rh_task *t)
 
 /* --- the driver --------------------------------------------------------------- */
 
-/* The CHAP credentials for NEW: its server's in the map, else OLD's. */
+/*
+ * The CHAP credentials for NEW without the master's (issue #20: it keeps
+ * them since): its server's in the map, else OLD's.
+ */
 static const struct stripe_map_server *chap_of(const struct rh_disk *d,
 					       const struct rh_task *t)
 {
@@ -246,10 +249,32 @@ static const struct stripe_map_server *chap_of(const struct rh_disk *d,
 	return &d->m.servers[d->m.slots[slot_of(&d->m, t)].server];
 }
 
+/* NEW's CHAP account from the master when it keeps one, else chap_of. */
+static void new_chap(const struct rh_disk *d, const struct rh_task *t,
+		     struct stripe_map_server *out)
+{
+	ms_server_key k = {.target = (char *)t->new_target, .lun = t->new_lun};
+	const struct stripe_map_server *c = chap_of(d, t);
+	ms_reply rep;
+
+	snprintf(out->chap_user, sizeof(out->chap_user), "%s", c->chap_user);
+	snprintf(out->chap_secret, sizeof(out->chap_secret), "%s",
+		 c->chap_secret);
+	if (!master_call_server_chap_get(d->rh->c, &k, &rep) &&
+	    rep.body.ms_body_u.chap.user[0]) {
+		snprintf(out->chap_user, sizeof(out->chap_user), "%s",
+			 rep.body.ms_body_u.chap.user);
+		snprintf(out->chap_secret, sizeof(out->chap_secret), "%s",
+			 rep.body.ms_body_u.chap.secret);
+	}
+	master_reply_free(&rep);
+}
+
 static void add_words(const struct rh_disk *d, const struct rh_task *t, char *w,
 		      size_t size)
 {
-	const struct stripe_map_server *c = chap_of(d, t);
+	struct stripe_map_server chap;
+	const struct stripe_map_server *c = &chap;
 	int n = snprintf(w, size,
 			 "move add %u %u %u target=%s lun=%u portal=%s "
 			 "address=%s block-size=%u lba=%" PRIu64,
@@ -257,10 +282,12 @@ static void add_words(const struct rh_disk *d, const struct rh_task *t, char *w,
 			 t->new_lun, t->new_portal, t->new_address,
 			 t->new_block, t->new_offset / t->new_block);
 
+	new_chap(d, t, &chap);
 	if (*c->chap_user && n > 0 && (size_t)n < size)
 		snprintf(w + n, size - (size_t)n,
 			 " chap-user=%s chap-secret=%s", c->chap_user,
 			 c->chap_secret);
+	memset(chap.chap_secret, 0, sizeof(chap.chap_secret));
 }
 
 static int driver(struct rh_disk *d, const char *words, struct td_strbuf *out)
