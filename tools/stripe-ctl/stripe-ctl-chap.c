@@ -141,29 +141,33 @@ int ctl_cmd_server_chap(struct ctl_opts *o)
 	return status;
 }
 
+int ctl_chap_get(struct master_client *c, struct stripe_map_server *s)
+{
+	ms_server_key k = {.target = s->target, .lun = s->lun};
+	ms_reply rep;
+	int err = master_call_server_chap_get(c, &k, &rep);
+
+	if (!err) {
+		snprintf(s->chap_user, sizeof(s->chap_user), "%s",
+			 rep.body.ms_body_u.chap.user);
+		snprintf(s->chap_secret, sizeof(s->chap_secret), "%s",
+			 rep.body.ms_body_u.chap.secret);
+	}
+	master_reply_free(&rep);
+	return err;
+}
+
 int ctl_map_chap(struct master_client *c, struct stripe_map *m,
 		 const char *what)
 {
 	for (uint32_t i = 0; i < m->nr_servers; i++) {
 		struct stripe_map_server *s = &m->servers[i];
-		ms_server_key k = {.target = s->target, .lun = s->lun};
-		ms_reply rep;
-		int status = 0;
 
-		if (master_call_server_chap_get(c, &k, &rep))
-			status = ctl_fail("%s: the CHAP account of %s lun %u: "
-					  "%s",
-					  what, s->target, s->lun,
-					  master_client_error(c));
-		else {
-			snprintf(s->chap_user, sizeof(s->chap_user), "%s",
-				 rep.body.ms_body_u.chap.user);
-			snprintf(s->chap_secret, sizeof(s->chap_secret), "%s",
-				 rep.body.ms_body_u.chap.secret);
-		}
-		master_reply_free(&rep);
-		if (status)
-			return status;
+		if (ctl_chap_get(c, s))
+			return ctl_fail("%s: the CHAP account of %s lun %u: "
+					"%s",
+					what, s->target, s->lun,
+					master_client_error(c));
 	}
 	return 0;
 }

@@ -253,21 +253,15 @@ static const struct stripe_map_server *chap_of(const struct rh_disk *d,
 static void new_chap(const struct rh_disk *d, const struct rh_task *t,
 		     struct stripe_map_server *out)
 {
-	ms_server_key k = {.target = (char *)t->new_target, .lun = t->new_lun};
 	const struct stripe_map_server *c = chap_of(d, t);
-	ms_reply rep;
 
+	snprintf(out->target, sizeof(out->target), "%s", t->new_target);
+	out->lun = t->new_lun;
+	if (!ctl_chap_get(d->rh->c, out) && out->chap_user[0])
+		return;
 	snprintf(out->chap_user, sizeof(out->chap_user), "%s", c->chap_user);
 	snprintf(out->chap_secret, sizeof(out->chap_secret), "%s",
 		 c->chap_secret);
-	if (!master_call_server_chap_get(d->rh->c, &k, &rep) &&
-	    rep.body.ms_body_u.chap.user[0]) {
-		snprintf(out->chap_user, sizeof(out->chap_user), "%s",
-			 rep.body.ms_body_u.chap.user);
-		snprintf(out->chap_secret, sizeof(out->chap_secret), "%s",
-			 rep.body.ms_body_u.chap.secret);
-	}
-	master_reply_free(&rep);
 }
 
 static void add_words(const struct rh_disk *d, const struct rh_task *t, char *w,

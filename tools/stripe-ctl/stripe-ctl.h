@@ -167,6 +167,9 @@ int ctl_chap_set(struct master_client *c, const struct ctl_opts *o,
 		 const char *secret, ms_reply *rep);
 int ctl_map_chap(struct master_client *c, struct stripe_map *m,
 		 const char *what);
+/* s's account (by its target and lun) from the master; 0 or -errno
+ * (master_client_error says why). */
+int ctl_chap_get(struct master_client *c, struct stripe_map_server *s);
 int ctl_cmd_server_list(struct ctl_opts *o);
 int ctl_cmd_extents_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_create(struct ctl_opts *o);
