@@ -162,8 +162,16 @@ int ctl_map_chap(struct master_client *c, struct stripe_map *m,
 {
 	for (uint32_t i = 0; i < m->nr_servers; i++) {
 		struct stripe_map_server *s = &m->servers[i];
+		int err = ctl_chap_get(c, s);
 
-		if (ctl_chap_get(c, s))
+		if (err == -EPERM)
+			return ctl_fail("%s: the master gives the LUNs' CHAP "
+					"accounts, which go into the mapping "
+					"file, only to callers in its --allow "
+					"networks: run this where it allows "
+					"(%s)",
+					what, master_client_error(c));
+		if (err)
 			return ctl_fail("%s: the CHAP account of %s lun %u: "
 					"%s",
 					what, s->target, s->lun,
