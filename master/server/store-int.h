@@ -81,7 +81,7 @@ enum master_store_stmt {
 };
 
 /* The invariants master_store_check queries (store-check.c). */
-#define STORE_NR_INVARIANTS 18
+#define STORE_NR_INVARIANTS 19
 
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \

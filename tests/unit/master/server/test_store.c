@@ -2863,6 +2863,48 @@ static void test_chap_refused(void **state)
 	expect_consistent(f->st);
 }
 
+/* The check finds half an account, or a bad one, edited in the file. */
+static void test_chap_check(void **state)
+{
+	static const char *const bad[] = {
+		"UPDATE servers SET chap_user = 'alice' WHERE id = 2",
+		"UPDATE servers SET chap_secret = 'x' WHERE id = 2",
+		"UPDATE servers SET chap_user = 'a b', chap_secret = 'x'"
+		" WHERE id = 2",
+		"UPDATE servers SET chap_user = 'a', chap_secret = 'x#'"
+		" WHERE id = 2",
+	};
+	struct fixture *f = *state;
+	char msg[512];
+
+	add_four(f->st);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "alice", "s3cr3t", NULL),
+		MS_OK);
+	expect_consistent(f->st);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		master_store_close(f->st);
+		assert_int_equal(raw_sql(f->path, bad[i]), SQLITE_OK);
+		assert_int_equal(
+			master_store_open(f->path, 0, &f->st, msg, sizeof(msg)),
+			0);
+		assert_int_equal(master_store_check(f->st, msg, sizeof(msg)),
+				 -EUCLEAN);
+		assert_non_null(strstr(msg, "CHAP account"));
+		assert_null(strstr(msg, "s3cr3t"));
+		master_store_close(f->st);
+		assert_int_equal(raw_sql(f->path, "UPDATE servers SET"
+						  " chap_user = '',"
+						  " chap_secret = '' WHERE"
+						  " id = 2"),
+				 SQLITE_OK);
+		assert_int_equal(
+			master_store_open(f->path, 0, &f->st, msg, sizeof(msg)),
+			0);
+		expect_consistent(f->st);
+	}
+}
+
 /* A removed server takes its account along; registered again: none. */
 static void test_chap_remove(void **state)
 {
@@ -3078,6 +3120,7 @@ int main(void)
 		T(test_chap_set_get),
 		T(test_chap_refused),
 		T(test_chap_remove),
+		T(test_chap_check),
 		T(test_chap_schema6_upgrade),
 		T(test_chap_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
