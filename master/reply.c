@@ -21,6 +21,12 @@ void master_reply_init(ms_reply *rep)
 
 void master_reply_free(ms_reply *rep)
 {
+	char *secret = rep->body.kind == MS_BODY_CHAP
+			       ? rep->body.ms_body_u.chap.secret
+			       : NULL;
+
+	if (secret) /* a CHAP secret does not linger in freed memory */
+		memset(secret, 0, strlen(secret));
 	xdr_free((xdrproc_t)xdr_ms_reply, (char *)rep);
 	master_reply_init(rep);
 }

@@ -370,6 +370,22 @@ int master_call_server_fail(struct master_client *c, const ms_server_key *k,
 				  MS_BODY_SERVER, rep);
 }
 
+int master_call_server_chap_set(struct master_client *c,
+				const ms_server_chap_args *a, ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_CHAP_SET,
+				  (xdrproc_t)xdr_ms_server_chap_args, a,
+				  MS_BODY_SERVER, rep);
+}
+
+int master_call_server_chap_get(struct master_client *c, const ms_server_key *k,
+				ms_reply *rep)
+{
+	return master_client_call(c, MS_SERVER_CHAP_GET,
+				  (xdrproc_t)xdr_ms_server_key, k, MS_BODY_CHAP,
+				  rep);
+}
+
 int master_call_server_status(struct master_client *c, ms_reply *rep)
 {
 	return master_client_call(c, MS_SERVER_STATUS, MASTER_XDR_VOID, NULL,

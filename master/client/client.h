@@ -87,6 +87,12 @@ int master_call_server_remove(struct master_client *c, const ms_server_key *k,
 int master_call_server_list(struct master_client *c, ms_reply *rep);
 int master_call_server_label(struct master_client *c,
 			     const ms_server_label_args *a, ms_reply *rep);
+/* Issue #20: set a server's CHAP account (SERVER), read it (CHAP, the
+ * secret included: only for a mapping file, never to print). */
+int master_call_server_chap_set(struct master_client *c,
+				const ms_server_chap_args *a, ms_reply *rep);
+int master_call_server_chap_get(struct master_client *c, const ms_server_key *k,
+				ms_reply *rep);
 /* Issue #19: a server gone for good (SERVER), every server's state and
  * load (SERVER_STATS), re-homing one replica slot (MOVE; see
  * ms_move_args in stripe.x) and the moves in progress (MOVES). */

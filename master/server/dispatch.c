@@ -35,6 +35,7 @@ union ms_args {
 	ms_server_label_args label;
 	ms_move_args move;
 	ms_move_list_args move_list;
+	ms_server_chap_args chap;
 };
 
 struct proc {
@@ -201,6 +202,20 @@ static int run_move_list(struct master_store *st, const union ms_args *a,
 	return master_store_move_list(st, &a->move_list, rep);
 }
 
+static int run_server_chap_set(struct master_store *st, const union ms_args *a,
+			       ms_reply *rep)
+{
+	return master_store_server_chap_set(st, &a->chap, rep);
+}
+
+static int run_server_chap_get(struct master_store *st, const union ms_args *a,
+			       ms_reply *rep)
+{
+	return master_store_server_chap_get(st, &a->key, rep);
+}
+
+/* mutating: from --allow networks only; so is MS_SERVER_CHAP_GET, whose
+ * reply carries a secret although it changes nothing. */
 static const struct proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
@@ -254,6 +269,11 @@ static const struct proc procs[] = {
 			   run_move_abort},
 	[MS_MOVE_LIST] = {"move_list", (xdrproc_t)xdr_ms_move_list_args, false,
 			  run_move_list},
+	[MS_SERVER_CHAP_SET] = {"server_chap_set",
+				(xdrproc_t)xdr_ms_server_chap_args, true,
+				run_server_chap_set},
+	[MS_SERVER_CHAP_GET] = {"server_chap_get", (xdrproc_t)xdr_ms_server_key,
+				true, run_server_chap_get},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

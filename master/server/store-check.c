@@ -117,6 +117,13 @@ static const struct {
 	 " (SELECT 1 FROM vdisks v WHERE v.id = l.vdisk_id)"},
 	{"a free lease has a fence pending",
 	 "SELECT 1 FROM leases WHERE holder = '' AND fence_pending != 0"},
+	{"a server has half a CHAP account (a user without a secret or the "
+	 "other way round), or one that is not 1-255 printable bytes without "
+	 "spaces or '#' (stripe-ctl server chap)",
+	 "SELECT 1 FROM servers WHERE (chap_user = '') != (chap_secret = '')"
+	 " OR length(chap_user) > 255 OR length(chap_secret) > 255 OR"
+	 " chap_user GLOB '*[^!-~]*' OR chap_secret GLOB '*[^!-~]*' OR"
+	 " instr(chap_user, '#') OR instr(chap_secret, '#')"},
 };
 
 _Static_assert(sizeof(invariants) / sizeof(invariants[0]) ==

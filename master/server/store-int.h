@@ -75,11 +75,13 @@ enum master_store_stmt {
 	ST_VDISK_MOVES_TO_RELEASED,
 	ST_VDISK_MOVES_DELETE,
 	ST_VDISK_MOVES,
+	ST_SERVER_CHAP_GET,
+	ST_SERVER_CHAP_SET,
 	ST_COUNT
 };
 
 /* The invariants master_store_check queries (store-check.c). */
-#define STORE_NR_INVARIANTS 18
+#define STORE_NR_INVARIANTS 19
 
 /* The columns of ms_server, in order, as fill_server reads them. */
 #define STORE_SERVER_COLS                                            \
@@ -208,6 +210,9 @@ int master_store_fenced_put(struct master_store *st, const char *host,
  * empty only when may_be_empty (a host label may not be).
  */
 bool master_store_label_ok(const char *label, bool may_be_empty);
+
+/* A CHAP user or secret: 1-MS_CHAP_MAX printable bytes, no space or '#'. */
+bool master_store_chap_ok(const char *s);
 
 /* Printable ASCII without spaces, 1..max bytes. */
 bool master_store_token_ok(const char *s, size_t max);

@@ -123,6 +123,11 @@ static const char schema_sql[] =
  * of the new server's free_extents and below its next_fresh like an
  * allocated extent.  reached, wanted and room are the extent's spread
  * with the new replica (placement.h), its spread note at commit.
+ *
+ * 6 -> 7: CHAP (issue #20).  servers.chap_user and .chap_secret are the
+ * server's CHAP account ('' and '': none; both or neither), set by
+ * MS_SERVER_CHAP_SET, read only by MS_SERVER_CHAP_GET (STORE_SERVER_COLS
+ * leaves them out, so no other reply can carry them).
  */
 static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	[1] = "ALTER TABLE allocations ADD COLUMN"
@@ -189,6 +194,10 @@ static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	      " UNIQUE (new_server, new_idx)"
 	      ") WITHOUT ROWID;"
 	      "CREATE INDEX moves_old ON moves (old_server);",
+	[6] = "ALTER TABLE servers ADD COLUMN chap_user TEXT NOT NULL"
+	      " DEFAULT '' CHECK (length(chap_user) <= 255);"
+	      "ALTER TABLE servers ADD COLUMN chap_secret TEXT NOT NULL"
+	      " DEFAULT '' CHECK (length(chap_secret) <= 255);",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -372,6 +381,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_VDISK_MOVES_DELETE] = "DELETE FROM moves WHERE vdisk_id = ?1",
 	[ST_VDISK_MOVES] = "SELECT " STORE_MOVE_COLS " FROM moves WHERE"
 			   " vdisk_id = ?1 ORDER BY col, ext, replica",
+	[ST_SERVER_CHAP_GET] = "SELECT chap_user, chap_secret FROM servers"
+			       " WHERE id = ?1",
+	[ST_SERVER_CHAP_SET] = "UPDATE servers SET chap_user = ?2,"
+			       " chap_secret = ?3 WHERE id = ?1",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"

@@ -50,7 +50,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    6
+#define MASTER_SCHEMA_VERSION	    7
 /*
  * Extents one allocation may lock (columns x extents per column x
  * replicas), at most MS_MAX_SLOTS.  The master is single-threaded and an
@@ -110,6 +110,10 @@ int master_store_server_remove(struct master_store *st, const ms_server_key *k,
 int master_store_server_list(struct master_store *st, ms_reply *rep);
 int master_store_server_label(struct master_store *st,
 			      const ms_server_label_args *a, ms_reply *rep);
+int master_store_server_chap_set(struct master_store *st,
+				 const ms_server_chap_args *a, ms_reply *rep);
+int master_store_server_chap_get(struct master_store *st,
+				 const ms_server_key *k, ms_reply *rep);
 int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 			     ms_reply *rep);
 int master_store_vdisk_lookup(struct master_store *st, const char *id,

@@ -128,12 +128,25 @@ static bool servers_ok(const ms_reply *rep)
 	return true;
 }
 
+/* A CHAP body (issue #20): none, or a well-formed user and secret. */
+static bool chap_ok(const ms_reply *rep)
+{
+	const ms_chap *c = &rep->body.ms_body_u.chap;
+
+	if (!c->user[0] && !c->secret[0])
+		return true;
+	return master_store_chap_ok(c->user) && master_store_chap_ok(c->secret);
+}
+
 /*
  * A reply carries a body only with MS_OK, but for a lease refusal, which
- * names the lease it found (stripe.x); a HOSTS body only with MS_OK.
+ * names the lease it found (stripe.x); a HOSTS or CHAP body only with
+ * MS_OK.
  */
 static bool reply_body_ok(const ms_reply *rep)
 {
+	if (rep->body.kind == MS_BODY_CHAP)
+		return rep->status == MS_OK && chap_ok(rep);
 	if (rep->body.kind == MS_BODY_HOSTS)
 		return rep->status == MS_OK && hosts_ok(rep);
 	if (rep->status == MS_OK || rep->body.kind == MS_BODY_NONE)

@@ -17,9 +17,10 @@ FOREIGN, END_ROUND = 0x01, 0x02
  REPLICA_STATE, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER,
  LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT, SERVER_LABEL,
  SERVER_FAIL, SERVER_STATUS, MOVE_BEGIN, MOVE_COMMIT, MOVE_ABORT,
- MOVE_LIST) = range(27)
-UNKNOWN = 27  # taken modulo the procedures found (27, then the unknown one)
+ MOVE_LIST, SERVER_CHAP_SET, SERVER_CHAP_GET) = range(29)
+UNKNOWN = 29  # taken modulo the procedures found (29, then the unknown one)
 BODY_LEASE, BODY_HOSTS, BODY_MOVE, BODY_SERVER_STATS = 8, 9, 10, 12
+BODY_CHAP = 13
 EVACUATE, FAIL = 0, 1
 
 
@@ -48,6 +49,12 @@ def server_label(n, host=None, rack=None, site=None):
     for label in (host, rack, site):
         out += u32(label is not None) + string(label or "")
     return out
+
+
+def server_chap(n, user, secret):
+    """MS_SERVER_CHAP_SET's arguments (issue #20)."""
+    return (string(f"iqn.2024-01.t:s{n}") + u32(1) + string(user) +
+            string(secret))
 
 
 def server_key(n):
@@ -224,6 +231,38 @@ def moves(flags):
         rec(SERVER_ADD, server_add(1, 4 * MiB), flags))
 
 
+def chap(flags):
+    """CHAP accounts (issue #20): set, repeat, change, read, refusals
+    (half an account, a space, a '#', no server), clear, read again; a
+    caller outside --allow may neither set nor read one."""
+    return calls(
+        rec(SERVER_ADD, server_add(1), flags),
+        rec(SERVER_ADD, server_add(2), flags),
+        rec(SERVER_CHAP_GET, server_key(1), flags),
+        rec(SERVER_CHAP_SET, server_chap(1, "alice", "s3cr3t"), flags),
+        rec(SERVER_CHAP_SET, server_chap(1, "alice", "s3cr3t"), flags),
+        rec(SERVER_CHAP_SET, server_chap(1, "alice", "other"), flags),
+        rec(SERVER_CHAP_GET, server_key(1), flags),
+        rec(SERVER_CHAP_GET, server_key(1), flags | FOREIGN),
+        rec(SERVER_CHAP_SET, server_chap(2, "bob", "x"), flags | FOREIGN),
+        rec(SERVER_CHAP_SET, server_chap(2, "bob", ""), flags),
+        rec(SERVER_CHAP_SET, server_chap(2, "b ob", "x"), flags),
+        rec(SERVER_CHAP_SET, server_chap(2, "bob", "#x"), flags),
+        rec(SERVER_CHAP_SET, server_chap(9, "bob", "x"), flags),
+        rec(SERVER_CHAP_SET, server_chap(2, "b" * 255, "x" * 255), flags),
+        rec(SERVER_LIST, b"", flags),
+        rec(SERVER_CHAP_SET, server_chap(1, "", ""), flags),
+        rec(SERVER_CHAP_GET, server_key(1), flags),
+        rec(SERVER_CHAP_GET, server_key(9), flags),
+        rec(SERVER_REMOVE, server_key(2), flags),
+        rec(SERVER_CHAP_GET, server_key(2), flags))
+
+
+def reply_chap():
+    return (b"\x80" + u32(0) + string("") + u32(0) + u32(BODY_CHAP) +
+            u32(1) + string("alice") + string("s3cr3t"))
+
+
 def reply_move():
     server = (u32(3) + string("10.0.0.3") + string("10.0.0.3:3260") +
               string("iqn.2024-01.t:s3") + u32(1) + u64(4 * MiB) +
@@ -283,6 +322,9 @@ def seeds():
     yield "domains-rounds", domains(END_ROUND)
     yield "moves-one-round", moves(0)
     yield "moves-rounds", moves(END_ROUND)
+    yield "chap-one-round", chap(0)
+    yield "chap-rounds", chap(END_ROUND)
+    yield "client-reply-chap", reply_chap()
     yield "foreign", calls(rec(SERVER_ADD, server_add(1), FOREIGN),
                            rec(VDISK_LIST, vdisk_list(), FOREIGN))
     yield "garbage-args", calls(rec(SERVER_ADD, server_add(1)[:9]),

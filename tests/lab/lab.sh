@@ -67,6 +67,11 @@
 #   LAB_CPORT= *      tgtd control port base: server I uses -C CPORT+I
 #                (default 4000 + 32 * NET's second number)
 #   LAB_IQN=iqn.2026-11.org.tapstripe.lab *  target I is IQN:NAME-srvI, LUN 1
+#   LAB_CHAP= *       USER:SECRET: every target gets this CHAP account
+#                (tgtadm --mode account, bound to the target: initiators
+#                must log in with it) and is registered with it (server
+#                add --chap-user USER --chap-secret-file STATE/chap.secret,
+#                mode 0600); the secret is kept in no other lab file
 #   MASTER= *         HOST:PORT of a running stripe-master to register the
 #                servers with, instead of starting one (they are removed
 #                from it again on "down" when they hold no extent)
@@ -186,6 +191,7 @@ load_env() {
 	[ -e "$STATE/env" ] || die "no lab is up in $STATE (start one: lab.sh up N)"
 	# shellcheck source=/dev/null
 	. "$STATE/env"
+	CHAP_USER=${CHAP_USER:-} # a lab made before LAB_CHAP
 }
 
 # --- network ---------------------------------------------------------------------
@@ -350,6 +356,11 @@ tgtd_up() {
 		done
 	fi
 	tgtadm_i "$i" --op bind --mode target --tid 1 -I ALL || die "server $i: cannot bind target"
+	[ -z "$CHAP_USER" ] && return 0
+	tgtadm_i "$i" --op new --mode account --user "$CHAP_USER" \
+		--password "$(cat "$STATE/chap.secret")" || die "server $i: cannot create the CHAP account"
+	tgtadm_i "$i" --op bind --mode account --tid 1 --user "$CHAP_USER" ||
+		die "server $i: cannot bind the CHAP account to the target"
 }
 
 # Stop server I's tgtd: the clean way (tgtd ignores SIGTERM: delete the
@@ -408,9 +419,10 @@ master_up() {
 }
 
 register() { # I
-	local out
+	local out chap=()
+	[ -n "$CHAP_USER" ] && chap=(--chap-user "$CHAP_USER" --chap-secret-file "$STATE/chap.secret")
 	out=$(ctl server add --portal "$(addr "$1"):3260" --target "$(target "$1")" --lun 1 \
-		--size "$SIZE" --address "$(addr "$1")" 2>&1) ||
+		--size "$SIZE" --address "$(addr "$1")" "${chap[@]}" 2>&1) ||
 		die "cannot register server $1 with the master at $MASTER_ADDR: $out"
 }
 
@@ -592,10 +604,19 @@ cmd_up() {
 	IQN=${LAB_IQN:-iqn.2026-11.org.tapstripe.lab}
 	DISK_BPS=${LAB_DISK_BPS:-} DISK_IOPS=${LAB_DISK_IOPS:-}
 	EXTENT=${LAB_EXTENT:-64M}
+	CHAP_USER=''
+	if [ -n "${LAB_CHAP:-}" ]; then
+		[[ $LAB_CHAP =~ ^[!-~]+:[!-~]+$ ]] || die "LAB_CHAP must be USER:SECRET, printable, no spaces"
+		CHAP_USER=${LAB_CHAP%%:*}
+	fi
 	mkdir -p "$STATE" || die "cannot create $STATE"
+	if [ -n "$CHAP_USER" ]; then
+		(umask 077 && printf '%s\n' "${LAB_CHAP#*:}" >"$STATE/chap.secret") ||
+			die "cannot write $STATE/chap.secret"
+	fi
 	{
 		for k in N NET NAME SIZE DIR BSTYPE BSOFLAGS THREADS MTU TUNE CPORT IQN \
-			DISK_BPS DISK_IOPS EXTENT CTL; do
+			DISK_BPS DISK_IOPS EXTENT CTL CHAP_USER; do
 			printf '%s=%q\n' "$k" "${!k}"
 		done
 		printf 'EXTERNAL_MASTER=%q\n' "${MASTER:-}"
@@ -646,7 +667,7 @@ cmd_down() {
 	rmdir "$DIR" 2>/dev/null
 	[ -n "${CLAIM:-}" ] && rm -rf "${CLAIMS:?}/$CLAIM"
 	rm -f "$STATE/env" "$STATE/master.db" "$STATE/master.db-wal" "$STATE/master.db-shm" \
-		"$STATE/master.log"
+		"$STATE/master.log" "$STATE/chap.secret"
 	rmdir "$STATE" 2>/dev/null || echo "lab.sh: left $STATE (files not made by the lab)" >&2
 	echo "lab down ($n servers)"
 }

@@ -49,7 +49,8 @@ enum fence_step {
 /* One LUN to fence: its connection and where its steps are. */
 struct fence_lun {
 	const ms_server *srv;
-	const struct stripe_map_server *creds; /* --map's entry, or NULL */
+	const struct stripe_map_server *creds; /* --map's entry, own, NULL */
+	struct stripe_map_server own; /* the master's account (issue #20) */
 	struct fence_run *run;
 	char portal[FENCE_PORTAL_SIZE]; /* numeric, for iscsi_conn */
 	struct iscsi_conn *conn;
@@ -405,9 +406,18 @@ static const struct stripe_map_server *map_creds(const struct stripe_map *m,
 	return NULL;
 }
 
+/* Without --map's: the LUN's CHAP account at the master, if any. */
+static void master_creds(struct master_client *c, struct fence_lun *l)
+{
+	snprintf(l->own.target, sizeof(l->own.target), "%s", l->srv->target);
+	l->own.lun = l->srv->lun;
+	if (!l->creds && !ctl_chap_get(c, &l->own) && l->own.chap_user[0])
+		l->creds = &l->own;
+}
+
 /* One fence_lun per distinct target + LUN of servers; 0 or -ENOMEM. */
 static int fence_plan(struct fence_run *r, const ms_server *servers, u_int n,
-		      const struct stripe_map *m)
+		      const struct stripe_map *m, struct master_client *c)
 {
 	if (!(r->luns = calloc(n ? n : 1, sizeof(*r->luns))))
 		return -ENOMEM;
@@ -420,6 +430,7 @@ static int fence_plan(struct fence_run *r, const ms_server *servers, u_int n,
 			continue;
 		r->luns[r->nr].srv = &servers[i];
 		r->luns[r->nr].creds = map_creds(m, &servers[i]);
+		master_creds(c, &r->luns[r->nr]);
 		r->luns[r->nr].run = r;
 		r->nr++;
 	}
@@ -696,7 +707,7 @@ int ctl_lease_takeover_fence(const struct ctl_opts *o, struct master_client *c,
 	if ((status = fence_take(o, c, host, &rp, &f)))
 		goto out;
 	r.victim_key = iscsi_conn_pr_key(f.victim);
-	if (fence_plan(&r, f.servers, f.nr_servers, m)) {
+	if (fence_plan(&r, f.servers, f.nr_servers, m, c)) {
 		status = ctl_fail("out of memory");
 		goto out;
 	}
@@ -710,6 +721,9 @@ int ctl_lease_takeover_fence(const struct ctl_opts *o, struct master_client *c,
 	else if (!o->json)
 		fence_print_text(o, &f, &r);
 out:
+	for (unsigned int i = 0; r.luns && i < r.nr; i++)
+		memset(r.luns[i].own.chap_secret, 0,
+		       sizeof(r.luns[i].own.chap_secret));
 	free(r.luns);
 	replies_free(&rp);
 	return status;

@@ -237,7 +237,10 @@ static void settle(struct rh_disk *d, struct rh_task *t)
 
 /* --- the driver --------------------------------------------------------------- */
 
-/* The CHAP credentials for NEW: its server's in the map, else OLD's. */
+/*
+ * The CHAP credentials for NEW without the master's (issue #20: it keeps
+ * them since): its server's in the map, else OLD's.
+ */
 static const struct stripe_map_server *chap_of(const struct rh_disk *d,
 					       const struct rh_task *t)
 {
@@ -247,10 +250,26 @@ static const struct stripe_map_server *chap_of(const struct rh_disk *d,
 	return &d->m.servers[d->m.slots[slot_of(&d->m, t)].server];
 }
 
+/* NEW's CHAP account from the master when it keeps one, else chap_of. */
+static void new_chap(const struct rh_disk *d, const struct rh_task *t,
+		     struct stripe_map_server *out)
+{
+	const struct stripe_map_server *c = chap_of(d, t);
+
+	snprintf(out->target, sizeof(out->target), "%s", t->new_target);
+	out->lun = t->new_lun;
+	if (!ctl_chap_get(d->rh->c, out) && out->chap_user[0])
+		return;
+	snprintf(out->chap_user, sizeof(out->chap_user), "%s", c->chap_user);
+	snprintf(out->chap_secret, sizeof(out->chap_secret), "%s",
+		 c->chap_secret);
+}
+
 static void add_words(const struct rh_disk *d, const struct rh_task *t, char *w,
 		      size_t size)
 {
-	const struct stripe_map_server *c = chap_of(d, t);
+	struct stripe_map_server chap;
+	const struct stripe_map_server *c = &chap;
 	int n = snprintf(w, size,
 			 "move add %u %u %u target=%s lun=%u portal=%s "
 			 "address=%s block-size=%u lba=%" PRIu64,
@@ -258,10 +277,12 @@ static void add_words(const struct rh_disk *d, const struct rh_task *t, char *w,
 			 t->new_lun, t->new_portal, t->new_address,
 			 t->new_block, t->new_offset / t->new_block);
 
+	new_chap(d, t, &chap);
 	if (*c->chap_user && n > 0 && (size_t)n < size)
 		snprintf(w + n, size - (size_t)n,
 			 " chap-user=%s chap-secret=%s", c->chap_user,
 			 c->chap_secret);
+	memset(chap.chap_secret, 0, sizeof(chap.chap_secret));
 }
 
 static int driver(struct rh_disk *d, const char *words, struct td_strbuf *out)

@@ -115,10 +115,34 @@ static int check_labels(const struct ctl_opts *o)
 	return 0;
 }
 
+/*
+ * After MS_SERVER_ADD: the CHAP account given (MS_SERVER_CHAP_SET), the
+ * add's reply then saying whether either call changed something.  0 or
+ * an exit status printed.
+ */
+static int add_chap(struct master_client *c, const struct ctl_opts *o,
+		    const char *secret, ms_reply *rep)
+{
+	ms_reply chap;
+	int status = 0;
+
+	if (!o->chap_user)
+		return 0;
+	if (ctl_chap_set(c, o, secret, &chap))
+		status = ctl_fail("server add: the LUN is registered, but its "
+				  "CHAP account was not set: %s; run 'server "
+				  "chap' or this command again",
+				  master_client_error(c));
+	else
+		rep->changed = rep->changed || chap.changed;
+	master_reply_free(&chap);
+	return status;
+}
+
 int ctl_cmd_server_add(struct ctl_opts *o)
 {
 	char portal[MASTER_HOST_MAX + MASTER_PORT_MAX + 4],
-		host[MASTER_HOST_MAX];
+		host[MASTER_HOST_MAX], secret[STRIPE_MAP_CHAP_SIZE];
 	ms_server_add_args a = {0};
 	struct master_client *c;
 	ms_reply rep;
@@ -126,7 +150,7 @@ int ctl_cmd_server_add(struct ctl_opts *o)
 
 	if (portal_parts(o, portal, sizeof(portal), host))
 		return ctl_fail("--portal '%s' is not HOST[:PORT]", o->portal);
-	if (check_labels(o))
+	if (check_labels(o) || ctl_chap_args(o, secret))
 		return EXIT_FAILURE;
 	a.address = (char *)(o->address ? o->address : host);
 	a.portal = portal;
@@ -141,10 +165,11 @@ int ctl_cmd_server_add(struct ctl_opts *o)
 		return EXIT_FAILURE;
 	if (master_call_server_add(c, &a, &rep))
 		status = ctl_call_failed(c, "server add");
-	else
+	else if (!(status = add_chap(c, o, secret, &rep)))
 		status = print_server_result(o, &rep, "registered",
 					     "already registered with these "
 					     "values; nothing changed");
+	memset(secret, 0, sizeof(secret));
 	master_reply_free(&rep);
 	master_client_close(c);
 	return status;

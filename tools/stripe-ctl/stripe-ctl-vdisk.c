@@ -199,6 +199,11 @@ static int allocate_and_write(const struct ctl_opts *o, struct master_client *c,
 			   master_client_address(c), &m))
 		status = ctl_fail("the master's answer does not match the "
 				  "request: is it the same version?");
+	else if ((status = ctl_map_chap(c, &m, "vdisk create")))
+		status = ctl_fail("the extents stay allocated to %s at the "
+				  "master: run the same command again to write "
+				  "the file",
+				  o->arg);
 	else if (stripe_map_write(path, &m, &err)) {
 		print_map_error(path, &err);
 		status = ctl_fail("the extents stay allocated to %s at the "
@@ -286,6 +291,8 @@ static int write_map(struct ctl_opts *o, struct master_client *c,
 		status =
 			ctl_fail("the master's answer is not a disk this "
 				 "stripe-ctl can map: is it the same version?");
+	else if ((status = ctl_map_chap(c, &m, "vdisk map")))
+		;
 	else if ((ret = stripe_map_write(path, &m, &err)) == -EBUSY)
 		status =
 			ctl_fail("%s is locked by a tapdisk: the disk is being "

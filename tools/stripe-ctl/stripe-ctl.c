@@ -73,6 +73,9 @@ enum {
 	O_REHOME = 1u << 30,
 	O_GLOBAL = 1u << 31, /* --master --json --timeout --retries */
 };
+/* Beyond 32 bits: not enumerators (an enum constant is an int). */
+#define O_CHAP ((uint64_t)1 << 32) /* --chap-user, --chap-secret-file */
+#define O_NONE ((uint64_t)1 << 33) /* server chap --none */
 
 #define REGION_HELP                                                          \
 	"    --region-size G      the unit of dirty marks (a replica that\n" \
@@ -81,6 +84,21 @@ enum {
 	"                         extent size into at most 2048 regions\n"   \
 	"                         (default 1M when it does, else the\n"      \
 	"                         smallest size that does)\n"
+
+#define CHAP_HELP                                                              \
+	"    --chap-user USER     the LUN's CHAP account (tgtadm --mode\n"     \
+	"                         account): 1-255 printable bytes, no\n"       \
+	"                         space or '#'\n"                              \
+	"    --chap-secret-file FILE\n"                                        \
+	"                         a file holding its secret (one line; a\n"    \
+	"                         final newline is dropped; '-' reads\n"       \
+	"                         stdin): the secret never appears on a\n"     \
+	"                         command line, in any output or in the\n"     \
+	"                         master's log\n\n"                            \
+	"The master keeps the account and gives its secret only to callers\n"  \
+	"in its --allow networks; 'vdisk create', 'vdisk map' and re-homing\n" \
+	"write it into the mapping files (mode 0600) of the disks on the\n"    \
+	"LUN.  'server list' never shows it.\n"
 
 #define REHOME_OPTS (O_MAP_DIR | O_RATE | O_RUN_DIR | O_HOST_ID)
 #define REHOME_HELP                                                         \
@@ -96,9 +114,9 @@ enum {
 struct command {
 	const char *group; /* NULL for a one-word command */
 	const char *name;
-	unsigned int opts;     /* O_* it accepts */
-	unsigned int required; /* O_* it needs */
-	const char *arg;       /* its positional argument, or NULL */
+	uint64_t opts;	   /* O_* it accepts */
+	uint64_t required; /* O_* it needs */
+	const char *arg;   /* its positional argument, or NULL */
 	const char *synopsis;
 	const char *help;
 	int (*run)(struct ctl_opts *o);
@@ -123,11 +141,12 @@ static const struct command commands[] = {
 	 ctl_cmd_metrics, NULL, 0},
 	{"server", "add",
 	 O_PORTAL | O_TARGET | O_LUN | O_SIZE | O_ADDRESS | O_BLOCK | O_HOST |
-		 O_RACK | O_SITE,
+		 O_RACK | O_SITE | O_CHAP,
 	 O_PORTAL | O_TARGET | O_LUN | O_SIZE, NULL,
 	 "server add --portal HOST[:PORT] --target IQN --lun N --size SIZE\n"
 	 "           [--address HOST] [--block-size BYTES]\n"
-	 "           [--host LABEL] [--rack LABEL] [--site LABEL]",
+	 "           [--host LABEL] [--rack LABEL] [--site LABEL]\n"
+	 "           [--chap-user USER --chap-secret-file FILE]",
 	 "Register one iSCSI LUN with the master, which cuts it into extents.\n"
 	 "Running it again with the same values changes nothing; a LUN "
 	 "already\n"
@@ -152,8 +171,19 @@ static const struct command commands[] = {
 	 "A label is 1-63 of [A-Za-z0-9._-].  New extents' replicas go to\n"
 	 "distinct sites when enough sites have free extents, else to\n"
 	 "distinct racks, else to distinct hosts; a server without a rack or\n"
-	 "site label counts as distinct from no one at that level.\n",
+	 "site label counts as distinct from no one at that "
+	 "level.\n\n" CHAP_HELP,
 	 ctl_cmd_server_add, NULL, 0},
+	{"server", "chap", O_TARGET | O_LUN | O_CHAP | O_NONE, O_TARGET | O_LUN,
+	 NULL,
+	 "server chap --target IQN --lun N\n"
+	 "            (--chap-user USER --chap-secret-file FILE | --none)",
+	 "Set or change the CHAP account tapdisk logs in to this LUN with,\n"
+	 "or clear it (--none).  Setting what is set already changes\n"
+	 "nothing.  Mapping files written before keep the old account: run\n"
+	 "'vdisk map' again for each disk on the LUN (and restart its\n"
+	 "tapdisk) to use the new one.\n\n" CHAP_HELP,
+	 ctl_cmd_server_chap, NULL, 0},
 	{"server", "label", O_TARGET | O_LUN | O_HOST | O_RACK | O_SITE,
 	 O_TARGET | O_LUN, NULL,
 	 "server label --target IQN --lun N [--host LABEL] [--rack LABEL]\n"
@@ -737,6 +767,9 @@ enum {
 	L_MAP_DIR,
 	L_REHOME,
 	L_MARK_ONLY,
+	L_CHAP_USER,
+	L_CHAP_SECRET_FILE,
+	L_NONE,
 };
 
 static const struct option long_options[] = {
@@ -776,12 +809,15 @@ static const struct option long_options[] = {
 	{"map-dir", required_argument, NULL, L_MAP_DIR},
 	{"rehome", no_argument, NULL, L_REHOME},
 	{"mark-only", no_argument, NULL, L_MARK_ONLY},
+	{"chap-user", required_argument, NULL, L_CHAP_USER},
+	{"chap-secret-file", required_argument, NULL, L_CHAP_SECRET_FILE},
+	{"none", no_argument, NULL, L_NONE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
 
 /* What one option letter sets: its O_* bit. */
-static unsigned int option_bit(int c)
+static uint64_t option_bit(int c)
 {
 	switch (c) {
 	case L_PORTAL:
@@ -847,6 +883,11 @@ static unsigned int option_bit(int c)
 	case L_REHOME:
 	case L_MARK_ONLY:
 		return O_REHOME; /* one bit for both: server fail's mode */
+	case L_CHAP_USER:
+	case L_CHAP_SECRET_FILE:
+		return O_CHAP;
+	case L_NONE:
+		return O_NONE;
 	default:
 		return O_GLOBAL;
 	}
@@ -1071,6 +1112,15 @@ static int take_option(struct ctl_opts *o, int c, const char *arg)
 	case L_MARK_ONLY:
 		o->mark_only = true;
 		return 0;
+	case L_CHAP_USER:
+		o->chap_user = arg;
+		return 0;
+	case L_CHAP_SECRET_FILE:
+		o->chap_secret_file = arg;
+		return 0;
+	case L_NONE:
+		o->chap_none = true;
+		return 0;
 	case L_REASON:
 		if (strcmp(arg, "evacuate") && strcmp(arg, "fail"))
 			return usage_error(NULL,
@@ -1118,7 +1168,7 @@ static const struct command *find_command(char **words, int n, int *used)
 	return NULL;
 }
 
-static const char *option_name(unsigned int bit)
+static const char *option_name(uint64_t bit)
 {
 	for (const struct option *lo = long_options; lo->name; lo++)
 		if (option_bit(lo->val) == bit)
@@ -1127,7 +1177,7 @@ static const char *option_name(unsigned int bit)
 }
 
 /* FILE (or NAME) comes first unless --name gave it. */
-static int leading_args(const struct command *c, unsigned int seen)
+static int leading_args(const struct command *c, uint64_t seen)
 {
 	return c->arg && !(seen & O_NAME) ? 1 : 0;
 }
@@ -1136,23 +1186,23 @@ static int leading_args(const struct command *c, unsigned int seen)
  * The options seen must be the command's; the required ones present; the
  * positional words as many as the command takes.
  */
-static int check_options(const struct command *c, unsigned int seen,
-			 int nr_args, char **args)
+static int check_options(const struct command *c, uint64_t seen, int nr_args,
+			 char **args)
 {
-	unsigned int extra = seen & ~(c->opts | O_GLOBAL);
-	unsigned int missing = c->required & ~seen;
+	uint64_t extra = seen & ~(c->opts | O_GLOBAL);
+	uint64_t missing = c->required & ~seen;
 	int lead = leading_args(c, seen);
 	/* EXTRA_ANY: whatever follows the leading argument */
 	int any = nr_args > lead ? nr_args - lead : 0;
 	int want = lead + (c->nr_extra == EXTRA_ANY ? any : (int)c->nr_extra);
 
-	for (unsigned int bit = 1; extra; bit <<= 1)
+	for (uint64_t bit = 1; extra; bit <<= 1)
 		if (extra & bit)
 			return usage_error(c,
 					   "--%s is not an option of this "
 					   "command",
 					   option_name(bit));
-	for (unsigned int bit = 1; missing; bit <<= 1)
+	for (uint64_t bit = 1; missing; bit <<= 1)
 		if (missing & bit)
 			return usage_error(c, "give --%s", option_name(bit));
 	if ((seen & O_NAME) && nr_args > (int)c->nr_extra)
@@ -1184,7 +1234,7 @@ static void defaults(struct ctl_opts *o)
 int main(int argc, char **argv)
 {
 	const struct command *cmd;
-	unsigned int seen = 0;
+	uint64_t seen = 0;
 	bool help = false;
 	struct ctl_opts o;
 	int c, status, used = 0;

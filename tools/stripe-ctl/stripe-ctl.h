@@ -41,8 +41,11 @@ struct ctl_opts {
 	const char *host; /* failure-domain labels: NULL when not given */
 	const char *rack;
 	const char *site;
-	long lun;	     /* -1: not given */
-	uint64_t size_bytes; /* 0: not given */
+	const char *chap_user;	      /* server add|chap: NULL when not given */
+	const char *chap_secret_file; /* its secret's file ("-": stdin) */
+	bool chap_none;		      /* server chap --none */
+	long lun;		      /* -1: not given */
+	uint64_t size_bytes;	      /* 0: not given */
 	uint32_t block_size;
 	/* vdisk */
 	uint32_t stripes;
@@ -148,6 +151,25 @@ int ctl_cmd_server_add(struct ctl_opts *o);
 int ctl_cmd_server_drain(struct ctl_opts *o);
 int ctl_cmd_server_remove(struct ctl_opts *o);
 int ctl_cmd_server_label(struct ctl_opts *o);
+int ctl_cmd_server_chap(struct ctl_opts *o);
+
+/*
+ * CHAP accounts (stripe-ctl-chap.c).  ctl_chap_args: --chap-user and
+ * --chap-secret-file checked, the secret read into secret ("" when none
+ * given); 0 or an exit status printed.  ctl_chap_set: MS_SERVER_CHAP_SET
+ * of --target/--lun to them (none when --chap-user is not given).
+ * ctl_map_chap: every server of m gets its account from the master
+ * (MS_SERVER_CHAP_GET); 0 or an exit status printed, what naming the
+ * command.
+ */
+int ctl_chap_args(const struct ctl_opts *o, char secret[STRIPE_MAP_CHAP_SIZE]);
+int ctl_chap_set(struct master_client *c, const struct ctl_opts *o,
+		 const char *secret, ms_reply *rep);
+int ctl_map_chap(struct master_client *c, struct stripe_map *m,
+		 const char *what);
+/* s's account (by its target and lun) from the master; 0 or -errno
+ * (master_client_error says why). */
+int ctl_chap_get(struct master_client *c, struct stripe_map_server *s);
 int ctl_cmd_server_list(struct ctl_opts *o);
 int ctl_cmd_metrics(struct ctl_opts *o); /* stripe-ctl-metrics.c */
 int ctl_cmd_extents_list(struct ctl_opts *o);

@@ -31,7 +31,7 @@ enum iscsi_cmd_state {
 };
 
 /* Longest message kept for iscsi_conn_error(). */
-#define ISCSI_CONN_ERROR_LEN 256
+#define ISCSI_CONN_ERROR_LEN 512 /* a 223-byte target and a hint fit */
 /* libiscsi: poll again this long after iscsi_which_events() said 0. */
 #define ISCSI_CONN_IDLE_POLL_MS 100
 /* Back-off never grows beyond this. */

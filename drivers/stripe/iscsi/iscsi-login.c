@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "drivers/stripe/iscsi/iscsi-int.h"
 
@@ -187,16 +188,31 @@ static void login_rc16_cb(struct iscsi_context *ctx, int status, void *data,
 	}
 }
 
+/* What to do about a login the target refused for authentication. */
+static const char *auth_hint(const struct iscsi_conn *c, const char *err)
+{
+	if (!strstr(err, "Authentication"))
+		return "";
+	return c->chap_user ? " (CHAP: the target refused the map's account; "
+			      "fix it with 'stripe-ctl server chap', then "
+			      "'vdisk map')"
+			    : " (CHAP: the target wants an account; set it "
+			      "with 'stripe-ctl server chap', then 'vdisk "
+			      "map')";
+}
+
 static void login_done_cb(struct iscsi_context *ctx, int status, void *data,
 			  void *opaque)
 {
 	struct iscsi_conn *c = opaque;
+	const char *err;
 
 	if (c->dropping)
 		return;
 	if (status != SCSI_STATUS_GOOD) {
-		iscsi_conn_fail_attempt(c, "login to %s %s: %s", c->portal,
-					c->target, iscsi_get_error(ctx));
+		err = iscsi_get_error(ctx);
+		iscsi_conn_fail_attempt(c, "login to %s %s: %s%s", c->portal,
+					c->target, err, auth_hint(c, err));
 		return;
 	}
 	c->logged_in = true;

@@ -929,7 +929,7 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -945,12 +945,12 @@ static void test_schema_upgrade(void **state)
 					   " sqlite_master WHERE name ="
 					   " 'fenced_hosts'"));
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 7"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 8"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 6"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 7"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
 					   " meta"));
 }
 
@@ -1808,7 +1808,7 @@ static void test_fence_schema3_upgrade(void **state)
 		MS_OK);
 	expect_hosts(st, "hostB:hostC:old:3");
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
 					   " meta"));
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_pending(st, "old", "hostC", 3, true);
@@ -2090,7 +2090,7 @@ static void test_labels_schema4_upgrade(void **state)
 	assert_string_equal(s[1].site, "");
 	master_reply_free(&rep);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -2670,7 +2670,7 @@ static void test_moves_schema5_upgrade(void **state)
 	assert_int_equal(m.new_server, 3);
 	expect_consistent(st);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) = 1 FROM moves"));
 }
@@ -2694,6 +2694,372 @@ static void test_moves_upgrade_all_or_nothing(void **state)
 					   " pragma_table_info('servers')"
 					   " WHERE name = 'failed'"));
 	assert_int_equal(raw_sql(path, "DROP TABLE moves;"), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	expect_consistent(st);
+	master_store_close(st);
+}
+
+/* --- CHAP accounts (issue #20) ------------------------------------------------- */
+
+static int do_chap_set(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_server_chap_set(st, a, rep);
+}
+
+static int do_chap_get(struct master_store *st, const void *k, ms_reply *rep)
+{
+	return master_store_server_chap_get(st, k, rep);
+}
+
+static int do_list(struct master_store *st, const void *unused, ms_reply *rep)
+{
+	(void)unused;
+	return master_store_server_list(st, rep);
+}
+
+/* Whether the XDR encoding of rep (what goes on the wire) holds text. */
+static bool reply_holds(const ms_reply *rep, const char *text)
+{
+	static char buf[1 << 20];
+	XDR x;
+	bool found;
+
+	xdrmem_create(&x, buf, sizeof(buf), XDR_ENCODE);
+	assert_true(xdr_ms_reply(&x, (ms_reply *)rep));
+	found = memmem(buf, xdr_getpos(&x), text, strlen(text)) != NULL;
+	xdr_destroy(&x);
+	return found;
+}
+
+static ms_status chap_set(struct master_store *st, const char *target,
+			  const char *user, const char *secret, bool *changed)
+{
+	ms_server_chap_args a = {(char *)target, 1, (char *)user,
+				 (char *)secret};
+	ms_reply rep;
+	ms_status status;
+
+	assert_int_equal(call(st, do_chap_set, &a, &rep), 0);
+	status = rep.status;
+	if (!status) {
+		assert_int_equal(rep.body.kind, MS_BODY_SERVER);
+		assert_false(reply_holds(&rep, "s3cr3t"));
+	}
+	if (changed)
+		*changed = rep.changed;
+	master_reply_free(&rep);
+	return status;
+}
+
+static void expect_chap(struct master_store *st, const char *target,
+			const char *user, const char *secret)
+{
+	ms_server_key k = {(char *)target, 1};
+	ms_reply rep;
+
+	assert_int_equal(call(st, do_chap_get, &k, &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	assert_int_equal(rep.body.kind, MS_BODY_CHAP);
+	assert_false(rep.changed);
+	assert_string_equal(rep.body.ms_body_u.chap.user, user);
+	assert_string_equal(rep.body.ms_body_u.chap.secret, secret);
+	master_reply_free(&rep);
+}
+
+/* Set, repeat, change, clear; the secret in no reply but CHAP_GET's. */
+static void test_chap_set_get(void **state)
+{
+	struct fixture *f = *state;
+	ms_vdisk_list_args none = {"", 1};
+	ms_alloc_args a = {"d", 2, 2, 1, 1 * MiB};
+	ms_reply rep;
+	bool changed;
+
+	add_four(f->st);
+	expect_chap(f->st, "iqn.2024-01.t:s1", "", "");
+	assert_int_equal(chap_set(f->st, "iqn.2024-01.t:s1", "alice",
+				  "s3cr3t-1", &changed),
+			 MS_OK);
+	assert_true(changed);
+	assert_int_equal(chap_set(f->st, "iqn.2024-01.t:s1", "alice",
+				  "s3cr3t-1", &changed),
+			 MS_OK);
+	assert_false(changed);
+	expect_chap(f->st, "iqn.2024-01.t:s1", "alice", "s3cr3t-1");
+	expect_chap(f->st, "iqn.2024-01.t:s2", "", "");
+	assert_int_equal(chap_set(f->st, "iqn.2024-01.t:s1", "alice",
+				  "s3cr3t-2", &changed),
+			 MS_OK);
+	assert_true(changed);
+	expect_chap(f->st, "iqn.2024-01.t:s1", "alice", "s3cr3t-2");
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s2", "bob", "s3cr3t-3", NULL),
+		MS_OK);
+	/* listings, a disk, info: no secret */
+	assert_int_equal(call(f->st, do_list, NULL, &rep), 0);
+	assert_false(reply_holds(&rep, "s3cr3t"));
+	master_reply_free(&rep);
+	assert_int_equal(call(f->st, do_alloc, &a, &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	assert_false(reply_holds(&rep, "s3cr3t"));
+	master_reply_free(&rep);
+	assert_int_equal(call(f->st, do_lookup, "d", &rep), 0);
+	assert_false(reply_holds(&rep, "s3cr3t"));
+	master_reply_free(&rep);
+	assert_int_equal(call(f->st, do_status, NULL, &rep), 0);
+	assert_false(reply_holds(&rep, "s3cr3t"));
+	master_reply_free(&rep);
+	assert_int_equal(call(f->st, do_vdisks, &none, &rep), 0);
+	assert_false(reply_holds(&rep, "s3cr3t"));
+	master_reply_free(&rep);
+	/* cleared */
+	assert_int_equal(chap_set(f->st, "iqn.2024-01.t:s1", "", "", &changed),
+			 MS_OK);
+	assert_true(changed);
+	expect_chap(f->st, "iqn.2024-01.t:s1", "", "");
+	expect_chap(f->st, "iqn.2024-01.t:s2", "bob", "s3cr3t-3");
+	expect_consistent(f->st);
+}
+
+static void test_chap_refused(void **state)
+{
+	struct fixture *f = *state;
+	char long_word[MS_CHAP_MAX + 2];
+	ms_server_key k = {"iqn.2024-01.t:nope", 1};
+	ms_reply rep;
+
+	add_four(f->st);
+	memset(long_word, 'x', sizeof(long_word) - 1);
+	long_word[sizeof(long_word) - 1] = '\0';
+	assert_int_equal(chap_set(f->st, "iqn.2024-01.t:s1", "alice", "", NULL),
+			 MS_EINVAL);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "", "s3cr3t", NULL),
+		MS_EINVAL);
+	assert_int_equal(chap_set(f->st, "iqn.2024-01.t:s1", "alice",
+				  "with space", NULL),
+			 MS_EINVAL);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "al#ce", "s3cr3t", NULL),
+		MS_EINVAL);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "alice", "tab\there", NULL),
+		MS_EINVAL);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "alice", long_word, NULL),
+		MS_EINVAL);
+	long_word[MS_CHAP_MAX] = '\0'; /* 255 bytes: the longest */
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "alice", long_word, NULL),
+		MS_OK);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:nope", "alice", "s3cr3t", NULL),
+		MS_ENOENT);
+	assert_int_equal(call(f->st, do_chap_get, &k, &rep), 0);
+	assert_int_equal(rep.status, MS_ENOENT);
+	assert_int_equal(rep.body.kind, MS_BODY_NONE);
+	master_reply_free(&rep);
+	expect_chap(f->st, "iqn.2024-01.t:s2", "", "");
+	expect_consistent(f->st);
+}
+
+/* The check finds half an account, or a bad one, edited in the file. */
+static void test_chap_check(void **state)
+{
+	static const char *const bad[] = {
+		"UPDATE servers SET chap_user = 'alice' WHERE id = 2",
+		"UPDATE servers SET chap_secret = 'x' WHERE id = 2",
+		"UPDATE servers SET chap_user = 'a b', chap_secret = 'x'"
+		" WHERE id = 2",
+		"UPDATE servers SET chap_user = 'a', chap_secret = 'x#'"
+		" WHERE id = 2",
+	};
+	struct fixture *f = *state;
+	char msg[512];
+
+	add_four(f->st);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "alice", "s3cr3t", NULL),
+		MS_OK);
+	expect_consistent(f->st);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		master_store_close(f->st);
+		assert_int_equal(raw_sql(f->path, bad[i]), SQLITE_OK);
+		assert_int_equal(
+			master_store_open(f->path, 0, &f->st, msg, sizeof(msg)),
+			0);
+		assert_int_equal(master_store_check(f->st, msg, sizeof(msg)),
+				 -EUCLEAN);
+		assert_non_null(strstr(msg, "CHAP account"));
+		assert_null(strstr(msg, "s3cr3t"));
+		master_store_close(f->st);
+		assert_int_equal(raw_sql(f->path, "UPDATE servers SET"
+						  " chap_user = '',"
+						  " chap_secret = '' WHERE"
+						  " id = 2"),
+				 SQLITE_OK);
+		assert_int_equal(
+			master_store_open(f->path, 0, &f->st, msg, sizeof(msg)),
+			0);
+		expect_consistent(f->st);
+	}
+}
+
+/* A removed server takes its account along; registered again: none. */
+static void test_chap_remove(void **state)
+{
+	struct fixture *f = *state;
+	ms_server_key k = {"iqn.2024-01.t:s1", 1};
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(
+		chap_set(f->st, "iqn.2024-01.t:s1", "alice", "s3cr3t", NULL),
+		MS_OK);
+	assert_int_equal(call(f->st, do_remove, &k, &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(add_server(f->st, 1, NULL), MS_OK);
+	expect_chap(f->st, "iqn.2024-01.t:s1", "", "");
+}
+
+/*
+ * A database of schema 6 as the previous stripe-master left it (its dump,
+ * made by stripe-master and stripe-ctl of commit dba27bf: three servers,
+ * disk "old" of 1 x 2 x 2 extents, server 3 failed).
+ */
+static const char schema_v6_dump[] =
+	"CREATE TABLE meta ( id INTEGER PRIMARY KEY CHECK (id = 1), schema_"
+	"version INTEGER NOT NULL, extent_size_bytes INTEGER NOT NULL CHECK"
+	" (extent_size_bytes > 0));INSERT INTO meta VALUES(1,6,1048576);CRE"
+	"ATE TABLE servers ( id INTEGER PRIMARY KEY AUTOINCREMENT, address "
+	"TEXT NOT NULL CHECK (length(address) BETWEEN 1 AND 63), portal TEX"
+	"T NOT NULL CHECK (length(portal) BETWEEN 1 AND 261), target TEXT N"
+	"OT NULL CHECK (length(target) BETWEEN 1 AND 223), lun INTEGER NOT "
+	"NULL CHECK (lun BETWEEN 0 AND 65535), size_bytes INTEGER NOT NULL "
+	"CHECK (size_bytes > 0), block_size INTEGER NOT NULL CHECK (block_s"
+	"ize IN (512, 1024, 2048,  4096)), nr_extents INTEGER NOT NULL CHEC"
+	"K (nr_extents > 0), free_extents INTEGER NOT NULL  CHECK (free_ext"
+	"ents BETWEEN 0 AND nr_extents), next_fresh INTEGER NOT NULL DEFAUL"
+	"T 0  CHECK (next_fresh BETWEEN 0 AND nr_extents), draining INTEGER"
+	" NOT NULL DEFAULT 0 CHECK (draining IN (0, 1)), host TEXT NOT NULL"
+	" DEFAULT '' CHECK (length(host) <= 63), rack TEXT NOT NULL DEFAULT"
+	" '' CHECK (length(rack) <= 63), site TEXT NOT NULL DEFAULT '' CHEC"
+	"K (length(site) <= 63), failed INTEGER NOT NULL DEFAULT 0 CHECK (f"
+	"ailed IN (0, 1)), UNIQUE (target, lun));INSERT INTO servers VALUES"
+	"(1,'10.0.0.1','10.0.0.1:3260','iqn.t:s1',1,4194304,512,4,2,2,0,'10"
+	".0.0.1','r1','s1',0);INSERT INTO servers VALUES(2,'10.0.0.2','10.0"
+	".0.2:3260','iqn.t:s2',1,4194304,512,4,2,2,0,'10.0.0.2','','',0);IN"
+	"SERT INTO servers VALUES(3,'10.0.0.3','10.0.0.3:3260','iqn.t:s3',1"
+	",4194304,512,4,4,0,0,'10.0.0.3','','',1);CREATE TABLE vdisks ( id "
+	"TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 63), col"
+	"umns INTEGER NOT NULL CHECK (columns BETWEEN 1 AND 256), extents_p"
+	"er_column INTEGER NOT NULL CHECK (extents_per_column >= 1), replic"
+	"as INTEGER NOT NULL CHECK (replicas BETWEEN 1 AND 4), CHECK (colum"
+	"ns * extents_per_column * replicas <= 262144)) WITHOUT ROWID;INSER"
+	"T INTO vdisks VALUES('old',1,2,2);CREATE TABLE allocations ( vdisk"
+	"_id TEXT NOT NULL REFERENCES vdisks (id), col INTEGER NOT NULL CHE"
+	"CK (col >= 0), ext INTEGER NOT NULL CHECK (ext >= 0), replica INTE"
+	"GER NOT NULL CHECK (replica >= 0), server_id INTEGER NOT NULL REFE"
+	"RENCES servers (id), idx INTEGER NOT NULL CHECK (idx >= 0), stale "
+	"INTEGER NOT NULL DEFAULT 0 CHECK (stale IN (0, 1)), PRIMARY KEY (v"
+	"disk_id, col, ext, replica), UNIQUE (server_id, idx)) WITHOUT ROWI"
+	"D;INSERT INTO allocations VALUES('old',0,0,0,1,0,0);INSERT INTO al"
+	"locations VALUES('old',0,0,1,2,0,0);INSERT INTO allocations VALUES"
+	"('old',0,1,0,1,1,0);INSERT INTO allocations VALUES('old',0,1,1,2,1"
+	",0);CREATE TABLE released ( server_id INTEGER NOT NULL REFERENCES "
+	"servers (id), idx INTEGER NOT NULL CHECK (idx >= 0), PRIMARY KEY ("
+	"server_id, idx)) WITHOUT ROWID;CREATE TABLE leases ( vdisk_id TEXT"
+	" PRIMARY KEY NOT NULL  CHECK (length(vdisk_id) BETWEEN 1 AND 63), "
+	"holder TEXT NOT NULL CHECK (length(holder) <= 63), epoch INTEGER N"
+	"OT NULL CHECK (epoch >= 0), previous TEXT NOT NULL CHECK (length(p"
+	"revious) <= 63), fence INTEGER NOT NULL CHECK (fence IN (0, 1)), s"
+	"ince INTEGER NOT NULL CHECK (since >= 0), fence_pending INTEGER NO"
+	"T NULL DEFAULT 0 CHECK (fence_pending IN (0, 1)), CHECK (holder = "
+	"'' OR epoch >= 1)) WITHOUT ROWID;CREATE TABLE fenced_hosts ( host "
+	"TEXT PRIMARY KEY NOT NULL  CHECK (length(host) BETWEEN 1 AND 63), "
+	"by_host TEXT NOT NULL CHECK (length(by_host) BETWEEN 1 AND 63), vd"
+	"isk_id TEXT NOT NULL CHECK (length(vdisk_id) BETWEEN 1 AND 63), ep"
+	"och INTEGER NOT NULL CHECK (epoch >= 1), since INTEGER NOT NULL CH"
+	"ECK (since >= 0)) WITHOUT ROWID;CREATE TABLE spread_notes ( vdisk_"
+	"id TEXT NOT NULL REFERENCES vdisks (id), col INTEGER NOT NULL CHEC"
+	"K (col >= 0), ext INTEGER NOT NULL CHECK (ext >= 0), reached INTEG"
+	"ER NOT NULL CHECK (reached BETWEEN 0 AND 2), wanted INTEGER NOT NU"
+	"LL CHECK (wanted BETWEEN 1 AND 2), room INTEGER NOT NULL CHECK (ro"
+	"om >= 0), CHECK (reached < wanted), PRIMARY KEY (vdisk_id, col, ex"
+	"t)) WITHOUT ROWID;CREATE TABLE moves ( vdisk_id TEXT NOT NULL REFE"
+	"RENCES vdisks (id), col INTEGER NOT NULL CHECK (col >= 0), ext INT"
+	"EGER NOT NULL CHECK (ext >= 0), replica INTEGER NOT NULL CHECK (re"
+	"plica >= 0), old_server INTEGER NOT NULL REFERENCES servers (id), "
+	"old_idx INTEGER NOT NULL CHECK (old_idx >= 0), new_server INTEGER "
+	"NOT NULL REFERENCES servers (id), new_idx INTEGER NOT NULL CHECK ("
+	"new_idx >= 0), reason INTEGER NOT NULL CHECK (reason IN (0, 1)), s"
+	"ince INTEGER NOT NULL CHECK (since >= 0), reached INTEGER NOT NULL"
+	" CHECK (reached BETWEEN 0 AND 2), wanted INTEGER NOT NULL CHECK (w"
+	"anted BETWEEN 0 AND 2), room INTEGER NOT NULL CHECK (room >= 0), C"
+	"HECK (new_server != old_server), PRIMARY KEY (vdisk_id, col, ext, "
+	"replica), UNIQUE (new_server, new_idx)) WITHOUT ROWID;DELETE FROM "
+	"sqlite_sequence;INSERT INTO sqlite_sequence VALUES('servers',3);CR"
+	"EATE INDEX allocations_stale ON allocations (vdisk_id) WHERE stale"
+	" = 1;CREATE INDEX moves_old ON moves (old_server);";
+
+/* It opens as schema 7: no server has a CHAP account; accounts work. */
+static void test_chap_schema6_upgrade(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+	ms_reply rep;
+
+	snprintf(path, sizeof(path), "%s/v6.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v6_dump), SQLITE_OK);
+	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
+	expect_consistent(st);
+	expect_chap(st, "iqn.t:s1", "", "");
+	expect_chap(st, "iqn.t:s3", "", "");
+	assert_int_equal(chap_set(st, "iqn.t:s2", "alice", "s3cr3t", NULL),
+			 MS_OK);
+	expect_chap(st, "iqn.t:s2", "alice", "s3cr3t");
+	assert_int_equal(call(st, do_lookup, "old", &rep), 0);
+	assert_int_equal(rep.status, MS_OK);
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents.extents_len, 4);
+	assert_int_equal(
+		rep.body.ms_body_u.vdisk.failed_servers.failed_servers_len, 0);
+	master_reply_free(&rep);
+	assert_int_equal(call(st, do_status, NULL, &rep), 0);
+	assert_true(rep.body.ms_body_u.stats.stats_val[2].failed);
+	master_reply_free(&rep);
+	expect_consistent(st);
+	master_store_close(st);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) = 1 FROM servers"
+					   " WHERE chap_user != ''"));
+}
+
+/* The 6 -> 7 upgrade is one transaction: a column chap_secret already
+ * there leaves schema 6 without chap_user. */
+static void test_chap_upgrade_all_or_nothing(void **state)
+{
+	struct fixture *f = *state;
+	char path[128], msg[256];
+	struct master_store *st;
+
+	snprintf(path, sizeof(path), "%s/v6.db", f->dir);
+	assert_int_equal(raw_sql(path, schema_v6_dump), SQLITE_OK);
+	assert_int_equal(raw_sql(path, "ALTER TABLE servers ADD COLUMN"
+				       " chap_secret TEXT;"),
+			 SQLITE_OK);
+	assert_int_not_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
+			     0);
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 6 FROM"
+					   " meta"));
+	assert_true(raw_query_is_one(path, "SELECT count(*) = 0 FROM"
+					   " pragma_table_info('servers')"
+					   " WHERE name = 'chap_user'"));
+	assert_int_equal(raw_sql(path, "ALTER TABLE servers DROP COLUMN"
+				       " chap_secret;"),
+			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_consistent(st);
 	master_store_close(st);
@@ -2751,6 +3117,12 @@ int main(void)
 		T(test_move_two_of_one_extent),
 		T(test_moves_schema5_upgrade),
 		T(test_moves_upgrade_all_or_nothing),
+		T(test_chap_set_get),
+		T(test_chap_refused),
+		T(test_chap_remove),
+		T(test_chap_check),
+		T(test_chap_schema6_upgrade),
+		T(test_chap_upgrade_all_or_nothing),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};

@@ -51,6 +51,57 @@ void ctl_print_lease(const ms_lease *l)
 {
 }
 
+/* stripe-ctl-chap.c: the master's account of a LUN (issue #20). */
+static const char *master_user = "", *master_secret = "";
+static int master_err;
+
+int ctl_chap_get(struct master_client *c, struct stripe_map_server *s)
+{
+	if (master_err)
+		return master_err;
+	snprintf(s->chap_user, sizeof(s->chap_user), "%s", master_user);
+	snprintf(s->chap_secret, sizeof(s->chap_secret), "%s", master_secret);
+	return 0;
+}
+
+/* A LUN's credentials: --map's entry first, else the master's account. */
+static void test_plan_creds(void **state)
+{
+	ms_server two[2] = {
+		{.target = (char *)"iqn.t:a", .lun = 1},
+		{.target = (char *)"iqn.t:b", .lun = 1},
+	};
+	struct stripe_map m = {.nr_servers = 1};
+	struct stripe_map_server in_map = {.lun = 1};
+	struct fence_run r = {0};
+
+	snprintf(in_map.target, sizeof(in_map.target), "iqn.t:a");
+	snprintf(in_map.chap_user, sizeof(in_map.chap_user), "mapuser");
+	m.servers = &in_map;
+	master_user = "masteruser";
+	master_secret = "mastersecret";
+	assert_int_equal(fence_plan(&r, two, 2, &m, NULL), 0);
+	assert_int_equal(r.nr, 2);
+	assert_ptr_equal(r.luns[0].creds, &in_map);
+	assert_ptr_equal(r.luns[1].creds, &r.luns[1].own);
+	assert_string_equal(r.luns[1].creds->chap_user, "masteruser");
+	assert_string_equal(r.luns[1].creds->chap_secret, "mastersecret");
+	free(r.luns);
+	/* the master has none, or cannot say: no CHAP */
+	memset(&r, 0, sizeof(r));
+	master_user = master_secret = "";
+	assert_int_equal(fence_plan(&r, two, 2, NULL, NULL), 0);
+	assert_null(r.luns[0].creds);
+	assert_null(r.luns[1].creds);
+	free(r.luns);
+	memset(&r, 0, sizeof(r));
+	master_err = -EPERM;
+	assert_int_equal(fence_plan(&r, two, 2, NULL, NULL), 0);
+	assert_null(r.luns[1].creds);
+	free(r.luns);
+	master_err = 0;
+}
+
 static void test_split_portal(void **state)
 {
 	static const struct {
@@ -221,6 +272,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_portal),
+		cmocka_unit_test(test_plan_creds),
 		cmocka_unit_test_setup(test_resolve_portal, setup),
 		cmocka_unit_test_setup(test_keys_victim_gone, setup),
 		cmocka_unit_test_setup(test_keys_victim_there, setup),
