@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """mkman.py - a program's man page, made at build time from its own --help.
 
-    mkman.py --name NAME --section N [--see-also PAGE]... -o OUT -- PROG [ARG]...
+    mkman.py --name NAME --section N [--see-also PAGE]... [--omit HEADING]...
+             -o OUT -- PROG [ARG]...
 
 Runs PROG --version (the page's footer) and PROG --help, and, for every
 command its COMMANDS section (or argparse's "positional arguments") lists,
@@ -169,9 +170,11 @@ def commands(lines):
     return names
 
 
-def command_page(prog, name):
+def command_page(prog, name, omit):
     out = [".SS " + esc(name)]
     for heading, lines in sections(run(prog + name.split() + ["--help"])):
+        if heading in omit:
+            continue
         if heading == "SYNOPSIS":
             out += [".nf"] + [esc(x.strip()) for x in lines if x.strip()] + [".fi"]
             continue
@@ -204,7 +207,7 @@ def page(args):
         out += body(heading, lines)
         if heading == "COMMANDS":
             for name in commands(lines):
-                out += command_page(prog, name)
+                out += command_page(prog, name, args.omit)
     others = [p for p in args.see_also if not p.startswith(args.name + "(")]
     out += [".SH SEE ALSO", ",\n".join(".BR %s (%s)" % tuple(p[:-1].split("(")) for p in others)]
     return "\n".join(x for x in out if x != "") + "\n"
@@ -215,6 +218,9 @@ def main():
     ap.add_argument("--name", required=True)
     ap.add_argument("--section", required=True)
     ap.add_argument("--see-also", action="append", default=[], metavar="PAGE(N)")
+    ap.add_argument("--omit", action="append", default=[], metavar="HEADING",
+                    help="leave out this part of every COMMAND --help (e.g. the options the page "
+                    "describes once)")
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("prog", nargs="+")
     args = ap.parse_args()
