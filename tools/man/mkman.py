@@ -52,7 +52,6 @@ def indent_of(line):
 def sections(text):
     """[(heading, [lines])]; heading None for lines before the first one."""
     out, usage = [(None, [])], False
-    prev = ""
     for line in text.rstrip("\n").split("\n"):
         line, prev = line.rstrip(), prev_line(out)
         m = re.match(r"(?i)usage: (.*)", line)
@@ -191,7 +190,7 @@ def page(args):
     out = ['.TH %s %s "" "%s" "tapstripe"' % (args.name.upper(), args.section, esc(version))]
     names = [s for s in secs if s[0] == "NAME"]
     if not names:  # argparse: "PROG - what it is" is a line of the description
-        for i, (heading, lines) in enumerate(secs):
+        for heading, lines in secs:
             found = [x for x in lines if x.startswith(args.name + " - ")]
             if found:
                 lines.remove(found[0])
