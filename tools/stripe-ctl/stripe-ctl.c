@@ -623,7 +623,8 @@ static const struct command commands[] = {
 	"                              connection (default 3): every call "  \
 	"is\n"                                                               \
 	"                              safe to repeat\n"                     \
-	"    -h, --help                help\n"
+	"    -h, --help                help\n"                               \
+	"    -V, --version             the version\n"
 
 int ctl_fail(const char *fmt, ...)
 {
@@ -695,6 +696,13 @@ static void global_usage(FILE *out)
 	      "servers\n\n"
 	      "SYNOPSIS\n"
 	      "    stripe-ctl [GLOBAL OPTIONS] COMMAND [OPTIONS]\n\n"
+	      "DESCRIPTION\n"
+	      "    stripe-ctl asks stripe-master (Sun RPC over TCP) to\n"
+	      "    register storage servers and to allocate, show and destroy\n"
+	      "    striped virtual disks, whose mapping files tapdisk serves\n"
+	      "    (tap-ctl create -a stripe:FILE); it also marks and resyncs\n"
+	      "    replicas, moves a disk's lease between hosts and logs in\n"
+	      "    to the servers' iSCSI targets.\n\n"
 	      "COMMANDS\n",
 	      out);
 	for (size_t i = 0; i < NR_COMMANDS; i++)
@@ -813,6 +821,7 @@ static const struct option long_options[] = {
 	{"chap-secret-file", required_argument, NULL, L_CHAP_SECRET_FILE},
 	{"none", no_argument, NULL, L_NONE},
 	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -1242,7 +1251,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	defaults(&o);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "m:s:S:u:r:o:h", long_options,
+	while ((c = getopt_long(argc, argv, "m:s:S:u:r:o:hV", long_options,
 				NULL)) != -1) {
 		if (c == '?')
 			return usage_error(NULL,
@@ -1253,6 +1262,8 @@ int main(int argc, char **argv)
 			help = true;
 			continue;
 		}
+		if (c == 'V')
+			return cli_version("stripe-ctl");
 		seen |= option_bit(c);
 		if ((status = take_option(&o, c, optarg)))
 			return status;

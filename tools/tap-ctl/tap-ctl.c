@@ -516,12 +516,24 @@ static void global_usage(FILE *out)
 	      "    tap-ctl - start tapdisks and control them\n\n"
 	      "SYNOPSIS\n"
 	      "    tap-ctl [--run-dir DIR] COMMAND [OPTIONS]\n\n"
+	      "DESCRIPTION\n"
+	      "    tap-ctl starts tapdisks in the background (create) and\n"
+	      "    talks to running ones through their control sockets in\n"
+	      "    the run directory: it lists them, reads their statistics,\n"
+	      "    pauses, resumes and destroys them, attaches Xen guests'\n"
+	      "    devices and passes commands to their drivers.\n\n"
 	      "COMMANDS\n",
 	      out);
 	for (size_t i = 0; i < NR_SUBCOMMANDS; i++)
 		fprintf(out, "    %s\n", subcommands[i].synopsis);
 	fputs("    help [COMMAND]\n\n"
 	      "    'tap-ctl COMMAND --help' describes a command.\n\n"
+	      "OPTIONS (before the command)\n"
+	      "    --run-dir DIR     where the tapdisks' sockets are (default\n"
+	      "                      $" TD_CTL_RUN_DIR_ENV
+	      ", else " TD_CTL_RUN_DIR_DEFAULT ")\n"
+	      "    -h, --help        this text\n"
+	      "    -V, --version     the version\n\n"
 	      "EXAMPLES\n"
 	      "    id=$(tap-ctl create -a aio:/srv/disk.img --nbd unix)\n"
 	      "    tap-ctl list\n"
@@ -754,10 +766,12 @@ int main(int argc, char **argv)
 	int i = 1, status;
 
 	signal(SIGPIPE, SIG_IGN);
-	/* Options before the command: --run-dir DIR, --help. */
+	/* Options before the command: --run-dir DIR, --help, --version. */
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return cmd_help(1, argv);
+		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version"))
+			return cli_version("tap-ctl");
 		if (!strcmp(argv[i], "--run-dir") && i + 1 < argc)
 			o.run_dir = argv[++i];
 		else if (!strncmp(argv[i], "--run-dir=", 10))

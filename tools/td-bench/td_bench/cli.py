@@ -145,7 +145,7 @@ def doc(module):
 def build_parser():
     fmt = argparse.RawDescriptionHelpFormatter
     top = argparse.ArgumentParser(prog="td-bench", description=DESCRIPTION, formatter_class=fmt)
-    top.add_argument("-V", "--version", action="version", version="td-bench " + core.VERSION)
+    top.add_argument("-V", "--version", action="version", version="td-bench (tapstripe) " + core.PACKAGE_VERSION)
     sub = top.add_subparsers(dest="suite", metavar="SUITE")
     sub.required = True
 

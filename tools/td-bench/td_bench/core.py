@@ -22,6 +22,7 @@ import sys
 import time
 
 VERSION = "1"
+PACKAGE_VERSION = "unknown"  # tapstripe's: set by the td-bench script
 RESULT_FORMAT = "td-bench-result 1"
 MIB = 1 << 20
 KIB = 1 << 10
