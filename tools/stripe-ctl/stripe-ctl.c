@@ -86,9 +86,9 @@ enum {
 	"                         smallest size that does)\n"
 
 #define CHAP_HELP                                                              \
-	"    --chap-user USER     the LUN's CHAP account (tgtadm --mode\n"     \
-	"                         account): 1-255 printable bytes, no\n"       \
-	"                         space or '#'\n"                              \
+	"    --chap-user USER     the LUN's CHAP account (a tgtd account\n"    \
+	"                         bound to the target): 1-255 printable\n"     \
+	"                         bytes, no space or '#'\n"                    \
 	"    --chap-secret-file FILE\n"                                        \
 	"                         a file holding its secret (one line; a\n"    \
 	"                         final newline is dropped; '-' reads\n"       \
