@@ -130,6 +130,8 @@ int td_log_parse_level(const char *name)
 
 /* Append to line[TD_LOG_LINE_MAX] at *len, cut at the end. */
 static void put(char *line, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void put(char *line, size_t *len, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -146,6 +148,9 @@ static void put(char *line, size_t *len, const char *fmt, ...)
 }
 
 /* "FUNC [NAME]: TEXT (N similar messages suppressed)", no timestamp. */
+static void format_line(char *line, const char *func, const char *name,
+			uint64_t dropped, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
 static void format_line(char *line, const char *func, const char *name,
 			uint64_t dropped, const char *fmt, va_list ap)
 {
