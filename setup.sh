@@ -55,7 +55,10 @@ build() { # dir [configure args...]
 	[ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] ||
 		autoreconf -fi
 	mkdir -p "$dir"
-	(cd "$dir" && { [ -f Makefile ] || "$top/configure" -q "$@"; } && make -j"$jobs" >/dev/null)
+	# The running host's paths, as the Debian package has them: sockets in
+	# /run/tapstripe, maps and the master's store in /var/lib/tapstripe.
+	(cd "$dir" && { [ -f Makefile ] || "$top/configure" -q --runstatedir=/run \
+		--localstatedir=/var "$@"; } && make -j"$jobs" >/dev/null)
 }
 
 demo() {
