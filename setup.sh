@@ -56,9 +56,10 @@ build() { # dir [configure args...]
 		autoreconf -fi
 	mkdir -p "$dir"
 	# The running host's paths, as the Debian package has them: sockets in
-	# /run/tapstripe, maps and the master's store in /var/lib/tapstripe.
+	# /run/tapstripe, maps and the master's store in /var/lib/tapstripe,
+	# the disk registry in /etc/tapstripe.
 	(cd "$dir" && { [ -f Makefile ] || "$top/configure" -q --runstatedir=/run \
-		--localstatedir=/var "$@"; } && make -j"$jobs" >/dev/null)
+		--localstatedir=/var --sysconfdir=/etc "$@"; } && make -j"$jobs" >/dev/null)
 }
 
 demo() {

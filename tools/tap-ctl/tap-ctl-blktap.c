@@ -29,10 +29,10 @@ static const struct {
 	const char *command;
 	const char *letters;
 } blktap_shared[] = {
-	{"list", "pmtf"},   /* list -p PID -m MINOR -t TYPE -f FILE */
+	{"list", "pmtf"},    /* list -p PID -m MINOR -t TYPE -f FILE */
 	{"create", "dRe2s"}, /* create -a TYPE:FILE -d DEV -R -e STACK ... */
-	{"destroy", "pm"},  {"attach", "pm"}, {"detach", "pm"},
-	{"pause", "pm"},    {"stats", "pm"},
+	{"destroy", "pm"},   {"attach", "pm"}, {"detach", "pm"},
+	{"pause", "pm"},     {"stats", "pm"},
 };
 
 #define NR(a) (sizeof(a) / sizeof((a)[0]))
@@ -86,7 +86,8 @@ int tapctl_blktap_refuse(int argc, char **argv, FILE *err)
 	      "    disk = [ 'backendtype=qdisk, vdev=xvda, "
 	      "target=tapstripe:NAME' ]\n"
 	      "  (no script=block-tap), NAME being a disk of the "
-	      "registry (disks/NAME.conf);\n"
+	      "registry,\n"
+	      "  " TAPSTRIPE_CONFDIR "/disks/NAME.conf;\n"
 	      "  see 'tap-ctl --help' (XEN BLOCK-TAP SCRIPT) and "
 	      "doc/xen.md.\n",
 	      err);
