@@ -104,9 +104,11 @@ build() { # dir [configure args...]
 	mkdir -p "$dir"
 	# The running host's paths, as the Debian package has them: sockets in
 	# /run/tapstripe, maps and the master's store in /var/lib/tapstripe,
-	# the disk registry in /etc/tapstripe.
-	(cd "$dir" && { [ -f Makefile ] || "$top/configure" -q --runstatedir=/run \
-		--localstatedir=/var --sysconfdir=/etc "$@"; } && make -j"$jobs" >/dev/null)
+	# the disk registry in /etc/tapstripe.  A build tree configured
+	# without them (before issue #20) is configured again.
+	(cd "$dir" && { grep -qx 'runstatedir = /run' Makefile 2>/dev/null ||
+		"$top/configure" -q --runstatedir=/run --localstatedir=/var \
+			--sysconfdir=/etc "$@"; } && make -j"$jobs" >/dev/null)
 }
 
 demo() {
