@@ -323,8 +323,9 @@ else
 fi
 left=()
 for f in $owned; do
-	# Directories other packages share (/usr/sbin, /usr/share/man/...).
-	[ -d "$f" ] && [ ! -L "$f" ] && continue
+	# Directories other packages share (/usr/sbin, /usr/share/man/...,
+	# /lib, a symbolic link on a merged-/usr system).
+	[ -d "$f" ] && continue
 	[ -e "$f" ] || [ -L "$f" ] && left+=("$f")
 done
 for p in $PKGS; do
