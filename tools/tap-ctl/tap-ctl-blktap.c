@@ -29,7 +29,7 @@ static const struct {
 	const char *command;
 	const char *letters;
 } blktap_shared[] = {
-	{"list", "pmtf"},    /* list -p PID -m MINOR -t TYPE -f FILE */
+	{"list", "pmtfa"},   /* list -p PID -m MINOR -t TYPE -f FILE -a */
 	{"create", "dRe2s"}, /* create -a TYPE:FILE -d DEV -R -e STACK ... */
 	{"destroy", "pm"},   {"attach", "pm"}, {"detach", "pm"},
 	{"pause", "pm"},     {"stats", "pm"},

@@ -54,6 +54,7 @@ static const char *const blktap_lines[] = {
 	"close -p 1234 -m 3",
 	"list -p 1234",
 	"list -m 3",
+	"list -a",
 	"pause -p 1234 -m 3",
 	"unpause -p 1234 -m 3",
 	"stats -p 1234 -m 3",
