@@ -55,6 +55,7 @@ src=$work/src/tapstripe
 # What the demo starts (by PID or id) and makes, for the EXIT trap.
 td_ids=()
 master_pid=
+syslog_pid=
 lab=
 made_files=()
 made_dirs=()
@@ -70,15 +71,15 @@ cleanup_demo_files() {
 }
 
 cleanup() {
-	local id
+	local id pid
 	for id in "${td_ids[@]}"; do
 		/usr/sbin/tap-ctl destroy -i "$id" >/dev/null 2>&1 || kill -KILL "$id" 2>/dev/null
 	done
 	[ -n "$lab" ] && LAB_STATE=$work/lab "$lab" down >/dev/null 2>&1
-	if [ -n "$master_pid" ]; then
-		kill "$master_pid" 2>/dev/null
-		wait "$master_pid" 2>/dev/null
-	fi
+	for pid in $master_pid $syslog_pid; do
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
 	cleanup_demo_files
 	[ -n "$policy_rc" ] && rm -f /usr/sbin/policy-rc.d
 	[ -z "${TAPSTRIPE_PKG_WORK:-}" ] && rm -rf "$work"
@@ -218,6 +219,52 @@ demo_striped() {
 	master_pid=
 }
 
+# The installed units run the way systemd would (tests/integration/
+# units-run.py: ExecStart with the unit's specifiers and EnvironmentFile,
+# Runtime/StateDirectory under WORK, readiness through NOTIFY_SOCKET): the
+# registry's disk by tapdisk@pkgdemo.service, and stripe-master.service
+# with its installed defaults file.  Skipped when either is missing.
+demo_units() {
+	local runner=$top/tests/integration/units-run.py td_unit master_unit out t
+	local conf=/etc/tapstripe/disks/pkgdemo.conf defaults=/etc/default/stripe-master
+	td_unit=$(grep -E '/systemd/system/tapdisk@\.service$' <<<"$owned")
+	master_unit=$(grep -E '/systemd/system/stripe-master\.service$' <<<"$owned")
+	if [ ! -f "$runner" ] || [ -z "$td_unit" ] || [ -z "$master_unit" ]; then
+		echo "    (no units installed, or no tests/integration/units-run.py: not run)"
+		return
+	fi
+	mkdir -p /etc/tapstripe/disks "$work/units/td" "$work/units/master"
+	made_files+=("$conf")
+	printf 'CHAIN=aio:%s\nOPTIONS=--nbd unix:%s --xen off\n' \
+		"$work/disk.img" "$work/unit.sock" >"$conf"
+	# The journal's /dev/log, for the unit's --log syslog.
+	python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+while s.recv(65536): pass' "$work/units/syslog.sock" &
+	syslog_pid=$!
+	for ((t = 0; t < 50; t++)); do [ -S "$work/units/syslog.sock" ] && break; sleep 0.1; done
+	if out=$(python3 "$runner" "$td_unit" --instance pkgdemo --root / \
+		--work "$work/units/td" --syslog "$work/units/syslog.sock" \
+		--listening "unix:$work/unit.sock" \
+		--probe nbdinfo --size "nbd+unix:///?socket=$work/unit.sock" 2>&1); then
+		ok "tapdisk@pkgdemo.service ($conf): ready, serves, stops"
+	else
+		not_ok "tapdisk@pkgdemo.service run as systemd would" "$out"
+	fi
+	kill "$syslog_pid" 2>/dev/null
+	wait "$syslog_pid" 2>/dev/null
+	syslog_pid=
+	echo 'STRIPE_MASTER_OPTS="--listen 127.0.0.1:0 --extent-size 16M"' >"$defaults"
+	if out=$(python3 "$runner" "$master_unit" --root / --work "$work/units/master" \
+		--listening 'tcp:127.0.0.1:{port}' \
+		--probe /usr/sbin/stripe-ctl --master '127.0.0.1:{port}' server list 2>&1); then
+		ok "stripe-master.service ($defaults): ready, serves, stops"
+	else
+		not_ok "stripe-master.service run as systemd would" "$out"
+	fi
+}
+
 # --- build ------------------------------------------------------------------------
 say "dpkg-buildpackage -us -uc -b from a copy of the tree"
 rm -rf "$work/src"
@@ -285,6 +332,9 @@ demo_registry
 demo_striped
 
 # --- units, man pages ------------------------------------------------------------------
+say "the installed units, run as systemd would"
+demo_units
+
 say "systemd-analyze verify, every installed unit"
 units=$(grep -E '^/(usr/)?lib/systemd/system/[^/]+\.(service|socket|timer)$' <<<"$owned")
 if [ -z "$units" ]; then
