@@ -10,13 +10,15 @@
 # by name from the disk registry (/etc/tapstripe/disks/NAME.conf), and a
 # striped disk made by /usr/sbin/stripe-ctl (map in /var/lib/tapstripe)
 # from a /usr/sbin/stripe-master keeping its default database
-# (/var/lib/tapstripe/master.db) over a tgtd server of tests/lab/lab.sh.
-# Then systemd-analyze verify on every installed unit, man -l (with
+# (/var/lib/tapstripe/master.db) over a tgtd server of tests/lab/lab.sh;
+# the installed units run as systemd would (tests/integration/units-run.py,
+# when the units are there): tapdisk@pkgdemo and stripe-master.  Then
+# systemd-analyze verify on every installed unit, man -l (with
 # warnings on) on every installed page, dpkg --purge, and a check that no
 # file of the packages is left.
 #
 # Needs root, dpkg-buildpackage, lintian (setup.sh test installs them),
-# nbdcopy, tgtd, iproute2.  Takes about 5 minutes on 2 cores, most of it
+# nbdcopy, tgtd, iproute2.  Takes 1 to 2 minutes on 2 cores, most of it
 # the package build.  TAPSTRIPE_PKG_WORK: the work directory (default a
 # new one under /tmp, removed at the end).  Exit 0 when every step passed,
 # 1 otherwise.
