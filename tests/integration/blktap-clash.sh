@@ -87,7 +87,7 @@ else
 	not_ok "the tapdisk beside still runs and is the only one" "$out"
 fi
 out=$(timeout 30 "$TAPCTL" --help)
-grep -q "XEN BLOCK-TAP SCRIPT" <<<"$out" && grep -q "blktap-utils" <<<"$out" &&
+grep -q "XEN HOTPLUG SCRIPTS" <<<"$out" && grep -q "blktap-utils" <<<"$out" &&
 	ok "tap-ctl --help describes the clash" ||
 	not_ok "tap-ctl --help describes the clash" "$out"
 timeout 30 "$TAPCTL" destroy -i "$ID" >/dev/null && ID=

@@ -88,7 +88,7 @@ int tapctl_blktap_refuse(int argc, char **argv, FILE *err)
 	      "  (no script=block-tap), NAME being a disk of the "
 	      "registry,\n"
 	      "  " TAPSTRIPE_CONFDIR "/disks/NAME.conf;\n"
-	      "  see 'tap-ctl --help' (XEN BLOCK-TAP SCRIPT) and "
+	      "  see 'tap-ctl --help' (XEN HOTPLUG SCRIPTS) and "
 	      "doc/xen.md.\n",
 	      err);
 	return EXIT_USAGE;

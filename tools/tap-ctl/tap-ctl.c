@@ -554,7 +554,7 @@ static void global_usage(FILE *out)
 	      "create (their log\n"
 	      "                              when there is no /dev/log); "
 	      "removed at a clean exit\n\n"
-	      "XEN BLOCK-TAP SCRIPT\n"
+	      "XEN HOTPLUG SCRIPTS\n"
 	      "    Xen's hotplug script block-tap (script=block-tap in an xl "
 	      "disk line)\n"
 	      "    calls blktap's tap-ctl, which shares this one's name and "
