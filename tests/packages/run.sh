@@ -326,6 +326,19 @@ for prog in /usr/sbin/tapdisk /usr/sbin/tap-ctl /usr/sbin/stripe-master \
 	fi
 done
 
+# td-bench (in /usr/bin) finds the installed tapdisk and tap-ctl in
+# /usr/sbin, td-front beside it, its scripts in /usr/share/tapstripe.
+out=$(env -u BUILDDIR PATH=/usr/bin:/bin python3 -c 'import sys
+sys.path.insert(0, "/usr/share/tapstripe")
+from td_bench.core import Env
+e = Env("/usr/bin/td-bench")
+print(e.program("tapdisk"), e.program("tap-ctl"), e.program("td-front"), e.scripts)' 2>&1)
+if [ "$out" = "/usr/sbin/tapdisk /usr/sbin/tap-ctl /usr/bin/td-front /usr/share/tapstripe/bench" ]; then
+	ok "td-bench finds /usr/sbin/tapdisk, /usr/sbin/tap-ctl, /usr/bin/td-front and its scripts"
+else
+	not_ok "td-bench finds the installed programs and scripts" "$out"
+fi
+
 # --- the demo with the installed programs and their default paths ----------
 say "the demo: installed programs, default paths"
 unset TAPSTRIPE_RUNDIR TAPSTRIPE_DISKDIR BUILDDIR TAPDISK MASTER STRIPE_MASTER
