@@ -33,7 +33,8 @@ libcmocka-dev libnbd-bin qemu-utils fio valgrind clang clang-format
 libclang-rt-14-dev python3 procps libxen-dev libtirpc-dev rpcsvc-proto
 libsqlite3-dev tgt iproute2 python3-libnbd qemu-system-x86 cpio bc
 gnuplot-nox libiscsi-dev libiscsi-bin open-iscsi libfuse3-dev fuse3
-libgnutls28-dev gnutls-bin python3-prometheus-client man-db groff-base"
+libgnutls28-dev gnutls-bin python3-prometheus-client man-db groff-base
+libsystemd-dev systemd"
 
 say() { printf '\n== %s\n' "$*"; }
 
