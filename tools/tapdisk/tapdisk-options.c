@@ -57,6 +57,11 @@ static void usage(FILE *out)
 "        CHAIN=sort|stripe:/var/lib/tapstripe/web1.map\n"
 "        OPTIONS=--nbd unix --max-inflight 256\n"
 "\n"
+"    Under systemd (tapdisk@NAME.service, Type=notify) tapdisk\n"
+"    --foreground tells the service manager READY=1 once the disk is open\n"
+"    and every frontend and the control socket listen, and STOPPING=1\n"
+"    when its shutdown begins.\n"
+"\n"
 "OPTIONS\n");
 	cli_print_options(out, tapdisk_options, tapdisk_nr_options, 0);
 	fputs(
@@ -74,6 +79,11 @@ static void usage(FILE *out)
 "    RUN_DIR/nbd-NAME.sock     the NBD socket of --nbd unix\n"
 "    RUN_DIR/shm-NAME.sock     the shm socket of --shm unix\n"
 "    DISK_DIR/NAME.conf        the disk NAME's registry entry (--disk)\n"
+"\n"
+"ENVIRONMENT\n"
+"    NOTIFY_SOCKET             where systemd hears READY=1 and STOPPING=1\n"
+"                              (with --foreground; set by systemd)\n"
+"    TAPSTRIPE_DISKDIR         DISK_DIR, unless --disk-dir gives it\n"
 "\n"
 "EXIT STATUS\n"
 "    0  stopped cleanly: every acknowledged write was flushed\n"
