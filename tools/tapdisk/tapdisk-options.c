@@ -412,19 +412,24 @@ static int check_registry_words(const struct td_disk_conf *c, const char *name)
 /*
  * --disk NAME: argv again with the entry's chain, name and OPTIONS first
  * (the command line's options after them, so they win).  The entry and
- * the new argv live as long as tapdisk (o points into them).
+ * the new argv live as long as tapdisk (o points into them), or until the
+ * next call (the unit tests parse many command lines) frees them.
  */
 static int expand_disk(struct options *o, int argc, char **argv)
 {
 	const char *name = o->disk, *dir = td_disk_conf_dir(o->disk_dir);
 	static struct td_disk_conf conf;
-	char err[512], **nargv;
+	static char **nargv;
+	char err[512];
 	int n = 0, rc, status;
 
 	if (o->chain || o->name)
 		return usage_error("--disk %s names the chain and the disk: "
 				   "drop %s",
 				   name, o->chain ? "-a" : "--name");
+	td_disk_conf_free(&conf);
+	free(nargv);
+	nargv = NULL;
 	if ((rc = td_disk_conf_load(dir, name, &conf, err, sizeof(err))))
 		return cli_usage_error(
 			"tapdisk", "%s%s", err,
