@@ -258,12 +258,17 @@ def main():
                   START_TIMEOUT_MAX_S)
     stop_s = seconds(keys.get("TimeoutStopSec", ["90"])[-1])
     try:
-        failed += run_checks(a, proc, notify, start_s, stop_s, result)
+        never_ready = run_checks(a, proc, notify, start_s, stop_s, result)
+        failed += never_ready
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         log.close()
+    if failed:  # what the service said, for the test's log
+        with open(os.path.join(a.work, label + ".log"), errors="replace") as f:
+            for line in f.read().splitlines()[-15:]:
+                print("  | " + line)
     if notify.foreign:
         result(False, "notify", "messages from other processes: %r" %
                notify.foreign[:3])
