@@ -31,6 +31,9 @@ Checks, one "PASS:"/"FAIL:" line each:
   serves    then (SIGCONT) --probe CMD succeeds ({port} as above)
   stopping  SIGTERM: STOPPING=1 arrives, then the process exits 0 within
             TimeoutStopSec
+With --expect-failure, instead:
+  fails     the process exits non-zero without READY=1 (a disk that
+            cannot open), its last line of output saying why
 Exit 0 when all pass, 1 otherwise.
 """
 import argparse
@@ -191,6 +194,7 @@ def main():
     ap.add_argument("--instance")
     ap.add_argument("--syslog")
     ap.add_argument("--listening")
+    ap.add_argument("--expect-failure", action="store_true")
     ap.add_argument("--probe", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     name = os.path.basename(a.unit)
@@ -258,8 +262,12 @@ def main():
                   START_TIMEOUT_MAX_S)
     stop_s = seconds(keys.get("TimeoutStopSec", ["90"])[-1])
     try:
-        never_ready = run_checks(a, proc, notify, start_s, stop_s, result)
-        failed += never_ready
+        # result() counts the failures; the checks return nothing else.
+        if a.expect_failure:
+            check_failure(proc, notify, start_s, result,
+                          os.path.join(a.work, label + ".log"))
+        else:
+            run_checks(a, proc, notify, start_s, stop_s, result)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -275,9 +283,28 @@ def main():
     return 1 if failed else 0
 
 
+def check_failure(proc, notify, start_s, result, log):
+    """A start that must fail: exit non-zero, no READY=1, a reason."""
+    deadline = time.monotonic() + start_s
+    ready = False
+    while True:
+        msg = notify.next(proc.pid, deadline, proc)
+        if msg is None:
+            break
+        ready = ready or "READY=1" in msg.splitlines()
+    try:
+        rc = proc.wait(timeout=max(deadline - time.monotonic(), 1))
+    except subprocess.TimeoutExpired:
+        rc = None
+    with open(log, errors="replace") as f:
+        why = (f.read().strip().splitlines() or ["(nothing)"])[-1]
+    result(not ready and rc not in (0, None), "fails",
+           "%s, exit %s: %s" % ("READY=1 sent" if ready else "no READY=1",
+                                rc, why))
+
+
 def run_checks(a, proc, notify, start_s, stop_s, result):
-    """ready, serves, stopping; returns 1 when the service never got
-    ready (the later cases are then not run)."""
+    """ready, serves, stopping (not run when it never got ready)."""
     deadline = time.monotonic() + start_s
     status = ""
     while True:
@@ -286,7 +313,7 @@ def run_checks(a, proc, notify, start_s, stop_s, result):
             result(False, "ready", "no READY=1 (%s)" %
                    ("exit %s" % proc.returncode if proc.poll() is not None
                     else "timed out after %d s" % start_s))
-            return 1
+            return
         fields = dict(l.split("=", 1) for l in msg.splitlines() if "=" in l)
         status = fields.get("STATUS", status)
         if fields.get("READY") == "1":
@@ -323,7 +350,6 @@ def run_checks(a, proc, notify, start_s, stop_s, result):
                                 "no STOPPING=1",
                                 "exit %s" % rc if rc is not None else
                                 "still running after %d s" % stop_s))
-    return 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@
 #              (checked with the process frozen at READY=1), nbdinfo reads
 #              the disk, SIGTERM gives STOPPING=1 and exit 0; its log lines
 #              reach syslog as tapdisk/web1
+#   tapdisk@gone  an entry whose image is missing: exit 1, no READY=1, and
+#              the reason on stderr (the journal)
 #   stripe-master  the same for stripe-master.service with its defaults
 #              file (STRIPE_MASTER_OPTS) and a temporary state directory:
 #              READY=1 once the RPC port listens, stripe-ctl server list
@@ -146,6 +148,16 @@ else
 		--work "$tmp/td" --syslog "$tmp/syslog.sock" \
 		--listening "unix:$tmp/web1.sock" \
 		--probe nbdinfo --size "nbd+unix:///?socket=$tmp/web1.sock" 2>&1)
+	# A disk whose image is gone: the start fails, without READY=1.
+	mkdir -p "$tmp/td-gone"
+	cat >"$tmp/disks/gone.conf" <<-EOF
+		CHAIN=aio:$tmp/no-such.img
+		OPTIONS=--nbd unix:$tmp/gone.sock --run-dir $tmp/run --xen off
+	EOF
+	count < <(TAPSTRIPE_DISKDIR=$tmp/disks python3 "$here/units-run.py" \
+		"$unitdir/tapdisk@.service" --instance gone --root "$root" \
+		--work "$tmp/td-gone" --syslog "$tmp/syslog.sock" \
+		--expect-failure 2>&1)
 	if grep -q 'tapdisk/web1\[[0-9]*\]: .*serving' "$tmp/syslog.txt" 2>/dev/null; then
 		pass "tapdisk@web1: log lines in syslog as tapdisk/web1"
 	else
