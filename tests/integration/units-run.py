@@ -23,12 +23,15 @@ Hardening options are not emulated (systemd-analyze verify checks them).
 
 Checks, one "PASS:"/"FAIL:" line each:
   ready     READY=1 comes from the main process within TimeoutStartSec
-            (at most START_TIMEOUT_MAX_S here);
-            at that moment (the process is stopped with SIGSTOP at once)
-            --listening ADDR (unix:PATH or tcp:HOST:PORT; {port} is the
-            "port N" of STATUS=) accepts a connection: READY=1 sent before
-            the service listens fails here, as does one never sent
-  serves    then (SIGCONT) --probe CMD succeeds ({port} as above)
+            (at most START_TIMEOUT_MAX_S here), and at that moment
+            --listening ADDR (unix:PATH or tcp:HOST:PORT) accepts a
+            connection.  "That moment" is exact: the socket's queue is kept
+            full of the test's own datagrams, so the service's first
+            message blocks in sendmsg; the test sees it there
+            (/proc/PID/syscall), freezes it (SIGSTOP), checks ADDR, then
+            lets the message through.  A READY=1 sent before the service
+            listens fails, however short the gap, as does one never sent
+  serves    then --probe CMD succeeds
   stopping  SIGTERM: STOPPING=1 arrives, then the process exits 0 within
             TimeoutStopSec
 With --expect-failure, instead:
@@ -39,6 +42,7 @@ Exit 0 when all pass, 1 otherwise.
 import argparse
 import array
 import os
+import platform
 import re
 import shlex
 import signal
@@ -49,6 +53,9 @@ import sys
 import time
 
 DEFAULT_TIMEOUT_S = 90
+# sendto and sendmsg, as /proc/PID/syscall names them, per machine.
+SEND_SYSCALLS = {"x86_64": ("44", "46"), "aarch64": ("206", "211")}
+POLL_S = 0.005
 # A service that starts here (tmpfs, loopback) is ready within this, far
 # below the units' own TimeoutStartSec: a missing READY=1 fails sooner.
 START_TIMEOUT_MAX_S = 20
@@ -144,23 +151,57 @@ class Notify:
         self.sock.bind(path)
         self.path = path
         self.foreign = []
+        self.pending = []  # (sender, text) read by drain()
+
+    def fill(self):
+        """The receive queue full of 1-byte datagrams of our own: the next
+        sender blocks until we read (net.unix.max_dgram_qlen)."""
+        filler = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        filler.setblocking(False)
+        try:
+            while True:
+                filler.sendto(b"-", self.path)
+        except BlockingIOError:
+            pass
+        finally:
+            filler.close()
+
+    def drain(self):
+        """Read what is queued: fill()'s datagrams dropped, others kept."""
+        while True:
+            try:
+                sender, data = self.receive(socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
+            if sender != os.getpid():
+                self.pending.append((sender, data))
+
+    def receive(self, flags=0):
+        data, anc, _, _ = self.sock.recvmsg(
+            4096, socket.CMSG_SPACE(struct.calcsize("3i")), flags)
+        sender = None
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
+                sender = array.array("i", payload[:12])[0]
+        return sender, data
 
     def next(self, pid, deadline, proc):
         """The next message from pid, or None at the deadline or exit."""
+        while self.pending:
+            sender, data = self.pending.pop(0)
+            if sender == pid:
+                return data.decode(errors="replace")
+            self.foreign.append((sender, data))
         while time.monotonic() < deadline:
             self.sock.settimeout(0.1)
             try:
-                data, anc, _, _ = self.sock.recvmsg(
-                    4096, socket.CMSG_SPACE(struct.calcsize("3i")))
+                sender, data = self.receive()
             except socket.timeout:
                 if proc.poll() is not None:
                     return None
                 continue
-            sender = None
-            for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and \
-                   kind == socket.SCM_CREDENTIALS:
-                    sender = array.array("i", payload[:12])[0]
+            if sender == os.getpid():
+                continue  # fill()'s
             if sender != pid:
                 self.foreign.append((sender, data))
                 continue
@@ -303,35 +344,71 @@ def check_failure(proc, notify, start_s, result, log):
                                 rc, why))
 
 
+def blocked_in_send(pid):
+    """Whether pid's main thread waits in sendto/sendmsg; None when this
+    machine's numbers are not known."""
+    calls = SEND_SYSCALLS.get(platform.machine())
+    if not calls:
+        return None
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            return f.read().split()[0] in calls
+    except (OSError, IndexError):
+        return False
+
+
+def catch_message(proc, notify, deadline, check):
+    """The service's next message, with check() run while the service is
+    frozen inside the send of it: (message or None, check's result,
+    whether it was frozen there)."""
+    notify.fill()
+    caught = None
+    while time.monotonic() < deadline and proc.poll() is None:
+        blocked = blocked_in_send(proc.pid)
+        if blocked is None:
+            break  # cannot tell: check after the message instead
+        if blocked:
+            os.kill(proc.pid, signal.SIGSTOP)
+            caught = check()
+            break
+        time.sleep(POLL_S)
+    notify.drain()  # fill()'s datagrams out: the service's can go in
+    frozen = caught is not None
+    if frozen:
+        os.kill(proc.pid, signal.SIGCONT)
+    msg = notify.next(proc.pid, deadline, proc)
+    if not frozen and msg is not None:
+        caught = check()
+    return msg, caught, frozen
+
+
 def run_checks(a, proc, notify, start_s, stop_s, result):
     """ready, serves, stopping (not run when it never got ready)."""
     deadline = time.monotonic() + start_s
-    status = ""
+    check = (lambda: connects(a.listening)) if a.listening else bool
     while True:
-        msg = notify.next(proc.pid, deadline, proc)
+        msg, listening, frozen = catch_message(proc, notify, deadline,
+                                               check)
         if msg is None:
             result(False, "ready", "no READY=1 (%s)" %
                    ("exit %s" % proc.returncode if proc.poll() is not None
                     else "timed out after %d s" % start_s))
             return
         fields = dict(l.split("=", 1) for l in msg.splitlines() if "=" in l)
-        status = fields.get("STATUS", status)
         if fields.get("READY") == "1":
             break
-    os.kill(proc.pid, signal.SIGSTOP)  # freeze what READY=1 promised
-    port = re.search(r"port (\d+)", status)
-    fill = (lambda s: s.replace("{port}", port.group(1) if port else "?"))
     if a.listening:
-        ok = connects(fill(a.listening))
-        result(ok, "ready", "READY=1 (STATUS=%s) when %s %s" %
-               (status, fill(a.listening),
-                "accepts connections" if ok else "does NOT listen yet"))
-    os.kill(proc.pid, signal.SIGCONT)
+        result(listening, "ready", "READY=1 (STATUS=%s) when %s %s (%s)" %
+               (fields.get("STATUS", ""), a.listening,
+                "accepts connections" if listening
+                else "does NOT listen yet",
+                "the service frozen in its send" if frozen
+                else "checked after it"))
     if a.probe:
-        cmd = [fill(w) for w in a.probe]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        p = subprocess.run(a.probe, capture_output=True, text=True,
+                           timeout=30)
         result(p.returncode == 0, "serves", "%s: %s" % (
-            " ".join(cmd), (p.stdout + p.stderr).strip().splitlines()[-1:]
+            " ".join(a.probe), (p.stdout + p.stderr).strip().splitlines()[-1:]
             if p.returncode else "ok"))
     proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + stop_s

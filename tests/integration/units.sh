@@ -15,7 +15,8 @@
 #   tapdisk@web1  ExecStart of the installed tapdisk@.service with %i =
 #              web1, the registry entry web1.conf in TAPSTRIPE_DISKDIR, a
 #              fake /dev/log: READY=1 only once the NBD socket listens
-#              (checked with the process frozen at READY=1), nbdinfo reads
+#              (checked with the process frozen inside its send of
+#              READY=1: units-run.py says how), nbdinfo reads
 #              the disk, SIGTERM gives STOPPING=1 and exit 0; its log lines
 #              reach syslog as tapdisk/web1
 #   tapdisk@gone  an entry whose image is missing: exit 1, no READY=1, and
@@ -173,11 +174,13 @@ if [ "$(grep -v -e '^#' -e '^$' "$defaults")" = 'STRIPE_MASTER_OPTS=""' ]; then
 else
 	fail "stripe-master: the defaults file: $(grep -v '^#' "$defaults")"
 fi
-echo 'STRIPE_MASTER_OPTS="--listen 127.0.0.1:0 --extent-size 4M"' >"$defaults"
+# A port free now (the readiness check needs it before STATUS= says it).
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+echo "STRIPE_MASTER_OPTS=\"--listen 127.0.0.1:$port --extent-size 4M\"" >"$defaults"
 mkdir -p "$tmp/master"
 count < <(python3 "$here/units-run.py" "$unitdir/stripe-master.service" \
-	--root "$root" --work "$tmp/master" --listening 'tcp:127.0.0.1:{port}' \
-	--probe "$BUILDDIR/bin/stripe-ctl" --master '127.0.0.1:{port}' \
+	--root "$root" --work "$tmp/master" --listening "tcp:127.0.0.1:$port" \
+	--probe "$BUILDDIR/bin/stripe-ctl" --master "127.0.0.1:$port" \
 	server list 2>&1)
 if [ -s "$tmp/master/StateDirectory/tapstripe/master.db" ]; then
 	pass "stripe-master: the database in its StateDirectory"
