@@ -103,7 +103,7 @@ mandir=${mandir%/man8}
 # --- verify ------------------------------------------------------------------------
 # Program paths (ExecStart= and the like) of the copy point into DESTDIR.
 mkdir -p "$tmp/verify"
-for unit in "$unitdir"/*.service; do
+for unit in "$unitdir"/*.service "$unitdir"/*.timer; do
 	name=$(basename "$unit")
 	sed -E "s#^(Exec[A-Za-z]*=[-@+!:]*)(/[^ ]*)#\1$root\2#" "$unit" \
 		>"$tmp/verify/$name"
