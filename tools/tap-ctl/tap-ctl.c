@@ -362,8 +362,8 @@ static int cmd_destroy(struct cmd_opts *o)
 
 static const struct subcommand subcommands[] = {
 	{"create", OPT_CREATE,
-	 "create -a CHAIN [--nbd ADDR]... [--shm PATH]... [--name NAME] [-r] "
-	 "[OPTIONS]",
+	 "create -a CHAIN|--disk NAME [--nbd ADDR]... [--shm PATH]... "
+	 "[--name NAME] [-r] [OPTIONS]",
 	 "Start a tapdisk in the background serving the disk CHAIN, and print\n"
 	 "its id (its pid).  Its log goes to syslog (the ident\n"
 	 "tapdisk/NAME) when /dev/log is there, else to\n"
@@ -633,6 +633,8 @@ static int take_create_option(const struct subcommand *sc, struct cmd_opts *o,
 {
 	if (opt->key == 'a')
 		o->chain = arg;
+	if (opt->key == TAPDISK_KEY_DISK)
+		o->disk = arg;
 	if (tapctl_create_option(o, opt, arg))
 		return usage_errorf(sc, "at most %lld --%s options", opt->max,
 				    opt->name);
@@ -739,9 +741,10 @@ static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 	if ((sc->opts & OPT_XEN) && (!o->domid || !o->vdev))
 		return usage_errorf(sc, "give the guest and its disk: --domid "
 					"DOMID --vdev xvdX");
-	if ((sc->opts & OPT_CREATE) && !o->chain)
+	if ((sc->opts & OPT_CREATE) && !o->chain && !o->disk)
 		return usage_errorf(sc, "give the disk with -a CHAIN, e.g. "
-					"-a aio:/srv/disk.img");
+					"-a aio:/srv/disk.img, or --disk NAME "
+					"of the disk registry");
 	return -1;
 }
 

@@ -33,6 +33,7 @@ struct cmd_opts {
 	/* create: tapdisk's options to pass on, one slot per option except
 	 * the repeatable ones (tap-ctl-create.c) */
 	const char *chain;
+	const char *disk; /* --disk NAME (create) */
 	struct tapctl_tapdisk_arg tapdisk_args[TAPCTL_MAX_TAPDISK_ARGS];
 	int nr_tapdisk_args;
 	/* attach, detach, release */

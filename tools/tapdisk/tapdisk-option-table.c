@@ -12,6 +12,7 @@
 #include "frontends/nbd/nbd.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/vbd.h"
+#include "tools/cli/disk-conf.h"
 #include "tools/tapdisk/tapdisk-options.h"
 #include "tools/tapdisk/tapdisk.h"
 
@@ -28,6 +29,16 @@ const struct cli_option tapdisk_options[] = {
 	 "the disk: drivers top first, joined by '|',\n"
 	 "e.g. aio:/srv/disk.img, null:size=1G,\n"
 	 "sort|aio:/srv/disk.img",
+	 0, 0, 0, CREATE},
+	{"disk", TAPDISK_KEY_DISK, "NAME",
+	 "the disk NAME of the registry instead of -a:\n"
+	 "its file DISK_DIR/NAME.conf gives CHAIN=... and\n"
+	 "OPTIONS=... (more of these options; the command\n"
+	 "line's come after them), and NAME is --name",
+	 0, 0, 0, CREATE},
+	{"disk-dir", TAPDISK_KEY_DISK_DIR, "DIR",
+	 "the registry (default $" TD_DISK_CONF_DIR_ENV ", else\n"
+	 TAPSTRIPE_CONFDIR "/disks)",
 	 0, 0, 0, CREATE},
 	{"nbd", TAPDISK_KEY_NBD, "ADDR",
 	 "serve NBD on ADDR (repeatable, at most {max}):\n"

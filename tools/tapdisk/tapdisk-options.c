@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "common/log.h"
 #include "tapdisk/vbd.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/disk-conf.h"
 #include "tools/tapdisk/tapdisk-options.h"
 #include "tools/tapdisk/tapdisk.h"
 
@@ -31,6 +33,7 @@ static void usage(FILE *out)
 "\n"
 "SYNOPSIS\n"
 "    tapdisk --foreground -a CHAIN [--nbd ADDR]... [--shm PATH]... [OPTIONS]\n"
+"    tapdisk --foreground --disk NAME [OPTIONS]\n"
 "    tap-ctl create -a CHAIN ...       (to run it in the background)\n"
 "\n"
 "DESCRIPTION\n"
@@ -46,6 +49,13 @@ static void usage(FILE *out)
 "    create, which runs it in the background, logging to syslog when\n"
 "    /dev/log is there, else to RUN_DIR/tapdisk-PID.log (removed when\n"
 "    it ends cleanly).\n"
+"\n"
+"    --disk NAME serves the disk NAME of the disk registry, as\n"
+"    tapdisk@NAME.service does: the file DISK_DIR/NAME.conf holds lines\n"
+"    CHAIN=the chain and OPTIONS=more options (words, quotes kept\n"
+"    together), e.g.\n"
+"        CHAIN=sort|stripe:/var/lib/tapstripe/web1.map\n"
+"        OPTIONS=--nbd unix --max-inflight 256\n"
 "\n"
 "OPTIONS\n");
 	cli_print_options(out, tapdisk_options, tapdisk_nr_options, 0);
@@ -63,6 +73,7 @@ static void usage(FILE *out)
 "    RUN_DIR/tapdisk-PID.sock  the control socket (see tapdisk/control.h)\n"
 "    RUN_DIR/nbd-NAME.sock     the NBD socket of --nbd unix\n"
 "    RUN_DIR/shm-NAME.sock     the shm socket of --shm unix\n"
+"    DISK_DIR/NAME.conf        the disk NAME's registry entry (--disk)\n"
 "\n"
 "EXIT STATUS\n"
 "    0  stopped cleanly: every acknowledged write was flushed\n"
@@ -245,6 +256,12 @@ static int parse_one(struct options *o, const struct cli_option *opt,
 	case TAPDISK_KEY_NAME:
 		o->name = arg;
 		return GO_ON;
+	case TAPDISK_KEY_DISK:
+		o->disk = arg;
+		return GO_ON;
+	case TAPDISK_KEY_DISK_DIR:
+		o->disk_dir = arg;
+		return GO_ON;
 	case 'r':
 		o->read_only = true;
 		return GO_ON;
@@ -318,8 +335,8 @@ static int check_options(struct options *o)
 	return GO_ON;
 }
 
-/* Returns GO_ON, or an exit status. */
-int tapdisk_parse_options(struct options *o, int argc, char **argv)
+/* Parse argv into o (zeroed first); GO_ON or an exit status. */
+static int parse_argv(struct options *o, int argc, char **argv)
 {
 	struct option long_options[TAPDISK_MAX_OPTIONS + 1] = {{0}};
 	char shorts[2 * TAPDISK_MAX_OPTIONS + 1] = "";
@@ -329,8 +346,10 @@ int tapdisk_parse_options(struct options *o, int argc, char **argv)
 			     long_options, TAPDISK_MAX_OPTIONS + 1, shorts,
 			     sizeof(shorts)))
 		return usage_error("too many options in the table");
+	memset(o, 0, sizeof(*o));
 	o->log_level = TD_LOG_INFO;
 	o->ready_fd = -1;
+	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shorts, long_options, NULL)) !=
 	       -1) {
@@ -347,5 +366,88 @@ int tapdisk_parse_options(struct options *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	return GO_ON;
+}
+
+/* The options a registry entry's OPTIONS may not give: what the entry
+ * already says, or what only the caller decides. */
+static const char *const registry_refused[] = {
+	"-a",	      "--chain", "--name",	 "--disk",
+	"--disk-dir", "-f",	 "--foreground", "--ready-fd",
+	"-h",	      "--help",	 "-V",		 "--version",
+};
+
+/* GO_ON, or a usage error naming the word of OPTIONS refused. */
+static int check_registry_words(const struct td_disk_conf *c, const char *name)
+{
+	for (int i = 0; i < c->nr_words; i++) {
+		const char *w = c->words[i];
+		size_t len = strcspn(w, "=");
+
+		for (size_t k = 0;
+		     k < sizeof(registry_refused) / sizeof(registry_refused[0]);
+		     k++)
+			if (strlen(registry_refused[k]) == len &&
+			    !strncmp(w, registry_refused[k], len))
+				return usage_error(
+					"disk %s: OPTIONS may not give %s "
+					"(the entry names the chain and the "
+					"disk; the caller says how tapdisk "
+					"runs)",
+					name, registry_refused[k]);
+	}
+	return GO_ON;
+}
+
+/*
+ * --disk NAME: argv again with the entry's chain, name and OPTIONS first
+ * (the command line's options after them, so they win).  The entry and
+ * the new argv live as long as tapdisk (o points into them).
+ */
+static int expand_disk(struct options *o, int argc, char **argv)
+{
+	const char *name = o->disk, *dir = td_disk_conf_dir(o->disk_dir);
+	static struct td_disk_conf conf;
+	char err[512], **nargv;
+	int n = 0, rc, status;
+
+	if (o->chain || o->name)
+		return usage_error("--disk %s names the chain and the disk: "
+				   "drop %s",
+				   name, o->chain ? "-a" : "--name");
+	if ((rc = td_disk_conf_load(dir, name, &conf, err, sizeof(err))))
+		return cli_usage_error(
+			"tapdisk", "%s%s", err,
+			rc == -ENOENT ? " (no such disk in the registry: write "
+					"the file, see tapdisk --help)"
+				      : "");
+	if ((status = check_registry_words(&conf, name)) != GO_ON)
+		return status;
+	if (!(nargv = calloc((size_t)(argc + conf.nr_words + 6),
+			     sizeof(*nargv))))
+		return usage_error("out of memory");
+	nargv[n++] = argv[0];
+	nargv[n++] = "--chain";
+	nargv[n++] = conf.chain;
+	nargv[n++] = "--name";
+	nargv[n++] = (char *)name;
+	for (int i = 0; i < conf.nr_words; i++)
+		nargv[n++] = conf.words[i];
+	for (int i = 1; i < argc; i++)
+		nargv[n++] = argv[i];
+	if ((status = parse_argv(o, n, nargv)) != GO_ON)
+		return status;
+	return check_options(o);
+}
+
+/* Returns GO_ON, or an exit status. */
+int tapdisk_parse_options(struct options *o, int argc, char **argv)
+{
+	int status = parse_argv(o, argc, argv);
+
+	if (status != GO_ON)
+		return status;
+	if (o->disk)
+		return expand_disk(o, argc, argv);
 	return check_options(o);
 }

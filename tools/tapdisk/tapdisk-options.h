@@ -33,6 +33,8 @@ enum {
 	TAPDISK_KEY_NBD_HS_TIMEOUT,
 	TAPDISK_KEY_NBD_IO_TIMEOUT,
 	TAPDISK_KEY_NBD_IDLE_TIMEOUT,
+	TAPDISK_KEY_DISK,
+	TAPDISK_KEY_DISK_DIR,
 	TAPDISK_KEY_END, /* one past the last: where other tables go on */
 };
 

@@ -18,6 +18,8 @@ enum { TAPDISK_XEN_AUTO, TAPDISK_XEN_ON, TAPDISK_XEN_OFF };
 
 struct options {
 	const char *chain;
+	const char *disk;     /* --disk NAME: the registry's entry */
+	const char *disk_dir; /* --disk-dir DIR */
 	const char *nbd[TAPDISK_MAX_NBD_ADDRS];
 	unsigned int nr_nbd;
 	const char *shm[TAPDISK_MAX_SHM_PATHS];

@@ -122,6 +122,8 @@ static void test_every_option_decided(void **state)
 {
 	static const char *const passed[] = {
 		"chain",
+		"disk",
+		"disk-dir",
 		"nbd",
 		"shm",
 		"max-indirect-segments",

@@ -2,7 +2,8 @@
 /*
  * test_tapdisk-options.c - tapdisk's command line for the NBD export's
  * access control: --nbd-tls, --nbd-tls-psk, --nbd-tls-x509 and
- * --nbd-allow, what they give together and what they refuse (exit 2).
+ * --nbd-allow, what they give together and what they refuse (exit 2);
+ * --disk NAME, the disk registry's entry expanded into the command line.
  */
 #include "config.h"
 
@@ -13,7 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -101,11 +104,100 @@ static void test_allow(void **state)
 	assert_int_equal(parse(&o, words), 2);
 }
 
+/* tapdisk -f WORDS... (no -a): the status, options in *o. */
+static int parse_bare(struct options *o, const char *words)
+{
+	static char buf[1024];
+	char *argv[MAX_ARGS] = {"tapdisk", "-f"};
+	int argc = 2;
+
+	snprintf(buf, sizeof(buf), "%s", words);
+	for (char *w = strtok(buf, " "); w; w = strtok(NULL, " "))
+		argv[argc++] = w;
+	argv[argc] = NULL;
+	optind = 0;
+	return tapdisk_parse_options(o, argc, argv);
+}
+
+static void put_entry(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.conf", dir, name);
+	assert_non_null(f = fopen(path, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/* --disk NAME: the chain, the name and OPTIONS from the entry, the
+ * command line's options after them; what an entry may not say. */
+static void test_disk_registry(void **state)
+{
+	char dir[] = "/tmp/test-registry-XXXXXX", words[512];
+	struct options o;
+
+	assert_non_null(mkdtemp(dir));
+	put_entry(dir, "web1",
+		  "# a disk\nCHAIN=sort|null:size=1G\n"
+		  "OPTIONS=--nbd unix --max-inflight 64 --export-name 'a b'\n");
+	snprintf(words, sizeof(words), "--disk web1 --disk-dir %s", dir);
+	assert_int_equal(parse_bare(&o, words), GO_ON);
+	assert_string_equal(o.chain, "sort|null:size=1G");
+	assert_string_equal(o.name, "web1");
+	assert_int_equal(o.nr_nbd, 1);
+	assert_string_equal(o.nbd[0], "unix");
+	assert_int_equal(o.max_inflight, 64);
+	assert_string_equal(o.export_name, "a b");
+	assert_true(o.foreground);
+	/* The command line wins over OPTIONS. */
+	snprintf(words, sizeof(words),
+		 "--disk web1 --disk-dir %s --max-inflight 8", dir);
+	assert_int_equal(parse_bare(&o, words), GO_ON);
+	assert_int_equal(o.max_inflight, 8);
+	/* The environment names the directory too. */
+	setenv("TAPSTRIPE_DISKDIR", dir, 1);
+	assert_int_equal(parse_bare(&o, "--disk web1"), GO_ON);
+	unsetenv("TAPSTRIPE_DISKDIR");
+	/* -a or --name beside --disk; no entry; a bad name. */
+	snprintf(words, sizeof(words),
+		 "--disk web1 --disk-dir %s -a null:size=1", dir);
+	assert_int_equal(parse_bare(&o, words), 2);
+	snprintf(words, sizeof(words), "--disk web1 --disk-dir %s --name x",
+		 dir);
+	assert_int_equal(parse_bare(&o, words), 2);
+	snprintf(words, sizeof(words), "--disk web2 --disk-dir %s", dir);
+	assert_int_equal(parse_bare(&o, words), 2);
+	snprintf(words, sizeof(words), "--disk ../web1 --disk-dir %s", dir);
+	assert_int_equal(parse_bare(&o, words), 2);
+	/* OPTIONS may not name the chain, the disk or how tapdisk runs. */
+	static const char *const refused[] = {
+		"-a null:size=1", "--chain=x",	  "--name n", "--disk x",
+		"--ready-fd 3",	  "--foreground", "-f",	      "--disk-dir /",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		char text[128];
+
+		snprintf(text, sizeof(text), "CHAIN=null:size=1G\nOPTIONS=%s\n",
+			 refused[i]);
+		put_entry(dir, "bad", text);
+		snprintf(words, sizeof(words), "--disk bad --disk-dir %s", dir);
+		print_message("OPTIONS=%s\n", refused[i]);
+		assert_int_equal(parse_bare(&o, words), 2);
+	}
+	/* An option the entry gives badly is tapdisk's usage error. */
+	put_entry(dir, "bad", "CHAIN=null:size=1G\nOPTIONS=--xen maybe\n");
+	assert_int_equal(parse_bare(&o, words), 2);
+	snprintf(words, sizeof(words), "rm -rf %s", dir);
+	assert_int_equal(system(words), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_tls_modes),
 		cmocka_unit_test(test_allow),
+		cmocka_unit_test(test_disk_registry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
