@@ -20,15 +20,13 @@
 #include "common/log.h"
 #include "tapdisk/control/control.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/disk-conf.h"
 #include "tools/xenwatch/xenwatch-int.h"
 
-#ifndef TAPSTRIPE_CONFDIR
-#define TAPSTRIPE_CONFDIR "/etc/tapstripe"
-#endif
-#define PROG		   "tapstripe-xenwatch"
-#define DISK_DIR_ENV	   "TAPSTRIPE_DISKDIR"
-#define DEFAULT_DISK_DIR   TAPSTRIPE_CONFDIR "/disks"
-#define WATCH_TOKEN	   "tapstripe-xenwatch"
+#define PROG		 "tapstripe-xenwatch"
+#define DISK_DIR_ENV	 TD_DISK_CONF_DIR_ENV
+#define DEFAULT_DISK_DIR TAPSTRIPE_CONFDIR "/disks"
+#define WATCH_TOKEN	 "tapstripe-xenwatch"
 /* Scan at least this often: a tapdisk that went away sends no event. */
 #define RESCAN_IDLE_MS 10000
 #define RESCAN_BUSY_MS 1000
@@ -170,13 +168,19 @@ static int take_number(const struct cli_option *opt, const char *arg,
 /* One option; 0, or an exit status (-1: exit 0 after --help/--version). */
 static int take_option(struct options *o, int key, const char *arg)
 {
-	const struct cli_option *opt = cli_option_find(options_table,
-						       N_OPTIONS, key);
+	const struct cli_option *opt =
+		cli_option_find(options_table, N_OPTIONS, key);
 
 	switch (key) {
-	case 'f': o->foreground = true; return 0;
-	case KEY_LOG: o->log_target = arg; return 0;
-	case KEY_LOG_FILE: o->log_file = arg; return 0;
+	case 'f':
+		o->foreground = true;
+		return 0;
+	case KEY_LOG:
+		o->log_target = arg;
+		return 0;
+	case KEY_LOG_FILE:
+		o->log_file = arg;
+		return 0;
 	case KEY_LOG_LEVEL:
 		o->log_level = td_log_parse_level(arg);
 		return o->log_level < 0
@@ -184,9 +188,15 @@ static int take_option(struct options *o, int key, const char *arg)
 					     "info or debug, not '%s'",
 					     arg)
 			       : 0;
-	case KEY_RUN_DIR: o->run_dir = arg; return 0;
-	case KEY_DISK_DIR: o->disk_dir = arg; return 0;
-	case KEY_TAPDISK: o->tapdisk = arg; return 0;
+	case KEY_RUN_DIR:
+		o->run_dir = arg;
+		return 0;
+	case KEY_DISK_DIR:
+		o->disk_dir = arg;
+		return 0;
+	case KEY_TAPDISK:
+		o->tapdisk = arg;
+		return 0;
 	case KEY_START_WITH:
 		if (strcmp(arg, "systemd") && strcmp(arg, "spawn") &&
 		    strcmp(arg, "auto"))
@@ -195,12 +205,18 @@ static int take_option(struct options *o, int key, const char *arg)
 					   arg);
 		o->start_with = arg;
 		return 0;
-	case KEY_STOP_DELAY: return take_number(opt, arg, &o->stop_delay_s);
+	case KEY_STOP_DELAY:
+		return take_number(opt, arg, &o->stop_delay_s);
 	case KEY_RESTART_DELAY:
 		return take_number(opt, arg, &o->restart_delay_s);
-	case 'h': usage(); return -1;
-	case 'V': cli_version(PROG); return -1;
-	default: return usage_error("unknown option");
+	case 'h':
+		usage();
+		return -1;
+	case 'V':
+		cli_version(PROG);
+		return -1;
+	default:
+		return usage_error("unknown option");
 	}
 }
 
@@ -222,16 +238,17 @@ static int parse_options(struct options *o, int argc, char **argv)
 		return EXIT_FAILURE;
 	while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
 		if (c == '?')
-			return usage_error("unknown option or missing argument");
+			return usage_error(
+				"unknown option or missing argument");
 		if ((st = take_option(o, c, optarg)))
 			return st;
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (!o->run_dir)
-		o->run_dir = getenv(TD_CTL_RUN_DIR_ENV) ?: TD_CTL_RUN_DIR_DEFAULT;
-	if (!o->disk_dir)
-		o->disk_dir = getenv(DISK_DIR_ENV) ?: DEFAULT_DISK_DIR;
+		o->run_dir =
+			getenv(TD_CTL_RUN_DIR_ENV) ?: TD_CTL_RUN_DIR_DEFAULT;
+	o->disk_dir = td_disk_conf_dir(o->disk_dir);
 	return 0;
 }
 
@@ -346,9 +363,9 @@ static int start(const struct options *o, struct xw_os *os)
 	os->run_dir = o->run_dir;
 	os->disk_dir = o->disk_dir;
 	os->tapdisk = o->tapdisk;
-	os->systemd = !strcmp(o->start_with, "systemd") ||
-		      (!strcmp(o->start_with, "auto") &&
-		       xw_os_systemd_booted());
+	os->systemd =
+		!strcmp(o->start_with, "systemd") ||
+		(!strcmp(o->start_with, "auto") && xw_os_systemd_booted());
 	err = xw_os_open(os);
 	if (err) {
 		td_err("cannot open xenstore: %s; is xenstored running and "

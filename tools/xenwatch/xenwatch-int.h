@@ -18,12 +18,12 @@ struct xs_handle;
 
 struct xw_os {
 	struct xs_handle *xs;
-	unsigned int domid;	 /* this domain */
-	char root[XW_PATH_MAX];	 /* /local/domain/<domid>/backend/qdisk */
-	const char *run_dir;	 /* the tapdisks' control sockets */
-	const char *disk_dir;	 /* the disk registry: NAME.conf */
-	const char *tapdisk;	 /* the program spawned (not systemd) */
-	bool systemd;		 /* start through tapdisk@NAME.service */
+	unsigned int domid;	/* this domain */
+	char root[XW_PATH_MAX]; /* /local/domain/<domid>/backend/qdisk */
+	const char *run_dir;	/* the tapdisks' control sockets */
+	const char *disk_dir;	/* the disk registry: NAME.conf */
+	const char *tapdisk;	/* the program spawned (not systemd) */
+	bool systemd;		/* start through tapdisk@NAME.service */
 	struct {
 		int pid;
 		char what[XW_NAME_MAX + 48];

@@ -24,6 +24,7 @@
 #include "frontends/xen/xen-keys.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/control/ctl-client.h"
+#include "tools/cli/disk-conf.h"
 #include "tools/xenwatch/xenwatch-int.h"
 
 /* One tapdisk's "info" answer takes at most this long. */
@@ -185,15 +186,20 @@ static int os_list_tapdisks(void *opaque, struct xw_tapdisk *tds, size_t room)
 	return (int)n;
 }
 
+/* The entry must parse: tapdisk --disk would refuse it otherwise. */
 static int os_registry_check(void *opaque, const char *name)
 {
 	struct xw_os *os = opaque;
-	char path[PATH_MAX];
+	struct td_disk_conf c;
+	char why[256];
+	int err = td_disk_conf_load(os->disk_dir, name, &c, why, sizeof(why));
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s.conf", os->disk_dir,
-			     name) >= sizeof(path))
-		return -ENAMETOOLONG;
-	return access(path, R_OK) ? -errno : 0;
+	if (!err)
+		td_disk_conf_free(&c);
+	else if (err != -ENOENT)
+		td_err("%s: the registry entry in %s is not usable: %s", name,
+		       os->disk_dir, why);
+	return err;
 }
 
 /* Run argv as a child of its own session, stdin from /dev/null. */
@@ -238,8 +244,12 @@ static int systemctl(struct xw_os *os, const char *verb, const char *name)
 static int os_start(void *opaque, const char *name, int *pid)
 {
 	struct xw_os *os = opaque;
-	char *argv[] = {(char *)os->tapdisk, "--foreground", "--disk",
-			(char *)name,	     "--disk-dir",   (char *)os->disk_dir,
+	char *argv[] = {(char *)os->tapdisk,
+			"--foreground",
+			"--disk",
+			(char *)name,
+			"--disk-dir",
+			(char *)os->disk_dir,
 			NULL};
 
 	*pid = 0;

@@ -118,8 +118,7 @@ static void report_devices(struct xw *xw, const struct xw_disk *d, int ndev,
 }
 
 /* No tapdisk serves d, whose devices wait: start one from the registry. */
-static void start_disk(struct xw *xw, struct xw_disk *d, int ndev,
-		       uint64_t now)
+static void start_disk(struct xw *xw, struct xw_disk *d, int ndev, uint64_t now)
 {
 	char msg[512];
 	int err = xw->ops->registry_check(xw->opaque, d->name);
@@ -132,7 +131,10 @@ static void start_disk(struct xw *xw, struct xw_disk *d, int ndev,
 				 "for %s (%s): write CHAIN= and OPTIONS=--xen "
 				 "auto into %s.conf in the registry "
 				 "(tapstripe-xenwatch --disk-dir)",
-				 d->name, strerror(-err), d->name);
+				 d->name,
+				 err == -ENOENT ? "no such file"
+						: strerror(-err),
+				 d->name);
 			td_err("%s", msg);
 			report_devices(xw, d, ndev, msg);
 		}
@@ -157,8 +159,7 @@ static void start_disk(struct xw *xw, struct xw_disk *d, int ndev,
 }
 
 /* d has devices: see that a tapdisk serves them. */
-static void serve_disk(struct xw *xw, struct xw_disk *d, int ndev,
-		       uint64_t now)
+static void serve_disk(struct xw *xw, struct xw_disk *d, int ndev, uint64_t now)
 {
 	int pid = running_pid(xw, d->name);
 
@@ -282,13 +283,16 @@ int xw_scan(struct xw *xw, uint64_t now_ms)
 	if (ndev < 0)
 		return ndev;
 	list_tapdisks(xw);
+	td_dbg("%d device(s) name a tapdisk; %zu tapdisk(s) run", ndev,
+	       xw->ntds);
 	for (size_t i = 0; i < xw->ndisks; i++)
 		xw->disks[i].ndev = xw->disks[i].nreleased = 0;
 	for (int i = 0; i < ndev; i++) {
 		struct xw_disk *d = disk_get(xw, xw->devs[i].name);
 
 		if (!d) {
-			td_err("out of memory: %s not served", xw->devs[i].path);
+			td_err("out of memory: %s not served",
+			       xw->devs[i].path);
 			continue;
 		}
 		d->ndev++;

@@ -46,8 +46,7 @@ struct xw_ops {
 	 * tapdisk, at most room of them; returns their count or -errno. */
 	int (*list_devices)(void *opaque, struct xw_dev *devs, size_t room);
 	/* The running tapdisks, at most room; returns the count or -errno. */
-	int (*list_tapdisks)(void *opaque, struct xw_tapdisk *tds,
-			     size_t room);
+	int (*list_tapdisks)(void *opaque, struct xw_tapdisk *tds, size_t room);
 	/* Whether the disk registry has NAME: 0, -ENOENT, or -errno. */
 	int (*registry_check)(void *opaque, const char *name);
 	/*
@@ -66,9 +65,9 @@ struct xw_ops {
 };
 
 enum xw_state {
-	XW_IDLE,	 /* nothing running on our account */
-	XW_REUSED,	 /* a tapdisk we did not start serves NAME: left alone */
-	XW_STARTED,	 /* we started it (pid, or a systemd unit) */
+	XW_IDLE,    /* nothing running on our account */
+	XW_REUSED,  /* a tapdisk we did not start serves NAME: left alone */
+	XW_STARTED, /* we started it (pid, or a systemd unit) */
 	XW_WAIT_RESTART, /* ours died or would not start: retry at
 			  * restart_at_ms */
 	XW_MISSING,	 /* no registry entry: said so, waiting for one */

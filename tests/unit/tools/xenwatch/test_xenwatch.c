@@ -58,8 +58,7 @@ static int fake_list_devices(void *opaque, struct xw_dev *devs, size_t room)
 	return f.ndevs;
 }
 
-static int fake_list_tapdisks(void *opaque, struct xw_tapdisk *tds,
-			      size_t room)
+static int fake_list_tapdisks(void *opaque, struct xw_tapdisk *tds, size_t room)
 {
 	memcpy(tds, f.tds, (size_t)f.ntds * sizeof(*tds));
 	return f.ntds;
