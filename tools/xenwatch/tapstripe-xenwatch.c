@@ -222,8 +222,9 @@ static int take_option(struct options *o, int key, const char *arg)
 
 static int parse_options(struct options *o, int argc, char **argv)
 {
-	struct option longs[N_OPTIONS + 1];
-	char shorts[64];
+	/* cli_getopt_table appends: both start empty. */
+	struct option longs[N_OPTIONS + 1] = {{0}};
+	char shorts[64] = "";
 	int c, st;
 
 	*o = (struct options){
