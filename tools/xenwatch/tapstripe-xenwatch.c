@@ -119,6 +119,13 @@ static void usage(void)
 "    one that released it (a restarted or upgraded tapdisk resumes the\n"
 "    ring).  Without --foreground it detaches and logs to syslog.\n"
 "\n"
+"    Run through a link named " XW_DM_NAME ", it stands in for the\n"
+"    xenpv device model (QEMU) that xl starts in dom0 for a PV guest with\n"
+"    a backendtype=qdisk disk: the guest's xl config names the link as\n"
+"    device_model_override, and the program answers libxl (it writes\n"
+"    device-model/DOMID/state and answers its QMP queries) and serves\n"
+"    nothing itself; the tapdisk serves the disk.\n"
+"\n"
 "OPTIONS\n", stdout);
 	/* clang-format on */
 	cli_print_options(stdout, options_table, N_OPTIONS, 0);
@@ -390,7 +397,12 @@ int main(int argc, char **argv)
 	static struct xw_os os;
 	struct options o;
 	struct xw_config cfg;
-	int st = parse_options(&o, argc, argv);
+	const char *base = strrchr(argv[0], '/');
+	int st;
+
+	if (!strcmp(base ? base + 1 : argv[0], XW_DM_NAME))
+		return xw_dm_main(argc, argv);
+	st = parse_options(&o, argc, argv);
 
 	if (st)
 		return st < 0 ? EXIT_SUCCESS : st;

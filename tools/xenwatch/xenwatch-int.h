@@ -32,6 +32,15 @@ struct xw_os {
 
 extern const struct xw_ops xw_os_ops;
 
+/*
+ * Run as this name (a link to tapstripe-xenwatch named by a guest's
+ * device_model_override), it stands in for the xenpv device model xl
+ * starts in dom0 for a PV guest with a backendtype=qdisk disk
+ * (xenwatch-dm.c).  argv is QEMU's, as libxl builds it.
+ */
+#define XW_DM_NAME "tapstripe-xenpv-dm"
+int xw_dm_main(int argc, char **argv);
+
 /* Whether systemd is the init system (what sd_booted() checks). */
 bool xw_os_systemd_booted(void);
 
