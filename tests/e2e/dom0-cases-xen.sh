@@ -524,10 +524,11 @@ dd_reboot() {
 # the device model would and serves nothing; tapstripe-xenwatch, running
 # in dom0 with the disk d0disk in its registry, starts the tapdisk that
 # serves the disk.  The guest's initramfs mounts xvda (an ext2 image
-# made on the host) and switch_roots into the /init there, which prints
-# the image's mark and powers off; then the watcher stops the tapdisk.
+# made on the host, mounted with Debian's ext4 modules) and switch_roots
+# into the /init there, which prints the image's mark and powers off;
+# then the watcher stops the tapdisk.
 case_tapstripe-xenwatch-dom0() {
-	local reg=/tmp/xw-reg xwlog=/tmp/xw-dom0.log xw mark got
+	local reg=/tmp/xw-reg xwlog=/tmp/xw-dom0.log mark got
 	local con=/var/log/xen/console/guest-e2e-xw0.log dm=/usr/lib/tapstripe/tapstripe-xenpv-dm
 	[ -f /etc/domu.cfg ] || skip "no guest in this initramfs"
 	[ -f /boot/xw-root.img ] || skip "no root file system image (mke2fs on the host)"
@@ -538,8 +539,9 @@ case_tapstripe-xenwatch-dom0() {
 	echo "OPTIONS=--log-file /tmp/td-d0disk.log" >>$reg/d0disk.conf
 	tapstripe-xenwatch -f --start-with spawn --disk-dir $reg --stop-delay 3 \
 		--log-file $xwlog 2>>$xwlog &
-	xw=$!
-	trap 'kill $xw 2>/dev/null; xl destroy e2e-xw0 >/dev/null 2>&1; sleep 1; losetup -d $dev' EXIT
+	# Globals: the EXIT trap runs after the function's locals are gone.
+	XW0_PID=$!
+	trap 'kill $XW0_PID 2>/dev/null; xl destroy e2e-xw0 >/dev/null 2>&1; sleep 1; losetup -d $dev' EXIT
 	sed -e '/^disk=/d' -e '/^name=/d' -e '/^extra=/d' /etc/domu.cfg >/tmp/xw0.cfg
 	printf '%s\n' 'name="e2e-xw0"' 'extra="console=hvc0 e2e_rootdisk"' \
 		"device_model_override=\"$dm\"" \
@@ -552,7 +554,8 @@ case_tapstripe-xenwatch-dom0() {
 		fail "xl create of a guest with a dom0 qdisk disk: $(tail -1 /tmp/xl-xw0.log)"
 	}
 	log "guest e2e-xw0 created with plain xl create"
-	wait_for 120 grep -aq 'DOMU-ROOT' "$con" || {
+	wait_for 120 grep -aqE 'DOMU-ROOT|DOMU .*(cannot mount|done)' "$con"
+	grep -aq 'DOMU-ROOT' "$con" || {
 		grep -a 'DOMU' "$con" | tail -5 | sed 's/^/E2E-LOG   guest: /'
 		sed 's/^/E2E-LOG   xenwatch: /' $xwlog
 		tail -5 /tmp/td-d0disk.log 2>/dev/null | sed 's/^/E2E-LOG   tapdisk: /'
@@ -573,8 +576,12 @@ case_tapstripe-xenwatch-dom0() {
 		fail "the tapdisk did not take the guest's qdisk device"
 	[[ "$got" == *"$(cat /boot/xw-root.mark)"* ]] ||
 		fail "the guest's /init printed another mark: $got (want $(cat /boot/xw-root.mark))"
-	[[ "$got" == *"/dev/xvda / ext2"* ]] || fail "the guest's root is not xvda: $got"
+	[[ "$got" == *"/dev/xvda / ext"* ]] || fail "the guest's root is not xvda: $got"
 	b=$(xtool xenstore-ls -f /local/domain/0/backend/qdisk 2>/dev/null | grep -c '/state ')
 	[ "$b" = 0 ] || fail "$b qdisk devices left in dom0"
-	detail "plain xl create of a PV guest with disk=['backendtype=qdisk, vdev=xvda, target=tapstripe:d0disk'] in dom0 (device_model_override=tapstripe-xenpv-dm): tapstripe-xenwatch started the tapdisk, the guest switch_rooted into its tapstripe disk (ext2 root) and ran its /init; the tapdisk stopped after the guest went"
+	kill "$XW0_PID"
+	wait "$XW0_PID"
+	losetup -d "$dev"
+	trap - EXIT
+	detail "plain xl create of a PV guest with disk=['backendtype=qdisk, vdev=xvda, target=tapstripe:d0disk'] in dom0 (device_model_override=tapstripe-xenpv-dm): tapstripe-xenwatch started the tapdisk, the guest switch_rooted into its tapstripe disk (ext2 root, $got) and ran its /init; the tapdisk stopped after the guest went"
 }

@@ -36,12 +36,17 @@ grep -q e2e_reboot /proc/cmdline && reboot_test=1
 # whose root file system is its tapstripe disk: mount it, switch to it.
 if grep -q e2e_rootdisk /proc/cmdline && [ -b /dev/xvda ]; then
 	mkdir -p /newroot
-	if mount -t ext2 -o ro /dev/xvda /newroot; then
+	for m in crc32c_generic crc16 mbcache jbd2 ext4; do
+		insmod /$m.ko || say "insmod $m failed"
+	done
+	if mount -t ext4 -o ro /dev/xvda /newroot 2>/mount.err; then
 		say "xvda mounted; switch_root to its /init"
 		umount /proc /sys 2>/dev/null
 		exec switch_root /newroot /init
 	fi
-	say "cannot mount xvda"
+	say "cannot mount xvda: $(cat /mount.err); $(dmesg | tail -3 | tr '\n' '|')"
+	sync
+	poweroff -f
 fi
 MARK_BLOCK=1024 # 4 KiB blocks: the mark lives at 4 MiB
 if [ ! -b /dev/xvda ]; then

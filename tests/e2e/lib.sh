@@ -264,9 +264,10 @@ e2e_rootfs_domu() {
 		ln -s busybox "$d/bin/$a"
 	done
 	cp "$E2E_ROOT/lib/modules/$kver/kernel/drivers/block/xen-blkfront.ko" "$d/"
-	for a in switch_root mkdir umount; do
+	for a in switch_root mkdir umount dmesg tr tail; do
 		ln -s busybox "$d/bin/$a"
 	done
+	e2e_domu_ext4 "$d" "$kver"
 	cp "$here/domu-init.sh" "$d/init"
 	chmod +x "$d/init"
 	(cd "$d" && find . | cpio -H newc -o --quiet | gzip -1) >"$R/boot/domU.cpio.gz"
@@ -276,6 +277,31 @@ e2e_rootfs_domu() {
 		'ramdisk="/boot/domU.cpio.gz"' 'extra="console=hvc0"' \
 		'memory=160' 'vcpus=1' 'on_poweroff="destroy"' \
 		'on_crash="destroy"' >"$R/etc/domu.cfg"
+}
+
+# The modules that mount an ext2 root (Debian's ext4 driver and its
+# dependencies, all modules), extracted once into $E2E_CACHE/ext4, into
+# the guest's initramfs root $1 (kernel $2).
+E2E_EXT4_MODULES="crypto/crc32c_generic lib/crc16 fs/mbcache fs/jbd2/jbd2
+	fs/ext4/ext4"
+e2e_domu_ext4() {
+	local d=$1 kver=$2 x=$E2E_CACHE/ext4 deb m members=()
+	if [ ! -f "$x/.extracted-$kver-$(echo "$E2E_EXT4_MODULES" | md5sum | cut -c1-8)" ]; then
+		deb=$(ls "$E2E_CACHE"/debs/linux-image-"$kver"_*.deb | head -1)
+		for m in $E2E_EXT4_MODULES; do
+			members+=("./lib/modules/$kver/kernel/$m.ko")
+		done
+		rm -rf "$x"
+		mkdir -p "$x"
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" "${members[@]}" || {
+			e2e_say "cannot extract the ext4 modules from $deb"
+			return 0
+		}
+		touch "$x/.extracted-$kver-$(echo "$E2E_EXT4_MODULES" | md5sum | cut -c1-8)"
+	fi
+	for m in $E2E_EXT4_MODULES; do
+		cp "$x/lib/modules/$kver/kernel/$m.ko" "$d/"
+	done
 }
 
 # tapstripe-xenwatch-dom0's guest boots from its tapstripe disk: an ext2
@@ -301,7 +327,7 @@ e2e_rootdisk() {
 		e2e_say "no mke2fs on this host (e2fsprogs): tapstripe-xenwatch-dom0 will skip"
 		return 0
 	}
-	mke2fs -q -F -t ext2 -d "$d" "$R/boot/xw-root.img" 8M ||
+	mke2fs -q -F -t ext2 -d "$d" "$R/boot/xw-root.img" 8M >/dev/null ||
 		e2e_say "mke2fs failed: tapstripe-xenwatch-dom0 will skip"
 	mkdir -p "$R/usr/lib/tapstripe"
 	ln -sf /usr/sbin/tapstripe-xenwatch "$R/usr/lib/tapstripe/tapstripe-xenpv-dm"
