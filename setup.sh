@@ -16,37 +16,84 @@
 #                      5 minutes, needs root; E2E=0 leaves it out), the
 #                      fuzzers for a bounded time (FUZZ_SECONDS, default 30
 #                      each), the quick throughput regression (td-bench
-#                      regress --quick), and make distcheck
-#   ./setup.sh deps    only install the Debian packages
-#   ./setup.sh build   only build (in ./build)
+#                      regress --quick), make distcheck, and (as root)
+#                      the Debian packages: built, lintian, installed,
+#                      the demo run with the installed programs, purged
+#                      (tests/packages/run.sh; PACKAGES_TEST=0 leaves it out)
+#   ./setup.sh deps    only install the Debian packages (all of them)
+#   ./setup.sh build   only install the build packages and build (in ./build)
+#
+# Only `demo` and `test` install tgt and open-iscsi, and never start or
+# enable their services (an iSCSI target on port 3260 has no place on a
+# host that serves disks): the demo's and the tests' tgtd run in the
+# foreground, started and stopped by tests/lab/lab.sh and the tests.
 #
 # Needs Debian 12 (bookworm) and root (or sudo) for apt-get.  Build trees go
 # to ./build (and ./build-san for the sanitizer build); nothing is installed
-# system-wide by this script except Debian packages.
+# system-wide by this script except Debian packages (the package test
+# installs tapstripe's own and purges them).
 set -eu
 top=$(cd "$(dirname "$0")" && pwd)
 cd "$top"
 jobs=$(nproc 2>/dev/null || echo 2)
 
-PACKAGES="build-essential autoconf automake pkg-config libaio-dev
-libcmocka-dev libnbd-bin qemu-utils fio valgrind clang clang-format
-libclang-rt-14-dev python3 procps libxen-dev libtirpc-dev rpcsvc-proto
-libsqlite3-dev tgt iproute2 python3-libnbd qemu-system-x86 cpio bc
-gnuplot-nox libiscsi-dev libiscsi-bin open-iscsi libfuse3-dev fuse3
-libgnutls28-dev gnutls-bin python3-prometheus-client man-db groff-base"
+# What `build` needs: compilers and libraries (configure names each; the
+# Build-Depends of debian/control are these).  A host that only serves
+# disks needs none of the packages below.
+BUILD_PACKAGES="build-essential autoconf automake pkg-config python3
+libaio-dev libcmocka-dev libxen-dev libtirpc-dev rpcsvc-proto libsqlite3-dev
+libiscsi-dev libgnutls28-dev libsystemd-dev"
+# What `demo` adds: NBD clients, and for the striped part the lab's tgtd
+# servers (tests/lab/lab.sh runs tgtd itself, in network namespaces).
+DEMO_PACKAGES="libnbd-bin qemu-utils procps tgt iproute2"
+# What `test` adds.
+TEST_PACKAGES="fio valgrind clang clang-format libclang-rt-14-dev
+python3-libnbd qemu-system-x86 cpio bc gnuplot-nox libiscsi-bin open-iscsi
+libfuse3-dev fuse3 gnutls-bin python3-prometheus-client man-db groff-base
+debhelper lintian systemd"
+# Packages that enable a service at boot when installed: tgt (an iSCSI
+# target on port 3260) and open-iscsi (iscsid).  The demo and the tests
+# start the daemons they need themselves, so when this script installs
+# these it neither starts nor enables their services.
+SERVICE_PACKAGES="tgt open-iscsi"
+# service_units PACKAGE: the units its installation enables.
+service_units() {
+	case $1 in
+	tgt) echo tgt.service ;;
+	open-iscsi) echo open-iscsi.service iscsid.service iscsid.socket ;;
+	esac
+}
 
 say() { printf '\n== %s\n' "$*"; }
 
+# deps PACKAGES...: install those missing.
 deps() {
-	local missing=() p sudo=
-	for p in $PACKAGES; do
+	local missing=() p sudo= services=() quiet= units
+	for p in "$@"; do
 		dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	[ "$(id -u)" -ne 0 ] && sudo=sudo
+	for p in "${missing[@]}"; do
+		[[ " $SERVICE_PACKAGES " = *" $p "* ]] && services+=("$p")
+	done
 	say "installing: ${missing[*]}"
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+	if [ ${#services[@]} -gt 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+		# invoke-rc.d asks policy-rc.d first: 101 = do not start.
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+		$sudo chmod 755 /usr/sbin/policy-rc.d
+		quiet=yes
+	fi
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" ||
+		{ [ -n "$quiet" ] && $sudo rm -f /usr/sbin/policy-rc.d; return 1; }
+	[ -n "$quiet" ] && $sudo rm -f /usr/sbin/policy-rc.d
+	[ ${#services[@]} -eq 0 ] && return 0
+	units=$(for p in "${services[@]}"; do service_units "$p"; done)
+	say "not started, not enabled at boot (the demo and the tests run their own daemons):" $units
+	for p in $units; do
+		$sudo deb-systemd-helper disable "$p" >/dev/null 2>&1 || true
+	done
 }
 
 build() { # dir [configure args...]
@@ -55,7 +102,13 @@ build() { # dir [configure args...]
 	[ -x configure ] && [ configure -nt configure.ac ] && [ Makefile.in -nt Makefile.am ] ||
 		autoreconf -fi
 	mkdir -p "$dir"
-	(cd "$dir" && { [ -f Makefile ] || "$top/configure" -q "$@"; } && make -j"$jobs" >/dev/null)
+	# The running host's paths, as the Debian package has them: sockets in
+	# /run/tapstripe, maps and the master's store in /var/lib/tapstripe,
+	# the disk registry in /etc/tapstripe.  A build tree configured
+	# without them (before issue #20) is configured again.
+	(cd "$dir" && { grep -qx 'runstatedir = /run' Makefile 2>/dev/null ||
+		"$top/configure" -q --runstatedir=/run --localstatedir=/var \
+			--sysconfdir=/etc "$@"; } && make -j"$jobs" >/dev/null)
 }
 
 demo() {
@@ -241,15 +294,23 @@ run_tests() {
 	"$top/patches/verify" || failed=1
 	say "make distcheck"
 	(cd "$b" && make -j"$jobs" distcheck >"$b/distcheck.out" 2>&1) || { tail -60 "$b/distcheck.out"; failed=1; }
+	if [ "${PACKAGES_TEST:-1}" = 0 ]; then
+		say "Debian packages: LEFT OUT (PACKAGES_TEST=0)"
+	elif [ "$(id -u)" -ne 0 ]; then
+		say "Debian packages: LEFT OUT (dpkg -i needs root)"
+	else
+		say "Debian packages: build, lintian, dpkg -i, the demo with the installed programs, units, man pages, purge (tests/packages/run.sh, about 1 minute)"
+		"$top/tests/packages/run.sh" || failed=1
+	fi
 	[ $failed -eq 0 ] && say "all tests passed" || say "SOME TESTS FAILED"
 	return $failed
 }
 
 case ${1:-} in
-deps) deps ;;
-build) deps; build build ;;
-demo) deps; build build; demo ;;
-test) deps; build build; run_tests ;;
--h|--help|"") sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
+deps) deps $BUILD_PACKAGES $DEMO_PACKAGES $TEST_PACKAGES ;;
+build) deps $BUILD_PACKAGES; build build ;;
+demo) deps $BUILD_PACKAGES $DEMO_PACKAGES; build build; demo ;;
+test) deps $BUILD_PACKAGES $DEMO_PACKAGES $TEST_PACKAGES; build build; run_tests ;;
+-h|--help|"") sed -n '3,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; [ -n "${1:-}" ] ;;
 *) echo "setup.sh: unknown command '$1' (demo, test, deps, build)" >&2; exit 2 ;;
 esac

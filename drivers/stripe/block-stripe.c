@@ -482,8 +482,8 @@ static int stripe_open(struct td_driver *drv, const char *args)
 	if (!*args) {
 		return td_driver_fail(drv, -EINVAL,
 				      "stripe: no mapping file: write the "
-				      "chain as stripe:/var/lib/tapstripe/"
-				      "NAME.map");
+				      "chain as stripe:" TAPSTRIPE_STATEDIR
+				      "/NAME.map");
 	}
 	if (!(dev->path = strdup(args)))
 		return -ENOMEM;

@@ -4,7 +4,7 @@
  *
  * Every tapdisk listens on one Unix stream socket, <run dir>/tapdisk-<pid>.sock
  * (mode 0600; the run dir is --run-dir, else $TAPSTRIPE_RUNDIR, else
- * /run/tapstripe).  Protocol version 1: one text line per request, answered
+ * configure's RUNSTATEDIR/tapstripe, /run/tapstripe on Debian).  Protocol version 1: one text line per request, answered
  * exactly once and in order by "OK <len>\n" and a payload, or by
  * "ERR <ERRNO-NAME> <message>\n".  The grammar, the limits and every
  * command are specified in doc/control-protocol.md.
@@ -38,7 +38,12 @@
 
 #define TD_CTL_MAX_FRONTENDS 8
 
-#define TD_CTL_RUN_DIR_DEFAULT "/run/tapstripe"
+/* TAPSTRIPE_RUNDIR comes from configure ($(runstatedir)/tapstripe) through
+ * Makefile.am's AM_CPPFLAGS. */
+#ifndef TAPSTRIPE_RUNDIR
+#error "TAPSTRIPE_RUNDIR is not defined: build through Makefile.am (-DTAPSTRIPE_RUNDIR=...)"
+#endif
+#define TD_CTL_RUN_DIR_DEFAULT TAPSTRIPE_RUNDIR
 #define TD_CTL_RUN_DIR_ENV     "TAPSTRIPE_RUNDIR"
 #define TD_CTL_SOCK_PREFIX     "tapdisk-"
 #define TD_CTL_SOCK_SUFFIX     ".sock"

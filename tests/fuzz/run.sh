@@ -42,8 +42,10 @@ fi
 WARN="-Wall -Wextra -Wshadow -Wpointer-arith -Wformat=2 -Wmissing-prototypes
 	-Wstrict-prototypes -Wno-unused-parameter -Werror"
 SAN="address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-LIBFLAGS="-g -O1 -fsanitize=fuzzer-no-link,$SAN $WARN -I$top -I$out"
-EXEFLAGS="-g -O1 -fsanitize=fuzzer,$SAN $WARN -I$top -I$out"
+# The configure paths Makefile.am passes (AM_CPPFLAGS), Debian's values.
+PATHS='-DTAPSTRIPE_RUNDIR="/run/tapstripe" -DTAPSTRIPE_STATEDIR="/var/lib/tapstripe"'
+LIBFLAGS="-g -O1 -fsanitize=fuzzer-no-link,$SAN $WARN $PATHS -I$top -I$out"
+EXEFLAGS="-g -O1 -fsanitize=fuzzer,$SAN $WARN $PATHS -I$top -I$out"
 
 # Every harness links one archive of the core (common/, tapdisk/,
 # frontends/, the null driver,

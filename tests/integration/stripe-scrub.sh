@@ -55,8 +55,9 @@ out=$("$CTL" vdisk verify "$M2" --rate 1K 2>&1)
 [ $? = 2 ] && grep -q "at least 64K" <<<"$out" && pass "--rate 1K refused: exit 2" ||
 	fail "--rate below 64K is refused" "$out"
 out=$("$CTL" vdisk verify no-such-disk 2>&1)
-[ $? = 1 ] && grep -q "/var/lib/tapstripe/no-such-disk.map: No such file" <<<"$out" &&
-	pass "a NAME is /var/lib/tapstripe/NAME.map: '$out'" ||
+# The directory is configure's (/var/lib/tapstripe with setup.sh's flags).
+[ $? = 1 ] && grep -q "/lib/tapstripe/no-such-disk.map: No such file" <<<"$out" &&
+	pass "a NAME is STATEDIR/NAME.map: '$out'" ||
 	fail "verify of an unknown NAME" "$out"
 
 # --- clean disks ----------------------------------------------------------------

@@ -17,10 +17,11 @@
 #include "master/client/host-id.h"
 #include "tools/cli/cli.h"
 
-#define EXIT_USAGE	    CLI_EXIT_USAGE
-#define CTL_MASTER_ENV	    "STRIPE_MASTER"
-#define CTL_MASTER_DEFAULT  "127.0.0.1:7700"
-#define CTL_MAP_DIR	    "/var/lib/tapstripe"
+#define EXIT_USAGE	   CLI_EXIT_USAGE
+#define CTL_MASTER_ENV	   "STRIPE_MASTER"
+#define CTL_MASTER_DEFAULT "127.0.0.1:7700"
+/* configure: $(localstatedir)/lib/tapstripe (Makefile.am) */
+#define CTL_MAP_DIR	    TAPSTRIPE_STATEDIR
 #define CTL_MAX_SERVER_IDS  64		/* MS_MAX_FILTER */
 #define CTL_MIN_RESYNC_RATE (64u << 10) /* the stripe driver's minimum */
 

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "master/server/server.h"
 #include "master/server/store.h"
+#include "tools/cli/service-notify.h"
 #include "tools/stripe-master/stripe-master.h"
 
 #define MSG_SIZE    512
@@ -141,7 +142,27 @@ static void log_stats(const struct master_server *ms)
 		(unsigned long long)s.idle_closed);
 }
 
-/* Open the store, listen; then tell ready_fd (daemon mode) and serve. */
+/* A service manager that did not hear us times the start out: say why. */
+static void warn_notify(int err)
+{
+	if (err)
+		td_warn("cannot tell systemd ($NOTIFY_SOCKET): %s",
+			strerror(-err));
+}
+
+/* systemd (Type=notify, --foreground): the store is open and the socket
+ * listens, so the next RPC is answered. */
+static void notify_ready(const struct master_options *o,
+			 struct master_store *st, struct master_server *ms)
+{
+	warn_notify(cli_notify_ready(
+		"serving %s (extent size %llu bytes) on %s, port %u",
+		o->db_path, (unsigned long long)master_store_extent_size(st),
+		o->server.listen, master_server_port(ms)));
+}
+
+/* Open the store, listen; then tell ready_fd (daemon mode) or systemd
+ * (NOTIFY_SOCKET, in the foreground) and serve. */
 static int serve(struct master_options *o, int ready_fd)
 {
 	struct master_store *st = NULL;
@@ -170,8 +191,12 @@ static int serve(struct master_options *o, int ready_fd)
 		dprintf(ready_fd, "%s %s", ret ? "ERR" : READY_OK, msg);
 		close(ready_fd);
 	}
+	if (!ret && o->foreground)
+		notify_ready(o, st, ms);
 	if (!ret && (ret = master_server_run(ms)))
 		td_err("poll failed: %s", strerror(-ret));
+	if (!ret && o->foreground)
+		warn_notify(cli_notify_stopping("stopping: a signal came"));
 	if (ms)
 		log_stats(ms);
 	master_server_destroy(ms);

@@ -12,7 +12,7 @@
 #include "tools/cli/cli.h"
 
 #define EXIT_USAGE	CLI_EXIT_USAGE
-#define DEFAULT_DB_PATH "/var/lib/tapstripe/master.db"
+#define DEFAULT_DB_PATH TAPSTRIPE_STATEDIR "/master.db" /* configure */
 #define LOG_SUFFIX	".log" /* daemon log without /dev/log: DB_PATH.log */
 #define SYSLOG_PATH	"/dev/log"
 #define GO_ON		(-1)

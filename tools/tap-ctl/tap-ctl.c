@@ -554,8 +554,30 @@ static void global_usage(FILE *out)
 	      "create (their log\n"
 	      "                              when there is no /dev/log); "
 	      "removed at a clean exit\n\n"
+	      "XEN HOTPLUG SCRIPTS\n"
+	      "    Xen's hotplug script block-tap (script=block-tap in an xl "
+	      "disk line)\n"
+	      "    calls blktap's tap-ctl, which shares this one's name and "
+	      "path\n"
+	      "    (/usr/sbin/tap-ctl): check, allocate, spawn, open, close, "
+	      "free,\n"
+	      "    list -t TYPE -f FILE, attach, detach, destroy -p PID -m "
+	      "MINOR, and\n"
+	      "    create from a hotplug script (XENBUS_PATH set).  tap-ctl "
+	      "refuses each\n"
+	      "    such call with an error naming the clash, exit status 2, "
+	      "and touches\n"
+	      "    no tapdisk.  tapstripe serves Xen guests without it: write "
+	      "the disk as\n"
+	      "    'backendtype=qdisk, vdev=xvda, target=tapstripe:NAME' and "
+	      "start the\n"
+	      "    tapdisk of NAME (tapstripe-xenwatch, tapdisk@NAME.service "
+	      "or tap-ctl\n"
+	      "    create --name NAME).  The Debian package conflicts with "
+	      "blktap-utils.\n\n"
 	      "EXIT STATUS\n"
-	      "    0 success, 1 failure, 2 bad command line\n",
+	      "    0 success, 1 failure, 2 bad command line (or one of "
+	      "blktap's)\n",
 	      out);
 }
 
@@ -788,6 +810,8 @@ int main(int argc, char **argv)
 					  "stats, metrics, pause, resume, "
 					  "destroy, driver, attach, detach or "
 					  "release");
+	if (tapctl_blktap_call(argc - i, argv + i))
+		return tapctl_blktap_refuse(argc - i, argv + i, stderr);
 	if (!strcmp(argv[i], "help"))
 		return cmd_help(argc - i, argv + i);
 	if (!(sc = find_subcommand(argv[i])))

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "tapdisk/control/ctl-client.h" /* td_ctl_process_gone & co. */
 #include "tools/cli/cli.h"
@@ -44,6 +45,14 @@ struct cmd_opts {
 	char **args;
 	int nr_args;
 };
+
+/*
+ * Xen's block-tap script calls blktap's tap-ctl (tap-ctl-blktap.c): true
+ * when argv (argv[0] the command) is such a call; tapctl_blktap_refuse
+ * prints the clash and what to use instead to err and returns EXIT_USAGE.
+ */
+bool tapctl_blktap_call(int argc, char **argv);
+int tapctl_blktap_refuse(int argc, char **argv, FILE *err);
 
 /* Print "tap-ctl: MESSAGE" on stderr; returns EXIT_FAILURE. */
 int tapctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -57,6 +57,11 @@ static void usage(FILE *out)
 "        CHAIN=sort|stripe:/var/lib/tapstripe/web1.map\n"
 "        OPTIONS=--nbd unix --max-inflight 256\n"
 "\n"
+"    Under systemd (tapdisk@NAME.service, Type=notify) tapdisk\n"
+"    --foreground tells the service manager READY=1 once the disk is open\n"
+"    and every frontend and the control socket listen, and STOPPING=1\n"
+"    when its shutdown begins.\n"
+"\n"
 "OPTIONS\n");
 	cli_print_options(out, tapdisk_options, tapdisk_nr_options, 0);
 	fputs(
@@ -74,6 +79,11 @@ static void usage(FILE *out)
 "    RUN_DIR/nbd-NAME.sock     the NBD socket of --nbd unix\n"
 "    RUN_DIR/shm-NAME.sock     the shm socket of --shm unix\n"
 "    DISK_DIR/NAME.conf        the disk NAME's registry entry (--disk)\n"
+"\n"
+"ENVIRONMENT\n"
+"    NOTIFY_SOCKET             where systemd hears READY=1 and STOPPING=1\n"
+"                              (with --foreground; set by systemd)\n"
+"    TAPSTRIPE_DISKDIR         DISK_DIR, unless --disk-dir gives it\n"
 "\n"
 "EXIT STATUS\n"
 "    0  stopped cleanly: every acknowledged write was flushed\n"
@@ -402,19 +412,24 @@ static int check_registry_words(const struct td_disk_conf *c, const char *name)
 /*
  * --disk NAME: argv again with the entry's chain, name and OPTIONS first
  * (the command line's options after them, so they win).  The entry and
- * the new argv live as long as tapdisk (o points into them).
+ * the new argv live as long as tapdisk (o points into them), or until the
+ * next call (the unit tests parse many command lines) frees them.
  */
 static int expand_disk(struct options *o, int argc, char **argv)
 {
 	const char *name = o->disk, *dir = td_disk_conf_dir(o->disk_dir);
 	static struct td_disk_conf conf;
-	char err[512], **nargv;
+	static char **nargv;
+	char err[512];
 	int n = 0, rc, status;
 
 	if (o->chain || o->name)
 		return usage_error("--disk %s names the chain and the disk: "
 				   "drop %s",
 				   name, o->chain ? "-a" : "--name");
+	td_disk_conf_free(&conf);
+	free(nargv);
+	nargv = NULL;
 	if ((rc = td_disk_conf_load(dir, name, &conf, err, sizeof(err))))
 		return cli_usage_error(
 			"tapdisk", "%s%s", err,

@@ -34,6 +34,7 @@
 #include "tapdisk/shutdown.h"
 #include "tapdisk/vbd.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/service-notify.h"
 #include "tools/tapdisk/tapdisk.h"
 
 #define ADDR_MAX	      (PATH_MAX + 16)
@@ -423,6 +424,15 @@ static void stopped(struct td_shutdown *sd, void *opaque)
 	td_loop_stop(td->loop);
 }
 
+/* A service manager that did not hear us times the start (or stop) out:
+ * say why in the log. */
+static void warn_notify(int err)
+{
+	if (err)
+		td_warn("cannot tell systemd ($NOTIFY_SOCKET): %s",
+			strerror(-err));
+}
+
 static void tapdisk_stop(struct tapdisk *td, const char *why)
 {
 	struct td_shutdown_params sp = {
@@ -440,6 +450,9 @@ static void tapdisk_stop(struct tapdisk *td, const char *why)
 	}
 	td->stopping = true;
 	td_info("stopping (%s): finishing the I/O in flight", why);
+	if (td->opt.foreground)
+		warn_notify(
+			cli_notify_stopping("stopping %s: %s", td->name, why));
 	td_ctl_server_begin_shutdown(td->ctl);
 	err = td_shutdown_start(&td->shutdown, td->loop, &sp);
 	if (err) {
@@ -459,6 +472,11 @@ static void report_ready(struct tapdisk *td, int err)
 
 	if (err)
 		fprintf(stderr, "tapdisk: %s\n", td->msg);
+	/* systemd (Type=notify): the disk is open and every frontend and
+	 * the control socket listen.  tap-ctl's children keep quiet. */
+	if (!err && td->opt.foreground)
+		warn_notify(cli_notify_ready("serving %s (%s)", td->name,
+					     td->opt.chain));
 	if (td->opt.ready_fd < 0)
 		return;
 	n = err ? snprintf(line, sizeof(line), "ERR %s\n", td->msg)

@@ -92,7 +92,8 @@ class Env:
 
     Programs: $TAPDISK, $TDFRONT, $TAPCTL; else BUILD_DIR/bin/NAME
     (--build-dir or $BUILDDIR); else next to td-bench itself (an
-    installation, or an in-tree build); else $PATH.  Scripts: $TD_BENCH_SCRIPTS;
+    installation, or an in-tree build), or in ../sbin (an installation:
+    tapdisk and tap-ctl go to sbin); else $PATH.  Scripts: $TD_BENCH_SCRIPTS;
     else ../../bench from td-bench (a source tree: tools/td-bench/); else
     ../share/tapstripe/bench (an installation).
     """
@@ -122,6 +123,8 @@ class Env:
         if self.build_dir:
             cands.append(os.path.join(self.build_dir, "bin", name))
         cands.append(os.path.join(self.here, name))
+        # Installed: td-bench in $(bindir), tapdisk and tap-ctl in $(sbindir).
+        cands.append(os.path.join(self.here, "..", "sbin", name))
         for c in cands:
             if c and os.path.isfile(c) and os.access(c, os.X_OK):
                 return os.path.realpath(c)

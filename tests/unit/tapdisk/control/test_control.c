@@ -1103,7 +1103,10 @@ static void test_errno_names_and_paths(void **state)
 	assert_int_equal(td_errno_from_name("EBOGUS"), 0);
 
 	unsetenv(TD_CTL_RUN_DIR_ENV);
-	assert_string_equal(td_ctl_run_dir(NULL), "/run/tapstripe");
+	assert_string_equal(td_ctl_run_dir(NULL), TAPSTRIPE_RUNDIR);
+	assert_string_equal(TAPSTRIPE_RUNDIR + strlen(TAPSTRIPE_RUNDIR) -
+				    strlen("/tapstripe"),
+			    "/tapstripe");
 	setenv(TD_CTL_RUN_DIR_ENV, "/tmp/rd", 1);
 	assert_string_equal(td_ctl_run_dir(NULL), "/tmp/rd");
 	assert_string_equal(td_ctl_run_dir("/opt/x"), "/opt/x");
