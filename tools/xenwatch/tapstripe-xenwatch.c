@@ -21,6 +21,7 @@
 #include "tapdisk/control/control.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/disk-conf.h"
+#include "tools/cli/service-notify.h"
 #include "tools/xenwatch/xenwatch-int.h"
 
 #define PROG		 "tapstripe-xenwatch"
@@ -135,6 +136,8 @@ static void usage(void)
 "ENVIRONMENT\n"
 "    " DISK_DIR_ENV "   the disk registry (see --disk-dir)\n"
 "    " TD_CTL_RUN_DIR_ENV "    the run directory (see --run-dir)\n"
+"    " CLI_NOTIFY_SOCKET_ENV "       set by systemd (Type=notify): READY=1 once\n"
+"                        the watch is set and the first scan done\n"
 "\n"
 "FILES\n"
 "    " DEFAULT_DISK_DIR "/NAME.conf   a disk of the registry\n"
@@ -341,6 +344,7 @@ static int serve(struct xw *xw, struct xw_os *os)
 
 	while (!stop_signal) {
 		uint64_t t = now_ms();
+		bool first = !last;
 		bool due = !last || t - last >= (xw_busy(xw) ? RESCAN_BUSY_MS
 							     : RESCAN_IDLE_MS);
 
@@ -357,8 +361,13 @@ static int serve(struct xw *xw, struct xw_os *os)
 					strerror(-err));
 			last = t;
 		}
+		/* READY=1 after the scan of the devices made before us. */
+		if (first && (err = cli_notify_ready("watching %s", os->root)))
+			td_warn("cannot tell systemd we are ready: %s",
+				strerror(-err));
 		poll(&pfd, 1, RESCAN_BUSY_MS / 2);
 	}
+	cli_notify_stopping("signal %d", (int)stop_signal);
 	td_info("signal %d: exiting; the tapdisks keep running",
 		(int)stop_signal);
 	return 0;
