@@ -529,7 +529,7 @@ dd_reboot() {
 # then the watcher stops the tapdisk.
 case_tapstripe-xenwatch-dom0() {
 	local reg=/tmp/xw-reg xwlog=/tmp/xw-dom0.log mark got
-	local con=/var/log/xen/console/guest-e2e-xw0.log dm=/usr/lib/tapstripe/tapstripe-xenpv-dm
+	local con=/var/log/xen/console/guest-e2e-xw0.log dm=/usr/libexec/tapstripe/tapstripe-xenpv-dm
 	[ -f /etc/domu.cfg ] || skip "no guest in this initramfs"
 	[ -f /boot/xw-root.img ] || skip "no root file system image (mke2fs on the host)"
 	cp /boot/xw-root.img /tmp/xw0.img

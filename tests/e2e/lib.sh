@@ -329,8 +329,9 @@ e2e_rootdisk() {
 	}
 	mke2fs -q -F -t ext2 -d "$d" "$R/boot/xw-root.img" 8M >/dev/null ||
 		e2e_say "mke2fs failed: tapstripe-xenwatch-dom0 will skip"
-	mkdir -p "$R/usr/lib/tapstripe"
-	ln -sf /usr/sbin/tapstripe-xenwatch "$R/usr/lib/tapstripe/tapstripe-xenpv-dm"
+	# Where make install puts the link (libexecdir/tapstripe).
+	mkdir -p "$R/usr/libexec/tapstripe"
+	ln -sf /usr/sbin/tapstripe-xenwatch "$R/usr/libexec/tapstripe/tapstripe-xenpv-dm"
 }
 
 # The storage driver domain of tapdisk-xen-driver-domain: the same
