@@ -293,7 +293,7 @@ case_tapdisk-xen-driver-domain() {
 	local ddcon=/var/log/xen/console/guest-e2e-dd.log
 	local con=/var/log/xen/console/guest-e2e-ddguest.log
 	local xllog=/var/log/xen/xl-e2e-ddguest.log ddid gid gid2 root be be2 p e r b
-	local ask a p2 slow mon tails
+	local ask a p2 slow mon tails stops ddid2 gid3 be3 root2 n0 r3
 	[ -f /boot/dd.cpio.gz ] && [ -f /etc/domu.cfg ] ||
 		skip "no driver domain or guest in this initramfs"
 	log "domains before: $(xtool xl list 2>/dev/null | awk 'NR > 1 {printf "%s(%s) ", $1, $3}')" \
@@ -334,9 +334,9 @@ case_tapdisk-xen-driver-domain() {
 	root=/local/domain/$ddid/backend/qdisk
 	ask=/local/domain/$ddid/data/e2e-restart
 	log "driver domain $ddid created"
-	wait_for 150 grep -aq 'DD .*ready: tapdisk' "$ddcon" || {
+	wait_for 150 grep -aq 'DD .*ready: tapstripe-xenwatch' "$ddcon" || {
 		dd_diagnose
-		fail "the driver domain has no tapdisk after 150 s"
+		fail "the driver domain has no tapstripe-xenwatch after 150 s"
 	}
 	grep -a 'DD \[' "$ddcon" | sed 's/^/E2E-LOG   dd: /'
 	xtool xl create /tmp/guest.cfg >/tmp/xl-create.log 2>&1 || {
@@ -411,6 +411,7 @@ case_tapdisk-xen-driver-domain() {
 	[[ " $a " == *" handed-over "* ]] || fail "the old tapdisk did not log that it handed $be2 over: $a"
 	[[ " $a " == *" resumed "* ]] || fail "the new tapdisk did not log that it resumed the ring of guest $gid2: $a"
 	# Destroyed while its ring is connected: no frontend to close it.
+	stops=$(grep -ac 'DD xenwatch:.*dd-disk: no device left: stopped its tapdisk' "$ddcon")
 	xtool xl destroy e2e-ddguest >/tmp/xl-destroy.log 2>&1 ||
 		fail "xl destroy of the guest: $(tail -1 /tmp/xl-destroy.log)"
 	wait_for 60 domu_gone "$gid2" || fail "guest $gid2 still there 60 s after xl destroy"
@@ -421,6 +422,16 @@ case_tapdisk-xen-driver-domain() {
 	}
 	grep -a 'DD tapdisk:' "$ddcon" | grep -E 'serving|connected|closed|removing|err' |
 		sed 's/^/E2E-LOG   dd: /'
+	grep -a 'DD xenwatch:' "$ddcon" | sed 's/^/E2E-LOG   dd: /'
+	# The watcher stops the tapdisk it started once the last device went.
+	wait_for 60 sh -c "[ \$(grep -ac 'DD xenwatch:.*dd-disk: no device left: stopped its tapdisk' $ddcon) -gt $stops ]" || {
+		dd_diagnose
+		fail "tapstripe-xenwatch did not stop dd-disk's tapdisk after the guest went"
+	}
+	grep -aq 'DD xenwatch:.*dd-disk: started tapdisk' "$ddcon" ||
+		fail "tapstripe-xenwatch did not say it started dd-disk's tapdisk"
+	grep -aq 'DD xenwatch:.*handed the released .* to tapdisk' "$ddcon" ||
+		fail "tapstripe-xenwatch did not hand the released device to the new tapdisk"
 	# The first tapdisk's log, as e2e-dd's console carried it (the second
 	# one's removal of $be2 is seen in xenstore, above).
 	for b in "$be" "$be2"; do
@@ -445,6 +456,132 @@ case_tapdisk-xen-driver-domain() {
 	[ "$p" = "$b" ] || fail "dom0's backing file lacks the guest's pattern"
 	b=$(tail -c +$((8 * MiB + 1)) /tmp/dd.img | head -c $((4 * MiB)) | md5sum | cut -c1-32)
 	[ "$p2" = "$b" ] || fail "dom0's backing file lacks the guest's second pattern"
+	dd_reboot
 	trap 'losetup -d $dev' EXIT
-	detail "driver domain $ddid's tapdisk served guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and checked; guest rebooted as $gid2 (old device removed, new one claimed, pattern read back); tapdisk restarted under it (a write waited ${slow} s, 4 MiB more checked); guest destroyed: no backend node left; both patterns in dom0's backing file"
+	detail "driver domain $ddid: tapstripe-xenwatch started dd-disk's tapdisk for guest $gid's xl disk (backendtype=qdisk, target=tapstripe:dd-disk): 4 MiB written and checked; guest rebooted as $gid2 (old device removed, new one claimed, pattern read back); tapdisk released and destroyed under it, the watcher started the next and handed the disk over (a write waited ${slow} s, 4 MiB more checked); guest destroyed: no backend node left, the watcher stopped the tapdisk; both patterns in dom0's backing file; driver domain made again as $ddid2 with the device of guest $gid3 before its watcher ran: the watcher's first scan started the tapdisk and the guest read its pattern back"
+}
+
+# The driver domain's reboot (part of tapdisk-xen-driver-domain, sharing
+# its variables): e2e-dd made again with the same disk and e2e_watch_wait,
+# so that its watcher starts only when dom0 says; the guest made again
+# with plain xl create (a running frontend cannot follow a backend domain
+# that changed its domid), whose disk's nodes xl writes in the new
+# driver domain's tree before the watcher runs; then the watcher starts:
+# its first scan finds the device and starts the tapdisk, and the guest
+# (its mark on the disk) reads back the pattern of its first boot.
+dd_reboot() {
+	sed 's/^extra=.*/extra="console=hvc0 e2e_watch_wait"/' /tmp/dd.cfg >/tmp/dd2.cfg
+	xtool xl create /tmp/dd2.cfg >/tmp/xl-create-dd2.log 2>&1 || {
+		dd_diagnose
+		fail "xl create of the driver domain again: $(tail -1 /tmp/xl-create-dd2.log)"
+	}
+	ddid2=$(xtool xl domid e2e-dd) || fail "no domid for the new driver domain"
+	root2=/local/domain/$ddid2/backend/qdisk
+	log "driver domain made again as $ddid2"
+	wait_for 150 grep -aq "DD .*waiting for /local/domain/$ddid2/data/e2e-watch" "$ddcon" || {
+		dd_diagnose
+		fail "the new driver domain did not come up within 150 s"
+	}
+	n0=$(grep -ac 'DOMU .*after reboot: md5' "$con")
+	xtool xl create /tmp/guest.cfg >/tmp/xl-create3.log 2>&1 || {
+		sed 's/^/E2E-LOG   xl: /' /tmp/xl-create3.log | tail -8
+		dd_diagnose
+		fail "xl create of the guest on the new driver domain: $(tail -1 /tmp/xl-create3.log)"
+	}
+	gid3=$(xtool xl domid e2e-ddguest) || fail "no domid for the guest made again"
+	be3=$root2/$gid3/51712
+	xtool xenstore-exists "$be3/params" || fail "xl wrote no $be3"
+	log "guest made again as $gid3; its disk $be3 waits; starting the watcher"
+	xtool xenstore-write "/local/domain/$ddid2/data/e2e-watch" go ||
+		fail "cannot write data/e2e-watch"
+	wait_for 180 sh -c "[ \$(grep -ac 'DOMU .*after reboot: md5' $con) -gt $n0 ]" || {
+		dd_diagnose
+		fail "the guest on the new driver domain did not read its disk within 180 s"
+	}
+	r3=$(grep -a -o 'after reboot: md5 expected=[0-9a-f]* readback=[0-9a-f]*' "$con" |
+		tail -1 | sed 's/.*readback=//')
+	[ "$r3" = "$p" ] || fail "after the driver domain's reboot the guest read $r3, not its pattern $p"
+	grep -aq 'DD .*backend/qdisk before the watcher: 1 device' "$ddcon" ||
+		fail "the guest's device was not there before the watcher: $(grep -a 'before the watcher' "$ddcon" | tail -1)"
+	grep -aq "DD tapdisk:.*$be3.*params names this tapdisk" "$ddcon" ||
+		fail "the tapdisk in the new driver domain did not take $be3"
+	log "guest $gid3 read its pattern back through driver domain $ddid2"
+	xtool xl destroy e2e-ddguest >/dev/null 2>&1 || fail "xl destroy of guest $gid3"
+	wait_for 60 domu_gone "$gid3" || fail "guest $gid3 still there 60 s after xl destroy"
+	wait_for 15 xs_gone "$be3" || {
+		dd_diagnose
+		fail "$be3 is still there after the guest was destroyed"
+	}
+	xtool xl destroy e2e-dd || fail "xl destroy of the new driver domain"
+}
+
+# --- dom0: a guest made with plain xl create boots from a tapstripe disk --------
+# xl 4.17 gives a backendtype=qdisk disk served by dom0 to a device model
+# (libxl__need_xenpv_qemu): without one xl create fails ("device model
+# /usr/libexec/xen-qemu-system-i386 is not executable"; this dom0 has no
+# QEMU).  The guest's config names tapstripe-xenwatch, linked as
+# tapstripe-xenpv-dm, as its device_model_override: it answers libxl as
+# the device model would and serves nothing; tapstripe-xenwatch, running
+# in dom0 with the disk d0disk in its registry, starts the tapdisk that
+# serves the disk.  The guest's initramfs mounts xvda (an ext2 image
+# made on the host, mounted with Debian's ext4 modules) and switch_roots
+# into the /init there, which prints the image's mark and powers off;
+# then the watcher stops the tapdisk.
+case_tapstripe-xenwatch-dom0() {
+	local reg=/tmp/xw-reg xwlog=/tmp/xw-dom0.log mark got
+	local con=/var/log/xen/console/guest-e2e-xw0.log dm=/usr/libexec/tapstripe/tapstripe-xenpv-dm
+	[ -f /etc/domu.cfg ] || skip "no guest in this initramfs"
+	[ -f /boot/xw-root.img ] || skip "no root file system image (mke2fs on the host)"
+	cp /boot/xw-root.img /tmp/xw0.img
+	dev=$(losetup -f --show /tmp/xw0.img) || fail "losetup"
+	mkdir -p $reg
+	echo "CHAIN=aio:$dev" >$reg/d0disk.conf
+	echo "OPTIONS=--log-file /tmp/td-d0disk.log" >>$reg/d0disk.conf
+	tapstripe-xenwatch -f --start-with spawn --disk-dir $reg --stop-delay 3 \
+		--log-file $xwlog 2>>$xwlog &
+	# Globals: the EXIT trap runs after the function's locals are gone.
+	XW0_PID=$!
+	trap 'kill $XW0_PID 2>/dev/null; xl destroy e2e-xw0 >/dev/null 2>&1; sleep 1; losetup -d $dev' EXIT
+	sed -e '/^disk=/d' -e '/^name=/d' -e '/^extra=/d' /etc/domu.cfg >/tmp/xw0.cfg
+	printf '%s\n' 'name="e2e-xw0"' 'extra="console=hvc0 e2e_rootdisk"' \
+		"device_model_override=\"$dm\"" \
+		"disk=['backendtype=qdisk, vdev=xvda, target=tapstripe:d0disk']" >>/tmp/xw0.cfg
+	rm -f "$con"
+	xtool xl create /tmp/xw0.cfg >/tmp/xl-xw0.log 2>&1 || {
+		sed 's/^/E2E-LOG   xl: /' /tmp/xl-xw0.log | tail -12
+		sed 's/^/E2E-LOG   xenwatch: /' $xwlog
+		tail -5 /var/log/xen/qemu-dm-e2e-xw0.log 2>/dev/null | sed 's/^/E2E-LOG   dm: /'
+		fail "xl create of a guest with a dom0 qdisk disk: $(tail -1 /tmp/xl-xw0.log)"
+	}
+	log "guest e2e-xw0 created with plain xl create"
+	wait_for 120 grep -aqE 'DOMU-ROOT|DOMU .*(cannot mount|done)' "$con"
+	grep -aq 'DOMU-ROOT' "$con" || {
+		grep -a 'DOMU' "$con" | tail -5 | sed 's/^/E2E-LOG   guest: /'
+		sed 's/^/E2E-LOG   xenwatch: /' $xwlog
+		tail -5 /tmp/td-d0disk.log 2>/dev/null | sed 's/^/E2E-LOG   tapdisk: /'
+		fail "the guest did not run the /init of its tapstripe disk within 120 s"
+	}
+	got=$(grep -a 'DOMU-ROOT' "$con" | tail -1)
+	log "guest: $got"
+	grep -a 'DOMU' "$con" | sed 's/^/E2E-LOG   guest: /'
+	sed 's/^/E2E-LOG   dm: /' /var/log/xen/qemu-dm-e2e-xw0.log 2>/dev/null | tail -8
+	wait_for 60 sh -c '! xl domid e2e-xw0 >/dev/null 2>&1' || fail "the guest did not power off"
+	wait_for 30 grep -q 'd0disk: no device left: stopped its tapdisk' $xwlog || {
+		sed 's/^/E2E-LOG   xenwatch: /' $xwlog
+		fail "tapstripe-xenwatch did not stop d0disk's tapdisk after the guest went"
+	}
+	sed 's/^/E2E-LOG   xenwatch: /' $xwlog
+	grep -q 'd0disk: started tapdisk' $xwlog || fail "tapstripe-xenwatch did not start the tapdisk"
+	grep -q 'params names this tapdisk' /tmp/td-d0disk.log ||
+		fail "the tapdisk did not take the guest's qdisk device"
+	[[ "$got" == *"$(cat /boot/xw-root.mark)"* ]] ||
+		fail "the guest's /init printed another mark: $got (want $(cat /boot/xw-root.mark))"
+	[[ "$got" == *"/dev/xvda / ext"* ]] || fail "the guest's root is not xvda: $got"
+	b=$(xtool xenstore-ls -f /local/domain/0/backend/qdisk 2>/dev/null | grep -c '/state ')
+	[ "$b" = 0 ] || fail "$b qdisk devices left in dom0"
+	kill "$XW0_PID"
+	wait "$XW0_PID"
+	losetup -d "$dev"
+	trap - EXIT
+	detail "plain xl create of a PV guest with disk=['backendtype=qdisk, vdev=xvda, target=tapstripe:d0disk'] in dom0 (device_model_override=tapstripe-xenpv-dm): tapstripe-xenwatch started the tapdisk, the guest switch_rooted into its tapstripe disk (ext2 root, $got) and ran its /init; the tapdisk stopped after the guest went"
 }

@@ -15,6 +15,9 @@
 # restarts the driver domain's tapdisk meanwhile), reads it back, prints
 # "second pattern: md5 pattern=X readback=Y" and waits for dom0 to
 # destroy it.
+#
+# With e2e_rootdisk (tapstripe-xenwatch-dom0) it mounts xvda and
+# switch_roots into the /init found there.
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
@@ -29,6 +32,22 @@ while [ ! -b /dev/xvda ] && [ $i -lt 60 ]; do
 done
 reboot_test=
 grep -q e2e_reboot /proc/cmdline && reboot_test=1
+# e2e_rootdisk (tapstripe-xenwatch-dom0): boot from the disk, as a guest
+# whose root file system is its tapstripe disk: mount it, switch to it.
+if grep -q e2e_rootdisk /proc/cmdline && [ -b /dev/xvda ]; then
+	mkdir -p /newroot
+	for m in crc32c_generic crc16 mbcache jbd2 ext4; do
+		insmod /$m.ko || say "insmod $m failed"
+	done
+	if mount -t ext4 -o ro /dev/xvda /newroot 2>/mount.err; then
+		say "xvda mounted; switch_root to its /init"
+		umount /proc /sys 2>/dev/null
+		exec switch_root /newroot /init
+	fi
+	say "cannot mount xvda: $(cat /mount.err); $(dmesg | tail -3 | tr '\n' '|')"
+	sync
+	poweroff -f
+fi
 MARK_BLOCK=1024 # 4 KiB blocks: the mark lives at 4 MiB
 if [ ! -b /dev/xvda ]; then
 	say "no /dev/xvda"

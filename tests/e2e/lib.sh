@@ -233,6 +233,7 @@ e2e_patched_modules() {
 e2e_rootfs_project() {
 	e2e_install_bin "$BUILDDIR/bin/tapdisk" usr/sbin/tapdisk
 	e2e_install_bin "$BUILDDIR/bin/tap-ctl" usr/sbin/tap-ctl
+	e2e_install_bin "$BUILDDIR/bin/tapstripe-xenwatch" usr/sbin/tapstripe-xenwatch
 	if [ -x "$BUILDDIR/bin/td-front" ]; then
 		e2e_install_bin "$BUILDDIR/bin/td-front" usr/bin/td-front
 	fi
@@ -263,9 +264,14 @@ e2e_rootfs_domu() {
 		ln -s busybox "$d/bin/$a"
 	done
 	cp "$E2E_ROOT/lib/modules/$kver/kernel/drivers/block/xen-blkfront.ko" "$d/"
+	for a in switch_root mkdir umount dmesg tr tail; do
+		ln -s busybox "$d/bin/$a"
+	done
+	e2e_domu_ext4 "$d" "$kver"
 	cp "$here/domu-init.sh" "$d/init"
 	chmod +x "$d/init"
 	(cd "$d" && find . | cpio -H newc -o --quiet | gzip -1) >"$R/boot/domU.cpio.gz"
+	e2e_rootdisk
 	cp "$E2E_KERNEL" "$R/boot/vmlinuz"
 	printf '%s\n' 'name="e2e-domu"' 'type="pv"' 'kernel="/boot/vmlinuz"' \
 		'ramdisk="/boot/domU.cpio.gz"' 'extra="console=hvc0"' \
@@ -273,9 +279,64 @@ e2e_rootfs_domu() {
 		'on_crash="destroy"' >"$R/etc/domu.cfg"
 }
 
+# The modules that mount an ext2 root (Debian's ext4 driver and its
+# dependencies, all modules), extracted once into $E2E_CACHE/ext4, into
+# the guest's initramfs root $1 (kernel $2).
+E2E_EXT4_MODULES="crypto/crc32c_generic lib/crc16 fs/mbcache fs/jbd2/jbd2
+	fs/ext4/ext4"
+e2e_domu_ext4() {
+	local d=$1 kver=$2 x=$E2E_CACHE/ext4 deb m members=()
+	if [ ! -f "$x/.extracted-$kver-$(echo "$E2E_EXT4_MODULES" | md5sum | cut -c1-8)" ]; then
+		deb=$(ls "$E2E_CACHE"/debs/linux-image-"$kver"_*.deb | head -1)
+		for m in $E2E_EXT4_MODULES; do
+			members+=("./lib/modules/$kver/kernel/$m.ko")
+		done
+		rm -rf "$x"
+		mkdir -p "$x"
+		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" "${members[@]}" || {
+			e2e_say "cannot extract the ext4 modules from $deb"
+			return 0
+		}
+		touch "$x/.extracted-$kver-$(echo "$E2E_EXT4_MODULES" | md5sum | cut -c1-8)"
+	fi
+	for m in $E2E_EXT4_MODULES; do
+		cp "$x/lib/modules/$kver/kernel/$m.ko" "$d/"
+	done
+}
+
+# tapstripe-xenwatch-dom0's guest boots from its tapstripe disk: an ext2
+# image (host's mke2fs -d) with a static busybox and an /init that prints
+# a mark (kept in dom0 as /boot/xw-root.img); and the link that makes
+# tapstripe-xenwatch the guest's xenpv device model.
+e2e_rootdisk() {
+	local d=$E2E_WORK/xw-root a
+	rm -rf "$d"
+	mkdir -p "$d"/{bin,proc,sys,dev}
+	cp "$E2E_ROOT/bin/busybox" "$d/bin/"
+	for a in sh echo cat mount sync poweroff grep cut; do
+		ln -s busybox "$d/bin/$a"
+	done
+	printf '%s\n' '#!/bin/sh' 'mount -t proc proc /proc' \
+		'echo "DOMU-ROOT running /init of xvda: $(cat /etc/mark), root $(grep " / " /proc/mounts | cut -d" " -f1-3)"' \
+		'sync' 'poweroff -f' >"$d/init"
+	chmod +x "$d/init"
+	mkdir -p "$d/etc"
+	echo "tapstripe-root-$$-$RANDOM" >"$d/etc/mark"
+	cp "$d/etc/mark" "$R/boot/xw-root.mark"
+	command -v mke2fs >/dev/null || {
+		e2e_say "no mke2fs on this host (e2fsprogs): tapstripe-xenwatch-dom0 will skip"
+		return 0
+	}
+	mke2fs -q -F -t ext2 -d "$d" "$R/boot/xw-root.img" 8M >/dev/null ||
+		e2e_say "mke2fs failed: tapstripe-xenwatch-dom0 will skip"
+	# Where make install puts the link (libexecdir/tapstripe).
+	mkdir -p "$R/usr/libexec/tapstripe"
+	ln -sf /usr/sbin/tapstripe-xenwatch "$R/usr/libexec/tapstripe/tapstripe-xenpv-dm"
+}
+
 # The storage driver domain of tapdisk-xen-driver-domain: the same
-# kernel, a busybox initramfs with this build's tapdisk and tap-ctl and
-# their libraries, the modules of a backend (evtchn, gntdev) and of its
+# kernel, a busybox initramfs with this build's tapdisk, tap-ctl and
+# tapstripe-xenwatch and their libraries, the disk registry's dd-disk, the modules of a backend (evtchn, gntdev) and of its
 # own disk (blkfront), and dd-init.sh.  Kept in dom0 as /boot/dd.cpio.gz.
 e2e_rootfs_dd() {
 	local dom0_root=$R kver md a m
@@ -292,9 +353,18 @@ e2e_rootfs_dd() {
 	cp -L /lib64/ld-linux-x86-64.so.2 "$R/lib64/"
 	e2e_install_bin "$BUILDDIR/bin/tapdisk" usr/sbin/tapdisk
 	e2e_install_bin "$BUILDDIR/bin/tap-ctl" usr/sbin/tap-ctl
+	e2e_install_bin "$BUILDDIR/bin/tapstripe-xenwatch" usr/sbin/tapstripe-xenwatch
+	# glibc loads it for pthread_cancel: without it a tapdisk that ends
+	# aborts ("libgcc_s.so.1 must be installed").
+	cp -L /lib/x86_64-linux-gnu/libgcc_s.so.1 "$R/lib/x86_64-linux-gnu/"
+	# The disk registry: the watcher starts tapdisk --disk dd-disk.
+	mkdir -p "$R/etc/tapstripe/disks"
+	printf '%s\n' '# tapdisk-xen-driver-domain: e2e-dd serves its own xvda' \
+		'CHAIN=aio:/dev/xvda' 'OPTIONS=--log-file /tmp/td-dd-disk.log' \
+		>"$R/etc/tapstripe/disks/dd-disk.conf"
 	# dom0 asks it for a tapdisk restart through xenstore.
 	e2e_install_bin "$E2E_ROOT/usr/bin/xenstore" usr/bin/xenstore
-	for a in read write watch; do
+	for a in read write watch ls; do
 		ln -sf xenstore "$R/usr/bin/xenstore-$a"
 	done
 	for m in xen/xen-evtchn xen/xen-gntdev block/xen-blkfront; do
@@ -368,6 +438,7 @@ e2e_build_initrd() {
 	e2e_rootfs_iscsi "${1:-}"
 	if [ -z "${1:-}" ] || [[ " $1 " == *" tapdisk-xen-domu "* ]] ||
 		[[ " $1 " == *" tapdisk-xen-driver-domain "* ]] ||
+		[[ " $1 " == *" tapstripe-xenwatch-dom0 "* ]] ||
 		[[ " $1 " == *" tools-stress "* ]]; then
 		e2e_rootfs_domu
 	fi

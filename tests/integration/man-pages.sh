@@ -3,8 +3,8 @@
 # man-pages.sh - the man pages made at build time (tools/man/mkman.py) from
 # the programs' --help, and every program's --version (issue #20).
 #
-# Cases, for tapdisk, tap-ctl, stripe-master, stripe-ctl (section 8),
-# td-front and td-bench (section 1):
+# Cases, for tapdisk, tap-ctl, stripe-master, stripe-ctl, tapstripe-xenwatch
+# (section 8), td-front and td-bench (section 1):
 #   render    `man -l` and `groff -man -ww` render the page without a warning
 #   sections  the page has NAME, SYNOPSIS, DESCRIPTION, SEE ALSO and option
 #             entries
@@ -26,7 +26,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 TDBENCH=$here/../../tools/td-bench/td-bench
 PASSED=0
 FAILED=0
-PAGES="tapdisk.8 tap-ctl.8 stripe-master.8 stripe-ctl.8 td-front.1 td-bench.1"
+PAGES="tapdisk.8 tap-ctl.8 stripe-master.8 stripe-ctl.8 td-front.1 td-bench.1
+	tapstripe-xenwatch.8"
 
 for tool in man groff python3; do
 	if ! command -v "$tool" >/dev/null; then
@@ -164,9 +165,9 @@ done
 
 # make install puts them where man finds them.
 if make -s -C "$BUILDDIR" install-man DESTDIR="$tmp/root" >"$tmp/install" 2>&1 &&
-	[ "$(find "$tmp/root" -path '*/man8/*.8' | wc -l)" -eq 4 ] &&
+	[ "$(find "$tmp/root" -path '*/man8/*.8' | wc -l)" -eq 5 ] &&
 	[ "$(find "$tmp/root" -path '*/man1/*.1' | wc -l)" -eq 2 ]; then
-	pass "install: 4 pages in man8, 2 in man1"
+	pass "install: 5 pages in man8, 2 in man1"
 else
 	fail "install: $(tail -3 "$tmp/install")"
 fi
