@@ -225,14 +225,14 @@ demo_striped() {
 # units-run.py: ExecStart with the unit's specifiers and EnvironmentFile,
 # Runtime/StateDirectory under WORK, readiness through NOTIFY_SOCKET): the
 # registry's disk by tapdisk@pkgdemo.service, and stripe-master.service
-# with its installed defaults file.  Skipped when either is missing.
+# with its installed defaults file.  Either unit missing is a failure.
 demo_units() {
-	local runner=$top/tests/integration/units-run.py td_unit master_unit out t
+	local runner=$top/tests/integration/units-run.py td_unit master_unit out t port
 	local conf=/etc/tapstripe/disks/pkgdemo.conf defaults=/etc/default/stripe-master
 	td_unit=$(grep -E '/systemd/system/tapdisk@\.service$' <<<"$owned")
 	master_unit=$(grep -E '/systemd/system/stripe-master\.service$' <<<"$owned")
 	if [ ! -f "$runner" ] || [ -z "$td_unit" ] || [ -z "$master_unit" ]; then
-		echo "    (no units installed, or no tests/integration/units-run.py: not run)"
+		not_ok "the units tapdisk@.service and stripe-master.service are installed (and tests/integration/units-run.py is there)"
 		return
 	fi
 	mkdir -p /etc/tapstripe/disks "$work/units/td" "$work/units/master"
@@ -257,10 +257,12 @@ while s.recv(65536): pass' "$work/units/syslog.sock" &
 	kill "$syslog_pid" 2>/dev/null
 	wait "$syslog_pid" 2>/dev/null
 	syslog_pid=
-	echo 'STRIPE_MASTER_OPTS="--listen 127.0.0.1:0 --extent-size 16M"' >"$defaults"
+	# A port free now: the readiness check probes it.
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	echo "STRIPE_MASTER_OPTS=\"--listen 127.0.0.1:$port --extent-size 16M\"" >"$defaults"
 	if out=$(python3 "$runner" "$master_unit" --root / --work "$work/units/master" \
-		--listening 'tcp:127.0.0.1:{port}' \
-		--probe /usr/sbin/stripe-ctl --master '127.0.0.1:{port}' server list 2>&1); then
+		--listening "tcp:127.0.0.1:$port" \
+		--probe /usr/sbin/stripe-ctl --master "127.0.0.1:$port" server list 2>&1); then
 		ok "stripe-master.service ($defaults): ready, serves, stops"
 	else
 		not_ok "stripe-master.service run as systemd would" "$out"
