@@ -12,5 +12,6 @@ const struct td_driver_ops *const td_driver_table[] = {
 	&td_null_ops,	/* null:size=SIZE */
 	&td_sort_ops,	/* sort|LOWER */
 	&td_stripe_ops, /* stripe:/path.map */
+	&td_qos_ops,	/* qos:LIMITS|LOWER */
 	NULL,
 };
