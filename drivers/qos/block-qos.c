@@ -190,8 +190,7 @@ static void qos_report_text(struct td_driver *drv, struct td_strbuf *sb)
 		td_strbuf_printf(sb, "%s: %llu\n", qos_limit_name(l),
 				 (unsigned long long)dev->opts.limit[l]);
 	td_strbuf_printf(sb, "burst_ms: %u\nqueued: %llu\ndelayed: %llu\n",
-			 dev->opts.burst_ms,
-			 (unsigned long long)dev->nr_queued,
+			 dev->opts.burst_ms, (unsigned long long)dev->nr_queued,
 			 (unsigned long long)dev->delayed);
 }
 
@@ -211,8 +210,8 @@ static int qos_cmd_set(struct td_driver *drv, int argc, char **argv,
 		return -EINVAL;
 	}
 	for (int i = 1; i < argc; i++) {
-		if (!argv[i][0] || (err = qos_opts_parse(argv[i], &o, why,
-							 sizeof(why)))) {
+		if (!argv[i][0] ||
+		    (err = qos_opts_parse(argv[i], &o, why, sizeof(why)))) {
 			td_strbuf_puts(out, argv[i][0] ? why
 						       : "qos: empty argument");
 			return -EINVAL;

@@ -16,9 +16,12 @@
 #define NS_PER_MS  1000000ull
 
 static const char *const qos_names[QOS_NR_LIMITS] = {
-	[QOS_IOPS] = "iops",	     [QOS_READ_IOPS] = "read_iops",
-	[QOS_WRITE_IOPS] = "write_iops", [QOS_BPS] = "bps",
-	[QOS_READ_BPS] = "read_bps",   [QOS_WRITE_BPS] = "write_bps",
+	[QOS_IOPS] = "iops",
+	[QOS_READ_IOPS] = "read_iops",
+	[QOS_WRITE_IOPS] = "write_iops",
+	[QOS_BPS] = "bps",
+	[QOS_READ_BPS] = "read_bps",
+	[QOS_WRITE_BPS] = "write_bps",
 };
 
 const char *qos_limit_name(enum qos_limit l)

@@ -137,10 +137,20 @@ static void test_parse_ok(void **state)
 static void test_parse_errors(void **state)
 {
 	static const char *const bad[] = {
-		"iops",		 "=5",		 "iops=",      "iops=-1",
-		"iops=5x",	 "iops=1K",	 "bps=lots",   "burst_ms=0",
-		"burst_ms=60001", "speed=5",	 "iops=5,",    ",iops=5",
-		"iops=5,,bps=1", "read_iops=1,nope=2",
+		"iops",
+		"=5",
+		"iops=",
+		"iops=-1",
+		"iops=5x",
+		"iops=1K",
+		"bps=lots",
+		"burst_ms=0",
+		"burst_ms=60001",
+		"speed=5",
+		"iops=5,",
+		",iops=5",
+		"iops=5,,bps=1",
+		"read_iops=1,nope=2",
 		"iops=99999999999999999999",
 	};
 	struct qos_opts o, before;
