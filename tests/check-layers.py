@@ -26,6 +26,7 @@ ALLOWED = {
     "drivers/aio": ["drivers", "tapdisk", "common"],
     "drivers/null": ["drivers", "tapdisk", "common"],
     "drivers/sort": ["drivers", "tapdisk", "common"],
+    "drivers/qos": ["drivers", "tapdisk", "common"],
     "drivers/stripe/map": ["common"],
     "drivers/stripe/iscsi": ["common"],
     "drivers/stripe": ["drivers/stripe/map", "drivers/stripe/iscsi",
