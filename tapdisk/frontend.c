@@ -31,7 +31,7 @@ void td_frontend_resized(struct td_frontend *fe, struct td_strbuf *out)
 	if (fe->ops->resized)
 		fe->ops->resized(fe, out);
 	else
-		td_strbuf_printf(out, "%s: clients not told (no way to)\n",
+		td_strbuf_printf(out, "%s: clients not told of the new size\n",
 				 fe->ops->name);
 }
 
