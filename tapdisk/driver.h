@@ -219,6 +219,17 @@ struct td_driver_ops {
 	 */
 	int (*control)(struct td_driver *drv, int argc, char **argv,
 		       struct td_strbuf *out);
+
+	/*
+	 * Optional.  Reads again the size of what the driver serves (a
+	 * backing file made larger, a block device grown) into *sectors
+	 * without applying it; td_vbd_resize checks it (grow only) and then
+	 * sets info.size_sectors.  A filter is called with its lower
+	 * driver's new size in *sectors and leaves the size it exposes.
+	 * Event-loop context; must not block.  NULL: the driver cannot
+	 * change size and td_vbd_resize answers -EOPNOTSUPP.
+	 */
+	int (*refresh_size)(struct td_driver *drv, uint64_t *sectors);
 };
 
 /* Complete a request given to ->submit.  Exactly once; err 0 or -errno. */

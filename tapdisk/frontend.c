@@ -8,6 +8,7 @@
 
 #include <errno.h>
 
+#include "common/json.h"
 #include "tapdisk/frontend.h"
 
 int td_frontend_listen(struct td_frontend *fe, const char *addr)
@@ -23,6 +24,15 @@ int td_frontend_control(struct td_frontend *fe, int argc, char **argv,
 	if (!fe->ops->control)
 		return -EOPNOTSUPP;
 	return fe->ops->control(fe, argc, argv, out);
+}
+
+void td_frontend_resized(struct td_frontend *fe, struct td_strbuf *out)
+{
+	if (fe->ops->resized)
+		fe->ops->resized(fe, out);
+	else
+		td_strbuf_printf(out, "%s: clients not told of the new size\n",
+				 fe->ops->name);
 }
 
 int td_frontend_shutdown(struct td_frontend *fe, td_frontend_done_fn done,

@@ -92,6 +92,15 @@ struct td_frontend_ops {
 	 */
 	int (*control)(struct td_frontend *fe, int argc, char **argv,
 		       struct td_strbuf *out);
+
+	/*
+	 * Optional.  The vbd has grown (td_vbd_resize, tap-ctl resize) to
+	 * the size td_vbd_get_info now gives: tell the clients what this
+	 * transport can tell them and append one line saying what was done
+	 * to out.  Event-loop context; must not block.  NULL: the frontend's
+	 * clients are not told (td_frontend_resized says so in out).
+	 */
+	void (*resized)(struct td_frontend *fe, struct td_strbuf *out);
 };
 
 /*
@@ -125,6 +134,9 @@ int td_frontend_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 void td_frontend_destroy(struct td_frontend *fe);
 
 /* fe->ops->control, or -EOPNOTSUPP. */
+/* The resized op, or a line saying this frontend's clients are not told. */
+void td_frontend_resized(struct td_frontend *fe, struct td_strbuf *out);
+
 int td_frontend_control(struct td_frontend *fe, int argc, char **argv,
 			struct td_strbuf *out);
 

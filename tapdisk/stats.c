@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "tapdisk/vbd-int.h"
@@ -252,4 +253,53 @@ int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
 	td_strbuf_printf(out, "no driver '%.64s' in the chain %.200s", name,
 			 vbd->chain);
 	return -ENOENT;
+}
+
+int td_vbd_check_grow(const char *who, uint64_t old_sectors,
+		      uint64_t new_sectors, struct td_strbuf *why)
+{
+	if (new_sectors >= old_sectors)
+		return 0;
+	td_strbuf_printf(why,
+			 "%s: the size went down from %" PRIu64 " to %" PRIu64
+			 " sectors; a disk in use is never shrunk",
+			 who, old_sectors, new_sectors);
+	return -EINVAL;
+}
+
+int td_vbd_resize(struct td_vbd *vbd, uint64_t *old_sectors,
+		  uint64_t *new_sectors, struct td_strbuf *why)
+{
+	uint64_t sizes[VBD_MAX_LAYERS];
+	uint64_t s = 0;
+	int err;
+
+	for (unsigned int i = vbd->nr_layers; i-- > 0;) {
+		struct td_driver *drv = &vbd->drivers[i];
+
+		if (!drv->ops->refresh_size) {
+			td_strbuf_printf(why,
+					 "the %s driver cannot change "
+					 "size",
+					 drv->ops->name);
+			return -EOPNOTSUPP;
+		}
+		err = drv->ops->refresh_size(drv, &s);
+		if (err) {
+			td_strbuf_printf(why, "%s: reading the size: %s",
+					 drv->ops->name, strerror(-err));
+			return err;
+		}
+		err = td_vbd_check_grow(drv->ops->name, drv->info.size_sectors,
+					s, why);
+		if (err)
+			return err;
+		sizes[i] = s;
+	}
+	for (unsigned int i = 0; i < vbd->nr_layers; i++)
+		vbd->drivers[i].info.size_sectors = sizes[i];
+	*old_sectors = vbd->info.size_sectors;
+	*new_sectors = sizes[0];
+	vbd->info.size_sectors = sizes[0];
+	return 0;
 }

@@ -173,6 +173,27 @@ void td_vbd_info_drivers_text(struct td_vbd *vbd, struct td_strbuf *sb);
 int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
 			  char **argv, struct td_strbuf *out);
 
+/*
+ * The size check of an online grow: 0 when new_sectors >= old_sectors
+ * (equal: nothing to do), -EINVAL with the reason in why for a shrink,
+ * which is always refused (data beyond the new end would vanish under
+ * the frontends).
+ */
+int td_vbd_check_grow(const char *who, uint64_t old_sectors,
+		      uint64_t new_sectors, struct td_strbuf *why);
+
+/*
+ * Online grow (tap-ctl resize): every driver of the chain, bottom first,
+ * reads its size again (driver op refresh_size); a driver without the op
+ * refuses with -EOPNOTSUPP, a shrink with -EINVAL, both with a one-line
+ * reason in why and nothing changed.  Otherwise every layer and the vbd
+ * take the new size at once, in the event loop: I/O in flight stays
+ * within the old end, and I/O beyond it was refused (-ERANGE) until now.
+ * *old_sectors and *new_sectors receive the sizes.
+ */
+int td_vbd_resize(struct td_vbd *vbd, uint64_t *old_sectors,
+		  uint64_t *new_sectors, struct td_strbuf *why);
+
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);
 uint32_t td_seg_bucket_max(unsigned int bucket);

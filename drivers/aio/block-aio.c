@@ -130,6 +130,30 @@ static int aio_probe_size(struct td_driver *drv, struct aio_dev *dev)
 	return 0;
 }
 
+/*
+ * The driver op (tap-ctl resize): the size of the file or block device
+ * now, in whole sectors of the device's sector size.  One fstat or ioctl:
+ * neither waits on the disk.
+ */
+static int aio_refresh_size(struct td_driver *drv, uint64_t *sectors)
+{
+	struct aio_dev *dev = dev_of(drv);
+	struct stat st;
+	uint64_t bytes;
+
+	if (dev->is_bdev) {
+		if (ioctl(dev->fd, BLKGETSIZE64, &bytes) < 0)
+			return -errno;
+	} else {
+		if (fstat(dev->fd, &st) < 0)
+			return -errno;
+		bytes = (uint64_t)st.st_size;
+	}
+	bytes -= bytes % drv->info.sector_size;
+	*sectors = bytes >> TD_SECTOR_SHIFT;
+	return 0;
+}
+
 /* Opened without waiting on the file: a FIFO or a tty is refused. */
 static int aio_open_fd(struct td_driver *drv, struct aio_dev *dev)
 {
@@ -521,6 +545,7 @@ const struct td_driver_ops td_aio_ops = {
 	.dev_size = sizeof(struct aio_dev),
 	.req_size = sizeof(struct aio_req) + TD_IOV_MAX * sizeof(struct iovec),
 	.open = aio_open,
+	.refresh_size = aio_refresh_size,
 	.close = aio_close,
 	.submit = aio_submit,
 	.unplug = aio_unplug,

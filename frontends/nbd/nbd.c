@@ -568,6 +568,24 @@ static void nbd_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 			 s.memory_bytes >> 10);
 }
 
+/*
+ * The frontend op: new connections are offered the new size.  NBD has no
+ * message that tells a connected client of a new size: a client sees it
+ * when it connects again.  Requests beyond the old end from a connection
+ * that still knows the old size are checked against the new one.
+ */
+static void nbd_resized(struct td_frontend *fe, struct td_strbuf *out)
+{
+	struct td_nbd_server *srv = td_nbd_server_of(fe);
+	const struct td_disk_info *info = td_vbd_get_info(srv->vbd);
+
+	srv->exp.size_bytes = info->size_sectors << TD_SECTOR_SHIFT;
+	td_strbuf_printf(out,
+			 "nbd: new connections see %" PRIu64
+			 " bytes (NBD cannot tell connected clients)\n",
+			 srv->exp.size_bytes);
+}
+
 const struct td_frontend_ops td_nbd_frontend = {
 	.name = "nbd",
 	.create = nbd_create,
@@ -577,6 +595,7 @@ const struct td_frontend_ops td_nbd_frontend = {
 	.report_json = nbd_report_json,
 	.report_text = nbd_report_text,
 	.control = nbd_control,
+	.resized = nbd_resized,
 };
 
 struct td_nbd_server *td_nbd_server_of(struct td_frontend *fe)

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -311,6 +312,61 @@ static int cmd_frontend(struct ctl_client *c, struct ctl_req *req)
 	return err;
 }
 
+static int resize_reply(struct ctl_req *req, uint64_t old_s, uint64_t new_s,
+			const struct td_strbuf *told)
+{
+	struct td_json j;
+
+	if (!want_json(req)) {
+		td_strbuf_printf(req->payload,
+				 "%s %" PRIu64 " bytes (was %" PRIu64 ")\n",
+				 new_s > old_s ? "grown to" : "unchanged at",
+				 new_s << TD_SECTOR_SHIFT,
+				 old_s << TD_SECTOR_SHIFT);
+		td_strbuf_append(req->payload, told->data, told->len);
+		return 0;
+	}
+	td_json_init(&j, req->payload);
+	td_json_begin_object(&j, NULL);
+	td_json_u64(&j, "old_bytes", old_s << TD_SECTOR_SHIFT);
+	td_json_u64(&j, "new_bytes", new_s << TD_SECTOR_SHIFT);
+	td_json_bool(&j, "grown", new_s > old_s);
+	td_json_str(&j, "frontends", td_strbuf_str(told));
+	td_json_end_object(&j);
+	return td_json_finish(&j);
+}
+
+/* "resize [json]": the chain takes its new, larger size (tap-ctl resize). */
+static int cmd_resize(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_ctl_server *ctl = c->ctl;
+	uint64_t old_s, new_s;
+	struct td_strbuf out;
+	int err = ctl_check_json_arg(req, "resize [json]");
+
+	if (err)
+		return err;
+	td_strbuf_init(&out);
+	err = td_vbd_resize(ctl->vbd, &old_s, &new_s, &out);
+	if (err) {
+		ctl_msg_from(req, &out);
+		td_strbuf_free(&out);
+		return err;
+	}
+	if (new_s > old_s) {
+		td_info("%s: grown from %" PRIu64 " to %" PRIu64 " sectors",
+			td_vbd_name(ctl->vbd), old_s, new_s);
+		for (unsigned int i = 0; i < ctl->nr_servers; i++)
+			td_frontend_resized(ctl->servers[i], &out);
+	}
+	err = td_strbuf_error(&out) ? -ENOMEM
+				    : resize_reply(req, old_s, new_s, &out);
+	if (err)
+		snprintf(req->msg, sizeof(req->msg), "out of memory");
+	td_strbuf_free(&out);
+	return err;
+}
+
 static int cmd_help(struct ctl_client *c, struct ctl_req *req);
 
 static const struct ctl_command {
@@ -334,6 +390,9 @@ static const struct ctl_command {
 	{"driver", "driver NAME WORD...",
 	 "a command for driver NAME of the chain", TD_CTL_MAX_ARGS - 1, false,
 	 cmd_driver},
+	{"resize", "resize [json]",
+	 "take the chain's new, larger size and tell the frontends", 1, false,
+	 cmd_resize},
 	{"frontend", "frontend KIND WORD...",
 	 "a command for frontend KIND (nbd list [json], nbd drop ID)",
 	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},

@@ -32,6 +32,15 @@ static int mock_open(struct td_driver *drv, const char *args)
 	return 0;
 }
 
+/* tap-ctl resize: the size is mock.size_sectors now (the filter has none). */
+static int mock_refresh_size(struct td_driver *drv, uint64_t *sectors)
+{
+	if (mock.refresh_err)
+		return mock.refresh_err;
+	*sectors = mock.size_sectors;
+	return 0;
+}
+
 static void mock_close(struct td_driver *drv)
 {
 	mock.closed = true;
@@ -79,6 +88,7 @@ const struct td_driver_ops mock_ops = {
 	.dev_size = 16,
 	.req_size = 8,
 	.open = mock_open,
+	.refresh_size = mock_refresh_size,
 	.close = mock_close,
 	.submit = mock_submit,
 	.unplug = mock_unplug,

@@ -24,6 +24,7 @@ struct mock_seen {
 struct mock_ctl {
 	/* what open reports */
 	uint64_t size_sectors;
+	int refresh_err; /* refresh_size fails with it */
 	uint32_t sector_size;
 	uint32_t features;
 	uint64_t boundary_sectors;

@@ -220,6 +220,11 @@ static int cmd_pause(struct cmd_opts *o)
 	return simple_command(o, "pause");
 }
 
+static int cmd_resize(struct cmd_opts *o)
+{
+	return simple_command(o, o->json ? "resize json" : "resize");
+}
+
 static int cmd_resume(struct cmd_opts *o)
 {
 	return simple_command(o, "resume");
@@ -412,6 +417,15 @@ static const struct subcommand subcommands[] = {
 	 cmd_pause},
 	{"resume", OPT_ID, "resume -i ID",
 	 "Release the I/O held by pause, in order.\n", cmd_resume},
+	{"resize", OPT_ID | OPT_JSON, "resize -i ID [--json]",
+	 "Make tapdisk ID take its disk's new, larger size while it serves:\n"
+	 "grow the backing first (aio: truncate -s the file larger, or grow\n"
+	 "the block device), then resize.  A shrink is refused with the\n"
+	 "reason and nothing changes; so is a chain with a driver that\n"
+	 "cannot change size (null, sort, stripe).  NBD clients see the new\n"
+	 "size when they connect again (NBD cannot tell a connected client).\n"
+	 "--json prints old_bytes, new_bytes, grown and frontends.\n",
+	 cmd_resize},
 	{"destroy", OPT_ID, "destroy -i ID",
 	 "Stop tapdisk ID gracefully: it finishes the I/O in flight, flushes\n"
 	 "the disk, closes it and exits.  Waits until the process has exited\n"

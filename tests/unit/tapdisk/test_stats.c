@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "common/json.h"
 #include "tapdisk/vbd.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -355,10 +357,32 @@ static void test_op_names(void **state)
 		assert_string_equal(td_op_name(rows[i].op), rows[i].name);
 }
 
+/* Online grow: equal and larger pass, smaller is refused with the reason. */
+static void test_check_grow(void **state)
+{
+	struct td_strbuf why;
+
+	(void)state;
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_check_grow("aio", 100, 100, &why), 0);
+	assert_int_equal(td_vbd_check_grow("aio", 100, 101, &why), 0);
+	assert_int_equal(td_vbd_check_grow("aio", 0, UINT64_MAX, &why), 0);
+	assert_int_equal(why.len, 0);
+	assert_int_equal(td_vbd_check_grow("aio", 100, 99, &why), -EINVAL);
+	assert_string_equal(td_strbuf_str(&why),
+			    "aio: the size went down from 100 to 99 sectors; "
+			    "a disk in use is never shrunk");
+	td_strbuf_free(&why);
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_check_grow("x", UINT64_MAX, 0, &why), -EINVAL);
+	td_strbuf_free(&why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seg_bucket_table),
+		cmocka_unit_test(test_check_grow),
 		cmocka_unit_test(test_seg_bucket_max_table),
 		cmocka_unit_test(test_seg_bucket_min_table),
 		cmocka_unit_test(test_lat_bucket_table),

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "common/json.h"
 #include "tests/unit/vbd-fixture.h"
 
 /* --- validation ------------------------------------------------------------ */
@@ -451,6 +452,67 @@ static void test_pause_finishes_started_io(void **state)
 
 /* --- filters, unplug, stats ----------------------------------------------- */
 
+/* --- online grow --------------------------------------------------------- */
+
+static void test_resize_grow(void **state)
+{
+	struct td_strbuf why;
+	uint64_t old_s = 0, new_s = 0;
+
+	assert_int_equal(open_chain("mock", 0, 0, false), 0);
+	td_strbuf_init(&why);
+	mock.size_sectors = 4096; /* grown underneath, not yet taken */
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 2048, 8)),
+			 -ERANGE);
+	assert_int_equal(td_vbd_resize(fx->vbd, &old_s, &new_s, &why), 0);
+	assert_int_equal(old_s, 2048);
+	assert_int_equal(new_s, 4096);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors, 4096);
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 2048, 8)),
+			 0);
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(1, TD_OP_READ, 4095, 2)),
+			 -ERANGE);
+	run(1);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(fx->err[0], 0);
+	td_strbuf_free(&why);
+}
+
+static void test_resize_refused(void **state)
+{
+	struct td_strbuf why;
+	uint64_t old_s = 0, new_s = 0;
+
+	assert_int_equal(open_chain("mock", 0, 0, false), 0);
+	td_strbuf_init(&why);
+	mock.size_sectors = 1024;
+	assert_int_equal(td_vbd_resize(fx->vbd, &old_s, &new_s, &why), -EINVAL);
+	assert_non_null(strstr(td_strbuf_str(&why), "never shrunk"));
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors, 2048);
+	mock.size_sectors = 4096;
+	mock.refresh_err = -EIO;
+	assert_int_equal(td_vbd_resize(fx->vbd, &old_s, &new_s, &why), -EIO);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors, 2048);
+	td_strbuf_free(&why);
+}
+
+/* A filter without refresh_size: refused, nothing changed in any layer. */
+static void test_resize_filter_cannot(void **state)
+{
+	struct td_strbuf why;
+	uint64_t old_s = 0, new_s = 0;
+
+	assert_int_equal(open_chain("mockfilter|mock", 0, 0, false), 0);
+	td_strbuf_init(&why);
+	mock.size_sectors = 4096;
+	assert_int_equal(td_vbd_resize(fx->vbd, &old_s, &new_s, &why),
+			 -EOPNOTSUPP);
+	assert_string_equal(td_strbuf_str(&why),
+			    "the mockfilter driver cannot change size");
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors, 2048);
+	td_strbuf_free(&why);
+}
+
 static void test_filter_forwarding(void **state)
 {
 	mock.hold = true;
@@ -533,6 +595,9 @@ int main(void)
 		T(test_pause_drains_then_holds),
 		T(test_pause_idle),
 		T(test_pause_finishes_started_io),
+		T(test_resize_grow),
+		T(test_resize_refused),
+		T(test_resize_filter_cannot),
 		T(test_filter_forwarding),
 		T(test_unplug_once_per_pass),
 		T(test_stats),

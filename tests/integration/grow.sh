@@ -1,0 +1,174 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# grow.sh - online grow (issue #21 item 1): `tap-ctl resize` of an aio disk
+# served over NBD while nbdcopy writes to it.
+#
+# Cases: the file made larger is not served before resize (the old size
+# on a new connection); resize under a running writer grows it and the
+# writer's data is intact; a new connection sees the new size and writes
+# and reads back beyond the old end; --json answers; a shrink is refused
+# with the reason and the size served does not change; a chain that
+# cannot grow (null) is refused clearly.
+#
+# Prints one line per case and "N passed, N failed".  Exits 0 when all
+# pass, 1 when one fails, 77 (automake's skip) when a client is missing.
+# BUILDDIR (set by make check) is where bin/ was built.
+set -u
+
+BUILDDIR=${BUILDDIR:-$(pwd)}
+TAPDISK=$BUILDDIR/bin/tapdisk
+TAPCTL=$BUILDDIR/bin/tap-ctl
+OLD_MIB=32
+NEW_MIB=48
+PASSED=0
+FAILED=0
+
+for tool in nbdinfo nbdcopy qemu-io cmp; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "SKIP: $tool not found (apt-get install libnbd-bin qemu-utils)"
+		exit 77
+	fi
+done
+for prog in "$TAPDISK" "$TAPCTL"; do
+	if [ ! -x "$prog" ]; then
+		echo "FAIL: $prog not built"
+		exit 1
+	fi
+done
+
+WORK=$(mktemp -d /tmp/grow.XXXXXX)
+DISK=$WORK/disk.img
+SRC=$WORK/src.img
+SOCK=$WORK/nbd.sock
+URI="nbd+unix:///?socket=$SOCK"
+TD_PID=
+NULL_PID=
+COPY_PID=
+
+stop() {
+	if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+		kill -KILL "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+	fi
+}
+cleanup() {
+	stop "$COPY_PID"
+	stop "$TD_PID"
+	stop "$NULL_PID"
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+pass() {
+	echo "PASS: $1"
+	PASSED=$((PASSED + 1))
+}
+
+fail() {
+	echo "FAIL: $1${2:+ ($2)}"
+	FAILED=$((FAILED + 1))
+}
+
+# start NAME CHAIN SOCKET: a tapdisk in the background, its PID in STARTED.
+start() {
+	"$TAPDISK" --foreground -a "$2" --nbd "unix:$3" --run-dir "$WORK" \
+		--name "$1" --log-file "$WORK/$1.log" &
+	STARTED=$!
+	for _ in $(seq 100); do
+		nbdinfo --can connect "nbd+unix:///?socket=$3" 2>/dev/null &&
+			return 0
+		sleep 0.1
+	done
+	echo "FAIL: tapdisk $1 did not start"
+	cat "$WORK/$1.log"
+	exit 1
+}
+
+size_of() {
+	nbdinfo --size "nbd+unix:///?socket=$1"
+}
+
+truncate -s ${OLD_MIB}M "$DISK"
+head -c $((OLD_MIB << 20)) /dev/urandom >"$SRC"
+start grow "aio:$DISK" "$SOCK"
+TD_PID=$STARTED
+
+# --- the larger file is not served before resize ------------------------
+truncate -s ${NEW_MIB}M "$DISK"
+if [ "$(size_of "$SOCK")" = $((OLD_MIB << 20)) ]; then
+	pass "grown file not served before resize"
+else
+	fail "grown file not served before resize" "$(size_of "$SOCK")"
+fi
+
+# --- resize under a running writer ---------------------------------------
+nbdcopy --request-size=65536 --requests=8 "$SRC" "$URI" \
+	>"$WORK/copy.log" 2>&1 &
+COPY_PID=$!
+sleep 0.05
+if "$TAPCTL" --run-dir "$WORK" resize -i "$TD_PID" >"$WORK/resize.out" \
+	2>&1 && grep -q "grown to $((NEW_MIB << 20)) bytes" "$WORK/resize.out"; then
+	pass "resize under a writer"
+else
+	fail "resize under a writer" "$(tr '\n' ' ' <"$WORK/resize.out")"
+fi
+if wait "$COPY_PID"; then
+	COPY_PID=
+	if cmp -s -n $((OLD_MIB << 20)) "$SRC" "$DISK"; then
+		pass "writer's data intact"
+	else
+		fail "writer's data intact" "$(cmp -n $((OLD_MIB << 20)) "$SRC" "$DISK" 2>&1 | head -1)"
+	fi
+else
+	COPY_PID=
+	fail "writer's data intact" "nbdcopy: $(tail -2 "$WORK/copy.log" | tr '\n' ' ')"
+fi
+
+# --- a new connection sees the new size and uses it ----------------------
+if [ "$(size_of "$SOCK")" = $((NEW_MIB << 20)) ]; then
+	pass "new connection sees the new size"
+else
+	fail "new connection sees the new size" "$(size_of "$SOCK")"
+fi
+OFF=$(((OLD_MIB << 20) + 4096))
+if qemu-io -f raw -c "write -P 0xa5 $OFF 1M" -c "read -P 0xa5 $OFF 1M" \
+	"$URI" >"$WORK/qio.log" 2>&1 && ! grep -q -i "fail\|error" "$WORK/qio.log"; then
+	pass "write and read back beyond the old end"
+else
+	fail "write and read back beyond the old end" "$(tail -2 "$WORK/qio.log" | tr '\n' ' ')"
+fi
+
+# --- --json, unchanged -----------------------------------------------------
+J=$("$TAPCTL" --run-dir "$WORK" resize -i "$TD_PID" --json 2>&1)
+if python3 -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(not (d["old_bytes"] == d["new_bytes"] == int(sys.argv[2]) and d["grown"] is False))' "$J" $((NEW_MIB << 20)); then
+	pass "--json, nothing to grow"
+else
+	fail "--json, nothing to grow" "$J"
+fi
+
+# --- a shrink is refused ------------------------------------------------------
+truncate -s ${OLD_MIB}M "$DISK"
+if OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$TD_PID" 2>&1); then
+	fail "shrink refused" "exit 0: $OUT"
+elif ! grep -q "never shrunk" <<<"$OUT"; then
+	fail "shrink refused" "no reason: $OUT"
+elif [ "$(size_of "$SOCK")" != $((NEW_MIB << 20)) ]; then
+	fail "shrink refused" "size served changed: $(size_of "$SOCK")"
+else
+	pass "shrink refused, size unchanged"
+fi
+truncate -s ${NEW_MIB}M "$DISK"
+
+# --- a chain that cannot grow ---------------------------------------------
+start nullgrow "null:size=64M" "$WORK/null.sock"
+NULL_PID=$STARTED
+if OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$NULL_PID" 2>&1); then
+	fail "null refused" "exit 0: $OUT"
+elif grep -q "null driver cannot change size" <<<"$OUT"; then
+	pass "null refused"
+else
+	fail "null refused" "$OUT"
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
