@@ -255,6 +255,12 @@ static const struct td_driver_counter qos_counters[] = {
 	{"qos_max_queued", offsetof(struct qos_dev, max_queued), true},
 };
 
+/* A filter serves its lower driver's size: *sectors, unchanged. */
+static int qos_refresh_size(struct td_driver *drv, uint64_t *sectors)
+{
+	return 0;
+}
+
 const struct td_driver_ops td_qos_ops = {
 	.name = "qos",
 	.flags = TD_DRV_FILTER,
@@ -262,6 +268,7 @@ const struct td_driver_ops td_qos_ops = {
 	.req_size = sizeof(struct qos_req),
 	.open = qos_open,
 	.close = qos_close,
+	.refresh_size = qos_refresh_size,
 	.submit = qos_submit,
 	.report_json = qos_report_json,
 	.report_text = qos_report_text,

@@ -422,6 +422,12 @@ static const struct td_driver_counter sort_counters[] = {
 	 true},
 };
 
+/* A filter serves its lower driver's size: *sectors, unchanged. */
+static int sort_refresh_size(struct td_driver *drv, uint64_t *sectors)
+{
+	return 0;
+}
+
 const struct td_driver_ops td_sort_ops = {
 	.name = "sort",
 	.flags = TD_DRV_FILTER,
@@ -429,6 +435,7 @@ const struct td_driver_ops td_sort_ops = {
 	.req_size = sizeof(struct sort_req),
 	.open = sort_open,
 	.close = sort_close,
+	.refresh_size = sort_refresh_size,
 	.submit = sort_submit,
 	.unplug = sort_unplug,
 	.counters = sort_counters,

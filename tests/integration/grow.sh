@@ -43,6 +43,7 @@ SOCK=$WORK/nbd.sock
 URI="nbd+unix:///?socket=$SOCK"
 TD_PID=
 NULL_PID=
+FILT_PID=
 COPY_PID=
 
 stop() {
@@ -55,6 +56,7 @@ cleanup() {
 	stop "$COPY_PID"
 	stop "$TD_PID"
 	stop "$NULL_PID"
+	stop "$FILT_PID"
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -168,6 +170,18 @@ elif grep -q "null driver cannot change size" <<<"$OUT"; then
 	pass "null refused"
 else
 	fail "null refused" "$OUT"
+fi
+
+# --- filters pass their lower driver's new size on -------------------------
+truncate -s 32M "$WORK/filt.img"
+start filtgrow "sort|qos:iops=100000|aio:$WORK/filt.img" "$WORK/filt.sock"
+FILT_PID=$STARTED
+truncate -s 48M "$WORK/filt.img"
+if OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$FILT_PID" 2>&1) &&
+	[ "$(size_of "$WORK/filt.sock")" = $((48 << 20)) ]; then
+	pass "sort|qos|aio grows"
+else
+	fail "sort|qos|aio grows" "$OUT; size $(size_of "$WORK/filt.sock")"
 fi
 
 echo "$PASSED passed, $FAILED failed"
