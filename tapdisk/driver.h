@@ -71,6 +71,25 @@ struct td_disk_info {
 	bool read_only;
 };
 
+/*
+ * Block status (NBD_CMD_BLOCK_STATUS): a range described in one metadata
+ * context as extents, each a length and the context's flags.
+ */
+#define TD_CTX_BASE_ALLOCATION	   "base:allocation"
+#define TD_CTX_DIRTY_BITMAP_PREFIX "qemu:dirty-bitmap:"
+#define TD_CTX_NAME_MAX		   256
+
+/* base:allocation (NBD's NBD_STATE_HOLE and NBD_STATE_ZERO) */
+#define TD_EXTENT_HOLE (1u << 0) /* not allocated */
+#define TD_EXTENT_ZERO (1u << 1) /* reads as zeroes */
+/* qemu:dirty-bitmap:NAME (NBD's 1 = dirty) */
+#define TD_EXTENT_DIRTY (1u << 0) /* written since the bitmap was made */
+
+struct td_extent {
+	uint64_t nr_sectors;
+	uint32_t flags;
+};
+
 struct td_vbd;
 struct td_driver;
 struct td_request;
@@ -230,6 +249,31 @@ struct td_driver_ops {
 	 * change size and td_vbd_resize answers -EOPNOTSUPP.
 	 */
 	int (*refresh_size)(struct td_driver *drv, uint64_t *sectors);
+
+	/*
+	 * Optional.  Block status in the metadata context ctx (e.g.
+	 * "base:allocation", "qemu:dirty-bitmap:NAME"): describe the range
+	 * from sector on, at most nr_sectors long, as extents in order: *nr
+	 * holds the room in ext (>= 1) and receives how many were filled
+	 * (>= 1 on success); they may cover less than nr_sectors, never
+	 * more.  Returns 0, -ENOENT when the driver has no context ctx (the
+	 * core then asks the driver below it), or -errno.  Event-loop
+	 * context, synchronous and short: lseek(SEEK_DATA) on a local file
+	 * is fine, nothing that waits on the network.  The core has checked
+	 * that the range lies inside the disk.
+	 */
+	int (*block_status)(struct td_driver *drv, const char *ctx,
+			    uint64_t sector, uint64_t nr_sectors,
+			    struct td_extent *ext, unsigned int *nr);
+
+	/*
+	 * Optional.  The metadata contexts the driver answers besides
+	 * base:allocation (for NBD_OPT_LIST_META_CONTEXT): add(name, opaque)
+	 * once for each.
+	 */
+	void (*list_contexts)(struct td_driver *drv,
+			      void (*add)(const char *name, void *opaque),
+			      void *opaque);
 };
 
 /* Complete a request given to ->submit.  Exactly once; err 0 or -errno. */

@@ -194,6 +194,26 @@ int td_vbd_check_grow(const char *who, uint64_t old_sectors,
 int td_vbd_resize(struct td_vbd *vbd, uint64_t *old_sectors,
 		  uint64_t *new_sectors, struct td_strbuf *why);
 
+/*
+ * Block status of the range from sector on (at most nr_sectors, inside
+ * the disk, else -ERANGE) in the metadata context ctx, as extents (see
+ * driver op block_status; *nr: room in, filled out): the first driver of
+ * the chain, top first, that knows ctx answers.  base:allocation always
+ * has an answer: when no driver knows it, one extent of allocated data
+ * (flags 0) over the whole range.  -ENOENT: no driver knows ctx.
+ */
+int td_vbd_block_status(struct td_vbd *vbd, const char *ctx, uint64_t sector,
+			uint64_t nr_sectors, struct td_extent *ext,
+			unsigned int *nr);
+
+/*
+ * Every metadata context the chain answers: base:allocation first, then
+ * each driver's (list_contexts), top first, names given twice once.
+ */
+void td_vbd_list_contexts(struct td_vbd *vbd,
+			  void (*add)(const char *name, void *opaque),
+			  void *opaque);
+
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);
 uint32_t td_seg_bucket_max(unsigned int bucket);
