@@ -40,6 +40,9 @@ def esc(text, dashes=False):
         text = text.replace("-", "\\-")
     else:
         text = re.sub(r"(?<![\w.-])(--?)(?=[\w\[])", lambda m: "\\-" * len(m.group(1)), text)
+    # A long path (an install prefix) cannot be filled: let it break after
+    # each '/' ("\\:", a zero-width break point).
+    text = re.sub(r"\S{25,}", lambda m: m.group(0).replace("/", "/\\:"), text)
     if text[:1] in (".", "'"):
         text = "\\&" + text
     return text
