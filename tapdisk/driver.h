@@ -331,6 +331,14 @@ int td_driver_fail_at(const char *func, struct td_driver *drv, int err,
 		      const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * For report_metrics: one whole family of one sample, "# HELP", "# TYPE"
+ * (type "gauge" or "counter") and name{labels} value.
+ */
+void td_driver_metric(struct td_strbuf *sb, const char *labels,
+		      const char *name, const char *type, const char *help,
+		      uint64_t value);
+
 /* For drivers' log messages (td_vbd_err & co. in log.h) and output. */
 const char *td_vbd_name(const struct td_vbd *vbd);
 struct td_ratelimit *td_vbd_ratelimit(struct td_vbd *vbd);

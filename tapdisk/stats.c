@@ -255,6 +255,14 @@ int td_vbd_driver_control(struct td_vbd *vbd, const char *name, int argc,
 	return -ENOENT;
 }
 
+void td_driver_metric(struct td_strbuf *sb, const char *labels,
+		      const char *name, const char *type, const char *help,
+		      uint64_t value)
+{
+	td_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 "\n",
+			 name, help, name, type, name, labels, value);
+}
+
 int td_vbd_check_grow(const char *who, uint64_t old_sectors,
 		      uint64_t new_sectors, struct td_strbuf *why)
 {

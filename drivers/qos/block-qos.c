@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "drivers/drivers.h"
 #include "drivers/qos/qos-bucket.h"
+#include "drivers/qos/qos-group.h"
 
 struct qos_req {
 	TAILQ_ENTRY(qos_req) link;
@@ -30,6 +31,7 @@ struct qos_dev {
 	struct qos_opts opts;
 	struct qos_bucket bucket[QOS_NR_LIMITS];
 	struct qos_queue queue; /* waiting, in arrival order */
+	struct qos_group *group; /* group=: the shared budget, or NULL */
 	struct td_timer timer;	/* armed while the head waits for budget */
 	uint64_t nr_queued;	/* gauge: requests waiting now */
 	/* Its counters (td_qos_ops.counters, tap-ctl stats). */
@@ -48,6 +50,26 @@ static void qos_apply(struct qos_dev *dev, uint64_t now_ns)
 	for (int l = 0; l < QOS_NR_LIMITS; l++)
 		qos_bucket_set(&dev->bucket[l], dev->opts.limit[l],
 			       dev->opts.burst_ms, now_ns);
+}
+
+/* The group_* keys given (at open or by `qos set`) go to the group. */
+static void qos_apply_group(struct qos_dev *dev)
+{
+	uint64_t limit[QOS_NR_LIMITS];
+	uint32_t burst_ms;
+	bool any = dev->opts.group_burst_given;
+
+	for (int l = 0; l < QOS_NR_LIMITS; l++)
+		any |= dev->opts.group_given[l];
+	if (!any)
+		return;
+	qos_group_get(dev->group, limit, &burst_ms);
+	qos_group_set(dev->group, dev->opts.group_limit, dev->opts.group_given,
+		      dev->opts.group_burst_given ? dev->opts.group_burst_ms
+						  : burst_ms,
+		      td_now_ns());
+	memset(dev->opts.group_given, 0, sizeof(dev->opts.group_given));
+	dev->opts.group_burst_given = false;
 }
 
 static uint64_t qos_wait_ns(struct qos_dev *dev, const uint64_t *cost,
@@ -109,6 +131,9 @@ static void qos_dispatch(struct td_driver *drv)
 
 		qos_request_cost(qr->req->op, td_request_bytes(qr->req), cost);
 		wait = qos_wait_ns(dev, cost, now);
+		/* The group is charged only when the disk's own limits pass. */
+		if (!wait && dev->group)
+			wait = qos_group_admit(dev->group, cost, now);
 		if (wait) {
 			/* Round up: a timer early by a rounding would spin. */
 			td_loop_timer_arm(drv->loop, &dev->timer,
@@ -159,6 +184,13 @@ static int qos_open(struct td_driver *drv, const char *args)
 		return td_driver_fail(drv, err, "%s", why);
 	TAILQ_INIT(&dev->queue);
 	qos_apply(dev, td_now_ns());
+	if (dev->opts.group[0]) {
+		err = qos_group_open(dev->opts.group_dir, dev->opts.group,
+				     &dev->group, why, sizeof(why));
+		if (err)
+			return td_driver_fail(drv, err, "%s", why);
+		qos_apply_group(dev);
+	}
 	/* drv->info stays the lower driver's: qos changes no limit. */
 	return 0;
 }
@@ -166,6 +198,7 @@ static int qos_open(struct td_driver *drv, const char *args)
 static void qos_close(struct td_driver *drv)
 {
 	td_loop_timer_cancel(&dev_of(drv)->timer);
+	qos_group_close(dev_of(drv)->group);
 }
 
 /* --- reports and commands ----------------------------------------------------- */
@@ -177,6 +210,18 @@ static void qos_report_json(struct td_driver *drv, struct td_json *j)
 	for (int l = 0; l < QOS_NR_LIMITS; l++)
 		td_json_u64(j, qos_limit_name(l), dev->opts.limit[l]);
 	td_json_u64(j, "burst_ms", dev->opts.burst_ms);
+	if (dev->group) {
+		uint64_t limit[QOS_NR_LIMITS];
+		uint32_t burst_ms;
+
+		qos_group_get(dev->group, limit, &burst_ms);
+		td_json_begin_object(j, "group");
+		td_json_str(j, "name", qos_group_name(dev->group));
+		for (int l = 0; l < QOS_NR_LIMITS; l++)
+			td_json_u64(j, qos_limit_name(l), limit[l]);
+		td_json_u64(j, "burst_ms", burst_ms);
+		td_json_end_object(j);
+	}
 	td_json_u64(j, "queued", dev->nr_queued);
 	td_json_u64(j, "delayed", dev->delayed);
 	td_json_u64(j, "passed", dev->passed);
@@ -192,6 +237,43 @@ static void qos_report_text(struct td_driver *drv, struct td_strbuf *sb)
 	td_strbuf_printf(sb, "burst_ms: %u\nqueued: %llu\ndelayed: %llu\n",
 			 dev->opts.burst_ms, (unsigned long long)dev->nr_queued,
 			 (unsigned long long)dev->delayed);
+	if (dev->group) {
+		uint64_t limit[QOS_NR_LIMITS];
+		uint32_t burst_ms;
+
+		qos_group_get(dev->group, limit, &burst_ms);
+		td_strbuf_printf(sb, "group: %s\n", qos_group_name(dev->group));
+		for (int l = 0; l < QOS_NR_LIMITS; l++)
+			td_strbuf_printf(sb, "group_%s: %llu\n",
+					 qos_limit_name(l),
+					 (unsigned long long)limit[l]);
+		td_strbuf_printf(sb, "group_burst_ms: %u\n", burst_ms);
+	}
+}
+
+static void qos_report_metrics(struct td_driver *drv, const char *labels,
+			       struct td_strbuf *sb)
+{
+	struct qos_dev *dev = dev_of(drv);
+
+	td_driver_metric(sb, labels, "tapstripe_qos_queued", "gauge",
+			 "Requests waiting for budget now", dev->nr_queued);
+	td_driver_metric(sb, labels, "tapstripe_qos_delayed_total", "counter",
+			 "Requests that had to wait for budget", dev->delayed);
+	td_driver_metric(sb, labels, "tapstripe_qos_passed_total", "counter",
+			 "Requests passed on", dev->passed);
+	/* The limits in force: 0 for none. */
+	td_driver_metric(sb, labels, "tapstripe_qos_write_iops_limit", "gauge",
+			 "write_iops in force (0: none)",
+			 dev->opts.limit[QOS_WRITE_IOPS]);
+	td_driver_metric(sb, labels, "tapstripe_qos_read_iops_limit", "gauge",
+			 "read_iops in force (0: none)",
+			 dev->opts.limit[QOS_READ_IOPS]);
+	td_driver_metric(sb, labels, "tapstripe_qos_iops_limit", "gauge",
+			 "iops in force (0: none)", dev->opts.limit[QOS_IOPS]);
+	td_driver_metric(sb, labels, "tapstripe_qos_bps_limit", "gauge",
+			 "bps in force, bytes/s (0: none)",
+			 dev->opts.limit[QOS_BPS]);
 }
 
 /* "set KEY=VALUE...": all or nothing. */
@@ -206,7 +288,7 @@ static int qos_cmd_set(struct td_driver *drv, int argc, char **argv,
 	if (argc < 2) {
 		td_strbuf_puts(out, "qos set: give KEY=VALUE... (iops, "
 				    "read_iops, write_iops, bps, read_bps, "
-				    "write_bps, burst_ms)");
+				    "write_bps, burst_ms, group_<any of these>)");
 		return -EINVAL;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -217,8 +299,22 @@ static int qos_cmd_set(struct td_driver *drv, int argc, char **argv,
 			return -EINVAL;
 		}
 	}
+	if (strcmp(o.group, dev->opts.group) ||
+	    strcmp(o.group_dir, dev->opts.group_dir)) {
+		td_strbuf_puts(out, "qos: a disk's group is set in its chain, "
+				    "not at run time");
+		return -EINVAL;
+	}
+	if (!dev->group && (o.group_burst_given ||
+			    memchr(o.group_given, true, sizeof(o.group_given)))) {
+		td_strbuf_puts(out, "qos: this disk is in no group (add "
+				    "group=NAME to its chain)");
+		return -EINVAL;
+	}
 	dev->opts = o;
 	qos_apply(dev, td_now_ns());
+	if (dev->group)
+		qos_apply_group(dev);
 	td_vbd_info(drv->vbd, "qos: limits changed");
 	qos_dispatch(drv);
 	qos_report_text(drv, out);
@@ -272,6 +368,7 @@ const struct td_driver_ops td_qos_ops = {
 	.submit = qos_submit,
 	.report_json = qos_report_json,
 	.report_text = qos_report_text,
+	.report_metrics = qos_report_metrics,
 	.control = qos_control,
 	.counters = qos_counters,
 	.nr_counters = sizeof(qos_counters) / sizeof(qos_counters[0]),

@@ -78,10 +78,23 @@ void qos_request_cost(enum td_op op, uint64_t bytes,
 		cost[QOS_BPS] = cost[QOS_WRITE_BPS] = bytes;
 }
 
+bool qos_group_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n > QOS_GROUP_NAME_MAX || name[0] == '.')
+		return false;
+	return strspn(name, "abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
 void qos_opts_init(struct qos_opts *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	opts->burst_ms = QOS_DEFAULT_BURST_MS;
+	opts->group_burst_ms = QOS_DEFAULT_BURST_MS;
+	snprintf(opts->group_dir, sizeof(opts->group_dir), "%s/qos",
+		 TAPSTRIPE_RUNDIR);
 }
 
 /* A plain decimal count (iops, burst_ms): no suffix, no sign. */
@@ -98,46 +111,90 @@ static int qos_parse_count(const char *text, uint64_t *out)
 	return 0;
 }
 
-static int qos_parse_one(const char *opt, struct qos_opts *o, char *why,
-			 size_t why_len)
+/* key=value of one limit (or burst_ms) into limit[], burst. */
+static int qos_parse_limit(const char *key, size_t klen, const char *val,
+			   uint64_t limit[QOS_NR_LIMITS], bool given[QOS_NR_LIMITS],
+			   uint32_t *burst_ms, bool *burst_given)
 {
-	const char *eq = strchr(opt, '=');
-	size_t klen = eq ? (size_t)(eq - opt) : 0;
 	uint64_t v;
 
-	if (!eq || !klen) {
-		snprintf(why, why_len, "qos: '%s' is not KEY=VALUE", opt);
-		return -EINVAL;
-	}
-	if (klen == 8 && !strncmp(opt, "burst_ms", 8)) {
-		if (qos_parse_count(eq + 1, &v) || !v || v > QOS_MAX_BURST_MS)
-			goto bad;
-		o->burst_ms = (uint32_t)v;
+	if (klen == 8 && !strncmp(key, "burst_ms", 8)) {
+		if (qos_parse_count(val, &v) || !v || v > QOS_MAX_BURST_MS)
+			return -EINVAL;
+		*burst_ms = (uint32_t)v;
+		*burst_given = true;
 		return 0;
 	}
 	for (int l = 0; l < QOS_NR_LIMITS; l++) {
 		bool bytes = l >= QOS_BPS;
 
 		if (strlen(qos_names[l]) != klen ||
-		    strncmp(opt, qos_names[l], klen))
+		    strncmp(key, qos_names[l], klen))
 			continue;
-		if (bytes ? td_parse_size(eq + 1, &v)
-			  : qos_parse_count(eq + 1, &v))
-			goto bad;
-		o->limit[l] = v;
+		if (bytes ? td_parse_size(val, &v) : qos_parse_count(val, &v))
+			return -EINVAL;
+		limit[l] = v;
+		given[l] = true;
 		return 0;
 	}
-	snprintf(why, why_len,
-		 "qos: unknown key '%.*s' (iops, read_iops, write_iops, bps, "
-		 "read_bps, write_bps, burst_ms)",
-		 (int)klen, opt);
-	return -EINVAL;
-bad:
-	snprintf(why, why_len,
-		 "qos: bad value in '%s' (a count; bps takes K/M/G; burst_ms "
-		 "1..%u; 0 means no limit)",
-		 opt, QOS_MAX_BURST_MS);
-	return -EINVAL;
+	return -ENOENT;
+}
+
+static int qos_parse_one(const char *opt, struct qos_opts *o, char *why,
+			 size_t why_len)
+{
+	const char *eq = strchr(opt, '=');
+	size_t klen = eq ? (size_t)(eq - opt) : 0;
+	bool given[QOS_NR_LIMITS], burst_given;
+	int err;
+
+	if (!eq || !klen) {
+		snprintf(why, why_len, "qos: '%s' is not KEY=VALUE", opt);
+		return -EINVAL;
+	}
+	if (klen == 5 && !strncmp(opt, "group", 5)) {
+		if (!qos_group_name_ok(eq + 1)) {
+			snprintf(why, why_len,
+				 "qos: group '%.64s' is not 1-%d of A-Z a-z "
+				 "0-9 . _ - (not starting with '.')",
+				 eq + 1, QOS_GROUP_NAME_MAX);
+			return -EINVAL;
+		}
+		strcpy(o->group, eq + 1);
+		return 0;
+	}
+	if (klen == 9 && !strncmp(opt, "group_dir", 9)) {
+		if (eq[1] != '/' || strlen(eq + 1) >= sizeof(o->group_dir)) {
+			snprintf(why, why_len,
+				 "qos: group_dir '%.64s' is not an absolute "
+				 "path under %zu bytes",
+				 eq + 1, sizeof(o->group_dir));
+			return -EINVAL;
+		}
+		strcpy(o->group_dir, eq + 1);
+		return 0;
+	}
+	if (klen > 6 && !strncmp(opt, "group_", 6))
+		err = qos_parse_limit(opt + 6, klen - 6, eq + 1, o->group_limit,
+				      o->group_given, &o->group_burst_ms,
+				      &o->group_burst_given);
+	else
+		err = qos_parse_limit(opt, klen, eq + 1, o->limit, given,
+				      &o->burst_ms, &burst_given);
+	if (err == -ENOENT) {
+		snprintf(why, why_len,
+			 "qos: unknown key '%.*s' (iops, read_iops, "
+			 "write_iops, bps, read_bps, write_bps, burst_ms, "
+			 "group, group_dir, and group_ before a limit)",
+			 (int)klen, opt);
+		return -EINVAL;
+	}
+	if (err)
+		snprintf(why, why_len,
+			 "qos: bad value in '%s' (a count; bps takes K/M/G; "
+			 "burst_ms 1..%u; 0 means no limit)",
+			 opt, QOS_MAX_BURST_MS);
+	return err;
 }
 
 int qos_opts_parse(const char *args, struct qos_opts *opts, char *why,

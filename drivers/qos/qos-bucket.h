@@ -33,10 +33,25 @@ enum qos_limit {
 #define QOS_MAX_BURST_MS     60000u
 #define QOS_WHY_MAX	     256 /* a parse error's reason, NUL included */
 
+#define QOS_GROUP_NAME_MAX 63
+
 struct qos_opts {
 	uint64_t limit[QOS_NR_LIMITS]; /* per second; 0: none */
 	uint32_t burst_ms;	       /* seconds' worth, in ms, for all */
+	/*
+	 * group=NAME: a budget shared with other disks (qos-group.h), whose
+	 * limits are the group_* keys; "" when none.
+	 */
+	char group[QOS_GROUP_NAME_MAX + 1];
+	char group_dir[256]; /* group_dir=: where groups live */
+	uint64_t group_limit[QOS_NR_LIMITS];
+	bool group_given[QOS_NR_LIMITS]; /* group_<limit> was given */
+	uint32_t group_burst_ms;
+	bool group_burst_given;
 };
+
+/* A group name: 1 to 63 of [A-Za-z0-9._-], not starting with '.'. */
+bool qos_group_name_ok(const char *name);
 
 struct qos_bucket {
 	uint64_t rate;	   /* units per second; 0: no limit */

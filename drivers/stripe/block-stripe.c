@@ -603,8 +603,7 @@ static void stripe_metric(struct td_strbuf *sb, const char *labels,
 			  const char *name, const char *type, const char *help,
 			  uint64_t v)
 {
-	td_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %" PRIu64 "\n",
-			 name, help, name, type, name, labels, v);
+	td_driver_metric(sb, labels, name, type, help, v);
 }
 
 static void stripe_report_metrics(struct td_driver *drv, const char *labels,

@@ -8,7 +8,10 @@
 # machine) and the measured rate is at most 5 % over the limit; a limit
 # raised at run time (`tap-ctl driver -i ID qos set`) lets a throttled
 # run finish within a second or so; a malformed qos command is refused
-# and changes nothing; tap-ctl stats shows qos's counters.
+# and changes nothing; tap-ctl stats shows qos's counters; read_bps
+# holds like write_iops; two tapdisks in one group (group=NAME,
+# group_write_iops=400) share one budget: 2 x 1000 writes take at least
+# the time 400 IOPS implies and run at most 5 % over it together.
 #
 # Exits 0 when all pass, 1 when one fails, 77 when a client is missing.
 set -u
@@ -37,7 +40,7 @@ TD_PID=
 FIO_PID=
 
 cleanup() {
-	for p in $FIO_PID $TD_PID; do
+	for p in $FIO_PID $TD_PID ${TD2_PID:-}; do
 		if kill -0 "$p" 2>/dev/null; then
 			kill -KILL "$p" 2>/dev/null
 			wait "$p" 2>/dev/null
@@ -145,6 +148,104 @@ if [ "${delayed:-0}" -gt 0 ]; then
 else
 	fail "tap-ctl stats: qos_delayed" "'$delayed'"
 fi
+
+# --- read_bps=8M: 48 MiB of 64 KiB reads, burst 100 ms ---------------------
+qos set write_iops=0 read_bps=8M >/dev/null
+t0=$(now_ms)
+if (cd "$WORK" && fio --output="$WORK/fio.log" --ioengine=nbd --uri="$URI" \
+	--name=job --rw=randread --bs=64k --iodepth=8 --size=512M \
+	--io_size=48M) >"$WORK/out.log" 2>&1; then
+	ms=$(($(now_ms) - t0))
+	# At most 0.8 MiB of burst + 8 MiB/s: t >= (48 - 0.8 - 0.0625) / 8 s.
+	min_ms=$(python3 -c "print(int((48 - 0.8 - 0.0625) * 1000 / 8))")
+	rate=$(python3 -c "print(round(48 * 1000 / $ms, 2))")
+	if [ "$ms" -lt "$min_ms" ]; then
+		fail "read_bps=8M: 48 MiB in $ms ms" "limit implies >= $min_ms ms"
+	elif python3 -c "import sys; sys.exit(not $rate <= 8.4)"; then
+		pass "read_bps=8M: 48 MiB in $ms ms ($rate MiB/s)"
+	else
+		fail "read_bps=8M: $rate MiB/s" "more than 5 % over 8"
+	fi
+else
+	fail "fio under read_bps=8M" "$(tail -3 "$WORK/out.log" | tr '\n' ' ')"
+fi
+
+# --- a group: two tapdisks share group_write_iops=400 ------------------------
+GROUP="group=g$$,group_dir=$WORK/qos"
+TD2_PID=
+start_member() { # NAME OPTIONS
+	"$TAPDISK" --foreground -a "qos:$GROUP$2|null:size=1G" \
+		--nbd "unix:$WORK/$1.sock" --run-dir "$WORK" --name "$1" \
+		--log-file "$WORK/$1.log" &
+}
+start_member m1 ",group_write_iops=400,group_burst_ms=50"
+M1_PID=$!
+start_member m2 ""
+M2_PID=$!
+TD2_PID="$M1_PID $M2_PID"
+for m in m1 m2; do
+	for _ in $(seq 100); do
+		nbdinfo --can connect "nbd+unix:///?socket=$WORK/$m.sock" \
+			2>/dev/null && break
+		sleep 0.1
+	done
+done
+member_writes() { # NAME
+	(cd "$WORK" && fio --output="$WORK/$1.fio" --ioengine=nbd \
+		--uri="nbd+unix:///?socket=$WORK/$1.sock" --name=job \
+		--rw=randwrite --bs=4k --iodepth=32 --size=64M --io_size=4000k)
+}
+t0=$(now_ms)
+member_writes m1 >"$WORK/m1.out" 2>&1 &
+W1=$!
+member_writes m2 >"$WORK/m2.out" 2>&1
+rc2=$?
+wait "$W1"
+rc1=$?
+ms=$(($(now_ms) - t0))
+if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
+	fail "group: fio on two members" "rc $rc1 $rc2: $(tail -2 "$WORK/m2.out" "$WORK/m1.log" | tr '\n' ' ')"
+else
+	# 2000 writes, burst 20 + 1 per member at once: t >= (2000 - 22) / 400.
+	min_ms=$(((2000 - 22) * 1000 / 400))
+	rate=$(python3 -c "print(round(2000 * 1000 / $ms, 1))")
+	if [ "$ms" -lt "$min_ms" ]; then
+		fail "group_write_iops=400 over two disks: 2000 writes in $ms ms" \
+			"the shared limit implies >= $min_ms ms"
+	elif python3 -c "import sys; sys.exit(not $rate <= 420)"; then
+		pass "group_write_iops=400 over two disks: 2000 writes in $ms ms ($rate IOPS together)"
+	else
+		fail "group_write_iops=400 over two disks: $rate IOPS" "more than 5 % over 400"
+	fi
+fi
+# The second member sees the limit the first set, and a member outside a
+# group cannot set group limits.
+if "$TAPCTL" --run-dir "$WORK" driver -i "$M2_PID" qos status json |
+	python3 -c "import json,sys; g=json.load(sys.stdin)['group']; sys.exit(not (g['write_iops'] == 400 and g['burst_ms'] == 50))"; then
+	pass "qos status json of the other member shows the group's limits"
+else
+	fail "qos status json of the other member" "no group write_iops 400"
+fi
+if qos set group_iops=5 >"$WORK/g.log" 2>&1; then
+	fail "group_iops on a disk in no group refused" "it succeeded"
+else
+	pass "group_iops on a disk in no group refused: $(cat "$WORK/g.log")"
+fi
+# tap-ctl metrics: one family for all disks, a sample per disk.
+"$TAPCTL" --run-dir "$WORK" metrics >"$WORK/m.prom" 2>&1
+n_help=$(grep -c '^# HELP tapstripe_qos_delayed_total ' "$WORK/m.prom")
+d1=$(awk '$1 == "tapstripe_qos_delayed_total{disk=\"m1\"}" {print $2}' "$WORK/m.prom")
+d2=$(awk '$1 == "tapstripe_qos_delayed_total{disk=\"m2\"}" {print $2}' "$WORK/m.prom")
+if [ "$n_help" = 1 ] && [ "${d1:-0}" -gt 0 ] && [ "${d2:-0}" -gt 0 ]; then
+	pass "tap-ctl metrics: tapstripe_qos_delayed_total m1 $d1, m2 $d2"
+else
+	fail "tap-ctl metrics: qos families" "$(grep qos_delayed "$WORK/m.prom")"
+fi
+for p in $TD2_PID; do
+	kill -TERM "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+done
+TD2_PID=
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

@@ -131,6 +131,22 @@ static void test_parse_ok(void **state)
 	assert_int_equal(qos_opts_parse("write_iops=0", &o, why, sizeof(why)),
 			 0);
 	assert_int_equal(o.limit[QOS_WRITE_IOPS], 0);
+	/* A group and its limits, apart from the disk's own. */
+	assert_int_equal(qos_opts_parse("group=tenant-1.a,group_iops=900,"
+					"group_write_bps=1M,group_burst_ms=50,"
+					"group_dir=/tmp/g",
+					&o, why, sizeof(why)),
+			 0);
+	assert_string_equal(o.group, "tenant-1.a");
+	assert_string_equal(o.group_dir, "/tmp/g");
+	assert_int_equal(o.group_limit[QOS_IOPS], 900);
+	assert_true(o.group_given[QOS_IOPS]);
+	assert_int_equal(o.group_limit[QOS_WRITE_BPS], 1u << 20);
+	assert_false(o.group_given[QOS_READ_IOPS]);
+	assert_int_equal(o.group_burst_ms, 50);
+	assert_true(o.group_burst_given);
+	assert_int_equal(o.limit[QOS_IOPS], 7);
+	assert_int_equal(o.burst_ms, 500);
 }
 
 /* Every malformed input is -EINVAL with a reason and changes nothing. */
@@ -152,6 +168,15 @@ static void test_parse_errors(void **state)
 		"iops=5,,bps=1",
 		"read_iops=1,nope=2",
 		"iops=99999999999999999999",
+		"group=",
+		"group=.hidden",
+		"group=a/b",
+		"group=0123456789012345678901234567890123456789012345678901234567890123",
+		"group_iops=x",
+		"group_speed=1",
+		"group_=1",
+		"group_burst_ms=0",
+		"group_dir=relative",
 	};
 	struct qos_opts o, before;
 	char why[QOS_WHY_MAX];
