@@ -30,10 +30,10 @@ TAILQ_HEAD(qos_queue, qos_req);
 struct qos_dev {
 	struct qos_opts opts;
 	struct qos_bucket bucket[QOS_NR_LIMITS];
-	struct qos_queue queue; /* waiting, in arrival order */
+	struct qos_queue queue;	 /* waiting, in arrival order */
 	struct qos_group *group; /* group=: the shared budget, or NULL */
-	struct td_timer timer;	/* armed while the head waits for budget */
-	uint64_t nr_queued;	/* gauge: requests waiting now */
+	struct td_timer timer;	 /* armed while the head waits for budget */
+	uint64_t nr_queued;	 /* gauge: requests waiting now */
 	/* Its counters (td_qos_ops.counters, tap-ctl stats). */
 	uint64_t passed;  /* requests forwarded */
 	uint64_t delayed; /* requests that had to wait */
@@ -286,9 +286,10 @@ static int qos_cmd_set(struct td_driver *drv, int argc, char **argv,
 	int err;
 
 	if (argc < 2) {
-		td_strbuf_puts(out, "qos set: give KEY=VALUE... (iops, "
-				    "read_iops, write_iops, bps, read_bps, "
-				    "write_bps, burst_ms, group_<any of these>)");
+		td_strbuf_puts(out,
+			       "qos set: give KEY=VALUE... (iops, "
+			       "read_iops, write_iops, bps, read_bps, "
+			       "write_bps, burst_ms, group_<any of these>)");
 		return -EINVAL;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -305,8 +306,9 @@ static int qos_cmd_set(struct td_driver *drv, int argc, char **argv,
 				    "not at run time");
 		return -EINVAL;
 	}
-	if (!dev->group && (o.group_burst_given ||
-			    memchr(o.group_given, true, sizeof(o.group_given)))) {
+	if (!dev->group &&
+	    (o.group_burst_given ||
+	     memchr(o.group_given, true, sizeof(o.group_given)))) {
 		td_strbuf_puts(out, "qos: this disk is in no group (add "
 				    "group=NAME to its chain)");
 		return -EINVAL;

@@ -113,8 +113,9 @@ static int qos_parse_count(const char *text, uint64_t *out)
 
 /* key=value of one limit (or burst_ms) into limit[], burst. */
 static int qos_parse_limit(const char *key, size_t klen, const char *val,
-			   uint64_t limit[QOS_NR_LIMITS], bool given[QOS_NR_LIMITS],
-			   uint32_t *burst_ms, bool *burst_given)
+			   uint64_t limit[QOS_NR_LIMITS],
+			   bool given[QOS_NR_LIMITS], uint32_t *burst_ms,
+			   bool *burst_given)
 {
 	uint64_t v;
 

@@ -183,8 +183,7 @@ void qos_group_get(const struct qos_group *g, uint64_t limit[QOS_NR_LIMITS],
 }
 
 /* A bucket read from the shared file, as qos-bucket.c computes with it. */
-static void group_bucket(const struct qos_group *g, int l,
-			 struct qos_bucket *b)
+static void group_bucket(const struct qos_group *g, int l, struct qos_bucket *b)
 {
 	b->rate = ld64(&g->shm->limit[l]);
 	b->burst_ns = (uint64_t)ld32(&g->shm->burst_ms) * NS_PER_MS;
@@ -208,8 +207,8 @@ static void group_charge(struct qos_group *g, int l, uint64_t cost,
 					      __ATOMIC_ACQUIRE));
 }
 
-uint64_t qos_group_admit(struct qos_group *g, const uint64_t cost[QOS_NR_LIMITS],
-			 uint64_t now_ns)
+uint64_t qos_group_admit(struct qos_group *g,
+			 const uint64_t cost[QOS_NR_LIMITS], uint64_t now_ns)
 {
 	uint64_t wait = 0;
 

@@ -52,7 +52,7 @@ void qos_group_get(const struct qos_group *g, uint64_t limit[QOS_NR_LIMITS],
  * Nanoseconds until a request of cost may pass the group's buckets; 0:
  * it may, and it has been charged.
  */
-uint64_t qos_group_admit(struct qos_group *g, const uint64_t cost[QOS_NR_LIMITS],
-			 uint64_t now_ns);
+uint64_t qos_group_admit(struct qos_group *g,
+			 const uint64_t cost[QOS_NR_LIMITS], uint64_t now_ns);
 
 #endif

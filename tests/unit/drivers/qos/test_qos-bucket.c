@@ -171,7 +171,9 @@ static void test_parse_errors(void **state)
 		"group=",
 		"group=.hidden",
 		"group=a/b",
-		"group=0123456789012345678901234567890123456789012345678901234567890123",
+		"group="
+		"01234567890123456789012345678901234567890123456789012345678901"
+		"23",
 		"group_iops=x",
 		"group_speed=1",
 		"group_=1",

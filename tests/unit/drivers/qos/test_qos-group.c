@@ -153,9 +153,9 @@ static void test_bad_files_and_names(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		why[0] = '\0';
-		assert_int_equal(qos_group_open(dir, names[i], &g, why,
-						sizeof(why)),
-				 -EINVAL);
+		assert_int_equal(
+			qos_group_open(dir, names[i], &g, why, sizeof(why)),
+			-EINVAL);
 		assert_true(why[0] != '\0');
 	}
 	snprintf(path, sizeof(path), "%s/junk.qos", dir);
