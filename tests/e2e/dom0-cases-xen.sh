@@ -133,6 +133,52 @@ case_tapdisk-xen-pause() {
 	detail "guest writing: pause drained, 0 sectors written in 3 s paused, $((s2 - s1)) sectors within a poll after resume; data checked"
 }
 
+# Online grow under a writing guest (issue #21): the loop device under
+# tapdisk's aio grows (file made larger, losetup -c), `tap-ctl resize`
+# takes the new size, and the Xen frontend writes the new `sectors` and
+# switches the backend to Connected again in one xenstore transaction (as
+# blkback's xen_vbd_resize does): blkfront must show the new size in
+# /sys/block/xvdg/size without a re-attach while the writer keeps going,
+# and 16 MiB written beyond the old end must read back and be found in the
+# backing file.
+case_tapdisk-xen-grow() {
+	local writer s0 s1 be
+	xen_attach /tmp/grow.img 16 xvdg
+	be=$(be_dir "$(vdev_id xvdg)")
+	s0=$(cat /sys/block/xvdg/size)
+	[ "$s0" = $((16 * 2048)) ] || fail "xvdg has $s0 sectors, not 16 MiB"
+	pattern
+	rm -f /tmp/stop-writer /tmp/writer-failed
+	(while [ ! -e /tmp/stop-writer ]; do
+		dd if=/tmp/pattern of=/dev/xvdg bs=64k count=128 oflag=direct 2>/dev/null ||
+			{ echo "write failed" >/tmp/writer-failed; break; }
+	done) &
+	writer=$!
+	trap "touch /tmp/stop-writer; kill $writer 2>/dev/null; $XEN_UNDO" EXIT
+	wait_for 30 test "$(loop_written "$dev")" -gt 0 || fail "the guest's writes do not arrive"
+	truncate -s 48M /tmp/grow.img || fail "truncate -s 48M"
+	losetup -c "$dev" || fail "losetup -c $dev"
+	tap-ctl resize -i "$id" 2>/tmp/tap-ctl.log >/tmp/resize.out ||
+		fail "tap-ctl resize: $(tail -1 /tmp/tap-ctl.log)"
+	wait_for 30 test "$(cat /sys/block/xvdg/size)" = $((48 * 2048)) ||
+		fail "xvdg shows $(cat /sys/block/xvdg/size) sectors after tap-ctl resize, not $((48 * 2048)) (sectors in xenstore: $(xtool xenstore-read "$be/sectors"))"
+	s1=$(cat /sys/block/xvdg/size)
+	touch /tmp/stop-writer
+	wait "$writer"
+	[ -e /tmp/writer-failed ] && fail "a guest write failed across the grow"
+	[ "$(xtool xenstore-read "$be/state")" = 4 ] || fail "the backend is not Connected after the grow"
+	dd if=/tmp/pattern of=/dev/xvdg bs=$MiB seek=32 count=16 oflag=direct 2>/tmp/dd.log ||
+		fail "write beyond the old end: $(tail -1 /tmp/dd.log)"
+	dd if=/dev/xvdg of=/tmp/readback bs=$MiB skip=32 count=16 iflag=direct 2>/tmp/dd.log ||
+		fail "read beyond the old end: $(tail -1 /tmp/dd.log)"
+	cmp -s /tmp/pattern /tmp/readback || fail "data beyond the old end read back differs"
+	sync
+	tail -c +$((32 * MiB + 1)) /tmp/grow.img | head -c $((16 * MiB)) | cmp -s - /tmp/pattern ||
+		fail "the backing file beyond the old end differs"
+	xen_detach xvdg
+	detail "xvdg grew from $s0 to $s1 sectors under a writing guest without a re-attach ($(dmesg | grep -c 'xvdg.*capacity change') capacity-change line in dmesg); 16 MiB beyond the old end checked"
+}
+
 # A new tapdisk takes over a connected guest's disk: the old one hands
 # the ring over (tap-ctl release), exits, and the guest's write waits with
 # no tapdisk at all until the new one resumes the ring.

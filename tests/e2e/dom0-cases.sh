@@ -12,7 +12,7 @@
 # when it fails, so that the next one starts from a clean dom0.
 CASES="dom0-boot xenstored tapdisk-nbd xl-block-attach-phy tapdisk-xen-attach
        tapdisk-xen-1mib tapdisk-xen-read-only tapdisk-xen-thesis
-       tapdisk-xen-pause tapdisk-xen-restart tapdisk-xen-frontend-close
+       tapdisk-xen-pause tapdisk-xen-grow tapdisk-xen-restart tapdisk-xen-frontend-close
        tapdisk-xen-bad-frontend tapdisk-xen-domu tapdisk-xen-driver-domain
        tapstripe-xenwatch-dom0 patched-modules"
 CASE_TIMEOUT=240
