@@ -349,6 +349,7 @@ static int conn_send_offer(struct shm_conn *conn)
 
 	blkif_get_features(&srv->cfg, conn->vbd, &f);
 	m.sectors = info->size_sectors;
+	conn->told_sectors = m.sectors;
 	m.sector_size = info->sector_size;
 	m.info = info->read_only ? SHM_INFO_READONLY : 0;
 	m.flush_cache = f.flush_cache;
@@ -359,6 +360,27 @@ static int conn_send_offer(struct shm_conn *conn)
 	m.max_data_pages = srv->max_data_pages;
 	n = shm_format_backend(&m, line, sizeof(line));
 	return n < 0 ? n : conn_send(conn, line, (size_t)n, NULL, 0);
+}
+
+int shm_conn_tell_size(struct shm_conn *conn)
+{
+	uint64_t sectors = td_vbd_get_info(conn->vbd)->size_sectors;
+	char line[SHM_LINE_MAX];
+	int n, err;
+
+	if (conn->state != SHM_CONN_CONNECTED || sectors == conn->told_sectors)
+		return 0;
+	n = shm_format_resized(sectors, line, sizeof(line));
+	err = n < 0 ? n : conn_send(conn, line, (size_t)n, NULL, 0);
+	if (err) {
+		td_vbd_warn(conn->vbd, "shm %s: cannot tell the new size: %s",
+			    conn->peer, strerror(-err));
+		return err;
+	}
+	td_vbd_info(conn->vbd, "shm %s: told the new size, %" PRIu64 " sectors",
+		    conn->peer, sectors);
+	conn->told_sectors = sectors;
+	return 1;
 }
 
 /* Answer "error ENAME why" (best effort) and drop the frontend. */
@@ -458,6 +480,8 @@ static void conn_negotiate(struct shm_conn *conn, const char *line, size_t len)
 		shm_conn_close(conn, "cannot watch the kick eventfd");
 		return;
 	}
+	/* The disk grew between the offer and now: say so at once. */
+	shm_conn_tell_size(conn);
 	td_vbd_info(conn->vbd,
 		    "shm %s: ring order %" PRIu32 " (%" PRIu32
 		    " slots), %" PRIu32 " data pages, %" PRIu32

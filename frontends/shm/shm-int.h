@@ -46,6 +46,7 @@ struct shm_conn {
 	uint32_t id;		    /* queue number in logs and blkif */
 	char peer[SHM_PEER_MAX];
 	enum shm_conn_state state;
+	uint64_t told_sectors; /* the size the frontend was last told */
 
 	int sock;
 	struct td_fd sock_fde;
@@ -101,6 +102,14 @@ int shm_conn_create(struct td_shm_server *srv, int fd, const char *peer);
  * any callback of the connection; the memory goes later.
  */
 void shm_conn_close(struct shm_conn *conn, const char *why);
+
+/*
+ * A connected frontend told of the disk's size when it changed since it
+ * was last told ("resized sectors=N" on its socket): 1 when told, 0 when
+ * there was nothing to tell (or it is not connected yet: it is told right
+ * after "connected"), -errno when the line could not be sent.
+ */
+int shm_conn_tell_size(struct shm_conn *conn);
 
 /*
  * Free a connection at once: unmap, close, forget.  Only for one whose

@@ -97,6 +97,8 @@ enum shm_msg_kind shm_msg_kind(const char *line, size_t len)
 		return SHM_KIND_CONNECT;
 	if (has_name(line, len, SHM_MSG_ERROR))
 		return SHM_KIND_ERROR;
+	if (has_name(line, len, SHM_MSG_RESIZED))
+		return SHM_KIND_RESIZED;
 	return SHM_KIND_UNKNOWN;
 }
 
@@ -382,6 +384,32 @@ int shm_format_connected(const struct shm_connected_msg *m, char *buf,
 			 " max-indirect-segments=%" PRIu32 "\n",
 			 m->ring_page_order, m->ring_bytes, m->data_pages,
 			 m->data_bytes, m->max_indirect_segments);
+
+	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
+}
+
+/* --- resized ----------------------------------------------------------------- */
+
+static const struct shm_key resized_keys[] = {
+	{"sectors", 0, SHM_MAX_SECTORS, true},
+};
+
+int shm_parse_resized(const char *line, size_t len, uint64_t *sectors,
+		      char *why, size_t why_len)
+{
+	struct shm_values v;
+	int err = parse_keys(line, len, SHM_MSG_RESIZED, resized_keys,
+			     NKEYS(resized_keys), &v, why, why_len);
+
+	if (!err)
+		*sectors = v.v[0];
+	return err;
+}
+
+int shm_format_resized(uint64_t sectors, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, SHM_MSG_RESIZED " sectors=%" PRIu64 "\n",
+			 sectors);
 
 	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
 }

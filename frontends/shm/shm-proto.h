@@ -12,6 +12,7 @@
  *   frontend -> backend    connect version=1 ring-page-order=O ...
  *   backend  -> frontend   connected ring-page-order=O ...  + 4 fds
  *                       or error ENAME free text
+ *   backend  -> frontend   resized sectors=N   (later, when the disk grew)
  *
  * A message is a name and "key=value" words, separated by single spaces,
  * no space before or after.  Keys are [a-z0-9-]+, values decimal digits
@@ -41,6 +42,7 @@
 #define SHM_MSG_CONNECT	  "connect"
 #define SHM_MSG_CONNECTED "connected"
 #define SHM_MSG_ERROR	  "error"
+#define SHM_MSG_RESIZED	  "resized"
 
 /* Bounds the protocol itself puts on values. */
 #define SHM_PAGE_SIZE		  4096u
@@ -104,6 +106,7 @@ enum shm_msg_kind {
 	SHM_KIND_CONNECT,
 	SHM_KIND_CONNECTED,
 	SHM_KIND_ERROR,
+	SHM_KIND_RESIZED,
 };
 
 /* Which message a line is, from its first word. */
@@ -116,6 +119,14 @@ int shm_parse_connect(const char *line, size_t len, struct shm_connect_msg *out,
 int shm_parse_connected(const char *line, size_t len,
 			struct shm_connected_msg *out, char *why,
 			size_t why_len);
+/*
+ * "resized sectors=N": the disk grew online to N sectors (sent any time
+ * after "connected", one line per grow).
+ */
+int shm_parse_resized(const char *line, size_t len, uint64_t *sectors,
+		      char *why, size_t why_len);
+int shm_format_resized(uint64_t sectors, char *buf, size_t len);
+
 /*
  * "error ENAME text": *err is -errno of ENAME (-EIO for a name this side
  * does not know), text copied (NUL-terminated, truncated) into msg.

@@ -337,6 +337,30 @@ static void shm_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 	blkif_ring_report_text(&s.ring, sb);
 }
 
+/*
+ * The frontend op: every connected frontend gets "resized sectors=N" on
+ * its socket (doc/shm-protocol.md); one still negotiating gets it right
+ * after "connected".
+ */
+static void shm_resized(struct td_frontend *fe, struct td_strbuf *out)
+{
+	struct td_shm_server *srv = td_shm_server_of(fe);
+	struct shm_conn *conn;
+	unsigned int told = 0, failed = 0;
+	int r;
+
+	TAILQ_FOREACH(conn, &srv->conns, link)
+	{
+		r = shm_conn_tell_size(conn);
+		told += r > 0;
+		failed += r < 0;
+	}
+	td_strbuf_printf(out, "shm: %u frontends told the new size", told);
+	if (failed)
+		td_strbuf_printf(out, ", %u could not be told", failed);
+	td_strbuf_puts(out, "\n");
+}
+
 const struct td_frontend_ops td_shm_frontend = {
 	.name = "shm",
 	.create = shm_create,
@@ -345,6 +369,7 @@ const struct td_frontend_ops td_shm_frontend = {
 	.destroy = shm_destroy,
 	.report_json = shm_report_json,
 	.report_text = shm_report_text,
+	.resized = shm_resized,
 };
 
 struct td_shm_server *td_shm_server_of(struct td_frontend *fe)

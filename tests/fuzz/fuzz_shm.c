@@ -139,6 +139,21 @@ static void fuzz_error(const char *s, size_t n)
 	check(strlen(msg) < n);
 }
 
+static void fuzz_resized(const char *s, size_t n)
+{
+	char line[SHM_LINE_MAX];
+	uint64_t sectors = 0, back = 1;
+	int len;
+
+	if (shm_parse_resized(s, n, &sectors, NULL, 0))
+		return;
+	check(sectors <= SHM_MAX_SECTORS);
+	len = shm_format_resized(sectors, line, sizeof(line));
+	check(len > 0);
+	check(!shm_parse_resized(line, (size_t)len - 1, &back, NULL, 0));
+	check(back == sectors);
+}
+
 /* --- the server ------------------------------------------------------------------ */
 
 /* Read what the server sent; close any descriptors.  Returns the bytes. */
@@ -234,6 +249,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 3:
 		fuzz_error(s, n);
+		fuzz_resized(s, n);
 		break;
 	case MODE_SERVER:
 		fuzz_server(data + 1, n);

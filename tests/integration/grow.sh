@@ -8,7 +8,10 @@
 # writer's data is intact; a new connection sees the new size and writes
 # and reads back beyond the old end; --json answers; a shrink is refused
 # with the reason and the size served does not change; a chain that
-# cannot grow (null) is refused clearly.
+# cannot grow (null) is refused clearly; filters pass the size on; a
+# frontend connected over shm (td-front --wait-resize) is told the new
+# size on its socket and writes and verifies beyond the old end without
+# reconnecting.
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
 # pass, 1 when one fails, 77 (automake's skip) when a client is missing.
@@ -44,6 +47,8 @@ URI="nbd+unix:///?socket=$SOCK"
 TD_PID=
 NULL_PID=
 FILT_PID=
+SHM_PID=
+FRONT_PID=
 COPY_PID=
 
 stop() {
@@ -57,6 +62,8 @@ cleanup() {
 	stop "$TD_PID"
 	stop "$NULL_PID"
 	stop "$FILT_PID"
+	stop "$FRONT_PID"
+	stop "$SHM_PID"
 	rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -182,6 +189,42 @@ if OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$FILT_PID" 2>&1) &&
 	pass "sort|qos|aio grows"
 else
 	fail "sort|qos|aio grows" "$OUT; size $(size_of "$WORK/filt.sock")"
+fi
+
+# --- shm: the connected frontend is told, and uses the new end -------------
+TDFRONT=$BUILDDIR/bin/td-front
+truncate -s 32M "$WORK/shm.img"
+"$TAPDISK" --foreground -a "aio:$WORK/shm.img" --shm "$WORK/shm.sock" \
+	--nbd "unix:$WORK/shmnbd.sock" --run-dir "$WORK" --name shmgrow \
+	--log-file "$WORK/shmgrow.log" &
+SHM_PID=$!
+for _ in $(seq 100); do
+	[ -S "$WORK/shm.sock" ] && break
+	sleep 0.1
+done
+"$TDFRONT" --shm "$WORK/shm.sock" --run-dir "$WORK" --wait-resize 30 \
+	--rw write --verify --offset 32M --size 8M --bs 64k --qd 4 -q \
+	>"$WORK/front.out" 2>&1 &
+FRONT_PID=$!
+for _ in $(seq 100); do
+	"$TAPCTL" --run-dir "$WORK" stats -i "$SHM_PID" --json 2>/dev/null |
+		python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["frontends"]["shm"]["rings"] != 1)' \
+		2>/dev/null && break
+	sleep 0.1
+done
+truncate -s 48M "$WORK/shm.img"
+OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$SHM_PID" 2>&1)
+if wait "$FRONT_PID"; then
+	FRONT_PID=
+	if grep -q "grew from $((32 << 20)) to $((48 << 20)) bytes" "$WORK/front.out" &&
+		grep -q "shm: 1 frontends told" <<<"$OUT"; then
+		pass "shm frontend told the new size; 8 MiB beyond the old end verified"
+	else
+		fail "shm frontend told the new size" "$OUT / $(tr '\n' ' ' <"$WORK/front.out")"
+	fi
+else
+	FRONT_PID=
+	fail "shm frontend told the new size" "td-front: $(tr '\n' ' ' <"$WORK/front.out"); resize: $OUT"
 fi
 
 echo "$PASSED passed, $FAILED failed"

@@ -128,6 +128,68 @@ static int read_line(int sock, char *line, size_t size, int *fds,
 	}
 }
 
+/*
+ * One line of a stream the backend may write several lines to at once
+ * ("resized" notices): peek for the LF, then take exactly that line.
+ */
+static int read_one_line(int sock, char *line, size_t size,
+			 uint64_t deadline_ns)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = sock, .events = POLLIN};
+		uint64_t now = td_now_ns();
+		char *lf;
+		ssize_t n;
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)((deadline_ns - now) / NS_PER_MS) + 1) <
+			    0 &&
+		    errno != EINTR)
+			return -errno;
+		n = recv(sock, line, size - 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		if (!(lf = memchr(line, '\n', (size_t)n))) {
+			if ((size_t)n == size - 1)
+				return -EPROTO;
+			continue; /* the rest of the line is on its way */
+		}
+		n = recv(sock, line, (size_t)(lf - line) + 1, MSG_DONTWAIT);
+		if (n != lf - line + 1)
+			return n < 0 ? -errno : -EIO;
+		*lf = '\0';
+		return 0;
+	}
+}
+
+int tdf_wait_resize(struct tdf_dev *dev, int timeout_ms, char *why,
+		    size_t len)
+{
+	char line[SHM_LINE_MAX + 1], detail[SHM_WHY_MAX];
+	uint64_t sectors;
+	int err = read_one_line(dev->sock, line, sizeof(line),
+				td_now_ns() + (uint64_t)timeout_ms * NS_PER_MS);
+
+	if (err)
+		return cli_explain(why, len, err, CLI_ERRNO,
+				   "no size notice from the backend");
+	err = shm_parse_resized(line, strlen(line), &sectors, detail,
+				sizeof(detail));
+	if (err)
+		return cli_explain(why, len, err, CLI_PLAIN,
+				   "the backend's line is not a size notice: "
+				   "%s",
+				   detail);
+	dev->info.backend.sectors = sectors;
+	dev->info.size_bytes = sectors * TDF_SECTOR_SIZE;
+	return 0;
+}
+
 static uint32_t min_u32(uint32_t a, uint32_t b)
 {
 	return a < b ? a : b;

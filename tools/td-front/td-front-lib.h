@@ -156,6 +156,15 @@ int tdf_poll(struct tdf_dev *dev);
  */
 int tdf_wait(struct tdf_dev *dev, int timeout_ms);
 
+/*
+ * Wait at most timeout_ms for the backend's "resized sectors=N" (the disk
+ * grew online: `tap-ctl resize`) and take the new size into the info.
+ * Returns 0, -ETIMEDOUT, -ECONNRESET, or -EPROTO for another message,
+ * with the reason in why.  Reads only the socket: the ring may be busy.
+ */
+int tdf_wait_resize(struct tdf_dev *dev, int timeout_ms, char *why,
+		    size_t len);
+
 /* Requests on the ring without a response. */
 uint32_t tdf_inflight(const struct tdf_dev *dev);
 

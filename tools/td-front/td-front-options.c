@@ -80,6 +80,10 @@ static void usage(FILE *out)
 "    --size SIZE           the region's length (default: to the end)\n"
 "    --seed N              random seed (default 1)\n"
 "    --flush               flush the disk's cache after a run that wrote\n"
+"    --wait-resize SEC     before the run, wait at most SEC seconds for the\n"
+"                          backend to say the disk grew (`tap-ctl resize`:\n"
+"                          \"resized sectors=N\" on the socket) and take the\n"
+"                          new size; fails when it does not come\n"
 "    SIZE takes K, M, G, T (binary multiples: 4k = 4096).\n"
 "\n"
 "VERIFY\n"
@@ -160,6 +164,7 @@ enum {
 	OPT_SIZE,
 	OPT_SEED,
 	OPT_FLUSH,
+	OPT_WAIT_RESIZE,
 	OPT_VERIFY,
 	OPT_VERIFY_ZEROES,
 	OPT_PASSES,
@@ -190,6 +195,7 @@ static const struct option long_options[] = {
 	{"size", required_argument, NULL, OPT_SIZE},
 	{"seed", required_argument, NULL, OPT_SEED},
 	{"flush", no_argument, NULL, OPT_FLUSH},
+	{"wait-resize", required_argument, NULL, OPT_WAIT_RESIZE},
 	{"verify", no_argument, NULL, OPT_VERIFY},
 	{"verify-zeroes", no_argument, NULL, OPT_VERIFY_ZEROES},
 	{"passes", required_argument, NULL, OPT_PASSES},
@@ -306,6 +312,14 @@ static int parse_workload(struct front_opts *o, int c, const char *arg)
 		o->time_s = strtod(arg, &end);
 		if (*end || !(o->time_s > 0 && o->time_s <= MAX_TIME_S))
 			return usage_error("--time wants seconds, not '%s'",
+					   arg);
+		return GO_ON;
+	case OPT_WAIT_RESIZE:
+		o->wait_resize_s = strtod(arg, &end);
+		if (*end || !(o->wait_resize_s > 0 &&
+			      o->wait_resize_s <= MAX_TIME_S))
+			return usage_error("--wait-resize wants seconds, not "
+					   "'%s'",
 					   arg);
 		return GO_ON;
 	case OPT_BYTES:

@@ -140,6 +140,21 @@ static int run(struct front_opts *o, struct front_result *res)
 		return EXIT_FAILURE;
 	}
 	note_negotiation(o, dev);
+	if (o->wait_resize_s > 0) {
+		uint64_t was = tdf_get_info(dev)->size_bytes;
+
+		err = tdf_wait_resize(dev, (int)(o->wait_resize_s * 1000), why,
+				      sizeof(why));
+		if (err) {
+			fprintf(stderr, "td-front: %s\n", why);
+			tdf_close(dev);
+			return EXIT_FAILURE;
+		}
+		fprintf(stderr,
+			"td-front: the disk grew from %" PRIu64 " to %" PRIu64
+			" bytes\n",
+			was, tdf_get_info(dev)->size_bytes);
+	}
 	if ((err = check_region(o, dev))) {
 		tdf_close(dev);
 		return EXIT_FAILURE;

@@ -47,6 +47,7 @@ struct front_opts {
 	uint64_t seed;
 	uint32_t rounds;
 	bool flush;
+	double wait_resize_s; /* --wait-resize; 0: do not wait */
 	const char *control;
 	int id;
 	const char *run_dir;

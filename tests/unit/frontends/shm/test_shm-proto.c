@@ -325,6 +325,43 @@ static void test_kinds(void **state)
 	assert_int_equal(shm_msg_kind("error E", 7), SHM_KIND_ERROR);
 	assert_int_equal(shm_msg_kind("tapstripe-shm", 13), SHM_KIND_BACKEND);
 	assert_int_equal(shm_msg_kind("", 0), SHM_KIND_UNKNOWN);
+	assert_int_equal(shm_msg_kind("resized sectors=1", 17),
+			 SHM_KIND_RESIZED);
+}
+
+/* "resized sectors=N": round trip, bounds, and hostile lines. */
+static void test_resized(void **state)
+{
+	static const char *const bad[] = {
+		"resized",
+		"resized sectors=",
+		"resized sectors=01",
+		"resized sectors=1 sectors=2",
+		"resized sectors=1 extra=2",
+		"resized  sectors=1",
+		"resized sectors=36028797018963968", /* 2^55: beyond the max */
+		"resize sectors=1",
+	};
+	char line[SHM_LINE_MAX], why[SHM_WHY_MAX];
+	uint64_t sectors = 0;
+	int n;
+
+	(void)state;
+	n = shm_format_resized(98304, line, sizeof(line));
+	assert_string_equal(line, "resized sectors=98304\n");
+	assert_int_equal(shm_parse_resized(line, (size_t)n - 1, &sectors, why,
+					   sizeof(why)),
+			 0);
+	assert_int_equal(sectors, 98304);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = '\0';
+		sectors = 7;
+		assert_true(shm_parse_resized(bad[i], strlen(bad[i]), &sectors,
+					      why, sizeof(why)) < 0);
+		assert_int_equal(sectors, 7);
+		assert_true(why[0] != '\0');
+	}
+	assert_int_equal(shm_format_resized(1, line, 8), -ENOSPC);
 }
 
 int main(void)
@@ -339,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_connected),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_resized),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
