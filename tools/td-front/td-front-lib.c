@@ -167,8 +167,7 @@ static int read_one_line(int sock, char *line, size_t size,
 	}
 }
 
-int tdf_wait_resize(struct tdf_dev *dev, int timeout_ms, char *why,
-		    size_t len)
+int tdf_wait_resize(struct tdf_dev *dev, int timeout_ms, char *why, size_t len)
 {
 	char line[SHM_LINE_MAX + 1], detail[SHM_WHY_MAX];
 	uint64_t sectors;

@@ -162,8 +162,7 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms);
  * Returns 0, -ETIMEDOUT, -ECONNRESET, or -EPROTO for another message,
  * with the reason in why.  Reads only the socket: the ring may be busy.
  */
-int tdf_wait_resize(struct tdf_dev *dev, int timeout_ms, char *why,
-		    size_t len);
+int tdf_wait_resize(struct tdf_dev *dev, int timeout_ms, char *why, size_t len);
 
 /* Requests on the ring without a response. */
 uint32_t tdf_inflight(const struct tdf_dev *dev);

@@ -316,8 +316,8 @@ static int parse_workload(struct front_opts *o, int c, const char *arg)
 		return GO_ON;
 	case OPT_WAIT_RESIZE:
 		o->wait_resize_s = strtod(arg, &end);
-		if (*end || !(o->wait_resize_s > 0 &&
-			      o->wait_resize_s <= MAX_TIME_S))
+		if (*end ||
+		    !(o->wait_resize_s > 0 && o->wait_resize_s <= MAX_TIME_S))
 			return usage_error("--wait-resize wants seconds, not "
 					   "'%s'",
 					   arg);
