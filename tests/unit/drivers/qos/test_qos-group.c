@@ -126,6 +126,7 @@ static void test_across_processes(void **state)
 		char why[QOS_WHY_MAX];
 		int n = 0;
 
+		qos_group_close(g); /* the parent's mapping, not ours */
 		if (qos_group_open(dir, "g3", &c, why, sizeof(why)))
 			_exit(100);
 		for (int i = 0; i < 8; i++)
