@@ -59,6 +59,20 @@ fail() {
 	FAILED=$((FAILED + 1))
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# check_limit WHAT MS MIN_MS AMOUNT UNIT LIMIT: AMOUNT moved in MS ms must
+# take at least MIN_MS (what the limit implies) and run at most 5 % over
+# LIMIT per second.
+check_limit() {
+	local rate
+	rate=$(python3 -c "print(round($4 * 1000 / $2, 2))")
+	if [ "$2" -lt "$3" ]; then
+		fail "$1: $4 $5 in $2 ms" "limit implies >= $3 ms"
+	elif python3 -c "import sys; sys.exit(not $rate <= $6 * 1.05)"; then
+		pass "$1: $4 $5 in $2 ms ($rate $5/s)"
+	else
+		fail "$1: $rate $5/s" "more than 5 % over $6"
+	fi
+}
 qos() { "$TAPCTL" --run-dir "$WORK" driver -i "$TD_PID" qos "$@"; }
 # fio_writes N: N random 4 KiB writes at depth 32.
 fio_writes() {
@@ -85,17 +99,9 @@ fi
 N=2000
 t0=$(now_ms)
 if fio_writes $N >"$WORK/out.log" 2>&1; then
-	ms=$(($(now_ms) - t0))
 	# At most burst + rate * t requests by time t: t >= (N - 21) / 200.
-	min_ms=$(((N - 21) * 1000 / 200))
-	rate=$(python3 -c "print(round($N * 1000 / $ms, 1))")
-	if [ "$ms" -lt "$min_ms" ]; then
-		fail "write_iops=200: $N writes in $ms ms" "limit implies >= $min_ms ms"
-	elif python3 -c "import sys; sys.exit(not $rate <= 210)"; then
-		pass "write_iops=200: $N writes in $ms ms ($rate IOPS)"
-	else
-		fail "write_iops=200: $rate IOPS" "more than 5 % over 200"
-	fi
+	check_limit write_iops=200 $(($(now_ms) - t0)) $(((N - 21) * 1000 / 200)) \
+		$N writes 200
 else
 	fail "fio under write_iops=200" "$(tail -3 "$WORK/out.log" | tr '\n' ' ')"
 fi
@@ -155,17 +161,9 @@ t0=$(now_ms)
 if (cd "$WORK" && fio --output="$WORK/fio.log" --ioengine=nbd --uri="$URI" \
 	--name=job --rw=randread --bs=64k --iodepth=8 --size=512M \
 	--io_size=48M) >"$WORK/out.log" 2>&1; then
-	ms=$(($(now_ms) - t0))
 	# At most 0.8 MiB of burst + 8 MiB/s: t >= (48 - 0.8 - 0.0625) / 8 s.
-	min_ms=$(python3 -c "print(int((48 - 0.8 - 0.0625) * 1000 / 8))")
-	rate=$(python3 -c "print(round(48 * 1000 / $ms, 2))")
-	if [ "$ms" -lt "$min_ms" ]; then
-		fail "read_bps=8M: 48 MiB in $ms ms" "limit implies >= $min_ms ms"
-	elif python3 -c "import sys; sys.exit(not $rate <= 8.4)"; then
-		pass "read_bps=8M: 48 MiB in $ms ms ($rate MiB/s)"
-	else
-		fail "read_bps=8M: $rate MiB/s" "more than 5 % over 8"
-	fi
+	check_limit read_bps=8M $(($(now_ms) - t0)) \
+		"$(python3 -c "print(int((48 - 0.8 - 0.0625) * 1000 / 8))")" 48 MiB 8
 else
 	fail "fio under read_bps=8M" "$(tail -3 "$WORK/out.log" | tr '\n' ' ')"
 fi
@@ -207,16 +205,8 @@ if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
 	fail "group: fio on two members" "rc $rc1 $rc2: $(tail -2 "$WORK/m2.out" "$WORK/m1.log" | tr '\n' ' ')"
 else
 	# 2000 writes, burst 20 + 1 per member at once: t >= (2000 - 22) / 400.
-	min_ms=$(((2000 - 22) * 1000 / 400))
-	rate=$(python3 -c "print(round(2000 * 1000 / $ms, 1))")
-	if [ "$ms" -lt "$min_ms" ]; then
-		fail "group_write_iops=400 over two disks: 2000 writes in $ms ms" \
-			"the shared limit implies >= $min_ms ms"
-	elif python3 -c "import sys; sys.exit(not $rate <= 420)"; then
-		pass "group_write_iops=400 over two disks: 2000 writes in $ms ms ($rate IOPS together)"
-	else
-		fail "group_write_iops=400 over two disks: $rate IOPS" "more than 5 % over 400"
-	fi
+	check_limit "group_write_iops=400 over two disks" "$ms" \
+		$(((2000 - 22) * 1000 / 400)) 2000 writes 400
 fi
 # The second member sees the limit the first set, and a member outside a
 # group cannot set group limits.

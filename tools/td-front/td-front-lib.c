@@ -73,6 +73,23 @@ static void take_fds(struct msghdr *msg, int *fds, unsigned int *nfds)
 }
 
 /*
+ * Wait until sock is readable or deadline_ns passes: 0 (readable, or a
+ * signal: look again), -ETIMEDOUT, or -errno.
+ */
+static int wait_readable(int sock, uint64_t deadline_ns)
+{
+	struct pollfd pfd = {.fd = sock, .events = POLLIN};
+	uint64_t now = td_now_ns();
+
+	if (now >= deadline_ns)
+		return -ETIMEDOUT;
+	if (poll(&pfd, 1, (int)((deadline_ns - now) / NS_PER_MS) + 1) < 0 &&
+	    errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+/*
  * Read one line (without its LF, NUL-terminated) before deadline_ns,
  * gathering descriptors into fds when fds is not NULL.  A byte after the
  * LF is a protocol error: the backend sends one line and waits.
@@ -87,23 +104,14 @@ static int read_line(int sock, char *line, size_t size, int *fds,
 	size_t len = 0;
 
 	for (;;) {
-		struct pollfd pfd = {.fd = sock, .events = POLLIN};
 		struct iovec iov = {line + len, size - 1 - len};
 		struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-		uint64_t now = td_now_ns();
 		char *lf;
 		ssize_t n;
+		int err = wait_readable(sock, deadline_ns);
 
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, (int)((deadline_ns - now) / NS_PER_MS) + 1) <
-		    0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (!pfd.revents)
-			continue;
+		if (err)
+			return err;
 		if (fds) {
 			msg.msg_control = u.buf;
 			msg.msg_controllen = sizeof(u.buf);
@@ -136,17 +144,12 @@ static int read_one_line(int sock, char *line, size_t size,
 			 uint64_t deadline_ns)
 {
 	for (;;) {
-		struct pollfd pfd = {.fd = sock, .events = POLLIN};
-		uint64_t now = td_now_ns();
 		char *lf;
 		ssize_t n;
+		int err = wait_readable(sock, deadline_ns);
 
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, (int)((deadline_ns - now) / NS_PER_MS) + 1) <
-			    0 &&
-		    errno != EINTR)
-			return -errno;
+		if (err)
+			return err;
 		n = recv(sock, line, size - 1, MSG_PEEK | MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
