@@ -285,7 +285,7 @@ static int grow(struct resize *rz)
 	ms_reply rep;
 	int status;
 
-	if (!o.master_given)
+	if (!o.master_given && rz->old.master[0])
 		o.master = rz->old.master;
 	if (!(c = ctl_client(&o)))
 		return EXIT_FAILURE;
