@@ -77,6 +77,7 @@ enum master_store_stmt {
 	ST_VDISK_MOVES,
 	ST_SERVER_CHAP_GET,
 	ST_SERVER_CHAP_SET,
+	ST_VDISK_GROW,
 	ST_COUNT
 };
 

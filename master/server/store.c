@@ -389,6 +389,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"
 		    " (SELECT coalesce(sum(free_extents), 0) FROM servers)",
+	[ST_VDISK_GROW] = "UPDATE vdisks SET extents_per_column = ?2"
+			  " WHERE id = ?1",
 };
 
 /* --- helpers ------------------------------------------------------------------ */

@@ -116,6 +116,9 @@ int master_store_server_chap_get(struct master_store *st,
 				 const ms_server_key *k, ms_reply *rep);
 int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 			     ms_reply *rep);
+/* MS_VDISK_GROW: in store-vdisk.c. */
+int master_store_vdisk_grow(struct master_store *st, const ms_grow_args *a,
+			    ms_reply *rep);
 int master_store_vdisk_lookup(struct master_store *st, const char *id,
 			      ms_reply *rep);
 int master_store_vdisk_release(struct master_store *st, const char *id,

@@ -609,6 +609,32 @@ static const struct command commands[] = {
 	 "the kernel session and block device found for its target, portal\n"
 	 "and LUN.\n",
 	 ctl_cmd_session_list, "SERVER", EXTRA_ANY},
+	{"vdisk", "resize", O_SIZE | O_RUN_DIR, O_SIZE, "NAME|FILE",
+	 "vdisk resize NAME|FILE --size SIZE [--run-dir DIR]",
+	 "Grow a striped disk to SIZE bytes (issue #21).  The mapping file\n"
+	 "is locked for the whole command; the master grants the extents\n"
+	 "the new size needs in every column (placed as 'vdisk create'\n"
+	 "places them, same columns and replicas); the file is rewritten\n"
+	 "under its lock, atomically, keeping every replica state, dirty\n"
+	 "region and move it has.  Disks only grow: a SIZE below the disk's\n"
+	 "size is refused with nothing changed; the disk's size again says\n"
+	 "so and succeeds.  Interrupted (even by kill -9) after the master\n"
+	 "granted the extents, the same command run again finishes the job\n"
+	 "(the master answers a repeated grow with the same extents).  NAME\n"
+	 "is " CTL_MAP_DIR "/NAME.map.  The master is the one the file\n"
+	 "names unless --master is given.  A disk served by a tapdisk (it\n"
+	 "holds the file's lock) is refused, naming the tapdisk: the stripe\n"
+	 "driver does not take new extents while it serves yet; stop it,\n"
+	 "resize, serve again (then NBD clients see the new size; a tapdisk\n"
+	 "whose driver can grow is told with 'tap-ctl resize -i ID').\n"
+	 "--json: \"vdisk\", \"file\", \"changed\", \"old_size_bytes\",\n"
+	 "\"size_bytes\", \"old_extents_per_column\",\n"
+	 "\"extents_per_column\".\n\n"
+	 "    --size SIZE          the new size, a multiple of 512, not below\n"
+	 "                         the disk's (K/M/G/T, binary)\n"
+	 "    --run-dir DIR        where to look for a tapdisk serving the\n"
+	 "                         disk (to name it)\n",
+	 ctl_cmd_vdisk_resize, NULL, 0},
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -728,6 +754,7 @@ static void global_usage(FILE *out)
 	      "    stripe-ctl vdisk lease handover db1 --to host-b\n"
 	      "    stripe-ctl vdisk lease takeover db1 --fence\n"
 	      "    stripe-ctl vdisk map db1 --size 10G -o /tmp/db1.map\n"
+	      "    stripe-ctl vdisk resize db1 --size 20G\n"
 	      "    stripe-ctl host list\n"
 	      "    stripe-ctl host readmit host-a\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"

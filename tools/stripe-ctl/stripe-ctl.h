@@ -182,6 +182,7 @@ int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
 int ctl_cmd_vdisk_verify(struct ctl_opts *o); /* stripe-ctl-verify.c */
+int ctl_cmd_vdisk_resize(struct ctl_opts *o); /* stripe-ctl-resize.c */
 
 /*
  * A run of the stripe driver's over a disk, online through the tapdisk

@@ -422,8 +422,11 @@ static const struct subcommand subcommands[] = {
 	 "grow the backing first (aio: truncate -s the file larger, or grow\n"
 	 "the block device), then resize.  A shrink is refused with the\n"
 	 "reason and nothing changes; so is a chain with a driver that\n"
-	 "cannot change size (null, sort, stripe).  NBD clients see the new\n"
-	 "size when they connect again (NBD cannot tell a connected client).\n"
+	 "cannot change size (null; stripe: grow a striped disk with\n"
+	 "'stripe-ctl vdisk resize' while it is not served).  NBD clients\n"
+	 "see the new size when they connect again (NBD cannot tell a\n"
+	 "connected client); Xen guests are told at once (sectors, then\n"
+	 "state Connected again, as blkback does); shm frontends are not.\n"
 	 "--json prints old_bytes, new_bytes, grown and frontends.\n",
 	 cmd_resize},
 	{"destroy", OPT_ID, "destroy -i ID",

@@ -104,6 +104,11 @@ static int do_lookup(struct master_store *st, const void *id, ms_reply *rep)
 	return master_store_vdisk_lookup(st, id, rep);
 }
 
+static int do_grow(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_vdisk_grow(st, a, rep);
+}
+
 static int do_drain(struct master_store *st, const void *k, ms_reply *rep)
 {
 	return master_store_server_drain(st, k, rep);
@@ -699,6 +704,93 @@ static void test_replica_state_listed(void **state)
 	expect_extents(&rep, d4_extents, ARRAY_SIZE(d4_extents));
 	master_reply_free(&rep);
 	assert_int_equal(stale_mask(f->st, "d4"), 0);
+}
+
+/* --- grow (issue #21) ------------------------------------------------------------ */
+
+static ms_status grow(struct master_store *st, const char *id, u_int j,
+		      ms_reply *rep)
+{
+	ms_grow_args a = {(char *)id, j};
+
+	assert_int_equal(call(st, do_grow, &a, rep), 0);
+	return rep->status;
+}
+
+/*
+ * d1 (2 columns x 1 extent x 2 replicas) grown to 2 extents per column
+ * after d2 took server 1's extent 1: each (column, replica) stays on its
+ * server, server 1 gives its next free extent (2), nothing twice.
+ */
+static const struct where d1_grown[] = {
+	{1, 0}, {2, 0}, {1, 2}, {2, 1}, /* column 0 on servers 1 and 2 */
+	{3, 0}, {4, 0}, {3, 1}, {4, 1}, /* column 1 on servers 3 and 4 */
+};
+
+static void test_grow(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+	char msg[256];
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d2", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(grow(f->st, "d1", 2, &rep), MS_OK);
+	assert_true(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents_per_column, 2);
+	expect_extents(&rep, d1_grown, ARRAY_SIZE(d1_grown));
+	master_reply_free(&rep);
+	/* a retry, and a smaller size: the disk as it is, nothing changed */
+	for (u_int j = 2; j >= 1; j--) {
+		assert_int_equal(grow(f->st, "d1", j, &rep), MS_OK);
+		assert_false(rep.changed);
+		expect_extents(&rep, d1_grown, ARRAY_SIZE(d1_grown));
+		master_reply_free(&rep);
+	}
+	call(f->st, do_lookup, "d1", &rep);
+	expect_extents(&rep, d1_grown, ARRAY_SIZE(d1_grown));
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
+static const struct where d1_one[] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}};
+
+static void test_grow_refused(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+	char msg[256];
+
+	add_four(f->st);
+	assert_int_equal(grow(f->st, "nope", 2, &rep), MS_ENOENT);
+	assert_non_null(strstr(rep.message, "no vdisk nope"));
+	master_reply_free(&rep);
+	assert_int_equal(grow(f->st, "bad id", 2, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	/* 16 extents in all: 2 x 5 x 2 = 20 do not fit; nothing taken */
+	assert_int_equal(grow(f->st, "d1", 5, &rep), MS_ENOSPC);
+	master_reply_free(&rep);
+	assert_int_equal(grow(f->st, "d1", 300000, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "larger extents"));
+	master_reply_free(&rep);
+	assert_int_equal(master_store_set_max_alloc(f->st, 4), 0);
+	assert_int_equal(grow(f->st, "d1", 3, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "smaller steps"));
+	master_reply_free(&rep);
+	call(f->st, do_lookup, "d1", &rep);
+	expect_extents(&rep, d1_one, ARRAY_SIZE(d1_one));
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents_per_column, 1);
+	master_reply_free(&rep);
+	/* the free extents are all there: 2 x 4 x 2 - 4 fits exactly */
+	assert_int_equal(master_store_set_max_alloc(f->st, 65536), 0);
+	assert_int_equal(grow(f->st, "d1", 4, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
 }
 
 /* --- transactions, the check, the lock ------------------------------------------------ */
@@ -3123,6 +3215,8 @@ int main(void)
 		T(test_chap_check),
 		T(test_chap_schema6_upgrade),
 		T(test_chap_upgrade_all_or_nothing),
+		T(test_grow),
+		T(test_grow_refused),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
 	};

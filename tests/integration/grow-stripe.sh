@@ -1,0 +1,113 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# grow-stripe.sh - stripe-ctl vdisk resize of a striped disk on a lab of 2
+# tgtd servers (issue #21 item 1), checked through NBD and in the LUN files.
+#
+#   - a disk of 16 MiB (2 columns, 64 KiB unit, 2 replicas, 4 MiB extents:
+#     2 extents per column) served over NBD gets 16 MiB of random data;
+#   - resize while a tapdisk serves it: refused, naming the tapdisk, the
+#     mapping file unchanged (the stripe driver cannot take new extents
+#     while it serves yet);
+#   - a shrink, a disk with no mapping file and a disk the master does not
+#     know (destroyed there, its file kept) are refused, the file and the
+#     master unchanged;
+#   - kill -9 between the master's grant and the file's rewrite, made
+#     exactly: the resize runs on a copy of the file (the master grants,
+#     the copy is rewritten, the original is the file a killed stripe-ctl
+#     leaves); the same resize of the original then finishes the job
+#     (the master answers with the same extents: both files identical);
+#   - resize to 48 MiB (--json), again (nothing to do), then served again:
+#     nbdinfo sees 48 MiB, the old 16 MiB read back intact, data written
+#     over the whole disk reads back, and every replica of every stripe
+#     unit, the new extents' too, is in the LUN files where the layout
+#     says (stripe-io.py backing).
+#
+# Prints one line per check and "N passed, N failed"; exits 0 when all
+# pass, 1 when one fails, 77 when root, tgt or libnbd is missing.
+set -u
+. "$(cd "$(dirname "$0")" && pwd)/stripe-lib.sh"
+
+command -v nbdinfo >/dev/null || skip "nbdinfo not found (apt-get install libnbd-bin)"
+
+lab_up 2
+mapfile -t LUNS < <(luns)
+MAP=$WORK/g1.map
+OLD=$((16 << 20))
+NEW=$((48 << 20))
+
+resize() { "$CTL" --master "$LAB_MASTER" --timeout 5 --retries 0 vdisk resize "$@" 2>&1; }
+
+make_disk g1 16M 2 64K 2 || { summary; exit 1; }
+serve g1 "stripe:$MAP" || { summary; exit 1; }
+head -c $OLD /dev/urandom >"$WORK/old.data"
+out=$(nbdcopy "$WORK/old.data" "$URI" 2>&1) &&
+	pass "16 MiB of random data written over NBD" || fail "nbdcopy write" "$out"
+
+cp "$MAP" "$WORK/before.map"
+out=$(resize "$MAP" --size 48M)
+rc=$?
+[ $rc -ne 0 ] && grep -q "tapdisk $TD_PID" <<<"$out" && cmp -s "$MAP" "$WORK/before.map" &&
+	pass "resize of a served disk refused, naming tapdisk $TD_PID; file unchanged" ||
+	fail "resize of a served disk refused" "rc $rc: $out"
+unserve "$TD_PID" g1
+
+out=$(resize "$MAP" --size 8M)
+rc=$?
+[ $rc -ne 0 ] && grep -q "shrink" <<<"$out" && cmp -s "$MAP" "$WORK/before.map" &&
+	pass "a shrink refused: ${out##*: }" || fail "a shrink refused" "rc $rc: $out"
+out=$(resize nosuch-disk --size 48M)
+[ $? -ne 0 ] && grep -q "nosuch-disk" <<<"$out" &&
+	pass "resize of a disk without a mapping file refused: $out" ||
+	fail "resize of a disk without a mapping file refused" "$out"
+
+make_disk g2 16M 2 64K 2
+cp "$WORK/g2.map" "$WORK/g2.kept"
+"$CTL" --master "$LAB_MASTER" vdisk destroy --name g2 >/dev/null 2>&1
+out=$(resize "$WORK/g2.kept" --size 48M)
+rc=$?
+[ $rc -ne 0 ] && grep -q "no vdisk g2" <<<"$out" && cmp -s "$WORK/g2.kept" "$WORK/g2.map" &&
+	pass "resize of a disk the master does not know refused; file unchanged" ||
+	fail "resize of a disk the master does not know refused" "rc $rc: $out"
+out=$("$CTL" --master "$LAB_MASTER" vdisk list 2>&1)
+! grep -q "^g2 " <<<"$out" && pass "the master still has no disk g2" ||
+	fail "the master still has no disk g2" "$out"
+
+# kill -9 between the master's grant and the rewrite, made exactly.
+cp "$MAP" "$WORK/copy.map"
+out=$(resize "$WORK/copy.map" --size 48M) &&
+	pass "resize of a copy of the file (the master grants)" || fail "resize of a copy" "$out"
+cmp -s "$MAP" "$WORK/before.map" && grep -q "^extents-per-column 6" "$WORK/copy.map" &&
+	pass "the original file is the old one, the master holds 6 extents per column" ||
+	fail "state after the grant" "$(grep extents-per-column "$MAP" "$WORK/copy.map")"
+
+out=$("$CTL" --master "$LAB_MASTER" --json vdisk resize "$MAP" --size 48M 2>&1)
+"$PY" - "$out" "$OLD" "$NEW" <<'EOF' && pass "resize --json of the original finishes the interrupted job (6 extents per column)" || fail "resize --json" "$out"
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["changed"] and j["vdisk"] == "g1", j
+assert j["old_size_bytes"] == int(sys.argv[2]) and j["size_bytes"] == int(sys.argv[3]), j
+assert j["old_extents_per_column"] == 2 and j["extents_per_column"] == 6, j
+EOF
+cmp -s "$MAP" "$WORK/copy.map" && pass "the same extents as the first grant (files identical)" ||
+	fail "the same extents as the first grant" "$(diff "$MAP" "$WORK/copy.map" | head)"
+out=$(resize "$MAP" --size 48M)
+[ $? -eq 0 ] && grep -q "already" <<<"$out" && cmp -s "$MAP" "$WORK/copy.map" &&
+	pass "resize again: $out" || fail "resize again says nothing to do" "$out"
+out=$("$CTL" --master "$LAB_MASTER" vdisk show "$MAP" 2>&1) &&
+	pass "vdisk show checks the grown file" || fail "vdisk show of the grown file" "$out"
+
+serve g1 "stripe:$MAP" || { summary; exit 1; }
+got=$(nbdinfo --size "$URI" 2>&1)
+[ "$got" = "$NEW" ] && pass "a new NBD connection sees $got bytes" || fail "nbdinfo size" "$got"
+out=$(nbdcopy "$URI" "$WORK/back" 2>&1) && cmp -s -n $OLD "$WORK/old.data" "$WORK/back" &&
+	pass "the old 16 MiB read back intact" || fail "old data intact" "$out"
+head -c $NEW /dev/urandom >"$WORK/new.data"
+out=$(nbdcopy "$WORK/new.data" "$URI" 2>&1 && nbdcopy "$URI" "$WORK/back" 2>&1) &&
+	cmp -s "$WORK/new.data" "$WORK/back" &&
+	pass "48 MiB written and read back (beyond the old end too)" ||
+	fail "write and read back beyond the old end" "$out"
+unserve "$TD_PID" g1 && pass "tapdisk stopped cleanly"
+check_py "every replica, the new extents' too, in the LUN files" backing "$MAP" \
+	"$WORK/new.data" "${LUNS[@]}"
+
+summary
