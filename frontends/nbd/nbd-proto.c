@@ -136,6 +136,16 @@ void nbd_put_simple_reply(uint8_t *p, uint32_t error, uint64_t handle)
 	nbd_put64(p + 8, handle);
 }
 
+void nbd_put_structured_reply(uint8_t *p, uint16_t flags, uint16_t type,
+			      uint64_t handle, uint32_t length)
+{
+	nbd_put32(p, NBD_STRUCTURED_REPLY_MAGIC);
+	nbd_put16(p + 4, flags);
+	nbd_put16(p + 6, type);
+	nbd_put64(p + 8, handle);
+	nbd_put32(p + 16, length);
+}
+
 /* Command flags a request of this type may carry on this export. */
 static uint16_t nbd_allowed_flags(uint16_t type, uint16_t tflags)
 {

@@ -20,11 +20,12 @@
 
 /* --- magic numbers --------------------------------------------------------- */
 
-#define NBD_MAGIC	       0x4e42444d41474943ull /* "NBDMAGIC", INIT_PASSWD */
-#define NBD_IHAVEOPT	       0x49484156454f5054ull /* "IHAVEOPT", option magic */
-#define NBD_REP_MAGIC	       0x0003e889045565a9ull /* option replies */
-#define NBD_REQUEST_MAGIC      0x25609513u
-#define NBD_SIMPLE_REPLY_MAGIC 0x67446698u
+#define NBD_MAGIC		   0x4e42444d41474943ull /* "NBDMAGIC", INIT_PASSWD */
+#define NBD_IHAVEOPT		   0x49484156454f5054ull /* "IHAVEOPT", option magic */
+#define NBD_REP_MAGIC		   0x0003e889045565a9ull /* option replies */
+#define NBD_REQUEST_MAGIC	   0x25609513u
+#define NBD_SIMPLE_REPLY_MAGIC	   0x67446698u
+#define NBD_STRUCTURED_REPLY_MAGIC 0x668e33efu
 
 /* --- handshake flags (server, 16 bits) and client flags (32 bits) --------- */
 
@@ -124,8 +125,9 @@
 #define NBD_EXPORT_NAME_ZEROES	    124 /* unless NBD_FLAG_C_NO_ZEROES */
 #define NBD_REQUEST_BYTES	    28
 #define NBD_SIMPLE_REPLY_BYTES	    16
-#define NBD_INFO_EXPORT_BYTES	    12	 /* type, size, transmission flags */
-#define NBD_INFO_BLOCK_SIZE_BYTES   14	 /* type, minimum, preferred, maximum */
+#define NBD_STRUCTURED_REPLY_BYTES  20 /* magic, flags, type, handle, length */
+#define NBD_INFO_EXPORT_BYTES	    12 /* type, size, transmission flags */
+#define NBD_INFO_BLOCK_SIZE_BYTES   14 /* type, minimum, preferred, maximum */
 #define NBD_MAX_STRING_BYTES	    4096 /* export names, messages */
 
 /* The block sizes the server advertises (see nbd_put_go_reply). */
@@ -274,6 +276,25 @@ void nbd_decode_request(const uint8_t *p, struct nbd_request *req);
 
 /* Write a simple reply header.  p must hold NBD_SIMPLE_REPLY_BYTES. */
 void nbd_put_simple_reply(uint8_t *p, uint32_t error, uint64_t handle);
+
+/*
+ * Structured replies (NBD_OPT_STRUCTURED_REPLY): chunk flags and types.
+ * Not yet negotiated by the server (issue #21, item 3 groundwork).
+ */
+#define NBD_REPLY_FLAG_DONE	    (1u << 0)
+#define NBD_REPLY_TYPE_NONE	    0u
+#define NBD_REPLY_TYPE_OFFSET_DATA  1u
+#define NBD_REPLY_TYPE_OFFSET_HOLE  2u
+#define NBD_REPLY_TYPE_BLOCK_STATUS 5u
+#define NBD_REPLY_TYPE_ERROR	    ((1u << 15) | 1u)
+#define NBD_REPLY_TYPE_ERROR_OFFSET ((1u << 15) | 2u)
+
+/*
+ * Write a structured reply chunk header.  p must hold
+ * NBD_STRUCTURED_REPLY_BYTES; length is the chunk's payload length.
+ */
+void nbd_put_structured_reply(uint8_t *p, uint16_t flags, uint16_t type,
+			      uint64_t handle, uint32_t length);
 
 /* What the server does with a request that passed nbd_check_request. */
 struct nbd_plan {

@@ -354,6 +354,22 @@ static void test_simple_reply(void **state)
 	assert_memory_equal(buf, want, sizeof(want));
 }
 
+static void test_structured_reply(void **state)
+{
+	static const uint8_t want[20] = {
+		0x66, 0x8e, 0x33, 0xef,
+		0x00, 0x01, 0x80, 0x01, /* DONE, ERROR */
+		1,    2,    3,	  4,
+		5,    6,    7,	  8,	/* handle */
+		0x00, 0x00, 0x00, 0x06, /* length */
+	};
+	uint8_t buf[20];
+
+	nbd_put_structured_reply(buf, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR,
+				 0x0102030405060708ull, 6);
+	assert_memory_equal(buf, want, sizeof(want));
+}
+
 static void test_decode(void **state)
 {
 	static const uint8_t request[28] = {
@@ -421,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_go_reply),
 		cmocka_unit_test(test_export_name_reply),
 		cmocka_unit_test(test_simple_reply),
+		cmocka_unit_test(test_structured_reply),
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_printable),
