@@ -385,15 +385,14 @@ static int conn_fill_iov(struct nbd_conn *conn, struct iovec *iov,
 	TAILQ_FOREACH(slot, &conn->out_q, link)
 	{
 		uint32_t data = nbd_slot_reply_bytes(slot);
-		uint32_t doff = off > NBD_SIMPLE_REPLY_BYTES
-					? off - NBD_SIMPLE_REPLY_BYTES
-					: 0;
+		uint32_t doff =
+			off > slot->reply_len ? off - slot->reply_len : 0;
 
 		if (n + 2 > NBD_WRITE_IOV_MAX)
 			break;
-		if (off < NBD_SIMPLE_REPLY_BYTES) {
+		if (off < slot->reply_len) {
 			iov[n].iov_base = slot->reply + off;
-			iov[n++].iov_len = NBD_SIMPLE_REPLY_BYTES - off;
+			iov[n++].iov_len = slot->reply_len - off;
 		}
 		if (data > doff) {
 			iov[n].iov_base = slot->buf + doff;
@@ -418,8 +417,8 @@ static void conn_consume_output(struct nbd_conn *conn, size_t n)
 		conn->out_rpos = conn->out_wpos = 0;
 	while (n) {
 		struct nbd_slot *slot = TAILQ_FIRST(&conn->out_q);
-		size_t left = NBD_SIMPLE_REPLY_BYTES +
-			      nbd_slot_reply_bytes(slot) - conn->out_off;
+		size_t left = slot->reply_len + nbd_slot_reply_bytes(slot) -
+			      conn->out_off;
 
 		if (n < left) {
 			conn->out_off += (uint32_t)n;
