@@ -10,7 +10,10 @@
  * demand and kept in their slot for the next command, within the
  * connection's max_buffer_bytes.  A
  * command refused before the vbd (nbd_check_request) gets its error
- * reply once a WRITE's payload has been read and dropped.
+ * reply once a WRITE's payload has been read and dropped.  BLOCK_STATUS
+ * is answered at once (td_vbd_block_status is synchronous), its chunks
+ * built in the slot's buffer.  Replies are simple, or structured chunks
+ * once the client negotiated them (nbd-handshake.c).
  */
 #include "config.h"
 

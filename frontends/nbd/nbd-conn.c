@@ -12,8 +12,10 @@
  * is pushed back through TCP.  Whatever frees that resource defers a
  * kick that parses again.
  *
- * Output: handshake replies go to outbuf; each command's simple reply
- * (and a READ's data) stays in its slot, queued on out_q.  Replies are
+ * Output: handshake replies go to outbuf; each command's reply header
+ * (simple, or a structured chunk's) and what follows it in its buffer (a
+ * READ's data, BLOCK_STATUS chunks) stay in its slot, queued on out_q.
+ * Replies are
  * written at the end of the event-loop pass (the server's hook), all
  * queued replies in one sendmsg; when the socket is full the rest waits
  * for EPOLLOUT.  A slot is freed, and its buffer kept for reuse, once its

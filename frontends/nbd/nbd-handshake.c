@@ -8,7 +8,9 @@
  * (NBD_OPT_MAX_REPLY_BYTES), so a client that sends options without
  * reading the replies is pushed back instead of buffered.  NBD_OPT_GO
  * and NBD_OPT_EXPORT_NAME end the handshake; every other option is
- * answered and the client may go on.
+ * answered and the client may go on.  STRUCTURED_REPLY and the meta
+ * context options set what the connection's commands get (nbd-cmd.c);
+ * EXTENDED_HEADERS is refused (NBD_REP_ERR_UNSUP).
  */
 #include "config.h"
 
