@@ -468,6 +468,11 @@ static const struct subcommand subcommands[] = {
 	 "                          writes held, flushed, then the master;\n"
 	 "                          returns at once: repeat it until it\n"
 	 "                          says handed over (or why it failed)\n"
+	 "The qos filter takes 'qos set KEY=VALUE...' and 'qos status'\n"
+	 "(doc/driver-chains.md); the cbt filter (changed-block tracking,\n"
+	 "doc/cbt.md) takes:\n"
+	 "    cbt create NAME [granularity=SIZE]   a new dirty bitmap (64K)\n"
+	 "    cbt list | show NAME | clear NAME | remove NAME\n"
 	 "Options come before NAME.\n",
 	 cmd_driver},
 	{"nbd", OPT_ID | OPT_JSON | OPT_ARGS,
