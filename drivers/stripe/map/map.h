@@ -305,4 +305,45 @@ int stripe_map_rewrite(const char *path, const struct stripe_map *m,
  */
 int stripe_map_unlink(const char *path, int lock_fd);
 
+/* --- growing (map-grow.c; doc/striped-disks.md "Growing a disk") --------- */
+
+/*
+ * The grown map a serving tapdisk is to take over is written next to the
+ * map, as PATH.grow (STRIPE_MAP_GROW_SUFFIX), by stripe_map_write.
+ */
+#define STRIPE_MAP_GROW_SUFFIX ".grow"
+
+/* path + STRIPE_MAP_GROW_SUFFIX into buf (len bytes, truncated). */
+void stripe_map_grow_path(const char *path, char *buf, size_t len);
+
+/*
+ * Where an index kept per extent part moves when the extents per column
+ * grow from old_per_column to new_per_column: index = (c * J + j) *
+ * per_extent + i (a slot: per_extent = replicas; an activity-log region:
+ * per_extent = regions per extent) becomes (c * J' + j) * per_extent + i.
+ * The caller keeps index below columns * old_per_column * per_extent,
+ * per_extent and old_per_column above 0.
+ */
+uint64_t stripe_map_grow_index(uint64_t index, uint32_t old_per_column,
+			       uint32_t new_per_column, uint32_t per_extent);
+
+/* stripe_map_grow_index of a slot of old. */
+size_t stripe_map_grow_slot(const struct stripe_map *old,
+			    uint32_t new_per_column, size_t slot);
+
+/*
+ * The grown map to serve: side's size and extents per column, cur's
+ * slots (replica, stale marks, dirty regions, move targets: cur is the
+ * map in force, which may have changed since side was written) at their
+ * new indices, side's added extents (replica and marks; servers matched
+ * by target and LUN, appended when cur does not name them).  Side's own
+ * old slots are not looked at.  0 with out filled (free it), or -EINVAL
+ * with err set (another vdisk, another geometry or region size, not
+ * larger, too many servers, or the result fails stripe_map_check, e.g.
+ * an added extent overlapping one of cur's), -ENOMEM.
+ */
+int stripe_map_grow_merge(const struct stripe_map *cur,
+			  const struct stripe_map *side, struct stripe_map *out,
+			  struct stripe_map_error *err);
+
 #endif
