@@ -9,8 +9,10 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "drivers/stripe/map/map-int.h"
 
@@ -165,4 +167,70 @@ int stripe_map_grow_merge(const struct stripe_map *cur,
 void stripe_map_grow_path(const char *path, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s", path, STRIPE_MAP_GROW_SUFFIX);
+}
+
+/* Remove side (and make it durable); the outcome given, or -errno. */
+static int grow_remove(const char *side, enum stripe_map_grow_outcome *outcome,
+		       enum stripe_map_grow_outcome what,
+		       struct stripe_map_error *err)
+{
+	int ret = unlink(side) ? -errno : stripe_map_sync_dir(side);
+
+	if (ret && ret != -ENOENT) {
+		err->line = 0;
+		err->names_file = true;
+		snprintf(err->reason, sizeof(err->reason),
+			 "cannot remove %s: %s", side, strerror(-ret));
+		return ret;
+	}
+	*outcome = what;
+	return 0;
+}
+
+int stripe_map_grow_adopt(const char *path, struct stripe_map *m, int *lock_fd,
+			  enum stripe_map_grow_outcome *outcome,
+			  struct stripe_map_error *err)
+{
+	char side_path[PATH_MAX];
+	struct stripe_map side, g;
+	int ret;
+
+	*outcome = STRIPE_MAP_GROW_NONE;
+	stripe_map_grow_path(path, side_path, sizeof(side_path));
+	ret = stripe_map_read(side_path, &side, err);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret == -EINVAL)
+		return grow_remove(side_path, outcome, STRIPE_MAP_GROW_REFUSED,
+				   err);
+	if (ret)
+		return ret;
+	if (side.size_bytes <= m->size_bytes) {
+		stripe_map_free(&side);
+		return grow_remove(side_path, outcome, STRIPE_MAP_GROW_STALE,
+				   err);
+	}
+	ret = stripe_map_grow_merge(m, &side, &g, err);
+	stripe_map_free(&side);
+	if (ret == -EINVAL) {
+		struct stripe_map_error why = *err;
+
+		ret = grow_remove(side_path, outcome, STRIPE_MAP_GROW_REFUSED,
+				  err);
+		if (!ret)
+			*err = why;
+		return ret;
+	}
+	if (ret)
+		return ret;
+	if ((ret = stripe_map_rewrite(path, &g, lock_fd, err))) {
+		stripe_map_free(&g);
+		return ret;
+	}
+	stripe_map_free(m);
+	*m = g;
+	/* The map is grown: a PATH.grow left by a failure here is stale. */
+	grow_remove(side_path, outcome, STRIPE_MAP_GROW_ADOPTED, err);
+	*outcome = STRIPE_MAP_GROW_ADOPTED;
+	return 0;
 }

@@ -346,4 +346,28 @@ int stripe_map_grow_merge(const struct stripe_map *cur,
 			  const struct stripe_map *side, struct stripe_map *out,
 			  struct stripe_map_error *err);
 
+/* What stripe_map_grow_adopt did with PATH.grow. */
+enum stripe_map_grow_outcome {
+	STRIPE_MAP_GROW_NONE = 0, /* there is none */
+	STRIPE_MAP_GROW_ADOPTED,  /* the map was grown, PATH.grow removed */
+	STRIPE_MAP_GROW_STALE,	  /* not larger than the map: removed */
+	STRIPE_MAP_GROW_REFUSED,  /* cannot apply (err says why): removed */
+};
+
+/*
+ * Take PATH.grow into the map path, held with stripe_map_open (*lock_fd)
+ * and read into *m: stripe_map_grow_merge of *m and it, written with
+ * stripe_map_rewrite (*lock_fd swapped), *m replaced by the grown map,
+ * then PATH.grow removed (and the directory synced).  A PATH.grow that
+ * is not larger (adopted already, then a crash) or that cannot apply
+ * (unparsable, another disk, an overlap: err says why) is removed; a new
+ * `stripe-ctl vdisk resize` writes a fresh one from the master's answer.
+ * Blocks on the disk.  0 with *outcome, or -errno with err set when
+ * PATH.grow could not be read or the map not rewritten (*m, path and
+ * PATH.grow unchanged).
+ */
+int stripe_map_grow_adopt(const char *path, struct stripe_map *m, int *lock_fd,
+			  enum stripe_map_grow_outcome *outcome,
+			  struct stripe_map_error *err);
+
 #endif

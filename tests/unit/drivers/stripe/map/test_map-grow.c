@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -293,6 +295,162 @@ static void test_grow_path(void **state)
 	assert_string_equal(buf, "/var/lib/tapstripe/vd2.map.grow");
 }
 
+/* --- adopt: PATH.grow next to a held map --------------------------------------- */
+
+struct adopt_fx {
+	char dir[64], path[128], side[160];
+};
+
+static void put(const char *path, const char *body, bool sealed)
+{
+	char *text = sealed ? seal(body) : strdup(body);
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	free(text);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[8192];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/*
+ * The map CUR at fx->path, side_body (NULL: none) at PATH.grow; adopt;
+ * the outcome, with *m the map afterwards (free it).
+ */
+static int adopt(struct adopt_fx *fx, const char *side_body, bool sealed,
+		 struct stripe_map *m, enum stripe_map_grow_outcome *done,
+		 struct stripe_map_error *err)
+{
+	int lock_fd = -1, ret, other;
+	struct stripe_map_error busy;
+	struct stripe_map again;
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test_map-grow.XXXXXX");
+	assert_non_null(mkdtemp(fx->dir));
+	snprintf(fx->path, sizeof(fx->path), "%s/vd2.map", fx->dir);
+	stripe_map_grow_path(fx->path, fx->side, sizeof(fx->side));
+	put(fx->path, CUR, true);
+	if (side_body)
+		put(fx->side, side_body, sealed);
+	assert_int_equal(stripe_map_open(fx->path, m, &lock_fd, err), 0);
+	ret = stripe_map_grow_adopt(fx->path, m, &lock_fd, done, err);
+	/* the lock is still held, on the file now in place */
+	assert_int_equal(stripe_map_open(fx->path, &again, &other, &busy),
+			 -EBUSY);
+	stripe_map_close(lock_fd);
+	return ret;
+}
+
+static void adopt_cleanup(struct adopt_fx *fx)
+{
+	unlink(fx->side);
+	unlink(fx->path);
+	assert_int_equal(rmdir(fx->dir), 0);
+}
+
+static void test_adopt(void **state)
+{
+	enum stripe_map_grow_outcome done;
+	struct stripe_map_error err;
+	struct adopt_fx fx;
+	struct stripe_map m;
+	char *want = seal(GROWN);
+
+	(void)state;
+	assert_int_equal(adopt(&fx, SIDE, true, &m, &done, &err), 0);
+	assert_int_equal(done, STRIPE_MAP_GROW_ADOPTED);
+	assert_int_equal(m.size_bytes, 147456);
+	assert_int_equal(m.extents_per_column, 3);
+	assert_string_equal(slurp(fx.path), want);
+	assert_int_equal(access(fx.side, F_OK), -1);
+	stripe_map_free(&m);
+	adopt_cleanup(&fx);
+	free(want);
+}
+
+static void test_adopt_none(void **state)
+{
+	enum stripe_map_grow_outcome done;
+	struct stripe_map_error err;
+	struct adopt_fx fx;
+	struct stripe_map m;
+	char *want = seal(CUR);
+
+	(void)state;
+	assert_int_equal(adopt(&fx, NULL, true, &m, &done, &err), 0);
+	assert_int_equal(done, STRIPE_MAP_GROW_NONE);
+	assert_int_equal(m.size_bytes, 98304);
+	assert_string_equal(slurp(fx.path), want);
+	stripe_map_free(&m);
+	adopt_cleanup(&fx);
+	free(want);
+}
+
+struct adopt_removed {
+	const char *side;
+	bool sealed;
+	enum stripe_map_grow_outcome done;
+	const char *reason; /* a part of err.reason; NULL: not looked at */
+};
+
+static const struct adopt_removed removed[] = {
+	/* taken already (a crash between the rewrite and the removal) */
+	{CUR, true, STRIPE_MAP_GROW_STALE, NULL},
+	{SIDE, false, STRIPE_MAP_GROW_REFUSED, "checksum"},
+	{"not a map\n", false, STRIPE_MAP_GROW_REFUSED, NULL},
+	/* another disk's */
+	{MAGIC COMMENT
+	 "vdisk vd3\nsize-bytes 147456\nstripe-unit-bytes 4096\ncolumns "
+	 "2\nextents-per-column 3\nreplicas 2\nextent-size-bytes "
+	 "24576\nmaster 10.0.0.9:7700\nregion-bytes 4096\n" SERVERS SRV(
+		 "3", "5", "e")
+		 SIDE_SLOTS("server 3 lba 0 ok", "server 0 lba 144 ok"),
+	 true, STRIPE_MAP_GROW_REFUSED, "vdisk vd3"},
+};
+
+/* A side file that is stale or cannot apply: removed, the map as it was. */
+static void test_adopt_removed(void **state)
+{
+	char *want = seal(CUR);
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(removed); i++) {
+		enum stripe_map_grow_outcome done;
+		struct stripe_map_error err = {0};
+		struct adopt_fx fx;
+		struct stripe_map m;
+
+		assert_int_equal(adopt(&fx, removed[i].side, removed[i].sealed,
+				       &m, &done, &err),
+				 0);
+		assert_int_equal(done, removed[i].done);
+		assert_int_equal(access(fx.side, F_OK), -1);
+		if (removed[i].reason && !strstr(err.reason, removed[i].reason))
+			print_message("case %zu: %s\n", i, err.reason);
+		if (removed[i].reason)
+			assert_non_null(strstr(err.reason, removed[i].reason));
+		if (done != STRIPE_MAP_GROW_ADOPTED) {
+			assert_int_equal(m.size_bytes, 98304);
+			assert_string_equal(slurp(fx.path), want);
+		}
+		stripe_map_free(&m);
+		adopt_cleanup(&fx);
+	}
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -302,6 +460,9 @@ int main(void)
 		cmocka_unit_test(test_merge_known_servers),
 		cmocka_unit_test(test_merge_refused),
 		cmocka_unit_test(test_grow_path),
+		cmocka_unit_test(test_adopt),
+		cmocka_unit_test(test_adopt_none),
+		cmocka_unit_test(test_adopt_removed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
