@@ -184,9 +184,9 @@ static int parse_options(struct stripe_dev *dev)
 /*
  * A grown map that `stripe-ctl vdisk resize` left next to the map while
  * the disk was served (MAP.grow): taken at open, before the activity log
- * is read (an unclean log of the old geometry no longer fits: every
- * extent is then resynchronised, as for any log that does not fit).  Not
- * taken by a read-only open.  0, or -errno said with td_driver_fail when
+ * is read (stripe-al.c moves an unclean log's regions of the old
+ * geometry to the grown places: regrow_record).  Not taken by a
+ * read-only open.  0, or -errno said with td_driver_fail when
  * the map could not be rewritten (MAP.grow is kept for the next open).
  */
 static int open_adopt_grow(struct stripe_dev *dev, int *lock_fd)
