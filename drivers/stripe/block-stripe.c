@@ -217,6 +217,10 @@ static int open_adopt_grow(struct stripe_dev *dev, int *lock_fd)
 			" does not apply to the map (%s): removed; the disk "
 			"keeps its size, run 'stripe-ctl vdisk resize' again",
 			dev->path, dev->path, err.reason);
+	else if (done == STRIPE_MAP_GROW_KEPT)
+		td_warn("stripe: %s: %s; the disk keeps its size until an open "
+			"can read it",
+			dev->path, err.reason);
 	return 0;
 }
 

@@ -85,6 +85,8 @@ static int adopt_pending(struct resize *rz)
 			"stripe-ctl: %s" STRIPE_MAP_GROW_SUFFIX
 			" did not apply (%s): removed\n",
 			rz->path, err.reason);
+	else if (done == STRIPE_MAP_GROW_KEPT)
+		fprintf(stderr, "stripe-ctl: %s (left as it is)\n", err.reason);
 	return 0;
 }
 

@@ -200,11 +200,13 @@ int stripe_map_grow_adopt(const char *path, struct stripe_map *m, int *lock_fd,
 	ret = stripe_map_read(side_path, &side, err);
 	if (ret == -ENOENT)
 		return 0;
-	if (ret == -EINVAL)
+	if (ret == -EINVAL || ret == -EFBIG)
 		return grow_remove(side_path, outcome, STRIPE_MAP_GROW_REFUSED,
 				   err);
-	if (ret)
-		return ret;
+	if (ret) {
+		*outcome = STRIPE_MAP_GROW_KEPT;
+		return 0;
+	}
 	if (side.size_bytes <= m->size_bytes) {
 		stripe_map_free(&side);
 		return grow_remove(side_path, outcome, STRIPE_MAP_GROW_STALE,

@@ -352,6 +352,7 @@ enum stripe_map_grow_outcome {
 	STRIPE_MAP_GROW_ADOPTED,  /* the map was grown, PATH.grow removed */
 	STRIPE_MAP_GROW_STALE,	  /* not larger than the map: removed */
 	STRIPE_MAP_GROW_REFUSED,  /* cannot apply (err says why): removed */
+	STRIPE_MAP_GROW_KEPT,	  /* cannot be read now (err): left as is */
 };
 
 /*
@@ -361,10 +362,12 @@ enum stripe_map_grow_outcome {
  * then PATH.grow removed (and the directory synced).  A PATH.grow that
  * is not larger (adopted already, then a crash) or that cannot apply
  * (unparsable, another disk, an overlap: err says why) is removed; a new
- * `stripe-ctl vdisk resize` writes a fresh one from the master's answer.
- * Blocks on the disk.  0 with *outcome, or -errno with err set when
- * PATH.grow could not be read or the map not rewritten (*m, path and
- * PATH.grow unchanged).
+ * `stripe-ctl vdisk resize` writes a fresh one from the master's answer;
+ * one that cannot be read now (EACCES, EIO...) is left for later (KEPT,
+ * err says why): the map keeps its size.  Blocks on the disk.  0 with
+ * *outcome, or -errno with err set when the map could not be rewritten
+ * or PATH.grow not removed (on an error before the rename *m, path and
+ * PATH.grow are unchanged; after it, path is the grown map).
  */
 int stripe_map_grow_adopt(const char *path, struct stripe_map *m, int *lock_fd,
 			  enum stripe_map_grow_outcome *outcome,

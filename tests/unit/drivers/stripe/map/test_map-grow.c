@@ -380,6 +380,36 @@ static void test_adopt(void **state)
 	free(want);
 }
 
+/* One that cannot be read now (a directory here: EISDIR) is left. */
+static void test_adopt_kept(void **state)
+{
+	enum stripe_map_grow_outcome done;
+	struct stripe_map_error err;
+	struct adopt_fx fx;
+	struct stripe_map m;
+	char dir[64];
+	int lock_fd = -1;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/test_map-grow.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(fx.path, sizeof(fx.path), "%s/vd2.map", dir);
+	stripe_map_grow_path(fx.path, fx.side, sizeof(fx.side));
+	put(fx.path, CUR, true);
+	assert_int_equal(mkdir(fx.side, 0700), 0);
+	assert_int_equal(stripe_map_open(fx.path, &m, &lock_fd, &err), 0);
+	assert_int_equal(
+		stripe_map_grow_adopt(fx.path, &m, &lock_fd, &done, &err), 0);
+	assert_int_equal(done, STRIPE_MAP_GROW_KEPT);
+	assert_int_equal(m.size_bytes, 98304);
+	assert_int_equal(access(fx.side, F_OK), 0);
+	stripe_map_close(lock_fd);
+	stripe_map_free(&m);
+	assert_int_equal(rmdir(fx.side), 0);
+	assert_int_equal(unlink(fx.path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_adopt_none(void **state)
 {
 	enum stripe_map_grow_outcome done;
@@ -462,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_grow_path),
 		cmocka_unit_test(test_adopt),
 		cmocka_unit_test(test_adopt_none),
+		cmocka_unit_test(test_adopt_kept),
 		cmocka_unit_test(test_adopt_removed),
 	};
 
