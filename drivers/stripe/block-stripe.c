@@ -181,6 +181,49 @@ static int parse_options(struct stripe_dev *dev)
 
 /* --- open and close ---------------------------------------------------------------- */
 
+/*
+ * A grown map that `stripe-ctl vdisk resize` left next to the map while
+ * the disk was served (MAP.grow): taken at open, before the activity log
+ * is read (stripe-al.c moves an unclean log's regions of the old
+ * geometry to the grown places: regrow_record).  Not taken by a
+ * read-only open.  0, or -errno said with td_driver_fail when
+ * the map could not be rewritten (MAP.grow is kept for the next open).
+ */
+static int open_adopt_grow(struct stripe_dev *dev, int *lock_fd)
+{
+	enum stripe_map_grow_outcome done;
+	struct stripe_map_error err;
+	uint64_t old_size = dev->map.size_bytes;
+	int ret;
+
+	if (dev->drv->read_only)
+		return 0;
+	ret = stripe_map_grow_adopt(dev->path, &dev->map, lock_fd, &done, &err);
+	if (ret)
+		return td_driver_fail(dev->drv, ret,
+				      "stripe: %s: cannot take the grown map "
+				      "%s" STRIPE_MAP_GROW_SUFFIX ": %s",
+				      dev->path, dev->path, err.reason);
+	if (done == STRIPE_MAP_GROW_ADOPTED)
+		td_info("stripe: %s: grown from %" PRIu64 " to %" PRIu64
+			" bytes (%s" STRIPE_MAP_GROW_SUFFIX " taken)",
+			dev->path, old_size, dev->map.size_bytes, dev->path);
+	else if (done == STRIPE_MAP_GROW_STALE)
+		td_info("stripe: %s: %s" STRIPE_MAP_GROW_SUFFIX
+			" was taken already: removed",
+			dev->path, dev->path);
+	else if (done == STRIPE_MAP_GROW_REFUSED)
+		td_warn("stripe: %s: %s" STRIPE_MAP_GROW_SUFFIX
+			" does not apply to the map (%s): removed; the disk "
+			"keeps its size, run 'stripe-ctl vdisk resize' again",
+			dev->path, dev->path, err.reason);
+	else if (done == STRIPE_MAP_GROW_KEPT)
+		td_warn("stripe: %s: %s; the disk keeps its size until an open "
+			"can read it",
+			dev->path, err.reason);
+	return 0;
+}
+
 static int open_map(struct stripe_dev *dev)
 {
 	struct stripe_map_error err;
@@ -192,6 +235,10 @@ static int open_map(struct stripe_dev *dev)
 
 		stripe_map_error_text(&err, dev->path, text, sizeof(text));
 		return td_driver_fail(dev->drv, ret, "stripe: %s", text);
+	}
+	if ((ret = open_adopt_grow(dev, &lock_fd))) {
+		stripe_map_close(lock_fd);
+		return ret;
 	}
 	stripe_map_layout(&dev->map, &dev->layout);
 	if ((ret = stripe_al_open(dev, &lock_fd))) {

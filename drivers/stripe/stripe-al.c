@@ -408,6 +408,34 @@ static bool record_fits(const struct stripe_map *m,
 }
 
 /*
+ * A log written before the map was grown (MAP.grow taken at open: more
+ * extents per column, nothing else changed): its region ids are moved
+ * to where the grown map has them (stripe_map_grow_index), and rec then
+ * fits.  Ids beyond the old geometry are left for record_fits to refuse.
+ */
+static void regrow_record(const struct stripe_map *m,
+			  struct stripe_al_record *rec, uint64_t *ids)
+{
+	uint32_t old_j = m->columns ? rec->extents / m->columns : 0;
+	uint64_t limit = (uint64_t)rec->extents * rec->regions_per_extent;
+
+	if (!old_j || rec->extents % m->columns ||
+	    old_j >= m->extents_per_column ||
+	    rec->regions_per_extent !=
+		    (m->extent_size_bytes + rec->region_bytes - 1) /
+			    rec->region_bytes)
+		return;
+	for (uint32_t i = 0; i < rec->nr; i++)
+		if (ids[i] >= limit)
+			return;
+	for (uint32_t i = 0; i < rec->nr; i++)
+		ids[i] = stripe_map_grow_index(ids[i], old_j,
+					       m->extents_per_column,
+					       rec->regions_per_extent);
+	rec->extents = m->columns * m->extents_per_column;
+}
+
+/*
  * Read the log and mark what an unclean one names.  The number of slots
  * whose marks changed (the map must be rewritten), or -errno.
  */
@@ -426,6 +454,8 @@ static int al_recover(struct stripe_dev *dev)
 		free(ids); /* closed cleanly: whatever map it was written for */
 		return 0;
 	}
+	if (!ret && !record_fits(m, &al->rec))
+		regrow_record(m, &al->rec, ids);
 	if (ret == -EBADMSG || (!ret && !record_fits(m, &al->rec))) {
 		td_err("stripe: %s: the activity log %s %s; taking every "
 		       "extent as written when the disk was last closed: "

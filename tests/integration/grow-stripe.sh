@@ -5,9 +5,6 @@
 #
 #   - a disk of 16 MiB (2 columns, 64 KiB unit, 2 replicas, 4 MiB extents:
 #     2 extents per column) served over NBD gets 16 MiB of random data;
-#   - resize while a tapdisk serves it: refused, naming the tapdisk, the
-#     mapping file unchanged (the stripe driver cannot take new extents
-#     while it serves yet);
 #   - a shrink, a disk with no mapping file and a disk the master does not
 #     know (destroyed there, its file kept) are refused, the file and the
 #     master unchanged;
@@ -20,7 +17,14 @@
 #     nbdinfo sees 48 MiB, the old 16 MiB read back intact, data written
 #     over the whole disk reads back, and every replica of every stripe
 #     unit, the new extents' too, is in the LUN files where the layout
-#     says (stripe-io.py backing).
+#     says (stripe-io.py backing);
+#   - served again, resize to 64 MiB while nbdcopy writes: it succeeds,
+#     the served file unchanged, the grown map in MAP.grow, the tapdisk
+#     keeps 48 MiB; kill -9 of the tapdisk, served again: MAP.grow taken
+#     at open (64 MiB, the writer's data intact, data beyond the old end
+#     reads back and is in every replica); a served resize to 80 MiB,
+#     then the tapdisk stopped: the next resize takes MAP.grow; a
+#     MAP.grow of another disk is removed at open, the size kept.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 when root, tgt or libnbd is missing.
@@ -44,11 +48,6 @@ out=$(nbdcopy "$WORK/old.data" "$URI" 2>&1) &&
 	pass "16 MiB of random data written over NBD" || fail "nbdcopy write" "$out"
 
 cp "$MAP" "$WORK/before.map"
-out=$(resize "$MAP" --size 48M)
-rc=$?
-[ $rc -ne 0 ] && grep -q "tapdisk $TD_PID" <<<"$out" && cmp -s "$MAP" "$WORK/before.map" &&
-	pass "resize of a served disk refused, naming tapdisk $TD_PID; file unchanged" ||
-	fail "resize of a served disk refused" "rc $rc: $out"
 unserve "$TD_PID" g1
 
 out=$(resize "$MAP" --size 8M)
@@ -109,5 +108,67 @@ out=$(nbdcopy "$WORK/new.data" "$URI" 2>&1 && nbdcopy "$URI" "$WORK/back" 2>&1) 
 unserve "$TD_PID" g1 && pass "tapdisk stopped cleanly"
 check_py "every replica, the new extents' too, in the LUN files" backing "$MAP" \
 	"$WORK/new.data" "${LUNS[@]}"
+
+# Served: resize while a writer runs; MAP.grow taken at the next open.
+serve g1 "stripe:$MAP" || { summary; exit 1; }
+cp "$MAP" "$WORK/served.map"
+nbdcopy "$WORK/new.data" "$URI" >"$WORK/writer.out" 2>&1 &
+WRITER=$!
+out=$("$CTL" --master "$LAB_MASTER" --json vdisk resize "$MAP" --size 64M 2>&1)
+rc=$?
+"$PY" - "$out" "$MAP.grow" "$TD_PID" <<'EOF' && [ $rc -eq 0 ] &&
+import json, sys
+j = json.loads(sys.argv[1])
+assert j["changed"] and j["size_bytes"] == 64 << 20, j
+assert j["pending_file"] == sys.argv[2], j
+assert j["served_by_pid"] == int(sys.argv[3]), j
+EOF
+	pass "resize of a served disk to 64 MiB while a writer runs: grown map in MAP.grow, tapdisk $TD_PID named" ||
+	fail "resize of a served disk" "rc $rc: $out"
+wait "$WRITER" && pass "the writer finished $(cat "$WORK/writer.out")" ||
+	fail "the writer during the resize" "$(cat "$WORK/writer.out")"
+cmp -s "$MAP" "$WORK/served.map" && grep -q "^extents-per-column 8" "$MAP.grow" &&
+	pass "the served file unchanged, MAP.grow holds 8 extents per column" ||
+	fail "the files after a served resize" "$(grep extents-per-column "$MAP" "$MAP.grow")"
+got=$(nbdinfo --size "$URI" 2>&1)
+[ "$got" = "$NEW" ] && pass "the serving tapdisk keeps $got bytes" || fail "size while served" "$got"
+kill -9 "$TD_PID"
+wait "$TD_PID" 2>/dev/null
+TD_PIDS=()
+serve g1 "stripe:$MAP" || { summary; exit 1; }
+got=$(nbdinfo --size "$URI" 2>&1)
+[ "$got" = $((64 << 20)) ] && [ ! -e "$MAP.grow" ] && grep -q "^extents-per-column 8" "$MAP" &&
+	pass "kill -9, served again: MAP.grow taken at open, $got bytes" ||
+	fail "MAP.grow taken at open" "$got; $(grep -i grow "$WORK/g1.log" | tail -3)"
+grep -q "does not match the map's geometry" "$WORK/g1.log" &&
+	fail "the activity log of the old geometry" "$(grep "activity log" "$WORK/g1.log" | tail -3)" ||
+	pass "the unclean activity log of the old geometry taken at the grown places (no full resync)"
+out=$(nbdcopy "$URI" "$WORK/back" 2>&1) && cmp -s -n $NEW "$WORK/new.data" "$WORK/back" &&
+	pass "the writer's 48 MiB read back intact" || fail "the writer's data intact" "$out"
+head -c $((64 << 20)) /dev/urandom >"$WORK/big.data"
+out=$(nbdcopy "$WORK/big.data" "$URI" 2>&1 && nbdcopy "$URI" "$WORK/back" 2>&1) &&
+	cmp -s "$WORK/big.data" "$WORK/back" &&
+	pass "64 MiB written and read back (beyond the old end too)" ||
+	fail "write and read back beyond the old end" "$out"
+
+# A served resize, then the tapdisk gone: the next resize takes MAP.grow.
+out=$(resize "$MAP" --size 80M) && [ -e "$MAP.grow" ] &&
+	pass "resize of the served disk to 80 MiB: MAP.grow written" || fail "second served resize" "$out"
+unserve "$TD_PID" g1
+out=$(resize "$MAP" --size 80M)
+[ $? -eq 0 ] && grep -q "taken" <<<"$out" && grep -q "already" <<<"$out" && [ ! -e "$MAP.grow" ] &&
+	grep -q "^extents-per-column 10" "$MAP" &&
+	pass "the next resize takes MAP.grow: $(tail -1 <<<"$out")" || fail "resize takes MAP.grow" "$out"
+check_py "every replica of the 64 MiB, the new extents' too, in the LUN files" backing "$MAP" \
+	"$WORK/big.data" "${LUNS[@]}"
+
+# A MAP.grow of another disk is removed at open, the disk keeps its size.
+sed 's/^vdisk g1$/vdisk g9/' "$WORK/copy.map" >"$MAP.grow"
+serve g1 "stripe:$MAP" || { summary; exit 1; }
+got=$(nbdinfo --size "$URI" 2>&1)
+[ "$got" = $((80 << 20)) ] && [ ! -e "$MAP.grow" ] &&
+	pass "a MAP.grow that does not apply removed at open, size kept ($got)" ||
+	fail "a MAP.grow that does not apply" "$got; $(grep -i grow "$WORK/g1.log" | tail -3)"
+unserve "$TD_PID" g1
 
 summary

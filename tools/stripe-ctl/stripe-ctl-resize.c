@@ -8,7 +8,10 @@
  * a stripe-ctl killed between the master's answer and the rewrite leaves
  * the old file, and the same command run again finishes the job.  The
  * old slots keep everything the file says of them (servers, stale marks,
- * dirty regions, moves); the new ones are the master's.
+ * dirty regions, moves); the new ones are the master's.  While a tapdisk
+ * serves the disk (it holds the lock), the grown map goes to PATH.grow
+ * instead, which the stripe driver (or the next resize that gets the
+ * lock) takes with stripe_map_grow_adopt.
  */
 #include "config.h"
 
@@ -29,6 +32,9 @@
 struct resize {
 	const struct ctl_opts *o;
 	char path[PATH_MAX];
+	char side[PATH_MAX]; /* PATH.grow */
+	int served_by;	     /* > 0: the tapdisk pid holding the map */
+	bool served;	     /* the map is held: the grown one goes to side */
 	struct stripe_map old, grown;
 	int lock_fd;
 	uint32_t per_column; /* J for --size */
@@ -42,8 +48,8 @@ static void print_map_error(const char *path, const struct stripe_map_error *e)
 	ctl_fail("%s", text);
 }
 
-/* A tapdisk holds the file: say which and what to do. */
-static int refuse_served(const struct resize *rz)
+/* The tapdisk holding the file (0: another process or not found). */
+static int serving_pid(const struct resize *rz)
 {
 	const char *run_dir = td_ctl_run_dir(rz->o->run_dir);
 	int pid = 0;
@@ -51,12 +57,37 @@ static int refuse_served(const struct resize *rz)
 	if (td_ctl_find_serving(run_dir, "stripe", rz->path,
 				(int)rz->o->timeout_s * 1000, &pid, NULL))
 		pid = td_ctl_flock_holder(rz->path);
-	return ctl_fail("%s is held by %s %d (it serves the disk): the stripe "
-			"driver does not take new extents while it serves yet "
-			"(issue #21); stop it ('tap-ctl destroy'), run 'vdisk "
-			"resize' again, then serve the disk again; nothing was "
-			"changed",
-			rz->path, pid ? "tapdisk" : "process", pid);
+	return pid;
+}
+
+/*
+ * The map is not held: first take a MAP.grow a served resize left (the
+ * tapdisk stopped before it opened the disk again).  An exit status.
+ */
+static int adopt_pending(struct resize *rz)
+{
+	enum stripe_map_grow_outcome done;
+	struct stripe_map_error err;
+
+	if (stripe_map_grow_adopt(rz->path, &rz->old, &rz->lock_fd, &done,
+				  &err)) {
+		print_map_error(rz->path, &err);
+		return EXIT_FAILURE;
+	}
+	if (done == STRIPE_MAP_GROW_ADOPTED)
+		fprintf(stderr,
+			"stripe-ctl: %s: the grown map "
+			"%s" STRIPE_MAP_GROW_SUFFIX
+			" of an earlier resize taken\n",
+			rz->path, rz->path);
+	else if (done == STRIPE_MAP_GROW_REFUSED)
+		fprintf(stderr,
+			"stripe-ctl: %s" STRIPE_MAP_GROW_SUFFIX
+			" did not apply (%s): removed\n",
+			rz->path, err.reason);
+	else if (done == STRIPE_MAP_GROW_KEPT)
+		fprintf(stderr, "stripe-ctl: %s (left as it is)\n", err.reason);
+	return 0;
 }
 
 /* --size against the map: 0 (*same: nothing to do) or an exit status. */
@@ -258,6 +289,11 @@ static int report(const struct resize *rz, bool changed)
 		td_json_u64(&j, "old_extents_per_column",
 			    m->extents_per_column);
 		td_json_u64(&j, "extents_per_column", per_column);
+		if (changed && rz->served) {
+			td_json_str(&j, "pending_file", rz->side);
+			td_json_u64(&j, "served_by_pid",
+				    (uint64_t)rz->served_by);
+		}
 		td_json_end_object(&j);
 		return ctl_print_json(&j, &sb);
 	}
@@ -272,7 +308,38 @@ static int report(const struct resize *rz, bool changed)
 		       (per_column - m->extents_per_column) * m->columns *
 			       m->replicas,
 		       rz->path);
+	if (changed && rz->served)
+		printf("the disk is served (by %s %d), which holds the mapping "
+		       "file: the grown map is in %s; the stripe driver takes "
+		       "it when it next opens the disk (tap-ctl destroy, then "
+		       "create): it cannot take new extents while it serves "
+		       "yet (issue #21)\n",
+		       rz->served_by ? "tapdisk" : "process", rz->served_by,
+		       rz->side);
 	return 0;
+}
+
+/*
+ * The grown map into the file (under its lock), or, while a tapdisk
+ * holds it, into PATH.grow (atomic, synced), which the stripe driver
+ * takes when it next opens the disk.  An exit status.
+ */
+static int write_grown(struct resize *rz)
+{
+	struct stripe_map_error err;
+	const char *to = rz->served ? rz->side : rz->path;
+	int ret;
+
+	if (rz->served)
+		ret = stripe_map_write(rz->side, &rz->grown, &err);
+	else
+		ret = stripe_map_rewrite(rz->path, &rz->grown, &rz->lock_fd,
+					 &err);
+	if (!ret)
+		return 0;
+	print_map_error(to, &err);
+	return ctl_fail("the extents stay granted at the master: run the "
+			"same command again");
 }
 
 /* Ask the master, build the map, write it; an exit status. */
@@ -280,7 +347,6 @@ static int grow(struct resize *rz)
 {
 	struct ctl_opts o = *rz->o;
 	ms_grow_args a = {rz->old.vdisk, rz->per_column};
-	struct stripe_map_error err;
 	struct master_client *c;
 	ms_reply rep;
 	int status;
@@ -295,13 +361,8 @@ static int grow(struct resize *rz)
 		if (build(rz, &rep.body.ms_body_u.vdisk))
 			status = ctl_fail("the master's answer does not fit "
 					  "the map: is it the same version?");
-		else if (!(status = new_chap(rz, c)) &&
-			 stripe_map_rewrite(rz->path, &rz->grown, &rz->lock_fd,
-					    &err)) {
-			print_map_error(rz->path, &err);
-			status = ctl_fail("the extents stay granted at the "
-					  "master: run the same command again");
-		}
+		else if (!(status = new_chap(rz, c)))
+			status = write_grown(rz);
 	}
 	master_reply_free(&rep);
 	master_client_close(c);
@@ -317,16 +378,26 @@ int ctl_cmd_vdisk_resize(struct ctl_opts *o)
 
 	if ((status = ctl_serve_path(o->arg, rz.path)))
 		return status;
+	stripe_map_grow_path(rz.path, rz.side, sizeof(rz.side));
 	ret = stripe_map_open(rz.path, &rz.old, &rz.lock_fd, &err);
-	if (ret == -EBUSY)
-		return refuse_served(&rz);
+	if (ret == -EBUSY) {
+		/* Served: its file as it is now, read without the lock. */
+		rz.served = true;
+		rz.served_by = serving_pid(&rz);
+		ret = stripe_map_read(rz.path, &rz.old, &err);
+	} else if (!ret && (status = adopt_pending(&rz))) {
+		stripe_map_close(rz.lock_fd);
+		stripe_map_free(&rz.old);
+		return status;
+	}
 	if (ret) {
 		print_map_error(rz.path, &err);
 		return EXIT_FAILURE;
 	}
 	if (!(status = check_size(&rz, &same)))
 		status = same ? report(&rz, false) : grow(&rz);
-	stripe_map_close(rz.lock_fd);
+	if (rz.lock_fd >= 0)
+		stripe_map_close(rz.lock_fd);
 	stripe_map_free(&rz.old);
 	stripe_map_free(&rz.grown);
 	return status;

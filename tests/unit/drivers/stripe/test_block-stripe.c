@@ -296,6 +296,20 @@ static const struct geom g2 = {
 	512 * KiB, 64 * KiB, 128 * KiB, 2, 2, 3, {512, 4096, 512}, g2_slots, 8,
 };
 
+/* G2 grown to 768K (J=3): its slots and one more extent per column. */
+static const struct slot_row g2_grown_slots[] = {
+	{0, 0, 0, 0, 0, false},	  {0, 0, 1, 1, 0, false},
+	{0, 1, 0, 1, 32, false},  {0, 1, 1, 2, 0, false},
+	{0, 2, 0, 2, 512, false}, {0, 2, 1, 0, 768, false},
+	{1, 0, 0, 2, 256, false}, {1, 0, 1, 0, 256, false},
+	{1, 1, 0, 0, 512, false}, {1, 1, 1, 1, 64, false},
+	{1, 2, 0, 1, 96, false},  {1, 2, 1, 2, 768, false},
+};
+static const struct geom g2_grown = {
+	768 * KiB, 64 * KiB,	     128 * KiB,	     2,	 2,
+	3,	   {512, 4096, 512}, g2_grown_slots, 12,
+};
+
 /* G3: S=4, U=1M, E=2M, R=3, V=8M: J=1, 4 servers, 3 extents each. */
 static const struct slot_row g3_slots[] = {
 	{0, 0, 0, 0, 0, false},	   {0, 0, 1, 1, 0, false},
@@ -1885,6 +1899,33 @@ static void test_al_torn_record(void **state)
 	assert_false(file_stale(0, 0, 0));
 }
 
+/*
+ * A grown map left as MAP.grow is taken at open, and an unclean log of
+ * the old geometry (J=2) marks its hot regions where the grown map (J=3)
+ * has them: old extent index 3 = (1, 1) is new index 4, not (1, 0).
+ */
+static void test_open_takes_grown_map(void **state)
+{
+	static const uint64_t ids[] = {3, 3 * 32 + 0, 3 * 32 + 1};
+	char side[160];
+
+	snprintf(side, sizeof(side), "%s.grow", ts.path);
+	make_map(&g2_grown, NULL);
+	assert_int_equal(rename(ts.path, side), 0);
+	make_map(&g2, NULL);
+	write_al(false, ids, 3, 5);
+	assert_int_equal(open_stripe(",auto_resync=off"), 0);
+	assert_int_equal(access(side, F_OK), -1);
+	assert_int_equal(dev()->map.extents_per_column, 3);
+	assert_int_equal(dev()->map.size_bytes, 768 * KiB);
+	assert_int_equal(dev()->layout.extents_per_column, 3);
+	assert_int_equal(dev()->al.recovered, 3);
+	assert_int_equal(file_dirty(0, 0, 1), 1);
+	assert_int_equal(file_dirty(1, 1, 1), 2);
+	assert_int_equal(file_dirty(1, 0, 1), 0);
+	assert_int_equal(nr_file_stale(), 2);
+}
+
 /* Writes go through a log of 16 regions: old ones are evicted. */
 static void test_al_small_log(void **state)
 {
@@ -3126,6 +3167,7 @@ int main(void)
 		T(test_auto_resync_off),
 		T(test_resync_rate_control),
 		T(test_al_recovery_marks_hot_regions),
+		T(test_open_takes_grown_map),
 		T(test_al_torn_record),
 		T(test_al_small_log),
 		T(test_move_to_known_server),
