@@ -259,7 +259,8 @@ static int load_fd(struct td_snap_state *st, int fd, struct td_strbuf *why)
 		td_strbuf_puts(&inner, "not a snapshot job file (too short)");
 	if (!err)
 		err = read_bits(st, fd, &inner);
-	td_strbuf_append(why, inner.data, inner.len);
+	if (inner.len)
+		td_strbuf_append(why, inner.data, inner.len);
 	td_strbuf_free(&inner);
 	return err;
 }

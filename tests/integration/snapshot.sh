@@ -59,7 +59,7 @@ stop() {
 }
 cleanup() {
 	stop "$TD_PID"
-	rm -rf "$WORK"
+	[ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
 }
 trap cleanup EXIT
 
