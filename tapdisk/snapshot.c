@@ -64,6 +64,7 @@ struct td_snap_job {
 	unsigned int nr_busy;
 	unsigned int nr_bg;
 	uint64_t cursor;
+	bool cursor_stopped; /* the vbd shuts down: copy-before-write only */
 	uint64_t cbw_chunks;
 	struct snap_held_list held;
 	struct td_timer retry;
@@ -415,7 +416,7 @@ static void snap_pump(struct td_snap_job *job)
 	struct td_snap_state *st = &job->st;
 	struct snap_slot *slot;
 
-	if (job->state != SNAP_COPYING)
+	if (job->state != SNAP_COPYING || job->cursor_stopped)
 		return;
 	if (job->vbd->state != VBD_RUNNING) {
 		td_loop_timer_arm(td_vbd_loop(job->vbd), &job->retry,
@@ -693,6 +694,14 @@ int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why)
 		    job->st.target, job->st.nr_copied, job->st.nr_chunks);
 	snap_end(job, SNAP_CANCELLED);
 	return 0;
+}
+
+void td_vbd_snapshot_stop_cursor(struct td_vbd *vbd)
+{
+	if (!vbd->snap)
+		return;
+	vbd->snap->cursor_stopped = true;
+	td_loop_timer_cancel(&vbd->snap->retry);
 }
 
 bool td_vbd_snapshot_running(const struct td_vbd *vbd)

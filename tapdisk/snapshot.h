@@ -51,6 +51,13 @@ int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why);
 void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			    struct td_strbuf *out);
 
+/*
+ * The vbd is shutting down: the background copy starts no more chunks
+ * (so the vbd can drain and close; the job file stays for the next
+ * tapdisk), copy-before-write goes on for the writes still coming.
+ */
+void td_vbd_snapshot_stop_cursor(struct td_vbd *vbd);
+
 /* A job is copying (grow is refused meanwhile). */
 bool td_vbd_snapshot_running(const struct td_vbd *vbd);
 

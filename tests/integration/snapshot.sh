@@ -13,7 +13,8 @@
 # present, writes during the copy absent) and the source has them all;
 # kill -9 of tapdisk mid-copy leaves the job file, a new tapdisk resumes
 # the job, copy-before-write holds after the restart and the target is
-# right; a second start, a start onto a small or missing target, and a
+# right; a graceful destroy mid-copy keeps the job for the next
+# tapdisk; a second start, a start onto a small or missing target, and a
 # resize while copying are refused with the reason; cancel drops the job
 # file; a damaged job file stops tapdisk from serving, clearly.
 #
@@ -253,6 +254,27 @@ expect "$WORK/exp-target" "$WORK/before.log"
 same "target after kill -9 and resume = source at the instant" "$WORK/exp-target" "$TGT"
 expect "$WORK/exp-source" "$WORK/before.log" "$WORK/during.log" "$WORK/after.log"
 same "source has every write (s2)" "$WORK/exp-source" "$SRC"
+stop "$TD_PID"
+TD_PID=
+
+# --- a graceful stop mid-copy keeps the job for the next tapdisk ----------------
+rm -f "$WORK/tgt2.img"
+truncate -s $((MIB << 20)) "$WORK/tgt2.img"
+start s4 "qos:read_bps=4M|aio:$SRC" || fail "tapdisk s4 started"
+ctl start "aio:$WORK/tgt2.img" >/dev/null 2>&1 || fail "snapshot start (s4)"
+if "$TAPCTL" --run-dir "$WORK" destroy -i "$TD_PID" >/dev/null 2>&1 &&
+	[ -f "$TAPSTRIPE_STATE_DIR/snapshots/s4.job" ]; then
+	pass "destroy mid-copy keeps the job file"
+else
+	fail "destroy mid-copy keeps the job file" "$(tail -2 "$WORK/s4.log")"
+fi
+wait "$TD_PID" 2>/dev/null
+start s4 "aio:$SRC" || fail "tapdisk s4 restarted"
+if wait_state done && cmp -s "$SRC" "$WORK/tgt2.img"; then
+	pass "resumed after destroy, target = source"
+else
+	fail "resumed after destroy, target = source" "$(ctl status 2>&1 | tr '\n' ' ')"
+fi
 stop "$TD_PID"
 TD_PID=
 
