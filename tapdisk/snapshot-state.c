@@ -311,6 +311,27 @@ int td_snap_state_mark(struct td_snap_state *st, uint64_t i)
 	return err;
 }
 
+int td_snap_state_mark_run(struct td_snap_state *st, uint64_t first,
+			   uint64_t nr)
+{
+	uint64_t lo = first / 8, hi = (first + nr - 1) / 8;
+	int err = 0;
+
+	for (uint64_t i = first; i < first + nr; i++) {
+		if (td_snap_copied(st, i))
+			continue;
+		st->bits[i / 8] |= (uint8_t)(1u << (i % 8));
+		st->nr_copied++;
+	}
+	if (st->fd < 0)
+		return 0;
+	err = write_all(st->fd, &st->bits[lo], (size_t)(hi - lo + 1),
+			(off_t)(TD_SNAP_HEADER_BYTES + lo));
+	if (!err && fdatasync(st->fd))
+		err = -errno;
+	return err;
+}
+
 int td_snap_state_remove(struct td_snap_state *st)
 {
 	int err = 0;

@@ -12,9 +12,9 @@
 
 #include "common/json.h"
 
-#define TD_SNAP_CHUNK_BYTES  (1u << 20) /* the default copy unit */
-#define TD_SNAP_HEADER_BYTES 4096u	/* the bitmap starts here */
-#define TD_SNAP_CHAIN_MAX    1024	/* a target chain, NUL included */
+#define TD_SNAP_CHUNK_BYTES  (64u << 10) /* the copy unit */
+#define TD_SNAP_HEADER_BYTES 4096u	 /* the bitmap starts here */
+#define TD_SNAP_CHAIN_MAX    1024	 /* a target chain, NUL included */
 
 struct td_snap_state {
 	int fd;	    /* -1: in memory only (tests) */
@@ -73,6 +73,13 @@ int td_snap_state_load(struct td_snap_state *st, const char *path,
  * fdatasync, once per chunk and job.
  */
 int td_snap_state_mark(struct td_snap_state *st, uint64_t i);
+
+/*
+ * Chunks first .. first + nr - 1 are in the target, durably: set their
+ * bits and sync once (td_snap_state_mark for a run of chunks).
+ */
+int td_snap_state_mark_run(struct td_snap_state *st, uint64_t first,
+			   uint64_t nr);
 
 /* Remove the job file (done or dropped) and free st. */
 int td_snap_state_remove(struct td_snap_state *st);

@@ -21,14 +21,18 @@
 #include "tapdisk/snapshot.h"
 #include "tapdisk/vbd-int.h"
 
-#define SNAP_SLOTS 8 /* chunk copies in flight, all told */
-/* Of which the background cursor's: 4 cost 4 KiB QD 32 writes a third
- * of their IOPS on 2 cores (bench/snapshot.sh), copy-before-write does
- * most of the copying under such a load anyway. */
-#define SNAP_BG_SLOTS 2
-#define SNAP_RETRY_US 50000 /* look again while the vbd is paused */
-#define SNAP_ALIGN    4096  /* buffers for O_DIRECT targets */
-#define SNAP_ERR_MAX  256
+/* The cursor copies runs of up to this many chunks (1 MiB of 64 KiB) in
+ * one I/O and one job-file sync; a held write copies only its chunks. */
+#define SNAP_RUN 16
+/* The cursor's slots (runs), then copy-before-write's (one chunk each):
+ * as many as a queue depth of 32 has writes waiting, so none waits for
+ * a slot (bench/snapshot.sh). */
+#define SNAP_BG_SLOTS  2
+#define SNAP_CBW_SLOTS 32
+#define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
+#define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
+#define SNAP_ALIGN     4096  /* buffers for O_DIRECT targets */
+#define SNAP_ERR_MAX   256
 
 enum snap_state {
 	SNAP_STARTING,
@@ -46,6 +50,7 @@ struct snap_slot {
 	bool busy;
 	bool cbw; /* for a held write, not the cursor */
 	uint64_t chunk;
+	uint32_t nr_chunks; /* a run: 1 for a write, up to SNAP_RUN */
 	void *buf;
 	struct iovec iov;
 	struct td_vbd_io io; /* the read, then the write, then a flush */
@@ -199,7 +204,9 @@ static void slot_io(struct snap_slot *slot, enum td_op op, uint32_t flags,
 		    td_vbd_io_cb cb)
 {
 	struct td_snap_state *st = &slot->job->st;
-	uint32_t nr = td_snap_chunk_len(st, slot->chunk);
+	uint64_t last = slot->chunk + slot->nr_chunks - 1;
+	uint32_t nr = (uint32_t)((last - slot->chunk) * st->chunk_sectors) +
+		      td_snap_chunk_len(st, last);
 
 	memset(&slot->io, 0, sizeof(slot->io));
 	slot->io.op = op;
@@ -244,7 +251,8 @@ static void slot_mark(struct snap_slot *slot)
 	int err = 0;
 
 	if (job->state == SNAP_COPYING)
-		err = td_snap_state_mark(&job->st, slot->chunk);
+		err = td_snap_state_mark_run(&job->st, slot->chunk,
+					     slot->nr_chunks);
 	slot_done(slot, err, "marking");
 }
 
@@ -296,9 +304,10 @@ static void slot_read(struct td_vbd_io *io, int err)
 		slot_done(slot, err, "writing the target at");
 }
 
-static struct snap_slot *slot_free(struct td_snap_job *job)
+static struct snap_slot *slot_free(struct td_snap_job *job, bool cbw)
 {
-	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
+	for (unsigned int i = cbw ? SNAP_BG_SLOTS : 0;
+	     i < (cbw ? SNAP_SLOTS : SNAP_BG_SLOTS); i++)
 		if (!job->slots[i].busy)
 			return &job->slots[i];
 	return NULL;
@@ -307,12 +316,14 @@ static struct snap_slot *slot_free(struct td_snap_job *job)
 static bool chunk_in_flight(const struct td_snap_job *job, uint64_t c)
 {
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
-		if (job->slots[i].busy && job->slots[i].chunk == c)
+		if (job->slots[i].busy && c >= job->slots[i].chunk &&
+		    c < job->slots[i].chunk + job->slots[i].nr_chunks)
 			return true;
 	return false;
 }
 
-static void slot_start(struct snap_slot *slot, uint64_t chunk, bool cbw)
+static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
+		       bool cbw)
 {
 	struct td_snap_job *job = slot->job;
 	int err;
@@ -320,6 +331,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, bool cbw)
 	slot->busy = true;
 	slot->cbw = cbw;
 	slot->chunk = chunk;
+	slot->nr_chunks = nr;
 	job->nr_busy++;
 	if (!cbw)
 		job->nr_bg++;
@@ -363,9 +375,9 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 		ready = false;
 		if (chunk_in_flight(job, c))
 			continue;
-		if (!(slot = slot_free(job)))
+		if (!(slot = slot_free(job, true)))
 			break;
-		slot_start(slot, c, true);
+		slot_start(slot, c, 1, true);
 		if (job->state != SNAP_COPYING)
 			break;
 	}
@@ -415,6 +427,7 @@ static void snap_pump(struct td_snap_job *job)
 {
 	struct td_snap_state *st = &job->st;
 	struct snap_slot *slot;
+	uint32_t nr;
 
 	if (job->state != SNAP_COPYING || job->cursor_stopped)
 		return;
@@ -423,7 +436,7 @@ static void snap_pump(struct td_snap_job *job)
 				  SNAP_RETRY_US, snap_retry, job);
 		return;
 	}
-	while (job->nr_bg < SNAP_BG_SLOTS && (slot = slot_free(job))) {
+	while ((slot = slot_free(job, false))) {
 		uint64_t c = td_snap_next_uncopied(st, job->cursor);
 
 		while (c < st->nr_chunks && chunk_in_flight(job, c))
@@ -431,8 +444,13 @@ static void snap_pump(struct td_snap_job *job)
 		job->cursor = c;
 		if (c >= st->nr_chunks)
 			break;
-		job->cursor = c + 1;
-		slot_start(slot, c, false);
+		nr = 1;
+		while (nr < SNAP_RUN && c + nr < st->nr_chunks &&
+		       !td_snap_copied(st, c + nr) &&
+		       !chunk_in_flight(job, c + nr))
+			nr++;
+		job->cursor = c + nr;
+		slot_start(slot, c, nr, false);
 		if (job->state != SNAP_COPYING)
 			return;
 	}
@@ -463,7 +481,8 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		job->slots[i].job = job;
 		if (posix_memalign(&job->slots[i].buf, SNAP_ALIGN,
-				   TD_SNAP_CHUNK_BYTES)) {
+				   (i < SNAP_BG_SLOTS ? SNAP_RUN : 1) *
+					   TD_SNAP_CHUNK_BYTES)) {
 			snap_free(job);
 			return -ENOMEM;
 		}

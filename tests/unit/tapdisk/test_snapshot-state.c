@@ -157,15 +157,20 @@ static void test_round_trip(void **state)
 	assert_int_equal(td_snap_state_create(&st, path, &why), 0);
 	assert_int_equal(td_snap_state_mark(&st, 0), 0);
 	assert_int_equal(td_snap_state_mark(&st, 10), 0); /* the short one */
+	/* A run across a byte boundary, one chunk of it set already. */
+	assert_int_equal(td_snap_state_mark(&st, 5), 0);
+	assert_int_equal(td_snap_state_mark_run(&st, 4, 6), 0); /* 4-9 */
 	/* Marked on disk, not only in memory: read a second copy. */
 	assert_int_equal(td_snap_state_load(&back, path, &why), 0);
 	assert_string_equal(back.target, "sort|aio:/srv/t.img");
 	assert_int_equal(back.size_sectors, 10 * MIB_SECTORS + 8);
 	assert_int_equal(back.nr_chunks, 11);
-	assert_int_equal(back.nr_copied, 2);
+	assert_int_equal(back.nr_copied, 8);
 	assert_true(td_snap_copied(&back, 0));
 	assert_false(td_snap_copied(&back, 1));
-	assert_true(td_snap_copied(&back, 10));
+	assert_false(td_snap_copied(&back, 3));
+	for (uint64_t i = 4; i <= 10; i++)
+		assert_true(td_snap_copied(&back, i));
 	td_snap_state_fini(&back);
 	/* A second job on the same disk is refused while the file is there. */
 	assert_int_equal(td_snap_state_create(&st, path, &why), -EEXIST);

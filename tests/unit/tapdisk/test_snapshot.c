@@ -29,8 +29,9 @@
 #include "tapdisk/snapshot.h"
 #include "tests/unit/vbd-fixture.h"
 
-#define CHUNK	  2048u /* sectors */
-#define NR_CHUNKS 4u
+#define CHUNK	  128u /* sectors: 64 KiB */
+#define RUN	  16u  /* chunks the cursor copies at once */
+#define NR_CHUNKS 64u
 
 static char dir[64];
 static char job[160];
@@ -140,18 +141,18 @@ static void test_cbw_order(void **state)
 	int rd, wr, fg;
 
 	start_job();
-	/* The cursor copies chunks 0 and 1; chunk 3 is left. */
-	assert_true(seen(TD_OP_READ, 0, CHUNK, 0) >= 0);
-	assert_true(seen(TD_OP_READ, CHUNK, CHUNK, 0) >= 0);
-	assert_int_equal(seen(TD_OP_READ, 3 * CHUNK, CHUNK, 0), -1);
+	/* The cursor copies runs 0-15 and 16-31; chunk 63 is left. */
+	assert_true(seen(TD_OP_READ, 0, RUN * CHUNK, 0) >= 0);
+	assert_true(seen(TD_OP_READ, RUN * CHUNK, RUN * CHUNK, 0) >= 0);
+	assert_int_equal(seen(TD_OP_READ, 663 * CHUNK, CHUNK, 0), -1);
 
-	/* A write to chunk 3 is held; its chunk is read from the disk. */
+	/* A write to chunk 63 is held; its chunk is read from the disk. */
 	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 3 * CHUNK + 8, 8)),
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 63 * CHUNK + 8, 8)),
 		0);
 	run(2);
-	assert_int_equal(seen(TD_OP_WRITE, 3 * CHUNK + 8, 8, 0), -1);
-	rd = seen(TD_OP_READ, 3 * CHUNK, CHUNK, 0);
+	assert_int_equal(seen(TD_OP_WRITE, 63 * CHUNK + 8, 8, 0), -1);
+	rd = seen(TD_OP_READ, 63 * CHUNK, CHUNK, 0);
 	assert_true(rd >= 0);
 
 	/* A read of an uncopied chunk is never held. */
@@ -163,16 +164,16 @@ static void test_cbw_order(void **state)
 	/* Old data read: it goes to the target with FUA, write still held. */
 	done(rd);
 	run(3);
-	wr = seen(TD_OP_WRITE, 3 * CHUNK, CHUNK, TD_REQ_FUA);
+	wr = seen(TD_OP_WRITE, 63 * CHUNK, CHUNK, TD_REQ_FUA);
 	assert_true(wr >= 0);
-	assert_int_equal(seen(TD_OP_WRITE, 3 * CHUNK + 8, 8, 0), -1);
-	assert_false(bit_on_disk(3));
+	assert_int_equal(seen(TD_OP_WRITE, 63 * CHUNK + 8, 8, 0), -1);
+	assert_false(bit_on_disk(63));
 
 	/* Durable in the target: the bit is on disk, then the write goes. */
 	done(wr);
 	run(3);
-	assert_true(bit_on_disk(3));
-	fg = seen(TD_OP_WRITE, 3 * CHUNK + 8, 8, 0);
+	assert_true(bit_on_disk(63));
+	fg = seen(TD_OP_WRITE, 63 * CHUNK + 8, 8, 0);
 	assert_true(fg >= 0);
 	assert_int_equal(fx->calls[0], 0);
 	done(fg);
@@ -180,12 +181,12 @@ static void test_cbw_order(void **state)
 	assert_int_equal(fx->calls[0], 1);
 	assert_int_equal(fx->err[0], 0);
 
-	/* A second write to chunk 3 goes straight through. */
-	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(2, TD_OP_WRITE, 3 * CHUNK + 64, 8)),
-		0);
+	/* A second write to chunk 63 goes straight through. */
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(2, TD_OP_WRITE,
+						     63 * CHUNK + 64, 8)),
+			 0);
 	run(1);
-	assert_true(seen(TD_OP_WRITE, 3 * CHUNK + 64, 8, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 63 * CHUNK + 64, 8, 0) >= 0);
 	assert_true(td_vbd_close(fx->vbd) == -EBUSY); /* copies in flight */
 
 	/* Finish everything: the job is done and its file gone. */
@@ -208,10 +209,10 @@ static void test_close_keeps_job_then_resume(void **state)
 	fx->vbd = NULL;
 	assert_int_equal(access(job, F_OK), 0); /* kept for the next one */
 	assert_true(bit_on_disk(0));
-	assert_true(bit_on_disk(1));
-	assert_false(bit_on_disk(2));
+	assert_true(bit_on_disk(31));
+	assert_false(bit_on_disk(32));
 
-	/* A new vbd resumes: chunks 2 and 3 are copied, not 0 and 1. */
+	/* A new vbd resumes: chunks 32-63 are copied, not 0-31. */
 	mock.nr_seen = 0;
 	mock.nr_held = 0;
 	assert_int_equal(open_chain("mock", 0, 0, false), 0);
@@ -219,10 +220,10 @@ static void test_close_keeps_job_then_resume(void **state)
 	assert_int_equal(td_vbd_snapshot_resume(fx->vbd, job, &why), 0);
 	td_strbuf_free(&why);
 	run(3);
-	assert_int_equal(seen(TD_OP_READ, 0, CHUNK, 0), -1);
-	rd = seen(TD_OP_READ, 2 * CHUNK, CHUNK, 0);
+	assert_int_equal(seen(TD_OP_READ, 0, RUN * CHUNK, 0), -1);
+	rd = seen(TD_OP_READ, 32 * CHUNK, RUN * CHUNK, 0);
 	assert_true(rd >= 0);
-	assert_true(seen(TD_OP_READ, 3 * CHUNK, CHUNK, 0) >= 0);
+	assert_true(seen(TD_OP_READ, 48 * CHUNK, RUN * CHUNK, 0) >= 0);
 	drain_all(8);
 	assert_false(td_vbd_snapshot_running(fx->vbd));
 	assert_int_equal(access(job, F_OK), -1);
