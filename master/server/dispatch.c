@@ -37,6 +37,7 @@ union ms_args {
 	ms_move_list_args move_list;
 	ms_server_chap_args chap;
 	ms_grow_args grow;
+	ms_snapshot_args snapshot;
 };
 
 struct proc {
@@ -221,6 +222,18 @@ static int run_vdisk_grow(struct master_store *st, const union ms_args *a,
 	return master_store_vdisk_grow(st, &a->grow, rep);
 }
 
+static int run_vdisk_snapshot(struct master_store *st, const union ms_args *a,
+			      ms_reply *rep)
+{
+	return master_store_vdisk_snapshot(st, &a->snapshot, rep);
+}
+
+static int run_vdisk_snapshot_done(struct master_store *st,
+				   const union ms_args *a, ms_reply *rep)
+{
+	return master_store_vdisk_snapshot_done(st, a->id, rep);
+}
+
 /* mutating: from --allow networks only; so is MS_SERVER_CHAP_GET, whose
  * reply carries a secret although it changes nothing. */
 static const struct proc procs[] = {
@@ -283,6 +296,12 @@ static const struct proc procs[] = {
 				true, run_server_chap_get},
 	[MS_VDISK_GROW] = {"vdisk_grow", (xdrproc_t)xdr_ms_grow_args, true,
 			   run_vdisk_grow},
+	[MS_VDISK_SNAPSHOT] = {"vdisk_snapshot",
+			       (xdrproc_t)xdr_ms_snapshot_args, true,
+			       run_vdisk_snapshot},
+	[MS_VDISK_SNAPSHOT_DONE] = {"vdisk_snapshot_done",
+				    (xdrproc_t)xdr_ms_vdisk_id, true,
+				    run_vdisk_snapshot_done},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

@@ -767,12 +767,123 @@ int master_store_vdisk_list(struct master_store *st,
 		v->stale_replicas = (u_int)sqlite3_column_int64(s, 4);
 		v->under_replicated = (u_int)sqlite3_column_int64(s, 5);
 		v->moves = (u_int)sqlite3_column_int64(s, 6);
-		ret = v->id ? 0 : -ENOMEM;
+		v->source =
+			master_strdup((const char *)sqlite3_column_text(s, 7));
+		v->complete = sqlite3_column_int64(s, 8) != 0;
+		ret = v->id && v->source ? 0 : -ENOMEM;
 	}
 	sqlite3_reset(s);
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		ret = master_store_sql_fail(st, "vdisk list", rc);
 	return ret ? ret : master_reply_ok(rep, false);
+}
+
+/* --- snapshots (issue #21) ------------------------------------------------ */
+
+/* 1 and the source ("" none) and completeness of id, 0 no such disk. */
+static int snap_get(struct master_store *st, const char *id, char *source,
+		    size_t size, bool *complete)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_SNAP_GET);
+	int rc;
+
+	master_store_bind_text(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return master_store_sql_fail(st, "vdisk snapshot get", rc);
+	snprintf(source, size, "%s", (const char *)sqlite3_column_text(s, 0));
+	*complete = sqlite3_column_int64(s, 1) != 0;
+	sqlite3_reset(s);
+	return 1;
+}
+
+/* NEW exists: the same snapshot again (answer it) or something else. */
+static int snapshot_again(struct master_store *st, const ms_snapshot_args *a,
+			  const struct master_shape *src, ms_reply *rep)
+{
+	char source[MS_VDISK_ID_MAX + 1];
+	struct master_shape have;
+	bool complete;
+	int ret;
+
+	if ((ret = vdisk_get(st, a->id, &have)) < 0 ||
+	    (ret = snap_get(st, a->id, source, sizeof(source), &complete)) < 0)
+		return ret;
+	if (strcmp(source, a->source) || memcmp(&have, src, sizeof(have)))
+		return master_reply_fail(
+			rep, MS_EEXIST,
+			"vdisk %s exists already as %s%s: a snapshot needs "
+			"a new name (or release %s first)",
+			a->id,
+			source[0] ? "a snapshot of " : "a disk of its own",
+			source, a->id);
+	ret = build_vdisk(st, a->id, &have, rep);
+	return ret ? ret : master_reply_ok(rep, false);
+}
+
+int master_store_vdisk_snapshot(struct master_store *st,
+				const ms_snapshot_args *a, ms_reply *rep)
+{
+	struct master_shape src;
+	ms_alloc_args aa;
+	sqlite3_stmt *s;
+	int ret;
+
+	if (!master_vdisk_id_ok(a->source) || !master_vdisk_id_ok(a->id) ||
+	    !strcmp(a->source, a->id))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a snapshot needs two different "
+					 "vdisk ids of 1-%d [A-Za-z0-9._-]",
+					 MS_VDISK_ID_MAX);
+	if ((ret = vdisk_get(st, a->source, &src)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no vdisk %s to take a "
+						   "snapshot of",
+						   a->source);
+	if ((ret = vdisk_get(st, a->id, &(struct master_shape){0})) < 0)
+		return ret;
+	if (ret)
+		return snapshot_again(st, a, &src, rep);
+	aa = (ms_alloc_args){.id = a->id,
+			     .columns = src.columns,
+			     .extents_per_column = src.extents_per_column,
+			     .replicas = src.replicas,
+			     .extent_size_bytes = st->extent_bytes};
+	if ((ret = master_store_vdisk_alloc(st, &aa, rep)) ||
+	    rep->status != MS_OK)
+		return ret;
+	s = master_store_stmt(st, ST_VDISK_SNAP_SET);
+	master_store_bind_text(s, 1, a->id);
+	master_store_bind_text(s, 2, a->source);
+	return master_store_exec(st, s, "vdisk snapshot set");
+}
+
+int master_store_vdisk_snapshot_done(struct master_store *st, const char *id,
+				     ms_reply *rep)
+{
+	char source[MS_VDISK_ID_MAX + 1];
+	bool complete;
+	sqlite3_stmt *s;
+	int ret;
+
+	if (!master_vdisk_id_ok(id))
+		return master_reply_fail(rep, MS_EINVAL, "bad vdisk id");
+	if ((ret = snap_get(st, id, source, sizeof(source), &complete)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no vdisk %s", id);
+	if (!source[0])
+		return master_reply_fail(rep, MS_EINVAL,
+					 "vdisk %s is no snapshot", id);
+	if (complete)
+		return master_reply_ok(rep, false);
+	s = master_store_stmt(st, ST_VDISK_SNAP_DONE);
+	master_store_bind_text(s, 1, id);
+	ret = master_store_exec(st, s, "vdisk snapshot done");
+	return ret ? ret : master_reply_ok(rep, true);
 }
 
 /* --- replica state ---------------------------------------------------------- */

@@ -449,9 +449,15 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 			  const ms_vdisk_summary *v)
 {
 	if (!o->json) {
-		printf("%-32s %7u %9u %8u %6u %16u %6u\n", v->id, v->columns,
+		printf("%-32s %7u %9u %8u %6u %16u %6u", v->id, v->columns,
 		       v->extents_per_column, v->replicas, v->stale_replicas,
 		       v->under_replicated, v->moves);
+		/* Only snapshots get the column: other lines stay as they
+		 * were for scripts that read them. */
+		if (v->source && *v->source)
+			printf(" snapshot-of=%s%s", v->source,
+			       v->complete ? "" : " (incomplete)");
+		printf("\n");
 		return;
 	}
 	td_json_begin_object(j, NULL);
@@ -462,6 +468,8 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 	td_json_u64(j, "stale_replicas", v->stale_replicas);
 	td_json_u64(j, "under_replicated", v->under_replicated);
 	td_json_u64(j, "moves", v->moves);
+	td_json_str(j, "source", v->source ? v->source : "");
+	td_json_bool(j, "complete", v->complete);
 	td_json_end_object(j);
 }
 

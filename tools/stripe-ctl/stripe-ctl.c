@@ -343,8 +343,11 @@ static const struct command commands[] = {
 	 "column, replicas, how many replicas are stale, how many extents\n"
 	 "are under-replicated (fewer live copies than replicas: a copy is\n"
 	 "live when it is not stale and its server has not failed) and how\n"
-	 "many of its replicas are being moved ('extent move').  --json keys:\n"
-	 "\"under_replicated\", \"moves\" (issue #19), with the others.\n",
+	 "many of its replicas are being moved ('extent move').  A snapshot\n"
+	 "ends its line with snapshot-of=SOURCE, and (incomplete) while its\n"
+	 "copy is not done.  --json keys: \"under_replicated\", \"moves\"\n"
+	 "(issue #19), \"source\" (\"\" for a disk that is no snapshot),\n"
+	 "\"complete\" (issue #21), with the others.\n",
 	 ctl_cmd_vdisk_list, NULL, 0},
 	{"vdisk", "mark", O_NAME, 0, "FILE",
 	 "vdisk mark FILE|--name NAME COLUMN EXTENT REPLICA stale|ok",

@@ -296,6 +296,33 @@ static int cmd_nbd(struct cmd_opts *o)
 	return usage_errorf(sc, "give list or drop CONN");
 }
 
+/* "snapshot start TARGET | status [--json] | cancel" (doc/snapshots.md). */
+static int cmd_snapshot(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("snapshot");
+	char line[TD_CTL_LINE_MAX];
+
+	if (o->nr_args == 2 && !strcmp(o->args[1], "--json")) {
+		o->json = true;
+		o->nr_args = 1;
+	}
+	if (o->nr_args == 1 && !strcmp(o->args[0], "status"))
+		return simple_command(o, o->json ? "snapshot status json"
+						 : "snapshot status");
+	if (o->nr_args == 1 && !strcmp(o->args[0], "cancel"))
+		return simple_command(o, "snapshot cancel");
+	if (o->nr_args == 2 && !strcmp(o->args[0], "start")) {
+		if (!*o->args[1] || strpbrk(o->args[1], " \t\r\n"))
+			return usage_errorf(sc, "'%s' is not one word",
+					    o->args[1]);
+		if (snprintf(line, sizeof(line), "snapshot start %s",
+			     o->args[1]) >= (int)sizeof(line))
+			return usage_errorf(sc, "the target chain is too long");
+		return simple_command(o, line);
+	}
+	return usage_errorf(sc, "give start TARGET-CHAIN, status or cancel");
+}
+
 /* --- destroy ------------------------------------------------------------------- */
 
 static int wait_exit(int id, uint64_t deadline_ns)
@@ -500,6 +527,19 @@ static const struct subcommand subcommands[] = {
 	 "at most --timeout seconds.  In a driver domain this works for a\n"
 	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
 	 tapctl_cmd_release},
+	{"snapshot", OPT_ID | OPT_JSON | OPT_ARGS,
+	 "snapshot -i ID start TARGET-CHAIN | status [--json] | cancel",
+	 "Copy tapdisk ID's disk, as it is now, onto another chain while it\n"
+	 "serves (e.g. start aio:/srv/copy.img; the target must exist and be\n"
+	 "at least as large).  start returns once every acknowledged write\n"
+	 "is durable and the instant is marked; the copy runs in the\n"
+	 "background, and a write to a region not yet copied first copies\n"
+	 "the old data (copy-before-write).  status shows progress (state\n"
+	 "copying, done, failed, cancelled; --json: state, chunks_copied,\n"
+	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_file).\n"
+	 "A job survives a tapdisk restart (its job file); cancel drops it,\n"
+	 "leaving the target incomplete.  See doc/snapshots.md.\n",
+	 cmd_snapshot},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 
