@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,9 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 	} else if (key_is(opt, klen, "auto_resync")) {
 		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
 		o->auto_resync_off = !strcmp(v, "off");
+	} else if (key_is(opt, klen, "snapshot_target")) {
+		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
+		o->snapshot_target = !strcmp(v, "on");
 	} else if (key_is(opt, klen, "lease")) {
 		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
 		o->lease_off = !strcmp(v, "off");
@@ -170,7 +174,8 @@ static int parse_options(struct stripe_dev *dev)
 				"resync_chunk=SIZE (a multiple of 4K, at most "
 				"64M), al_regions=0 or 16-65536, "
 				"al_unit=SIZE, auto_resync=on|off, "
-				"lease=on|off or initiator=IQN",
+				"lease=on|off, snapshot_target=on|off or "
+				"initiator=IQN",
 				comma + 1);
 		if (ret > 0)
 			break;
@@ -224,11 +229,33 @@ static int open_adopt_grow(struct stripe_dev *dev, int *lock_fd)
 	return 0;
 }
 
+/*
+ * An incomplete snapshot (`stripe-ctl vdisk snapshot` writes MAP.incomplete
+ * before the map and removes it once the copy is done) holds no
+ * point-in-time content yet: only the copy job opens it.
+ */
+static int check_incomplete(struct stripe_dev *dev)
+{
+	char marker[PATH_MAX + 16];
+
+	snprintf(marker, sizeof(marker), "%s" STRIPE_INCOMPLETE_SUFFIX,
+		 dev->path);
+	if (dev->opts.snapshot_target || access(marker, F_OK))
+		return 0;
+	return td_driver_fail(dev->drv, -EBUSY,
+			      "stripe: %s is an incomplete snapshot (%s): run "
+			      "'stripe-ctl vdisk snapshot' again to finish it, "
+			      "or 'stripe-ctl vdisk destroy' to drop it",
+			      dev->path, marker);
+}
+
 static int open_map(struct stripe_dev *dev)
 {
 	struct stripe_map_error err;
 	int lock_fd = -1, ret;
 
+	if ((ret = check_incomplete(dev)))
+		return ret;
 	ret = stripe_map_open(dev->path, &dev->map, &lock_fd, &err);
 	if (ret) {
 		char text[STRIPE_MAP_ERROR_TEXT_MAX];

@@ -587,6 +587,9 @@ struct stripe_opts {
 	uint32_t degraded_grace_ms;
 	char *initiator;
 	bool lease_off; /* lease=off: no lease taken (a map no other host has) */
+	/* snapshot_target=on: opened as the target of a snapshot copy, so an
+	 * incomplete snapshot's map (MAP.incomplete next to it) may open */
+	bool snapshot_target;
 	uint32_t al_regions;  /* activity log entries; 0 = no log */
 	uint64_t al_unit;     /* bytes per log entry; 0 = the default */
 	bool auto_resync_off; /* auto_resync=off */

@@ -642,6 +642,30 @@ static const struct command commands[] = {
 	 "    --run-dir DIR        where to look for a tapdisk serving the\n"
 	 "                         disk (to name it)\n",
 	 ctl_cmd_vdisk_resize, NULL, 0},
+	{"vdisk", "snapshot", O_OUTPUT | O_RUN_DIR, 0, "SRC",
+	 "vdisk snapshot SRC NEW [-o FILE] [--run-dir DIR]",
+	 "Make NEW a point-in-time copy of the striped disk SRC (a mapping\n"
+	 "file, or NAME for " CTL_MAP_DIR "/NAME.map) while SRC stays in\n"
+	 "use (issue #21).  The master gives NEW extents of its own, recorded\n"
+	 "as a snapshot of SRC, incomplete; NEW's map is written with a\n"
+	 "marker NEW.map.incomplete next to it (the stripe driver refuses to\n"
+	 "serve such a map); the tapdisk serving SRC marks the instant (every\n"
+	 "acknowledged write made durable) and copies SRC onto NEW in the\n"
+	 "background with copy-before-write (doc/snapshots.md); this command\n"
+	 "follows the copy (a progress line on a terminal), then marks NEW\n"
+	 "complete at the master and removes the marker.  SRC must be served\n"
+	 "by a tapdisk of this host.  Interrupted anywhere (even kill -9 of\n"
+	 "stripe-ctl or of the tapdisk), NEW stays incomplete and is never\n"
+	 "served as complete: run the same command again to finish it (a\n"
+	 "copy that ended copies afresh, as of a new instant), or drop it\n"
+	 "('tap-ctl snapshot -i ID cancel', then 'vdisk destroy').  NEW\n"
+	 "existing as another disk, or its file as a complete one, is refused\n"
+	 "with nothing changed.  'vdisk list' shows snapshot-of=SRC.\n\n"
+	 "    -o FILE              NEW's mapping file (default\n"
+	 "                         " CTL_MAP_DIR "/NEW.map)\n"
+	 "    --run-dir DIR        where the tapdisk serving SRC has its\n"
+	 "                         control socket\n",
+	 ctl_cmd_vdisk_snapshot, "NEW", 1},
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -241,6 +241,12 @@ int stripe_map_check(const struct stripe_map *m, struct stripe_map_error *err);
 /* A valid vdisk name: 1-63 of [A-Za-z0-9._-]. */
 bool stripe_map_name_ok(const char *name);
 
+/*
+ * MAP.incomplete next to a map: the disk is a snapshot whose copy is not
+ * finished (stripe-ctl vdisk snapshot); only the copy job opens it.
+ */
+#define STRIPE_INCOMPLETE_SUFFIX ".incomplete"
+
 /* CRC-32C of buf, continuing from crc (start with 0). */
 uint32_t stripe_map_crc32c(uint32_t crc, const void *buf, size_t len);
 
