@@ -8,9 +8,9 @@
  * PATH (default TAPSTRIPE_STATEDIR/cbt/<disk name>), one file each; every
  * file there is opened with the disk.  WRITE, WRITE_ZEROES and DISCARD
  * set their granules in every bitmap before they are forwarded (a bit not
- * yet set costs one pwrite; a set one costs nothing); FLUSH and FUA writes
- * first fdatasync the bitmaps that changed, so the bits are durable with
- * the data.  `tap-ctl driver -i ID cbt create|remove|clear|list|show`
+ * yet set costs one pwrite; a set one costs nothing); a bitmap made or
+ * cleared marks the writes still in flight.  Nothing syncs on the data
+ * path: the boot-id rule of cbt-bitmap.h covers a host crash.  `tap-ctl driver -i ID cbt create|remove|clear|list|show`
  * manages them at run time; doc/cbt.md.
  */
 #include "config.h"
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 
 #include "common/log.h"
@@ -31,11 +32,25 @@
 
 #define CBT_MAX_BITMAPS 16
 
+/* A write-like request between its submit and its completion. */
+struct cbt_req {
+	TAILQ_ENTRY(cbt_req) link;
+	struct td_request *req;
+};
+
+TAILQ_HEAD(cbt_req_list, cbt_req);
+
 struct cbt_dev {
 	char dir[PATH_MAX];
 	char boot_id[CBT_BOOT_ID_MAX];
 	struct cbt_bitmap *maps[CBT_MAX_BITMAPS];
 	unsigned int nr;
+	/*
+	 * Writes in flight: a bitmap made or cleared while one is in flight
+	 * marks it too, since its data may land after a backup read the
+	 * region by the previous bitmap.
+	 */
+	struct cbt_req_list inflight;
 	/* Counters (td_cbt_ops.counters). */
 	uint64_t marks;	   /* writes that set a bit not yet set */
 	uint64_t failures; /* writes refused: a bit could not be written */
@@ -53,10 +68,21 @@ static uint64_t disk_bytes(struct td_driver *drv)
 
 /* --- I/O ------------------------------------------------------------------------ */
 
+static bool write_like(enum td_op op)
+{
+	return op == TD_OP_WRITE || op == TD_OP_WRITE_ZEROES ||
+	       op == TD_OP_DISCARD;
+}
+
 static void cbt_lower_done(struct td_request *lower, int err, void *opaque)
 {
+	struct td_request *req = opaque;
+	struct cbt_req *cr = req->priv;
+
 	(void)lower;
-	td_complete(opaque, err);
+	if (write_like(req->op))
+		TAILQ_REMOVE(&dev_of(req->drv)->inflight, cr, link);
+	td_complete(req, err);
 }
 
 static int cbt_mark(struct td_driver *drv, const struct td_request *req)
@@ -78,28 +104,21 @@ static int cbt_mark(struct td_driver *drv, const struct td_request *req)
 	return 0;
 }
 
-static int cbt_sync(struct cbt_dev *dev)
-{
-	int err;
-
-	for (unsigned int i = 0; i < dev->nr; i++)
-		if ((err = cbt_bitmap_sync(dev->maps[i])))
-			return err;
-	return 0;
-}
-
+/*
+ * Neither FLUSH nor FUA syncs the bitmaps: after a host crash the boot id
+ * differs and every granule is taken as dirty whatever was synced (a
+ * write sent without a flush may reach the disk while its bit, written
+ * after the last sync, does not), and after a tapdisk crash the page
+ * cache holds every bit.  The files are synced when they close.
+ */
 static int cbt_submit(struct td_driver *drv, struct td_request *req)
 {
 	struct cbt_dev *dev = dev_of(drv);
+	struct cbt_req *cr = req->priv;
 	struct td_request *lower;
 	int err = 0;
 
-	if (req->op == TD_OP_WRITE || req->op == TD_OP_WRITE_ZEROES ||
-	    req->op == TD_OP_DISCARD)
-		err = cbt_mark(drv, req);
-	if (!err && (req->op == TD_OP_FLUSH || (req->flags & TD_REQ_FUA)))
-		err = cbt_sync(dev);
-	if (err) {
+	if (write_like(req->op) && (err = cbt_mark(drv, req))) {
 		/* Unrecorded, the write would be missed by a backup. */
 		dev->failures++;
 		td_vbd_err(drv->vbd, "cbt: cannot record a %s: %s; refused",
@@ -111,6 +130,10 @@ static int cbt_submit(struct td_driver *drv, struct td_request *req)
 		td_complete(req, -EBUSY); /* cannot happen: one per request */
 		return 0;
 	}
+	if (write_like(req->op)) {
+		cr->req = req;
+		TAILQ_INSERT_TAIL(&dev->inflight, cr, link);
+	}
 	lower->op = req->op;
 	lower->flags = req->flags;
 	lower->sector = req->sector;
@@ -118,6 +141,22 @@ static int cbt_submit(struct td_driver *drv, struct td_request *req)
 	lower->iov = req->iov;
 	lower->iovcnt = req->iovcnt;
 	td_forward(drv, lower, cbt_lower_done, req);
+	return 0;
+}
+
+/* A bitmap made or cleared now: the writes in flight are in it too. */
+static int cbt_mark_inflight(struct cbt_dev *dev, struct cbt_bitmap *b)
+{
+	struct cbt_req *cr;
+	int err;
+
+	TAILQ_FOREACH(cr, &dev->inflight, link)
+	{
+		if ((err = cbt_bitmap_mark(b,
+					   cr->req->sector << TD_SECTOR_SHIFT,
+					   td_request_bytes(cr->req))))
+			return err;
+	}
 	return 0;
 }
 
@@ -222,6 +261,7 @@ static int cbt_open(struct td_driver *drv, const char *args)
 	struct cbt_dev *dev = dev_of(drv);
 	int err;
 
+	TAILQ_INIT(&dev->inflight);
 	if ((err = cbt_parse(drv, args)))
 		return err;
 	cbt_read_boot_id(dev->boot_id, sizeof(dev->boot_id));
@@ -363,6 +403,11 @@ static int cbt_cmd_create(struct td_driver *drv, int argc, char **argv,
 		td_strbuf_puts(out, why);
 		return err;
 	}
+	if ((err = cbt_mark_inflight(dev, dev->maps[dev->nr]))) {
+		td_strbuf_printf(out, "cbt: %s: %s", argv[1], strerror(-err));
+		cbt_bitmap_remove(dev->maps[dev->nr]);
+		return err;
+	}
 	dev->nr++;
 	td_vbd_info(drv->vbd, "cbt: bitmap %s created, granularity %" PRIu64,
 		    argv[1], gran);
@@ -387,6 +432,8 @@ static int cbt_cmd_one(struct td_driver *drv, int argc, char **argv,
 	}
 	if (!strcmp(argv[0], "clear")) {
 		err = cbt_bitmap_clear(b);
+		if (!err)
+			err = cbt_mark_inflight(dev, b);
 	} else {
 		unsigned int i = 0;
 
@@ -492,6 +539,7 @@ const struct td_driver_ops td_cbt_ops = {
 	.name = "cbt",
 	.flags = TD_DRV_FILTER,
 	.dev_size = sizeof(struct cbt_dev),
+	.req_size = sizeof(struct cbt_req),
 	.open = cbt_open,
 	.close = cbt_close,
 	.submit = cbt_submit,

@@ -143,11 +143,24 @@ static void bitmap_free(struct cbt_bitmap *b)
 	free(b);
 }
 
+/* The directory's entries made durable (a new file, a removed one). */
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
 int cbt_bitmap_create(const char *dir, const char *name, uint32_t granularity,
 		      uint64_t size_bytes, const char *boot_id,
 		      struct cbt_bitmap **out, char *why, size_t why_len)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	struct cbt_bitmap *b;
 	int err;
 
@@ -166,18 +179,28 @@ int cbt_bitmap_create(const char *dir, const char *name, uint32_t granularity,
 		return -ENAMETOOLONG;
 	if (!(b = bitmap_new(path, name, granularity, size_bytes)))
 		return -ENOMEM;
-	b->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	snprintf(b->boot_id, sizeof(b->boot_id), "%s", boot_id);
+	/*
+	 * Made whole as NAME.cbt.tmp, then linked into place (link refuses
+	 * an existing name): a kill never leaves a half-made NAME.cbt.
+	 */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	unlink(tmp);
+	b->fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	err = b->fd < 0 ? -errno : 0;
 	if (!err && ftruncate(b->fd, CBT_HEADER_SIZE + (off_t)nr_bytes(b)))
 		err = -errno;
-	snprintf(b->boot_id, sizeof(b->boot_id), "%s", boot_id);
 	if (!err)
 		err = put_header(b, CBT_STATE_IN_USE);
+	if (!err && link(tmp, path))
+		err = -errno;
+	if (b->fd >= 0)
+		unlink(tmp);
+	if (!err)
+		err = sync_dir(dir);
 	if (err) {
 		snprintf(why, why_len, "cbt: cannot make %s: %s", path,
 			 strerror(-err));
-		if (b->fd >= 0)
-			unlink(path);
 		bitmap_free(b);
 		return err;
 	}
