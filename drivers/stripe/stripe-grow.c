@@ -17,8 +17,9 @@
  * switch.  A resync, scrub, move or hand-over under way refuses it
  * (-EBUSY; the file stays for the next resize or open).  The rewrite
  * waits on the disk once (fsync and rename, as open does): resize is a
- * rare administrative step.  doc/stripe-driver.md "Growing while
- * serving".
+ * rare administrative step.  Its messages skip the vbd's rate limit
+ * (a refusal must be seen even while servers are failing).
+ * doc/stripe-driver.md "Growing while serving".
  */
 #include "config.h"
 
@@ -56,10 +57,9 @@ static void grow_discard(struct stripe_dev *dev, const char *side)
 
 	/* A PATH.grow left behind is stale: removed by the next resize. */
 	if (ret)
-		td_vbd_warn(dev->drv->vbd,
-			    "stripe: cannot remove %s: %s; it is removed as "
-			    "stale at the next resize or open",
-			    side, strerror(-ret));
+		td_warn("stripe: cannot remove %s: %s; it is removed as "
+			"stale at the next resize or open",
+			side, strerror(-ret));
 }
 
 /* Connect g's servers that the disk does not have yet (as moves do). */
@@ -70,11 +70,10 @@ static int grow_servers(struct stripe_dev *dev, struct stripe_map *g)
 		int ret = stripe_server_add(dev, &g->servers[i], &idx);
 
 		if (ret) {
-			td_vbd_err(dev->drv->vbd,
-				   "stripe: %s: cannot add server %s lun %u "
-				   "of the grown map: %s",
-				   dev->path, g->servers[i].target,
-				   g->servers[i].lun, strerror(-ret));
+			td_err("stripe: %s: cannot add server %s lun %u "
+			       "of the grown map: %s",
+			       dev->path, g->servers[i].target,
+			       g->servers[i].lun, strerror(-ret));
 			return ret;
 		}
 		if (idx != i)
@@ -109,10 +108,9 @@ static int grow_counts(struct stripe_dev *dev, const struct stripe_map *g,
 			continue; /* the gate checks need_blocks later */
 		nr = srv->ops->nr_blocks(srv->be);
 		if (nr < need[s]) {
-			td_vbd_err(dev->drv->vbd,
-				   "stripe: %s: server %u's LUN has %" PRIu64
-				   " blocks, the grown map needs %" PRIu64,
-				   dev->path, s, nr, need[s]);
+			td_err("stripe: %s: server %u's LUN has %" PRIu64
+			       " blocks, the grown map needs %" PRIu64,
+			       dev->path, s, nr, need[s]);
 			return -ENOSPC;
 		}
 	}
@@ -154,10 +152,9 @@ static int grow_apply(struct stripe_dev *dev, struct stripe_map *g)
 	if (!ret)
 		ret = grow_counts(dev, g, need, live);
 	if (!ret && (ret = stripe_stale_grow(dev, g, &err)))
-		td_vbd_err(dev->drv->vbd,
-			   "stripe: %s: cannot write the grown map: %s; the "
-			   "disk keeps its size",
-			   dev->path, err.reason);
+		td_err("stripe: %s: cannot write the grown map: %s; the "
+		       "disk keeps its size",
+		       dev->path, err.reason);
 	if (!ret)
 		grow_switch(dev, g, need, live);
 	free(need);
@@ -175,19 +172,17 @@ static int grow_read(struct stripe_dev *dev, const char *side_path,
 	if (ret == -ENOENT)
 		return 1;
 	if (ret == -EINVAL || ret == -EFBIG) {
-		td_vbd_err(dev->drv->vbd,
-			   "stripe: %s does not apply (%s): removed; the disk "
-			   "keeps its size, run 'stripe-ctl vdisk resize' "
-			   "again",
-			   side_path, err.reason);
+		td_err("stripe: %s does not apply (%s): removed; the disk "
+		       "keeps its size, run 'stripe-ctl vdisk resize' "
+		       "again",
+		       side_path, err.reason);
 		grow_discard(dev, side_path);
 		return -EINVAL;
 	}
 	if (ret)
-		td_vbd_err(dev->drv->vbd,
-			   "stripe: cannot read %s: %s; it is kept, the disk "
-			   "keeps its size",
-			   side_path, err.reason);
+		td_err("stripe: cannot read %s: %s; it is kept, the disk "
+		       "keeps its size",
+		       side_path, err.reason);
 	return ret;
 }
 
@@ -201,18 +196,16 @@ static int grow_take(struct stripe_dev *dev, const char *side_path,
 	int ret;
 
 	if (side->size_bytes <= dev->map.size_bytes) {
-		td_vbd_info(dev->drv->vbd,
-			    "stripe: %s was taken already: removed", side_path);
+		td_info("stripe: %s was taken already: removed", side_path);
 		grow_discard(dev, side_path);
 		return 0;
 	}
 	ret = stripe_map_grow_merge(&dev->map, side, &g, &err);
 	if (ret == -EINVAL) {
-		td_vbd_err(dev->drv->vbd,
-			   "stripe: %s does not apply to the map (%s): "
-			   "removed; the disk keeps its size, run "
-			   "'stripe-ctl vdisk resize' again",
-			   side_path, err.reason);
+		td_err("stripe: %s does not apply to the map (%s): "
+		       "removed; the disk keeps its size, run "
+		       "'stripe-ctl vdisk resize' again",
+		       side_path, err.reason);
 		grow_discard(dev, side_path);
 		return ret;
 	}
@@ -223,10 +216,9 @@ static int grow_take(struct stripe_dev *dev, const char *side_path,
 	if (ret)
 		return ret;
 	grow_discard(dev, side_path);
-	td_vbd_info(dev->drv->vbd,
-		    "stripe: %s: grown from %" PRIu64 " to %" PRIu64
-		    " bytes while serving (%s taken)",
-		    dev->path, old_size, dev->map.size_bytes, side_path);
+	td_info("stripe: %s: grown from %" PRIu64 " to %" PRIu64
+		" bytes while serving (%s taken)",
+		dev->path, old_size, dev->map.size_bytes, side_path);
 	return 0;
 }
 
@@ -243,17 +235,15 @@ int stripe_grow_refresh(struct td_driver *drv, uint64_t *sectors)
 	if (access(side_path, F_OK))
 		return 0; /* no grown map: nothing to grow */
 	if (drv->read_only) {
-		td_vbd_err(drv->vbd,
-			   "stripe: %s: opened read-only: %s is taken by a "
-			   "writable open",
-			   dev->path, side_path);
+		td_err("stripe: %s: opened read-only: %s is taken by a "
+		       "writable open",
+		       dev->path, side_path);
 		return -EROFS;
 	}
 	if ((why = grow_busy(dev))) {
-		td_vbd_err(drv->vbd,
-			   "stripe: %s: cannot grow now: %s; %s stays for the "
-			   "next resize or open",
-			   dev->path, why, side_path);
+		td_err("stripe: %s: cannot grow now: %s; %s stays for the "
+		       "next resize or open",
+		       dev->path, why, side_path);
 		return -EBUSY;
 	}
 	if ((ret = grow_read(dev, side_path, &side)))
