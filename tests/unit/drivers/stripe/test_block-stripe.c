@@ -2034,6 +2034,36 @@ static void test_resize_grows_served_disk(void **state)
 	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
 }
 
+/*
+ * The grown map cannot be written (rename fails): the disk keeps its map,
+ * size, per-slot state and PATH.grow; a later resize takes it.
+ */
+static void test_resize_rewrite_fails(void **state)
+{
+	uint64_t old_s = 0, new_s = 0;
+	char side[160];
+
+	grow_side(g2_stale_110, ",auto_resync=off", side, sizeof(side));
+	rename_fail(EIO);
+	assert_int_equal(resize(&old_s, &new_s), -EIO);
+	rename_fail(0);
+	assert_int_equal(access(side, F_OK), 0);
+	assert_int_equal(dev()->map.extents_per_column, 2);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors,
+			 512 * KiB / TD_SECTOR_SIZE);
+	assert_true(dev()->map.slots[6].stale);
+	assert_true(dev()->stale.notified[6]);
+	assert_int_equal(dev()->stale.want_map.extents_per_column, 2);
+	assert_int_equal(file_extents_per_column(), 2);
+	fill(0, 5, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 448 * KiB, 4096), 0);
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(file_extents_per_column(), 3);
+	assert_true(file_stale(1, 1, 0));
+	assert_int_equal(access(side, F_OK), -1);
+}
+
 /* A resync under way refuses the resize: nothing changes, PATH.grow stays. */
 static void test_resize_refused_during_resync(void **state)
 {
@@ -3305,6 +3335,7 @@ int main(void)
 		T(test_open_takes_grown_map),
 		T(test_resize_grows_served_disk),
 		T(test_resize_refused_during_resync),
+		T(test_resize_rewrite_fails),
 		T(test_al_torn_record),
 		T(test_al_small_log),
 		T(test_move_to_known_server),
