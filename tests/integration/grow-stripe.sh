@@ -156,6 +156,10 @@ serve g1 "stripe:$MAP,auto_resync=off" || { summary; exit 1; }
 "$LAB" kill 2 >/dev/null 2>&1 || fail "lab.sh kill 2"
 out=$(nbdcopy --flush "$WORK/big.data" "$URI" 2>&1) || fail "write with server 2 dead" "$out"
 "$LAB" revive 2 >/dev/null 2>&1 || fail "lab.sh revive 2"
+for ((t = 0; t < 300; t++)); do # its session back (a resync to it fails before)
+	"$TAPCTL" driver -i "$TD_PID" stripe status 2>&1 | grep -q "srv2 lun 1 (iscsi): up" && break
+	sleep 0.1
+done
 "$TAPCTL" driver -i "$TD_PID" stripe resync 64K >/dev/null 2>&1
 out=$("$TAPCTL" driver -i "$TD_PID" stripe status 2>&1)
 grep -q "resync: running" <<<"$out" && pass "a resync runs (64 KiB/s)" || fail "a resync runs" "$out"
