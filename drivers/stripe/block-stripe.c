@@ -1033,4 +1033,5 @@ const struct td_driver_ops td_stripe_ops = {
 	.info_json = stripe_info_json,
 	.info_text = stripe_info_text,
 	.control = stripe_control,
+	.refresh_size = stripe_grow_refresh,
 };

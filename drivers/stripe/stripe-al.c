@@ -265,6 +265,37 @@ static void al_reap(struct td_fd *fde, uint32_t events, void *opaque)
 	}
 }
 
+void stripe_al_regrow(struct stripe_dev *dev, uint32_t old_j, uint32_t new_j)
+{
+	struct stripe_al *al = &dev->al;
+
+	free(al->told); /* read at open only, per old slot */
+	al->told = NULL;
+	if (!al->inited || !al->e)
+		return;
+	pthread_mutex_lock(&al->lock);
+	for (uint32_t h = 0; h < al->nbuckets; h++)
+		al->bucket[h] = AL_NONE;
+	for (uint32_t i = 0; i < al->cap; i++) {
+		struct stripe_al_entry *e = &al->e[i];
+		uint32_t h;
+
+		if (!e->used)
+			continue;
+		e->region = stripe_map_grow_index(e->region, old_j, new_j,
+						  al->per_extent);
+		h = hash_of(al, e->region);
+		e->next = al->bucket[h];
+		al->bucket[h] = i;
+	}
+	/* A record the thread writes now is of the old geometry whole. */
+	for (uint32_t i = 0; i < al->want_nr; i++)
+		al->want[i] = stripe_map_grow_index(al->want[i], old_j, new_j,
+						    al->per_extent);
+	al->rec.extents = dev->map.columns * new_j;
+	pthread_mutex_unlock(&al->lock);
+}
+
 bool stripe_al_enter(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	struct stripe_al *al = &dev->al;

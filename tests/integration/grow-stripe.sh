@@ -18,13 +18,20 @@
 #     over the whole disk reads back, and every replica of every stripe
 #     unit, the new extents' too, is in the LUN files where the layout
 #     says (stripe-io.py backing);
-#   - served again, resize to 64 MiB while nbdcopy writes: it succeeds,
-#     the served file unchanged, the grown map in MAP.grow, the tapdisk
-#     keeps 48 MiB; kill -9 of the tapdisk, served again: MAP.grow taken
-#     at open (64 MiB, the writer's data intact, data beyond the old end
-#     reads back and is in every replica); a served resize to 80 MiB,
-#     then the tapdisk stopped: the next resize takes MAP.grow; a
-#     MAP.grow of another disk is removed at open, the size kept.
+#   - served again, resize to 64 MiB while nbdcopy writes: the tapdisk
+#     takes it at once (stripe-ctl asks it: --json taken,
+#     served_size_bytes), a new NBD connection sees 64 MiB without a
+#     restart, the map rewritten and MAP.grow gone, the writer's data
+#     intact, data beyond the old end reads back and is in every replica;
+#   - a resize while a resync runs (server 2 killed under a write, then
+#     revived, resync at 64 KiB/s): the tapdisk refuses (EBUSY, said),
+#     keeps 64 MiB, the map unchanged, MAP.grow kept; kill -9, served
+#     again: MAP.grow taken at open (80 MiB, the unclean activity log of
+#     the old geometry re-indexed), online resync, data intact;
+#   - a served resize whose tapdisk cannot be reached (another
+#     --run-dir): MAP.grow written; the tapdisk stopped, the next resize
+#     takes it; a MAP.grow of another disk is removed at open, the size
+#     kept.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 when root, tgt or libnbd is missing.
@@ -109,64 +116,99 @@ unserve "$TD_PID" g1 && pass "tapdisk stopped cleanly"
 check_py "every replica, the new extents' too, in the LUN files" backing "$MAP" \
 	"$WORK/new.data" "${LUNS[@]}"
 
-# Served: resize while a writer runs; MAP.grow taken at the next open.
-serve g1 "stripe:$MAP" || { summary; exit 1; }
-cp "$MAP" "$WORK/served.map"
+# Served: resize while a writer runs; the tapdisk takes it at once.
+serve g1 "stripe:$MAP,auto_resync=off" || { summary; exit 1; }
 nbdcopy "$WORK/new.data" "$URI" >"$WORK/writer.out" 2>&1 &
 WRITER=$!
 out=$("$CTL" --master "$LAB_MASTER" --json vdisk resize "$MAP" --size 64M 2>&1)
 rc=$?
-"$PY" - "$out" "$MAP.grow" "$TD_PID" <<'EOF' && [ $rc -eq 0 ] &&
+"$PY" - "$out" "$TD_PID" <<'EOF' && [ $rc -eq 0 ] &&
 import json, sys
 j = json.loads(sys.argv[1])
 assert j["changed"] and j["size_bytes"] == 64 << 20, j
-assert j["pending_file"] == sys.argv[2], j
-assert j["served_by_pid"] == int(sys.argv[3]), j
+assert j["taken"] and j["served_size_bytes"] == 64 << 20, j
+assert j["served_by_pid"] == int(sys.argv[2]) and "pending_file" not in j, j
 EOF
-	pass "resize of a served disk to 64 MiB while a writer runs: grown map in MAP.grow, tapdisk $TD_PID named" ||
-	fail "resize of a served disk" "rc $rc: $out"
+	pass "resize of a served disk to 64 MiB while a writer runs: tapdisk $TD_PID serves 64 MiB at once" ||
+	fail "resize of a served disk" "rc $rc: $out; $(grep -i grow "$WORK/g1.log" | tail -3)"
+got=$(nbdinfo --size "$URI" 2>&1)
+[ "$got" = $((64 << 20)) ] && pass "a new NBD connection sees $got bytes at once (no restart)" ||
+	fail "size seen by a new NBD connection" "$got"
 wait "$WRITER" && pass "the writer finished $(cat "$WORK/writer.out")" ||
 	fail "the writer during the resize" "$(cat "$WORK/writer.out")"
-cmp -s "$MAP" "$WORK/served.map" && grep -q "^extents-per-column 8" "$MAP.grow" &&
-	pass "the served file unchanged, MAP.grow holds 8 extents per column" ||
-	fail "the files after a served resize" "$(grep extents-per-column "$MAP" "$MAP.grow")"
-got=$(nbdinfo --size "$URI" 2>&1)
-[ "$got" = "$NEW" ] && pass "the serving tapdisk keeps $got bytes" || fail "size while served" "$got"
-kill -9 "$TD_PID"
-wait "$TD_PID" 2>/dev/null
-TD_PIDS=()
-serve g1 "stripe:$MAP" || { summary; exit 1; }
-got=$(nbdinfo --size "$URI" 2>&1)
-[ "$got" = $((64 << 20)) ] && [ ! -e "$MAP.grow" ] && grep -q "^extents-per-column 8" "$MAP" &&
-	pass "kill -9, served again: MAP.grow taken at open, $got bytes" ||
-	fail "MAP.grow taken at open" "$got; $(grep -i grow "$WORK/g1.log" | tail -3)"
-grep -q "does not match the map's geometry" "$WORK/g1.log" &&
-	fail "the activity log of the old geometry" "$(grep "activity log" "$WORK/g1.log" | tail -3)" ||
-	pass "the unclean activity log of the old geometry taken at the grown places (no full resync)"
+[ ! -e "$MAP.grow" ] && grep -q "^extents-per-column 8" "$MAP" &&
+	pass "the tapdisk rewrote the map (8 extents per column), no MAP.grow left" ||
+	fail "the files after a served resize" "$(grep extents-per-column "$MAP" "$MAP.grow" 2>&1)"
 out=$(nbdcopy "$URI" "$WORK/back" 2>&1) && cmp -s -n $NEW "$WORK/new.data" "$WORK/back" &&
 	pass "the writer's 48 MiB read back intact" || fail "the writer's data intact" "$out"
 head -c $((64 << 20)) /dev/urandom >"$WORK/big.data"
 out=$(nbdcopy "$WORK/big.data" "$URI" 2>&1 && nbdcopy "$URI" "$WORK/back" 2>&1) &&
 	cmp -s "$WORK/big.data" "$WORK/back" &&
-	pass "64 MiB written and read back (beyond the old end too)" ||
+	pass "64 MiB written and read back (beyond the old end too), no restart" ||
 	fail "write and read back beyond the old end" "$out"
-
-# A served resize, then the tapdisk gone: the next resize takes MAP.grow.
-out=$(resize "$MAP" --size 80M) && [ -e "$MAP.grow" ] &&
-	pass "resize of the served disk to 80 MiB: MAP.grow written" || fail "second served resize" "$out"
-unserve "$TD_PID" g1
-out=$(resize "$MAP" --size 80M)
-[ $? -eq 0 ] && grep -q "taken" <<<"$out" && grep -q "already" <<<"$out" && [ ! -e "$MAP.grow" ] &&
-	grep -q "^extents-per-column 10" "$MAP" &&
-	pass "the next resize takes MAP.grow: $(tail -1 <<<"$out")" || fail "resize takes MAP.grow" "$out"
+unserve "$TD_PID" g1 && pass "tapdisk stopped cleanly"
 check_py "every replica of the 64 MiB, the new extents' too, in the LUN files" backing "$MAP" \
+	"$WORK/big.data" "${LUNS[@]}"
+
+# A resize during a resync is refused: nothing changes, MAP.grow stays;
+# kill -9, served again: MAP.grow taken at open.
+serve g1 "stripe:$MAP,auto_resync=off" || { summary; exit 1; }
+"$LAB" kill 2 >/dev/null 2>&1 || fail "lab.sh kill 2"
+out=$(nbdcopy --flush "$WORK/big.data" "$URI" 2>&1) || fail "write with server 2 dead" "$out"
+"$LAB" revive 2 >/dev/null 2>&1 || fail "lab.sh revive 2"
+for ((t = 0; t < 300; t++)); do # its session back (a resync to it fails before)
+	"$TAPCTL" driver -i "$TD_PID" stripe status 2>&1 | grep -q "srv2 lun 1 (iscsi): up" && break
+	sleep 0.1
+done
+"$TAPCTL" driver -i "$TD_PID" stripe resync 64K >/dev/null 2>&1
+out=$("$TAPCTL" driver -i "$TD_PID" stripe status 2>&1)
+grep -q "resync: running" <<<"$out" && pass "a resync runs (64 KiB/s)" || fail "a resync runs" "$out"
+cp "$MAP" "$WORK/served.map"
+out=$(resize "$MAP" --size 80M)
+rc=$?
+got=$(nbdinfo --size "$URI" 2>&1)
+[ $rc -eq 0 ] && grep -q "did not take it now.*EBUSY" <<<"$out" && [ "$got" = $((64 << 20)) ] &&
+	grep -q "^extents-per-column 10" "$MAP.grow" && grep -q "^extents-per-column 8" "$MAP" &&
+	grep -q "cannot grow now: a resync runs" "$WORK/g1.log" &&
+	pass "a resize during a resync refused by the tapdisk: still $got bytes, MAP.grow kept" ||
+	fail "a resize during a resync" "rc $rc: $out; $got; $(grep -i grow "$WORK/g1.log" | tail -2)"
+grep -q "^extents-per-column 8" "$MAP" && pass "the served map keeps its size (8 extents per column)" ||
+	fail "the served map after a refused resize" "$(grep extents-per-column "$MAP")"
+kill -9 "$TD_PID"
+wait "$TD_PID" 2>/dev/null
+TD_PIDS=()
+serve g1 "stripe:$MAP" || { summary; exit 1; }
+got=$(nbdinfo --size "$URI" 2>&1)
+[ "$got" = $((80 << 20)) ] && [ ! -e "$MAP.grow" ] && grep -q "^extents-per-column 10" "$MAP" &&
+	pass "kill -9, served again: MAP.grow taken at open, $got bytes" ||
+	fail "MAP.grow taken at open" "$got; $(grep -i grow "$WORK/g1.log" | tail -3)"
+grep -q "does not match the map's geometry" "$WORK/g1.log" &&
+	fail "the activity log of the old geometry" "$(grep "activity log" "$WORK/g1.log" | tail -3)" ||
+	pass "the unclean activity log of the old geometry taken at the grown places (no full resync)"
+out=$("$CTL" vdisk resync "$MAP" 2>&1) && pass "online resync of what server 2 missed" ||
+	fail "online resync after the kill" "$out"
+out=$(nbdcopy "$URI" "$WORK/back" 2>&1) && cmp -s -n $((64 << 20)) "$WORK/big.data" "$WORK/back" &&
+	pass "the 64 MiB read back intact" || fail "the data intact" "$out"
+
+# A served resize the tapdisk cannot be asked about (another run
+# directory): MAP.grow written; the tapdisk gone, the next resize takes it.
+mkdir -p "$WORK/other"
+out=$(resize "$MAP" --size 96M --run-dir "$WORK/other") && [ -e "$MAP.grow" ] &&
+	grep -q "cannot reach its control socket" <<<"$out" &&
+	pass "resize to 96 MiB, the tapdisk not reached: MAP.grow written" || fail "unreached served resize" "$out"
+unserve "$TD_PID" g1
+out=$(resize "$MAP" --size 96M)
+[ $? -eq 0 ] && grep -q "taken" <<<"$out" && grep -q "already" <<<"$out" && [ ! -e "$MAP.grow" ] &&
+	grep -q "^extents-per-column 12" "$MAP" &&
+	pass "the next resize takes MAP.grow: $(tail -1 <<<"$out")" || fail "resize takes MAP.grow" "$out"
+check_py "every replica of the 64 MiB, after the resync, in the LUN files" backing "$MAP" \
 	"$WORK/big.data" "${LUNS[@]}"
 
 # A MAP.grow of another disk is removed at open, the disk keeps its size.
 sed 's/^vdisk g1$/vdisk g9/' "$WORK/copy.map" >"$MAP.grow"
 serve g1 "stripe:$MAP" || { summary; exit 1; }
 got=$(nbdinfo --size "$URI" 2>&1)
-[ "$got" = $((80 << 20)) ] && [ ! -e "$MAP.grow" ] &&
+[ "$got" = $((96 << 20)) ] && [ ! -e "$MAP.grow" ] &&
 	pass "a MAP.grow that does not apply removed at open, size kept ($got)" ||
 	fail "a MAP.grow that does not apply" "$got; $(grep -i grow "$WORK/g1.log" | tail -3)"
 unserve "$TD_PID" g1

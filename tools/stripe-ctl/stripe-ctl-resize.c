@@ -10,8 +10,10 @@
  * old slots keep everything the file says of them (servers, stale marks,
  * dirty regions, moves); the new ones are the master's.  While a tapdisk
  * serves the disk (it holds the lock), the grown map goes to PATH.grow
- * instead, which the stripe driver (or the next resize that gets the
- * lock) takes with stripe_map_grow_adopt.
+ * instead, and the tapdisk is asked to take it now (its control
+ * "resize", the stripe driver's refresh_size); one that cannot (busy)
+ * takes it later, at its next open, or the next resize that gets the
+ * lock does (stripe_map_grow_adopt).
  */
 #include "config.h"
 
@@ -38,6 +40,10 @@ struct resize {
 	struct stripe_map old, grown;
 	int lock_fd;
 	uint32_t per_column; /* J for --size */
+	/* The tapdisk's answer to "resize" once side is written. */
+	bool taken;	       /* it took side: it serves served_bytes */
+	uint64_t served_bytes; /* the size it serves (taken) */
+	char refused[TD_CTL_LINE_MAX + 48]; /* why it did not, when asked */
 };
 
 static void print_map_error(const char *path, const struct stripe_map_error *e)
@@ -267,6 +273,67 @@ static int new_chap(struct resize *rz, struct master_client *c)
 	return 0;
 }
 
+/* What the tapdisk serving the disk did with the grown map. */
+static void report_served(const struct resize *rz)
+{
+	char to[32];
+
+	if (rz->taken) {
+		ctl_format_bytes(rz->served_bytes, to, sizeof(to));
+		printf("tapdisk %d serves it at %s now (NBD clients see it "
+		       "when they connect again, Xen guests are told at "
+		       "once)\n",
+		       rz->served_by, to);
+		return;
+	}
+	printf("the disk is served (by %s %d), which holds the mapping "
+	       "file: the grown map is in %s",
+	       rz->served_by ? "tapdisk" : "process", rz->served_by, rz->side);
+	if (rz->refused[0])
+		printf("; the tapdisk did not take it now: %s", rz->refused);
+	printf("; the stripe driver takes it at 'tap-ctl resize -i %d' (or "
+	       "this command again) once it can, or when it next opens the "
+	       "disk\n",
+	       rz->served_by);
+}
+
+/*
+ * Ask the tapdisk serving the disk to take PATH.grow now (its control
+ * "resize", as tap-ctl resize does): rz->taken and served_bytes, or
+ * rz->refused says why not (busy: a resync, scrub, move or hand-over).
+ */
+static void ask_tapdisk(struct resize *rz)
+{
+	const char *run_dir = td_ctl_run_dir(rz->o->run_dir);
+	struct td_ctl_reply r;
+	char sock[PATH_MAX];
+	const char *nb;
+	int ret;
+
+	if (rz->served_by <= 0 ||
+	    td_ctl_socket_path(sock, sizeof(sock), run_dir, rz->served_by))
+		return;
+	td_ctl_reply_init(&r);
+	ret = td_ctl_call(sock, "resize json", (int)rz->o->timeout_s * 1000,
+			  &r);
+	if (ret)
+		snprintf(rz->refused, sizeof(rz->refused),
+			 "cannot reach its control socket: %s", strerror(-ret));
+	else if (r.err)
+		snprintf(rz->refused, sizeof(rz->refused), "%s (%s)", r.message,
+			 r.errname);
+	else if ((nb = strstr(td_strbuf_str(&r.payload), "\"new_bytes\":")))
+		rz->served_bytes =
+			strtoull(nb + strlen("\"new_bytes\":"), NULL, 10);
+	if (!ret)
+		ret = r.err;
+	td_ctl_reply_free(&r);
+	rz->taken = rz->served_bytes >= rz->grown.size_bytes;
+	if (!ret && !rz->taken)
+		snprintf(rz->refused, sizeof(rz->refused),
+			 "it serves %" PRIu64 " bytes still", rz->served_bytes);
+}
+
 static int report(const struct resize *rz, bool changed)
 {
 	const struct stripe_map *m = &rz->old;
@@ -290,9 +357,16 @@ static int report(const struct resize *rz, bool changed)
 			    m->extents_per_column);
 		td_json_u64(&j, "extents_per_column", per_column);
 		if (changed && rz->served) {
-			td_json_str(&j, "pending_file", rz->side);
 			td_json_u64(&j, "served_by_pid",
 				    (uint64_t)rz->served_by);
+			td_json_bool(&j, "taken", rz->taken);
+			if (rz->taken)
+				td_json_u64(&j, "served_size_bytes",
+					    rz->served_bytes);
+			else
+				td_json_str(&j, "pending_file", rz->side);
+			if (rz->refused[0])
+				td_json_str(&j, "tapdisk_error", rz->refused);
 		}
 		td_json_end_object(&j);
 		return ctl_print_json(&j, &sb);
@@ -309,13 +383,7 @@ static int report(const struct resize *rz, bool changed)
 			       m->replicas,
 		       rz->path);
 	if (changed && rz->served)
-		printf("the disk is served (by %s %d), which holds the mapping "
-		       "file: the grown map is in %s; the stripe driver takes "
-		       "it when it next opens the disk (tap-ctl destroy, then "
-		       "create): it cannot take new extents while it serves "
-		       "yet (issue #21)\n",
-		       rz->served_by ? "tapdisk" : "process", rz->served_by,
-		       rz->side);
+		report_served(rz);
 	return 0;
 }
 
@@ -361,8 +429,9 @@ static int grow(struct resize *rz)
 		if (build(rz, &rep.body.ms_body_u.vdisk))
 			status = ctl_fail("the master's answer does not fit "
 					  "the map: is it the same version?");
-		else if (!(status = new_chap(rz, c)))
-			status = write_grown(rz);
+		else if (!(status = new_chap(rz, c)) &&
+			 !(status = write_grown(rz)) && rz->served)
+			ask_tapdisk(rz);
 	}
 	master_reply_free(&rep);
 	master_client_close(c);

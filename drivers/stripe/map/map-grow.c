@@ -187,6 +187,16 @@ static int grow_remove(const char *side, enum stripe_map_grow_outcome *outcome,
 	return 0;
 }
 
+int stripe_map_grow_discard(const char *path)
+{
+	char side[PATH_MAX];
+
+	stripe_map_grow_path(path, side, sizeof(side));
+	if (unlink(side))
+		return errno == ENOENT ? 0 : -errno;
+	return stripe_map_sync_dir(side);
+}
+
 int stripe_map_grow_adopt(const char *path, struct stripe_map *m, int *lock_fd,
 			  enum stripe_map_grow_outcome *outcome,
 			  struct stripe_map_error *err)

@@ -352,6 +352,12 @@ int stripe_map_grow_merge(const struct stripe_map *cur,
 			  const struct stripe_map *side, struct stripe_map *out,
 			  struct stripe_map_error *err);
 
+/*
+ * Remove PATH.grow (path: the map) and sync the directory: 0 (also when
+ * there was none) or -errno.
+ */
+int stripe_map_grow_discard(const char *path);
+
 /* What stripe_map_grow_adopt did with PATH.grow. */
 enum stripe_map_grow_outcome {
 	STRIPE_MAP_GROW_NONE = 0, /* there is none */

@@ -1929,6 +1929,171 @@ static void test_open_takes_grown_map(void **state)
 	assert_int_equal(nr_file_stale(), 2);
 }
 
+/* --- growing while serving (refresh_size, tap-ctl resize) -------------------- */
+
+/* G2 served with stale, then G2 grown (J=3) written as PATH.grow. */
+static void grow_side(const bool *stale, const char *opts, char *side,
+		      size_t len)
+{
+	char path[sizeof(ts.path)];
+
+	start(&g2, stale, opts);
+	snprintf(side, len, "%s.grow", ts.path);
+	memcpy(path, ts.path, sizeof(path));
+	snprintf(ts.path, sizeof(ts.path), "%s", side);
+	make_map(&g2_grown, NULL);
+	memcpy(ts.path, path, sizeof(path));
+	ts.g = &g2;
+}
+
+static uint32_t file_extents_per_column(void)
+{
+	struct stripe_map m;
+	struct stripe_map_error err;
+	uint32_t j;
+
+	assert_int_equal(stripe_map_read(ts.path, &m, &err), 0);
+	j = m.extents_per_column;
+	stripe_map_free(&m);
+	return j;
+}
+
+static int resize(uint64_t *old_s, uint64_t *new_s)
+{
+	struct td_strbuf why;
+	int ret;
+
+	td_strbuf_init(&why);
+	ret = td_vbd_resize(fx->vbd, old_s, new_s, &why);
+	td_strbuf_free(&why);
+	return ret;
+}
+
+/* Replica (1, 1, 0) of G2 stale: slot 6, in G2 grown slot 8. */
+static const bool g2_stale_110[8] = {[6] = true};
+
+/*
+ * A served disk takes PATH.grow: the new size, the stale mark and the
+ * master's view at their grown index, a write held in flight across the
+ * switch completes and lets its log regions go, and I/O beyond the old
+ * end reaches the added extents.
+ */
+static void test_resize_grows_served_disk(void **state)
+{
+	const struct stripe_map *m;
+	uint64_t old_s = 0, new_s = 0;
+	uint32_t live = 0;
+	char side[160];
+
+	grow_side(g2_stale_110, ",auto_resync=off", side, sizeof(side));
+	/* k=7 (448K): extent (1, 1), only replica 1 (server 1) is live */
+	mock_iscsi_hold(1, true);
+	fill(0, 3, 4096);
+	submit(0, TD_OP_WRITE, 448 * KiB, 4096, 0);
+	RUN_UNTIL(mock_iscsi_nr_held(1) == 1);
+
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(old_s, 512 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors, new_s);
+	assert_int_equal(access(side, F_OK), -1);
+	m = &dev()->map;
+	assert_int_equal(m->extents_per_column, 3);
+	assert_int_equal(dev()->layout.extents_per_column, 3);
+	assert_true(m->slots[8].stale);
+	assert_false(m->slots[6].stale);
+	assert_true(dev()->stale.notified[8]);
+	assert_false(dev()->stale.notified[6]);
+	assert_true(file_stale(1, 1, 0));
+	assert_int_equal(nr_file_stale(), 1);
+	assert_int_equal(file_extents_per_column(), 3);
+	for (uint32_t s = 0; s < dev()->nr_servers; s++)
+		live += dev()->servers[s].live_slots;
+	assert_int_equal(live, 11);
+
+	/* the write in flight completes, its log regions let go */
+	mock_iscsi_release(1, 0);
+	mock_iscsi_hold(1, false);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_memory_equal(mock_iscsi_data(1) + 80 * 4096, ts.buf[0], 4096);
+	for (uint32_t i = 0; i < dev()->al.cap; i++)
+		assert_int_equal(dev()->al.e[i].inflight, 0);
+
+	/* 640K, k=10: extent (0, 2), 64K in: server 2 LBA 512, 0 LBA 768 */
+	fill(1, 9, 4096);
+	assert_int_equal(do_io(1, TD_OP_WRITE, 640 * KiB, 4096), 0);
+	assert_memory_equal(mock_iscsi_data(2) + 512 * 512 + 64 * KiB,
+			    ts.buf[1], 4096);
+	assert_memory_equal(mock_iscsi_data(0) + 768 * 512 + 64 * KiB,
+			    ts.buf[1], 4096);
+	memset(ts.buf[2], 0, 4096);
+	assert_int_equal(do_io(2, TD_OP_READ, 640 * KiB, 4096), 0);
+	assert_memory_equal(ts.buf[2], ts.buf[1], 4096);
+
+	/* no PATH.grow any more: the size stays */
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(old_s, new_s);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+}
+
+/*
+ * The grown map cannot be written (rename fails): the disk keeps its map,
+ * size, per-slot state and PATH.grow; a later resize takes it.
+ */
+static void test_resize_rewrite_fails(void **state)
+{
+	uint64_t old_s = 0, new_s = 0;
+	char side[160];
+
+	grow_side(g2_stale_110, ",auto_resync=off", side, sizeof(side));
+	rename_fail(EIO);
+	assert_int_equal(resize(&old_s, &new_s), -EIO);
+	rename_fail(0);
+	assert_int_equal(access(side, F_OK), 0);
+	assert_int_equal(dev()->map.extents_per_column, 2);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors,
+			 512 * KiB / TD_SECTOR_SIZE);
+	assert_true(dev()->map.slots[6].stale);
+	assert_true(dev()->stale.notified[6]);
+	assert_int_equal(dev()->stale.want_map.extents_per_column, 2);
+	assert_int_equal(file_extents_per_column(), 2);
+	fill(0, 5, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 448 * KiB, 4096), 0);
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(file_extents_per_column(), 3);
+	assert_true(file_stale(1, 1, 0));
+	assert_int_equal(access(side, F_OK), -1);
+}
+
+/* A resync under way refuses the resize: nothing changes, PATH.grow stays. */
+static void test_resize_refused_during_resync(void **state)
+{
+	uint64_t old_s = 0, new_s = 0;
+	struct td_strbuf out;
+	char side[160];
+
+	td_strbuf_init(&out);
+	grow_side(g2_stale_001, ",resync_chunk=16K,resync_rate=64K", side,
+		  sizeof(side));
+	assert_int_equal(control("resync", NULL, &out), 0);
+	RUN_UNTIL(dev()->resync.step == RESYNC_STEP_PAUSE);
+	assert_int_equal(resize(&old_s, &new_s), -EBUSY);
+	assert_int_equal(access(side, F_OK), 0);
+	assert_int_equal(dev()->map.extents_per_column, 2);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors,
+			 512 * KiB / TD_SECTOR_SIZE);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(file_extents_per_column(), 2);
+	assert_int_equal(control("resync", "stop", &out), 0);
+	/* stopped: the next resize takes it */
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(access(side, F_OK), -1);
+	td_strbuf_free(&out);
+}
+
 /* Writes go through a log of 16 regions: old ones are evicted. */
 static void test_al_small_log(void **state)
 {
@@ -3171,6 +3336,9 @@ int main(void)
 		T(test_resync_rate_control),
 		T(test_al_recovery_marks_hot_regions),
 		T(test_open_takes_grown_map),
+		T(test_resize_grows_served_disk),
+		T(test_resize_refused_during_resync),
+		T(test_resize_rewrite_fails),
 		T(test_al_torn_record),
 		T(test_al_small_log),
 		T(test_move_to_known_server),
