@@ -248,9 +248,7 @@ case_stripe-kernel-iscsi() {
 # new extents, the driver takes the grown map); dom0's blkfront must show
 # 32 MiB in /sys/block/xvdh/size without a re-attach, the writer must not
 # fail, and 8 MiB written beyond the old end must read back.
-# Not in the default list until the stripe driver grows while it serves
-# (refresh_size; today a served disk takes its MAP.grow at its next open):
-# run it by name.
+CASES="$CASES stripe-xen-grow"
 GROW_E2E_MAP=/tmp/gd.map
 
 grow_e2e_undo() {
@@ -291,14 +289,15 @@ case_stripe-xen-grow() {
 	s0=$(cat /sys/block/xvdh/size)
 	[ "$s0" = $((16 * 2048)) ] || fail "xvdh has $s0 sectors, not 16 MiB"
 	pattern
-	rm -f /tmp/stop-writer /tmp/writer-failed
+	rm -f /tmp/stop-writer /tmp/writer-failed /tmp/writer-pass
 	(while [ ! -e /tmp/stop-writer ]; do
 		dd if=/tmp/pattern of=/dev/xvdh bs=$MiB count=8 oflag=direct 2>/tmp/writer.log ||
 			{ echo "write failed" >/tmp/writer-failed; break; }
+		: >/tmp/writer-pass
 	done) &
 	GROW_WRITER=$!
-	wait_for 30 test "$(td_requests "$GROW_TD_ID" write)" -gt 0 ||
-		fail "the guest's writes do not arrive"
+	wait_for 60 test -e /tmp/writer-pass ||
+		fail "the guest's first 8 MiB did not complete ($(cat /tmp/writer-failed /tmp/writer.log 2>/dev/null | tr '\n' ' '))"
 	out=$(stripe-ctl --timeout 60 vdisk resize "$GROW_E2E_MAP" --size 32M 2>&1) ||
 		fail "stripe-ctl vdisk resize under the writer: $(echo "$out" | tr '\n' ' ')"
 	log "vdisk resize: $out"
