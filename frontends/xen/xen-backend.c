@@ -846,10 +846,20 @@ int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 	return 0;
 }
 
+/* The server's counters, the rings still connected included. */
 void td_xen_server_get_stats(const struct td_xen_server *srv,
 			     struct td_xen_stats *out)
 {
+	const struct xen_dev *dev;
+
 	*out = srv->stats;
+	if (!srv->io->add_stats)
+		return;
+	LIST_FOREACH(dev, &srv->devs, link)
+	{
+		if (dev->ring)
+			srv->io->add_stats(dev->ring, &out->ring);
+	}
 }
 
 /* Free every device; one with a ring still draining is left behind. */

@@ -93,6 +93,12 @@ struct xen_io_ops {
 	 */
 	void (*quiesce)(struct xen_ring *ring, void (*done)(void *),
 			void *opaque);
+	/*
+	 * Optional.  Add the counters of a connected ring to *sum (a closed
+	 * ring's are added to the server's own when it closes).
+	 */
+	void (*add_stats)(const struct xen_ring *ring,
+			  struct blkif_ring_stats *sum);
 };
 
 /* xen-io.c: libxengnttab and libxenevtchn. */

@@ -358,10 +358,19 @@ static void f_quiesce(struct xen_ring *ring, void (*done)(void *), void *opaque)
 	io.done_opaque = opaque;
 }
 
+/* A connected ring's counters: 5 writes, as the real one would count. */
+static void f_add_stats(const struct xen_ring *ring,
+			struct blkif_ring_stats *sum)
+{
+	assert_ptr_equal(ring, FAKE_RING);
+	sum->reqs[BLKIF_OP_WRITE] += 5;
+}
+
 static const struct xen_io_ops fake_io = {
 	.connect = f_connect,
 	.disconnect = f_disconnect,
 	.quiesce = f_quiesce,
+	.add_stats = f_add_stats,
 };
 
 /* The I/O in flight has finished: the ring is gone. */
@@ -558,6 +567,19 @@ static void test_connect(void **state)
 	frontend_state("4");
 	assert_int_equal(io.connects, 1);
 	assert_string_equal(be_state(), "4");
+}
+
+/* tap-ctl stats counts a connected ring's requests, not only closed ones'. */
+static void test_stats_count_connected_rings(void **state)
+{
+	struct td_xen_stats st;
+
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_WRITE], 0);
+	connect_dev();
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_WRITE], 5);
+	assert_int_equal(T.srv.stats.ring.reqs[BLKIF_OP_WRITE], 0);
 }
 
 static void test_other_tapdisk(void **state)
@@ -1171,6 +1193,7 @@ int main(void)
 		TEST(test_advertise),
 		TEST(test_read_only_mode),
 		TEST(test_connect),
+		TEST(test_stats_count_connected_rings),
 		TEST(test_other_tapdisk),
 		TEST(test_frontend_elsewhere),
 		TEST(test_x86_32),
