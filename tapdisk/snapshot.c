@@ -21,12 +21,14 @@
 #include "tapdisk/snapshot.h"
 #include "tapdisk/vbd-int.h"
 
-/* The cursor copies runs of up to this many chunks (1 MiB of 64 KiB) in
- * one I/O and one job-file sync; a held write copies only its chunks. */
-#define SNAP_RUN 16
-/* The cursor's slots (runs), then copy-before-write's (one chunk each):
- * as many as a queue depth of 32 has writes waiting, so none waits for
- * a slot (bench/snapshot.sh). */
+/* The cursor copies runs of up to SNAP_RUN_BYTES (256 chunks of 4 KiB)
+ * in one I/O and one job-file sync; a held write copies the run of
+ * chunks it touches, up to SNAP_CBW_BYTES per slot. */
+#define SNAP_RUN_BYTES (1u << 20)
+#define SNAP_CBW_BYTES TD_SNAP_CHUNK_MAX_BYTES
+/* The cursor's slots (runs), then copy-before-write's: as many as a
+ * queue depth of 32 has writes waiting, so none waits for a slot
+ * (bench/snapshot.sh). */
 #define SNAP_BG_SLOTS  2
 #define SNAP_CBW_SLOTS 32
 #define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
@@ -50,7 +52,8 @@ struct snap_slot {
 	bool busy;
 	bool cbw; /* for a held write, not the cursor */
 	uint64_t chunk;
-	uint32_t nr_chunks; /* a run: 1 for a write, up to SNAP_RUN */
+	uint32_t nr_chunks; /* a run, up to snap_run_max() */
+	bool marking;	    /* durable in the target; waits for the commit */
 	void *buf;
 	struct iovec iov;
 	struct td_vbd_io io; /* the read, then the write, then a flush */
@@ -75,6 +78,7 @@ struct td_snap_job {
 	struct td_timer retry;
 	struct td_defer release_defer; /* held I/O goes, the job ended */
 	struct td_defer close_defer;   /* close the target */
+	struct td_defer commit_defer;  /* the marking slots' bits: one sync */
 	td_snap_started_cb started_cb;
 	void *started_opaque;
 	struct td_vbd_io flush_io;
@@ -122,6 +126,7 @@ static void snap_free(struct td_snap_job *job)
 	td_loop_timer_cancel(&job->retry);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->release_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->close_defer);
+	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->commit_defer);
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
 		free(job->slots[i].buf);
 	td_snap_state_fini(&job->st);
@@ -200,6 +205,14 @@ static void snap_complete(struct td_snap_job *job)
 
 /* --- one chunk copy: read the source, write the target, mark ------------- */
 
+/* The most chunks one slot copies: its buffer over the chunk size. */
+static uint32_t snap_run_max(const struct td_snap_job *job, bool cbw)
+{
+	uint32_t bytes = job->st.chunk_sectors << TD_SECTOR_SHIFT;
+
+	return (cbw ? SNAP_CBW_BYTES : SNAP_RUN_BYTES) / bytes;
+}
+
 static void slot_io(struct snap_slot *slot, enum td_op op, uint32_t flags,
 		    td_vbd_io_cb cb)
 {
@@ -234,7 +247,7 @@ static void slot_done(struct snap_slot *slot, int err, const char *what)
 	if (err)
 		snap_fail(job, err, what, slot->chunk);
 	else if (slot->cbw)
-		job->cbw_chunks++;
+		job->cbw_chunks += slot->nr_chunks;
 	if (job->state == SNAP_COPYING) {
 		snap_serve_held(job);
 		snap_pump(job);
@@ -244,16 +257,42 @@ static void slot_done(struct snap_slot *slot, int err, const char *what)
 	vbd_active_put(job->vbd); /* last: a drain may now finish */
 }
 
-/* The chunk is durable in the target: say so, durably, then release. */
+/*
+ * Group commit: the bits of every slot that became durable in the target
+ * since the last commit are written, then one fdatasync; only then are
+ * the slots done (their held writes go).  The slots stay busy (their
+ * chunks in flight, writes on them held) until after the sync.
+ */
+static void snap_commit(struct td_defer *d, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+	struct snap_slot *ready[SNAP_SLOTS];
+	unsigned int n = 0;
+	int err = 0;
+
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
+		if (job->slots[i].busy && job->slots[i].marking)
+			ready[n++] = &job->slots[i];
+	for (unsigned int i = 0; i < n && !err; i++)
+		if (job->state == SNAP_COPYING)
+			err = td_snap_state_set_run(&job->st, ready[i]->chunk,
+						    ready[i]->nr_chunks);
+	if (!err && n && job->state == SNAP_COPYING)
+		err = td_snap_state_sync(&job->st);
+	for (unsigned int i = 0; i < n; i++) {
+		ready[i]->marking = false;
+		slot_done(ready[i], err, "marking");
+	}
+}
+
+/* The chunks are durable in the target: mark them at the next commit. */
 static void slot_mark(struct snap_slot *slot)
 {
 	struct td_snap_job *job = slot->job;
-	int err = 0;
 
-	if (job->state == SNAP_COPYING)
-		err = td_snap_state_mark_run(&job->st, slot->chunk,
-					     slot->nr_chunks);
-	slot_done(slot, err, "marking");
+	slot->marking = true;
+	td_loop_defer(td_vbd_loop(job->vbd), &job->commit_defer, snap_commit,
+		      job);
 }
 
 static void slot_flushed(struct td_vbd_io *io, int err)
@@ -329,6 +368,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 	int err;
 
 	slot->busy = true;
+	slot->marking = false;
 	slot->cbw = cbw;
 	slot->chunk = chunk;
 	slot->nr_chunks = nr;
@@ -359,6 +399,20 @@ static bool io_writes(const struct td_vbd_io *io)
 	       io->op == TD_OP_DISCARD;
 }
 
+/* The run of chunks from c (uncopied, not in flight) up to last that one
+ * slot copies: those neither copied nor in flight, up to its buffer. */
+static uint32_t snap_run_len(const struct td_snap_job *job, uint64_t c,
+			     uint64_t last, bool cbw)
+{
+	uint32_t max = snap_run_max(job, cbw), nr = 1;
+
+	while (nr < max && c + nr <= last &&
+	       !td_snap_copied(&job->st, c + nr) &&
+	       !chunk_in_flight(job, c + nr))
+		nr++;
+	return nr;
+}
+
 /* Start the copies io waits for; true when none is missing. */
 static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 {
@@ -369,6 +423,7 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 			    &last);
 	for (uint64_t c = first; c <= last; c++) {
 		struct snap_slot *slot;
+		uint32_t nr;
 
 		if (td_snap_copied(&job->st, c))
 			continue;
@@ -377,9 +432,11 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 			continue;
 		if (!(slot = slot_free(job, true)))
 			break;
-		slot_start(slot, c, 1, true);
+		nr = snap_run_len(job, c, last, true);
+		slot_start(slot, c, nr, true);
 		if (job->state != SNAP_COPYING)
 			break;
+		c += nr - 1;
 	}
 	return ready;
 }
@@ -444,11 +501,7 @@ static void snap_pump(struct td_snap_job *job)
 		job->cursor = c;
 		if (c >= st->nr_chunks)
 			break;
-		nr = 1;
-		while (nr < SNAP_RUN && c + nr < st->nr_chunks &&
-		       !td_snap_copied(st, c + nr) &&
-		       !chunk_in_flight(job, c + nr))
-			nr++;
+		nr = snap_run_len(job, c, st->nr_chunks - 1, false);
 		job->cursor = c + nr;
 		slot_start(slot, c, nr, false);
 		if (job->state != SNAP_COPYING)
@@ -481,8 +534,8 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		job->slots[i].job = job;
 		if (posix_memalign(&job->slots[i].buf, SNAP_ALIGN,
-				   (i < SNAP_BG_SLOTS ? SNAP_RUN : 1) *
-					   TD_SNAP_CHUNK_BYTES)) {
+				   i < SNAP_BG_SLOTS ? SNAP_RUN_BYTES
+						     : SNAP_CBW_BYTES)) {
 			snap_free(job);
 			return -ENOMEM;
 		}
@@ -677,6 +730,17 @@ int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
 		td_snap_state_fini(&st);
 		return -EINVAL;
 	}
+	if (st.chunk_sectors > TD_SNAP_CHUNK_MAX_BYTES >> TD_SECTOR_SHIFT) {
+		td_strbuf_printf(why,
+				 "snapshot job file %s: chunks of %" PRIu64
+				 " bytes, this tapdisk copies chunks of at "
+				 "most %u; drop the job",
+				 path,
+				 (uint64_t)st.chunk_sectors << TD_SECTOR_SHIFT,
+				 TD_SNAP_CHUNK_MAX_BYTES);
+		td_snap_state_fini(&st);
+		return -EINVAL;
+	}
 	err = snap_new(vbd, st.target, &job, why);
 	if (!err && (err = snap_check_target(job, why)))
 		snap_discard(job);
@@ -775,12 +839,13 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			"target %s\nchunk_bytes %" PRIu64
 			"\nchunks_copied %" PRIu64 "\nchunks_total %" PRIu64
 			"\nbytes_copied %" PRIu64 "\nbytes_total %" PRIu64
-			"\ncbw_chunks %" PRIu64 "\njob_file %s\n",
+			"\ncbw_chunks %" PRIu64 "\njob_syncs %" PRIu64
+			"\njob_file %s\n",
 			st->target,
 			(uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT,
 			st->nr_copied, st->nr_chunks, snap_bytes_copied(st),
 			st->size_sectors << TD_SECTOR_SHIFT, job->cbw_chunks,
-			job->path);
+			st->nr_syncs, job->path);
 		if (job->error[0])
 			td_strbuf_printf(out, "error %s\n", job->error);
 		return;
@@ -798,6 +863,7 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 		td_json_u64(&j, "bytes_total",
 			    st->size_sectors << TD_SECTOR_SHIFT);
 		td_json_u64(&j, "cbw_chunks", job->cbw_chunks);
+		td_json_u64(&j, "job_syncs", st->nr_syncs);
 		td_json_str(&j, "job_file", job->path);
 		td_json_str(&j, "error", job->error);
 	}

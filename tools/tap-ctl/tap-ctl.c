@@ -537,7 +537,8 @@ static const struct subcommand subcommands[] = {
 	 "background, and a write to a region not yet copied first copies\n"
 	 "the old data (copy-before-write).  status shows progress (state\n"
 	 "copying, done, failed, cancelled; --json: state, chunks_copied,\n"
-	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_file).\n"
+	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_syncs,\n"
+	 "job_file).\n"
 	 "A job survives a tapdisk restart (its job file); cancel drops it,\n"
 	 "leaving the target incomplete.  See doc/snapshots.md.\n",
 	 cmd_snapshot},
