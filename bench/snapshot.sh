@@ -51,6 +51,9 @@ trap cleanup EXIT
 # run snap|plain: prints "IOPS STATE" of one fio run on a fresh tapdisk.
 run() {
 	local sock=$WORK/nbd.sock state=-
+	# A job the last snapshot run left (it is killed mid-copy) would
+	# resume in this one: every run starts without one.
+	rm -rf "$TAPSTRIPE_STATE_DIR"
 	rm -f "$WORK/disk.img" "$WORK/target.img"
 	truncate -s "$SIZE" "$WORK/disk.img" "$WORK/target.img"
 	"$TAPDISK" --foreground -a "aio:$WORK/disk.img" --nbd "unix:$sock" \

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tapdisk/fsync-async.h"
 #include "tapdisk/snapshot-state.h"
 #include "tapdisk/snapshot.h"
 #include "tapdisk/vbd-int.h"
@@ -54,9 +55,10 @@ struct snap_slot {
 	uint64_t chunk;
 	uint32_t nr_chunks; /* a run, up to snap_run_max() */
 	bool marking;	    /* durable in the target; waits for the commit */
+	bool syncing;	    /* in the running commit (flush, bits, sync) */
 	void *buf;
 	struct iovec iov;
-	struct td_vbd_io io; /* the read, then the write, then a flush */
+	struct td_vbd_io io; /* the read, then the write */
 };
 
 TAILQ_HEAD(snap_held_list, td_vbd_io);
@@ -79,6 +81,9 @@ struct td_snap_job {
 	struct td_defer release_defer; /* held I/O goes, the job ended */
 	struct td_defer close_defer;   /* close the target */
 	struct td_defer commit_defer;  /* the marking slots' bits: one sync */
+	struct td_fsync fsync;	       /* the job file's, off the loop */
+	struct td_vbd_io commit_io;    /* the commit's flush of the target */
+	bool committing;	       /* a commit runs (flush, then sync) */
 	td_snap_started_cb started_cb;
 	void *started_opaque;
 	struct td_vbd_io flush_io;
@@ -127,6 +132,7 @@ static void snap_free(struct td_snap_job *job)
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->release_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->close_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->commit_defer);
+	td_fsync_close(&job->fsync);
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
 		free(job->slots[i].buf);
 	td_snap_state_fini(&job->st);
@@ -236,11 +242,14 @@ static void slot_io(struct snap_slot *slot, enum td_op op, uint32_t flags,
 	slot->io.opaque = slot;
 }
 
-static void slot_done(struct snap_slot *slot, int err, const char *what)
+/* The slot is free again; the caller then calls snap_slots_freed. */
+static void slot_free_up(struct snap_slot *slot, int err, const char *what)
 {
 	struct td_snap_job *job = slot->job;
 
 	slot->busy = false;
+	slot->marking = false;
+	slot->syncing = false;
 	job->nr_busy--;
 	if (!slot->cbw)
 		job->nr_bg--;
@@ -248,41 +257,120 @@ static void slot_done(struct snap_slot *slot, int err, const char *what)
 		snap_fail(job, err, what, slot->chunk);
 	else if (slot->cbw)
 		job->cbw_chunks += slot->nr_chunks;
+}
+
+/* n slots were freed: held writes they covered go, the cursor moves on. */
+static void snap_slots_freed(struct td_snap_job *job, unsigned int n)
+{
+	struct td_vbd *vbd = job->vbd;
+
 	if (job->state == SNAP_COPYING) {
 		snap_serve_held(job);
 		snap_pump(job);
 	} else {
 		snap_maybe_close(job);
 	}
-	vbd_active_put(job->vbd); /* last: a drain may now finish */
+	while (n--)
+		vbd_active_put(vbd); /* last: a drain may now finish */
+}
+
+static void slot_done(struct snap_slot *slot, int err, const char *what)
+{
+	slot_free_up(slot, err, what);
+	snap_slots_freed(slot->job, 1);
+}
+
+static void snap_commit(struct td_defer *d, void *opaque);
+
+/*
+ * The job file's sync ended: the slots whose bits it covered are done
+ * together (their held writes go), and the slots that became ready
+ * meanwhile get the next commit.
+ */
+static void snap_synced(struct td_fsync *f, int err, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+	unsigned int n = 0;
+
+	(void)f;
+	job->committing = false;
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
+		struct snap_slot *slot = &job->slots[i];
+
+		if (slot->busy && slot->syncing) {
+			slot_free_up(slot, err, "marking");
+			n++;
+		}
+	}
+	snap_commit(NULL, job);
+	snap_slots_freed(job, n);
+}
+
+/* The target's flush of a commit ended: write the bits, sync them. */
+static void snap_commit_flushed(struct td_vbd_io *io, int err)
+{
+	struct td_snap_job *job = io->opaque;
+
+	for (unsigned int i = 0; i < SNAP_SLOTS && !err; i++) {
+		struct snap_slot *slot = &job->slots[i];
+
+		if (slot->busy && slot->syncing && job->state == SNAP_COPYING)
+			err = td_snap_state_set_run(&job->st, slot->chunk,
+						    slot->nr_chunks);
+	}
+	if (!err && job->state == SNAP_COPYING && job->st.fd >= 0) {
+		job->st.nr_syncs++;
+		err = td_fsync_start(&job->fsync, job->st.fd, snap_synced, job);
+		if (!err)
+			return;
+	}
+	/* Nothing to sync (the job ended, or in memory), or it failed. */
+	snap_synced(&job->fsync, err, job);
 }
 
 /*
- * Group commit: the bits of every slot that became durable in the target
- * since the last commit are written, then one fdatasync; only then are
- * the slots done (their held writes go).  The slots stay busy (their
- * chunks in flight, writes on them held) until after the sync.
+ * Group commit: the slots whose copies were written to the target since
+ * the last commit get one flush of the target (their copies durable),
+ * then their bits in the job file and one fdatasync of it, which runs off
+ * the event loop (fsync-async.h); only then are the slots done (their
+ * held writes go).  The slots stay busy (their chunks in flight, writes on
+ * them held) until then.  Slots ready while a commit runs wait for the
+ * next one: commits run one at a time, in order.
  */
 static void snap_commit(struct td_defer *d, void *opaque)
 {
 	struct td_snap_job *job = opaque;
-	struct snap_slot *ready[SNAP_SLOTS];
+	const struct td_disk_info *ti;
 	unsigned int n = 0;
-	int err = 0;
+	int err;
 
-	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
-		if (job->slots[i].busy && job->slots[i].marking)
-			ready[n++] = &job->slots[i];
-	for (unsigned int i = 0; i < n && !err; i++)
-		if (job->state == SNAP_COPYING)
-			err = td_snap_state_set_run(&job->st, ready[i]->chunk,
-						    ready[i]->nr_chunks);
-	if (!err && n && job->state == SNAP_COPYING)
-		err = td_snap_state_sync(&job->st);
-	for (unsigned int i = 0; i < n; i++) {
-		ready[i]->marking = false;
-		slot_done(ready[i], err, "marking");
+	(void)d;
+	if (job->committing)
+		return; /* snap_synced commits them */
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
+		struct snap_slot *slot = &job->slots[i];
+
+		if (slot->busy && slot->marking && !slot->syncing) {
+			slot->syncing = true;
+			n++;
+		}
 	}
+	if (!n)
+		return;
+	job->committing = true;
+	ti = job->target ? td_vbd_get_info(job->target) : NULL;
+	if (job->state != SNAP_COPYING || !(ti->features & TD_FEAT_FLUSH)) {
+		job->commit_io.opaque = job;
+		snap_commit_flushed(&job->commit_io, 0);
+		return;
+	}
+	memset(&job->commit_io, 0, sizeof(job->commit_io));
+	job->commit_io.op = TD_OP_FLUSH;
+	job->commit_io.cb = snap_commit_flushed;
+	job->commit_io.opaque = job;
+	err = td_vbd_submit(job->target, &job->commit_io);
+	if (err)
+		snap_commit_flushed(&job->commit_io, err);
 }
 
 /* The chunks are durable in the target: mark them at the next commit. */
@@ -295,34 +383,15 @@ static void slot_mark(struct snap_slot *slot)
 		      job);
 }
 
-static void slot_flushed(struct td_vbd_io *io, int err)
-{
-	struct snap_slot *slot = io->opaque;
-
-	if (err)
-		slot_done(slot, err, "flushing the target after");
-	else
-		slot_mark(slot);
-}
-
+/* Written (not durable yet: the commit's one flush makes it so). */
 static void slot_written(struct td_vbd_io *io, int err)
 {
 	struct snap_slot *slot = io->opaque;
-	struct td_snap_job *job = slot->job;
-	const struct td_disk_info *ti = td_vbd_get_info(job->target);
 
-	if (err || (ti->features & TD_FEAT_FUA) ||
-	    !(ti->features & TD_FEAT_FLUSH)) {
-		if (err)
-			slot_done(slot, err, "writing the target at");
-		else
-			slot_mark(slot);
-		return;
-	}
-	slot_io(slot, TD_OP_FLUSH, 0, slot_flushed);
-	err = td_vbd_submit(job->target, &slot->io);
 	if (err)
-		slot_done(slot, err, "flushing the target after");
+		slot_done(slot, err, "writing the target at");
+	else
+		slot_mark(slot);
 }
 
 static void slot_read(struct td_vbd_io *io, int err)
@@ -335,9 +404,14 @@ static void slot_read(struct td_vbd_io *io, int err)
 		slot_done(slot, err, "reading the source at");
 		return;
 	}
+	/* Made durable by the commit's flush; FUA only for a target that
+	 * takes no flush. */
 	ti = td_vbd_get_info(job->target);
 	slot_io(slot, TD_OP_WRITE,
-		(ti->features & TD_FEAT_FUA) ? TD_REQ_FUA : 0, slot_written);
+		!(ti->features & TD_FEAT_FLUSH) && (ti->features & TD_FEAT_FUA)
+			? TD_REQ_FUA
+			: 0,
+		slot_written);
 	err = td_vbd_submit(job->target, &slot->io);
 	if (err)
 		slot_done(slot, err, "writing the target at");
@@ -530,6 +604,7 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	job->vbd = vbd;
 	job->st.fd = -1;
 	TAILQ_INIT(&job->held);
+	td_fsync_open(&job->fsync, td_vbd_loop(vbd));
 	snprintf(name, sizeof(name), "%.50s-snap", td_vbd_name(vbd));
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		job->slots[i].job = job;

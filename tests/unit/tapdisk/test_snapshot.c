@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "tapdisk/fsync-async.h"
 #include "tapdisk/snapshot-state.h"
 #include "tapdisk/snapshot.h"
 #include "tests/unit/vbd-fixture.h"
@@ -69,14 +70,40 @@ static void done(int i)
 	td_complete(r, 0);
 }
 
-/* Complete everything held, rounds times, running the loop between. */
+/* The flush still held (a commit's, of the target), or -1. */
+static int held_flush(void)
+{
+	for (unsigned int i = 0; i < mock.nr_seen; i++)
+		if (mock.seen[i].op == TD_OP_FLUSH && mock.held[i])
+			return (int)i;
+	return -1;
+}
+
+/* Let the commit running go on: its flush of the target completes. */
+static void commit(void)
+{
+	int fl = held_flush();
+
+	assert_true(fl >= 0);
+	done(fl);
+	run(3);
+}
+
+/* Complete everything held, running the loop between, until nothing is
+ * held any more (at most rounds * 4 rounds: commits run one at a time). */
 static void drain_all(int rounds)
 {
-	while (rounds--) {
+	for (rounds *= 4; rounds--;) {
+		bool any = false;
+
 		for (unsigned int i = 0; i < mock.nr_held; i++)
-			if (mock.held[i])
+			if (mock.held[i]) {
 				done((int)i);
+				any = true;
+			}
 		run(3);
+		if (!any)
+			return;
 	}
 }
 
@@ -96,6 +123,8 @@ static bool bit_on_disk(uint64_t chunk)
 
 static int snap_setup(void **state)
 {
+	/* The tests count loop passes: the job file's sync in place. */
+	td_fsync_in_place = true;
 	setup(state);
 	snprintf(dir, sizeof(dir), "/tmp/test_snapshot.XXXXXX");
 	assert_non_null(mkdtemp(dir));
@@ -167,17 +196,22 @@ static void test_cbw_order(void **state)
 	run(2);
 	assert_true(seen(TD_OP_READ, 2 * CHUNK, 8, 0) >= 0);
 
-	/* Old data read: it goes to the target with FUA, write still held. */
+	/* Old data read: it goes to the target (no FUA: the commit flushes
+	 * it), the write still held. */
 	done(rd);
 	run(3);
-	wr = seen(TD_OP_WRITE, 1000 * CHUNK, 2 * CHUNK, TD_REQ_FUA);
+	wr = seen(TD_OP_WRITE, 1000 * CHUNK, 2 * CHUNK, 0);
 	assert_true(wr >= 0);
 	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK + 4, 8, 0), -1);
 	assert_false(bit_on_disk(1000));
 
-	/* Durable in the target: the bits are on disk, then the write goes. */
+	/* Written: one flush of the target, and only after it the bits are
+	 * on disk and the write goes. */
 	done(wr);
 	run(3);
+	assert_false(bit_on_disk(1000));
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK + 4, 8, 0), -1);
+	commit();
 	assert_true(bit_on_disk(1000));
 	assert_true(bit_on_disk(1001));
 	assert_false(bit_on_disk(1002));
@@ -220,8 +254,9 @@ static void test_cbw_runs(void **state)
 	assert_true(a >= 0);
 	done(a);
 	run(3);
-	done(seen(TD_OP_WRITE, 900 * CHUNK, CHUNK, TD_REQ_FUA));
+	done(seen(TD_OP_WRITE, 900 * CHUNK, CHUNK, 0));
 	run(3);
+	commit();
 	assert_true(bit_on_disk(900));
 
 	/* 132 KiB from chunk 899: 899 alone, 900 copied, then 901-916 and
@@ -237,15 +272,17 @@ static void test_cbw_runs(void **state)
 	done(a);
 	done(b);
 	run(3);
-	done(seen(TD_OP_WRITE, 899 * CHUNK, CHUNK, TD_REQ_FUA));
-	done(seen(TD_OP_WRITE, 901 * CHUNK, CBW_RUN * CHUNK, TD_REQ_FUA));
+	done(seen(TD_OP_WRITE, 899 * CHUNK, CHUNK, 0));
+	done(seen(TD_OP_WRITE, 901 * CHUNK, CBW_RUN * CHUNK, 0));
 	run(3);
+	commit();
 	/* One run still copying: the write waits. */
 	assert_int_equal(seen(TD_OP_WRITE, 899 * CHUNK, 34 * CHUNK, 0), -1);
 	done(c);
 	run(3);
-	done(seen(TD_OP_WRITE, 917 * CHUNK, CBW_RUN * CHUNK, TD_REQ_FUA));
+	done(seen(TD_OP_WRITE, 917 * CHUNK, CBW_RUN * CHUNK, 0));
 	run(3);
+	commit();
 	assert_true(bit_on_disk(932));
 	assert_true(seen(TD_OP_WRITE, 899 * CHUNK, 34 * CHUNK, 0) >= 0);
 	drain_all(8);
@@ -301,8 +338,9 @@ static unsigned long job_syncs(void)
 	return n;
 }
 
-/* Group commit: two copies durable in the target in the same pass get
- * their bits in one sync of the job file; their writes go only after. */
+/* Group commit: two copies written to the target in the same pass get
+ * one flush of the target and their bits in one sync of the job file;
+ * their writes go only after. */
 static void test_group_commit(void **state)
 {
 	int r1, r2, w1, w2;
@@ -311,10 +349,10 @@ static void test_group_commit(void **state)
 	start_job();
 	td_vbd_snapshot_stop_cursor(fx->vbd);
 	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 8)),
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
 		0);
 	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1010 * CHUNK, 8)),
+		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1010 * CHUNK, 4)),
 		0);
 	run(2);
 	r1 = seen(TD_OP_READ, 1000 * CHUNK, CHUNK, 0);
@@ -323,23 +361,27 @@ static void test_group_commit(void **state)
 	done(r1);
 	done(r2);
 	run(3);
-	w1 = seen(TD_OP_WRITE, 1000 * CHUNK, CHUNK, TD_REQ_FUA);
-	w2 = seen(TD_OP_WRITE, 1010 * CHUNK, CHUNK, TD_REQ_FUA);
+	w1 = seen(TD_OP_WRITE, 1000 * CHUNK, CHUNK, 0);
+	w2 = seen(TD_OP_WRITE, 1010 * CHUNK, CHUNK, 0);
 	assert_true(w1 >= 0 && w2 >= 0);
 	before = job_syncs();
 	assert_false(bit_on_disk(1000));
 	done(w1);
 	done(w2);
 	/* Not before the commit: no bit synced, no write through. */
-	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 8, 0), -1);
-	assert_int_equal(seen(TD_OP_WRITE, 1010 * CHUNK, 8, 0), -1);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0), -1);
+	assert_int_equal(seen(TD_OP_WRITE, 1010 * CHUNK, 4, 0), -1);
 	assert_int_equal(job_syncs(), before);
 	run(3);
+	/* One flush of the target for both, then one sync. */
+	assert_int_equal(job_syncs(), before);
+	commit();
+	assert_int_equal(held_flush(), -1);
 	assert_int_equal(job_syncs(), before + 1);
 	assert_true(bit_on_disk(1000));
 	assert_true(bit_on_disk(1010));
-	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 8, 0) >= 0);
-	assert_true(seen(TD_OP_WRITE, 1010 * CHUNK, 8, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 1010 * CHUNK, 4, 0) >= 0);
 	drain_all(4);
 	assert_int_equal(fx->calls[0], 1);
 	assert_int_equal(fx->calls[1], 1);
