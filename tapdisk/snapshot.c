@@ -84,6 +84,8 @@ struct td_snap_job {
 	struct td_fsync fsync;	       /* the job file's, off the loop */
 	struct td_vbd_io commit_io;    /* the commit's flush of the target */
 	bool committing;	       /* a commit runs (flush, then sync) */
+	uint64_t speed;		       /* the cursor's bytes/s; 0: no limit */
+	uint64_t cursor_next_ns;       /* the speed lets the next run go */
 	td_snap_started_cb started_cb;
 	void *started_opaque;
 	struct td_vbd_io flush_io;
@@ -553,6 +555,55 @@ static void snap_retry(struct td_timer *t, void *opaque)
 	snap_pump(opaque);
 }
 
+/*
+ * The cursor's speed limit (copy-before-write is never limited: a write
+ * waits for it): a run may start once the runs before it, at speed bytes
+ * a second, are paid for; if not, the retry timer comes back then.
+ */
+static bool snap_cursor_may_go(struct td_snap_job *job)
+{
+	uint64_t now;
+
+	if (!job->speed)
+		return true;
+	now = td_now_ns();
+	if (job->cursor_next_ns <= now)
+		return true;
+	td_loop_timer_arm(td_vbd_loop(job->vbd), &job->retry,
+			  (job->cursor_next_ns - now + 999) / 1000, snap_retry,
+			  job);
+	return false;
+}
+
+static void snap_cursor_charge(struct td_snap_job *job, uint32_t nr)
+{
+	uint64_t bytes = ((uint64_t)nr * job->st.chunk_sectors)
+			 << TD_SECTOR_SHIFT;
+	uint64_t now = td_now_ns();
+
+	if (!job->speed)
+		return;
+	/* No credit for idle time beyond one run: no burst after a pause. */
+	if (job->cursor_next_ns < now)
+		job->cursor_next_ns = now;
+	job->cursor_next_ns += bytes * 1000000000ull / job->speed;
+}
+
+int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
+			      struct td_strbuf *why)
+{
+	struct td_snap_job *job = vbd->snap;
+
+	if (!job || job->state != SNAP_COPYING) {
+		td_strbuf_puts(why, "no snapshot job is copying this disk");
+		return -ENOENT;
+	}
+	job->speed = bytes_per_s;
+	job->cursor_next_ns = 0;
+	snap_pump(job);
+	return 0;
+}
+
 /* Keep SNAP_BG_SLOTS copies going from the cursor; finish at the end. */
 static void snap_pump(struct td_snap_job *job)
 {
@@ -567,7 +618,7 @@ static void snap_pump(struct td_snap_job *job)
 				  SNAP_RETRY_US, snap_retry, job);
 		return;
 	}
-	while ((slot = slot_free(job, false))) {
+	while (snap_cursor_may_go(job) && (slot = slot_free(job, false))) {
 		uint64_t c = td_snap_next_uncopied(st, job->cursor);
 
 		while (c < st->nr_chunks && chunk_in_flight(job, c))
@@ -577,6 +628,7 @@ static void snap_pump(struct td_snap_job *job)
 			break;
 		nr = snap_run_len(job, c, st->nr_chunks - 1, false);
 		job->cursor = c + nr;
+		snap_cursor_charge(job, nr);
 		slot_start(slot, c, nr, false);
 		if (job->state != SNAP_COPYING)
 			return;
@@ -915,12 +967,12 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			"\nchunks_copied %" PRIu64 "\nchunks_total %" PRIu64
 			"\nbytes_copied %" PRIu64 "\nbytes_total %" PRIu64
 			"\ncbw_chunks %" PRIu64 "\njob_syncs %" PRIu64
-			"\njob_file %s\n",
+			"\nspeed %" PRIu64 "\njob_file %s\n",
 			st->target,
 			(uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT,
 			st->nr_copied, st->nr_chunks, snap_bytes_copied(st),
 			st->size_sectors << TD_SECTOR_SHIFT, job->cbw_chunks,
-			st->nr_syncs, job->path);
+			st->nr_syncs, job->speed, job->path);
 		if (job->error[0])
 			td_strbuf_printf(out, "error %s\n", job->error);
 		return;
@@ -939,6 +991,7 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			    st->size_sectors << TD_SECTOR_SHIFT);
 		td_json_u64(&j, "cbw_chunks", job->cbw_chunks);
 		td_json_u64(&j, "job_syncs", st->nr_syncs);
+		td_json_u64(&j, "speed", job->speed);
 		td_json_str(&j, "job_file", job->path);
 		td_json_str(&j, "error", job->error);
 	}

@@ -47,6 +47,15 @@ int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
  * -ENOENT with why when no job runs. */
 int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why);
 
+/*
+ * Limit the background copy to bytes_per_s (0: no limit, the default);
+ * copy-before-write is never limited.  For the running job only: a job
+ * resumed by the next tapdisk runs without a limit.  -ENOENT with why
+ * when no job is copying.
+ */
+int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
+			      struct td_strbuf *why);
+
 /* "snapshot status [json]" text or JSON object. */
 void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			    struct td_strbuf *out);

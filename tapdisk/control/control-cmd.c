@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "tapdisk/control/control-int.h"
 #include "tapdisk/snapshot.h"
 
@@ -437,7 +438,37 @@ static int snap_start(struct ctl_client *c, struct ctl_req *req)
 	return CTL_DEFERRED;
 }
 
-/* "snapshot start TARGET | status [json] | cancel" (doc/snapshots.md). */
+/* "snapshot speed BYTES-PER-S": the background copy's limit, 0 none. */
+static int snap_speed(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_strbuf why;
+	uint64_t bps;
+	int err;
+
+	if (td_parse_size(req->argv[2], &bps)) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "'%s' is not a speed: give bytes per second (K, M, G "
+			 "suffixes; 0 for no limit)",
+			 req->argv[2]);
+		return -EINVAL;
+	}
+	td_strbuf_init(&why);
+	err = td_vbd_snapshot_set_speed(c->ctl->vbd, bps, &why);
+	if (err)
+		ctl_msg_from(req, &why);
+	else if (bps)
+		td_strbuf_printf(req->payload,
+				 "background copy limited to %" PRIu64
+				 " bytes/s\n",
+				 bps);
+	else
+		td_strbuf_puts(req->payload, "background copy not limited\n");
+	td_strbuf_free(&why);
+	return err;
+}
+
+/* "snapshot start TARGET | status [json] | speed BPS | cancel"
+ * (doc/snapshots.md). */
 static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 {
 	const char *sub = req->argc > 1 ? req->argv[1] : "";
@@ -453,6 +484,8 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 				       req->payload);
 		return 0;
 	}
+	if (!strcmp(sub, "speed") && req->argc == 3)
+		return snap_speed(c, req);
 	if (!strcmp(sub, "cancel") && req->argc == 2) {
 		td_strbuf_init(&why);
 		err = td_vbd_snapshot_cancel(c->ctl->vbd, &why);
@@ -467,7 +500,7 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 	}
 	snprintf(req->msg, sizeof(req->msg),
 		 "usage: snapshot start TARGET-CHAIN | snapshot status [json] "
-		 "| snapshot cancel");
+		 "| snapshot speed BYTES-PER-S | snapshot cancel");
 	return -EINVAL;
 }
 
@@ -500,7 +533,7 @@ static const struct ctl_command {
 	{"frontend", "frontend KIND WORD...",
 	 "a command for frontend KIND (nbd list [json], nbd drop ID)",
 	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},
-	{"snapshot", "snapshot start|status|cancel",
+	{"snapshot", "snapshot start|status|speed|cancel",
 	 "copy the disk as of now onto a chain (start TARGET-CHAIN, status "
 	 "[json], cancel)",
 	 2, false, cmd_snapshot},

@@ -387,6 +387,62 @@ static void test_group_commit(void **state)
 	assert_int_equal(fx->calls[1], 1);
 }
 
+/* A read starting at sector, of any length: -1 if none. */
+static int read_from(uint64_t sector)
+{
+	for (unsigned int i = 0; i < mock.nr_seen; i++)
+		if (mock.seen[i].op == TD_OP_READ &&
+		    mock.seen[i].sector == sector)
+			return (int)i;
+	return -1;
+}
+
+/* Complete every held request once (no more), running the loop. */
+static void done_held(void)
+{
+	for (unsigned int i = 0; i < mock.nr_held; i++)
+		if (mock.held[i])
+			done((int)i);
+	run(3);
+}
+
+/* The cursor's speed limit: at 1 byte/s one run starts after the two in
+ * flight (the first is free), then none; copy-before-write still goes;
+ * 0 lifts the limit at once. */
+static void test_speed(void **state)
+{
+	struct td_strbuf why, out;
+
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, &why),
+			 -ENOENT); /* no job yet */
+	assert_non_null(strstr(td_strbuf_str(&why), "no snapshot job"));
+	start_job();
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, &why), 0);
+	for (int i = 0; i < 6; i++)
+		done_held(); /* runs 0-511 copied, and one more (512-767) */
+	assert_int_equal(read_from(768 * CHUNK), -1);
+	/* A write on chunk 1000 is not held back by the limit. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	for (int i = 0; i < 6; i++)
+		done_held();
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(read_from(768 * CHUNK), -1);
+	td_strbuf_init(&out);
+	td_vbd_snapshot_status(fx->vbd, true, &out);
+	assert_non_null(strstr(td_strbuf_str(&out), "\"speed\": 1"));
+	td_strbuf_free(&out);
+	/* No limit: the cursor goes on at once. */
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, &why), 0);
+	run(2);
+	assert_true(read_from(768 * CHUNK) >= 0);
+	td_strbuf_free(&why);
+	drain_all(8);
+	assert_false(td_vbd_snapshot_running(fx->vbd));
+}
+
 /* Write a job file of chunk_bytes chunks over the whole mock disk. */
 static void old_job_file(uint32_t chunk_bytes)
 {
@@ -483,6 +539,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cbw_runs, snap_setup,
 						snap_teardown),
 		cmocka_unit_test_setup_teardown(test_old_job_file, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_speed, snap_setup,
 						snap_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
