@@ -34,8 +34,12 @@
 #define SNAP_CBW_SLOTS 32
 #define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
 #define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
-#define SNAP_ALIGN     4096  /* buffers for O_DIRECT targets */
-#define SNAP_ERR_MAX   256
+/* The cursor's speed while the disk serves its own I/O (as Linux md's
+ * speed_limit_min), and how long after its last I/O a disk is idle. */
+#define SNAP_BUSY_SPEED_DEFAULT (16ull << 20)
+#define SNAP_IDLE_NS		(100 * 1000000ull)
+#define SNAP_ALIGN		4096 /* buffers for O_DIRECT targets */
+#define SNAP_ERR_MAX		256
 
 enum snap_state {
 	SNAP_STARTING,
@@ -85,13 +89,20 @@ struct td_snap_job {
 	struct td_vbd_io commit_io;    /* the commit's flush of the target */
 	bool committing;	       /* a commit runs (flush, then sync) */
 	uint64_t speed;		       /* the cursor's bytes/s; 0: no limit */
-	uint64_t cursor_next_ns;       /* the speed lets the next run go */
+	uint64_t busy_speed;	       /* ... while the disk is busy; 0: same */
+	uint64_t cursor_next_ns;       /* speed lets the next run go */
+	uint64_t busy_next_ns;	       /* busy_speed lets the next run go */
+	uint64_t reads_issued;	       /* the job's reads of the disk */
+	uint64_t reads_done;
+	uint64_t fg_seen;    /* the disk's own I/Os completed, last look */
+	uint64_t fg_last_ns; /* when the disk's own I/O was last seen */
 	td_snap_started_cb started_cb;
 	void *started_opaque;
 	struct td_vbd_io flush_io;
 };
 
 static void snap_pump(struct td_snap_job *job);
+static bool snap_disk_busy(struct td_snap_job *job, uint64_t now);
 static void snap_serve_held(struct td_snap_job *job);
 
 int td_snap_job_path(const char *name, char *out, size_t size)
@@ -402,6 +413,7 @@ static void slot_read(struct td_vbd_io *io, int err)
 	struct td_snap_job *job = slot->job;
 	const struct td_disk_info *ti;
 
+	job->reads_done++;
 	if (err || job->state != SNAP_COPYING) {
 		slot_done(slot, err, "reading the source at");
 		return;
@@ -452,6 +464,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 	if (!cbw)
 		job->nr_bg++;
 	vbd_active_get(job->vbd);
+	job->reads_issued++;
 	slot_io(slot, TD_OP_READ, 0, slot_read);
 	err = vbd_submit_internal(job->vbd, &slot->io);
 	if (err) {
@@ -463,6 +476,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 		if (!cbw)
 			job->nr_bg--;
 		job->vbd->active--;
+		job->reads_issued--;
 		snap_fail(job, err, "reading the source at", chunk);
 	}
 }
@@ -556,50 +570,91 @@ static void snap_retry(struct td_timer *t, void *opaque)
 }
 
 /*
- * The cursor's speed limit (copy-before-write is never limited: a write
- * waits for it): a run may start once the runs before it, at speed bytes
- * a second, are paid for; if not, the retry timer comes back then.
+ * Has the disk served its own I/O (not the job's reads) within the last
+ * SNAP_IDLE_NS?  Its completions changed since the last look, or some
+ * are in flight.
+ */
+static bool snap_disk_busy(struct td_snap_job *job, uint64_t now)
+{
+	const struct td_vbd_stats *s = &job->vbd->stats;
+	uint64_t done = 0, inflight;
+
+	for (int op = 0; op < TD_OP_COUNT; op++)
+		done += s->reqs[op];
+	done -= job->reads_done;
+	inflight = s->inflight - (job->reads_issued - job->reads_done);
+	if (done != job->fg_seen || inflight) {
+		job->fg_seen = done;
+		job->fg_last_ns = now;
+	}
+	return job->fg_last_ns && now - job->fg_last_ns < SNAP_IDLE_NS;
+}
+
+/*
+ * The cursor's speed limits (copy-before-write is never limited: a
+ * write waits for it).  speed holds always; busy_speed while the disk
+ * serves its own I/O, so that a busy disk keeps most of the machine and
+ * an idle one is copied at full speed (Linux md's resync does the same
+ * with speed_limit_min and _max).  A run may start once the runs before
+ * it are paid for at the speed in force; if not, the retry timer looks
+ * again then, or when the disk may have become idle.
  */
 static bool snap_cursor_may_go(struct td_snap_job *job)
 {
-	uint64_t now;
+	uint64_t now = td_now_ns(), until = now;
 
-	if (!job->speed)
-		return true;
-	now = td_now_ns();
-	if (job->cursor_next_ns <= now)
+	if (job->speed && job->cursor_next_ns > until)
+		until = job->cursor_next_ns;
+	if (job->busy_speed && job->busy_next_ns > now &&
+	    snap_disk_busy(job, now)) {
+		uint64_t idle = job->fg_last_ns + SNAP_IDLE_NS;
+
+		until = job->busy_next_ns < idle ? job->busy_next_ns : idle;
+		if (job->speed && job->cursor_next_ns > until)
+			until = job->cursor_next_ns;
+	}
+	if (until <= now)
 		return true;
 	td_loop_timer_arm(td_vbd_loop(job->vbd), &job->retry,
-			  (job->cursor_next_ns - now + 999) / 1000, snap_retry,
-			  job);
+			  (until - now + 999) / 1000, snap_retry, job);
 	return false;
 }
 
+/* Pay for a run of nr chunks at each speed (no credit for idle time
+ * beyond one run: no burst after a pause). */
 static void snap_cursor_charge(struct td_snap_job *job, uint32_t nr)
 {
 	uint64_t bytes = ((uint64_t)nr * job->st.chunk_sectors)
 			 << TD_SECTOR_SHIFT;
 	uint64_t now = td_now_ns();
 
-	if (!job->speed)
-		return;
-	/* No credit for idle time beyond one run: no burst after a pause. */
-	if (job->cursor_next_ns < now)
-		job->cursor_next_ns = now;
-	job->cursor_next_ns += bytes * 1000000000ull / job->speed;
+	if (job->speed) {
+		if (job->cursor_next_ns < now)
+			job->cursor_next_ns = now;
+		job->cursor_next_ns += bytes * 1000000000ull / job->speed;
+	}
+	if (job->busy_speed) {
+		/* An idle disk's runs leave no debt for when it is busy. */
+		if (job->busy_next_ns < now || !snap_disk_busy(job, now))
+			job->busy_next_ns = now;
+		job->busy_next_ns += bytes * 1000000000ull / job->busy_speed;
+	}
 }
 
 int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
-			      struct td_strbuf *why)
+			      uint64_t busy_bytes_per_s, struct td_strbuf *why)
 {
 	struct td_snap_job *job = vbd->snap;
 
-	if (!job || job->state != SNAP_COPYING) {
+	if (!job || job->state > SNAP_COPYING) {
 		td_strbuf_puts(why, "no snapshot job is copying this disk");
 		return -ENOENT;
 	}
 	job->speed = bytes_per_s;
+	if (busy_bytes_per_s != TD_SNAP_SPEED_KEEP)
+		job->busy_speed = busy_bytes_per_s;
 	job->cursor_next_ns = 0;
+	job->busy_next_ns = 0;
 	snap_pump(job);
 	return 0;
 }
@@ -655,6 +710,7 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	memset(&oe, 0, sizeof(oe));
 	job->vbd = vbd;
 	job->st.fd = -1;
+	job->busy_speed = SNAP_BUSY_SPEED_DEFAULT;
 	TAILQ_INIT(&job->held);
 	td_fsync_open(&job->fsync, td_vbd_loop(vbd));
 	snprintf(name, sizeof(name), "%.50s-snap", td_vbd_name(vbd));
@@ -741,6 +797,9 @@ static void snap_started(struct td_snap_job *job, int err, const char *why)
 		job->state = SNAP_COPYING;
 		td_vbd_info(vbd, "snapshot onto %s: %" PRIu64 " chunks to copy",
 			    job->st.target, job->st.nr_chunks);
+		/* The instant's own flush is no sign of a busy disk. */
+		snap_disk_busy(job, td_now_ns());
+		job->fg_last_ns = 0;
 	}
 	td_vbd_resume(vbd);
 	if (!err)
@@ -967,12 +1026,13 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			"\nchunks_copied %" PRIu64 "\nchunks_total %" PRIu64
 			"\nbytes_copied %" PRIu64 "\nbytes_total %" PRIu64
 			"\ncbw_chunks %" PRIu64 "\njob_syncs %" PRIu64
-			"\nspeed %" PRIu64 "\njob_file %s\n",
+			"\nspeed %" PRIu64 "\nbusy_speed %" PRIu64
+			"\njob_file %s\n",
 			st->target,
 			(uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT,
 			st->nr_copied, st->nr_chunks, snap_bytes_copied(st),
 			st->size_sectors << TD_SECTOR_SHIFT, job->cbw_chunks,
-			st->nr_syncs, job->speed, job->path);
+			st->nr_syncs, job->speed, job->busy_speed, job->path);
 		if (job->error[0])
 			td_strbuf_printf(out, "error %s\n", job->error);
 		return;
@@ -992,6 +1052,7 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 		td_json_u64(&j, "cbw_chunks", job->cbw_chunks);
 		td_json_u64(&j, "job_syncs", st->nr_syncs);
 		td_json_u64(&j, "speed", job->speed);
+		td_json_u64(&j, "busy_speed", job->busy_speed);
 		td_json_str(&j, "job_file", job->path);
 		td_json_str(&j, "error", job->error);
 	}

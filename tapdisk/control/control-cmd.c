@@ -438,31 +438,33 @@ static int snap_start(struct ctl_client *c, struct ctl_req *req)
 	return CTL_DEFERRED;
 }
 
-/* "snapshot speed BYTES-PER-S": the background copy's limit, 0 none. */
+/*
+ * "snapshot speed BPS [BUSY-BPS]": the background copy's limit (0 none)
+ * and its limit while the disk is busy (0: not slowed; kept if absent).
+ */
 static int snap_speed(struct ctl_client *c, struct ctl_req *req)
 {
+	uint64_t bps, busy = TD_SNAP_SPEED_KEEP;
 	struct td_strbuf why;
-	uint64_t bps;
 	int err;
 
-	if (td_parse_size(req->argv[2], &bps)) {
-		snprintf(req->msg, sizeof(req->msg),
-			 "'%s' is not a speed: give bytes per second (K, M, G "
-			 "suffixes; 0 for no limit)",
-			 req->argv[2]);
-		return -EINVAL;
-	}
+	for (int i = 2; i < req->argc; i++)
+		if (td_parse_size(req->argv[i], i == 2 ? &bps : &busy)) {
+			snprintf(req->msg, sizeof(req->msg),
+				 "'%s' is not a speed: give bytes per second "
+				 "(K, M, G suffixes; 0 for no limit)",
+				 req->argv[i]);
+			return -EINVAL;
+		}
 	td_strbuf_init(&why);
-	err = td_vbd_snapshot_set_speed(c->ctl->vbd, bps, &why);
+	err = td_vbd_snapshot_set_speed(c->ctl->vbd, bps, busy, &why);
 	if (err)
 		ctl_msg_from(req, &why);
-	else if (bps)
-		td_strbuf_printf(req->payload,
-				 "background copy limited to %" PRIu64
-				 " bytes/s\n",
-				 bps);
 	else
-		td_strbuf_puts(req->payload, "background copy not limited\n");
+		td_strbuf_printf(req->payload,
+				 "background copy: speed %" PRIu64
+				 " bytes/s, %s\n",
+				 bps, "see snapshot status for busy_speed");
 	td_strbuf_free(&why);
 	return err;
 }
@@ -484,7 +486,7 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 				       req->payload);
 		return 0;
 	}
-	if (!strcmp(sub, "speed") && req->argc == 3)
+	if (!strcmp(sub, "speed") && (req->argc == 3 || req->argc == 4))
 		return snap_speed(c, req);
 	if (!strcmp(sub, "cancel") && req->argc == 2) {
 		td_strbuf_init(&why);
@@ -500,7 +502,7 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 	}
 	snprintf(req->msg, sizeof(req->msg),
 		 "usage: snapshot start TARGET-CHAIN | snapshot status [json] "
-		 "| snapshot speed BYTES-PER-S | snapshot cancel");
+		 "| snapshot speed BPS [BUSY-BPS] | snapshot cancel");
 	return -EINVAL;
 }
 
@@ -535,8 +537,8 @@ static const struct ctl_command {
 	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},
 	{"snapshot", "snapshot start|status|speed|cancel",
 	 "copy the disk as of now onto a chain (start TARGET-CHAIN, status "
-	 "[json], cancel)",
-	 2, false, cmd_snapshot},
+	 "[json], speed BPS [BUSY-BPS], cancel)",
+	 3, false, cmd_snapshot},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

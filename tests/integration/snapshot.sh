@@ -180,8 +180,12 @@ grep -q "snapshot job is copying" <<<"$OUT" &&
 OUT=$(ctl speed fast 2>&1) && fail "speed fast refused" "exit 0: $OUT"
 grep -q "is not a speed" <<<"$OUT" && [ "$(status_field speed)" = 0 ] &&
 	pass "speed fast refused" || fail "speed fast refused" "$OUT"
-if ctl speed 64M >/dev/null && [ "$(status_field speed)" = 67108864 ] &&
-	ctl speed 0 >/dev/null && [ "$(status_field speed)" = 0 ]; then
+[ "$(status_field busy_speed)" = 16777216 ] && pass "busy speed 16M by default" ||
+	fail "busy speed 16M by default" "$(status_field busy_speed)"
+if ctl speed 64M 8M >/dev/null && [ "$(status_field speed)" = 67108864 ] &&
+	[ "$(status_field busy_speed)" = 8388608 ] &&
+	ctl speed 0 >/dev/null && [ "$(status_field speed)" = 0 ] &&
+	[ "$(status_field busy_speed)" = 8388608 ]; then
 	pass "speed set and lifted"
 else
 	fail "speed set and lifted" "$(ctl status 2>&1 | tr '\n' ' ')"

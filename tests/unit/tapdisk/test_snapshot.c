@@ -158,6 +158,9 @@ static void start_job(void)
 	td_strbuf_init(&why);
 	assert_int_equal(
 		td_vbd_snapshot_start(fx->vbd, "mock", started, NULL, &why), 0);
+	/* The tests count loop passes: the cursor not slowed by the
+	 * disk's own I/O (test_busy_speed turns that on). */
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
 	td_strbuf_free(&why);
 	run(3);
 	flush = seen(TD_OP_FLUSH, 0, 0, 0);
@@ -311,6 +314,7 @@ static void test_close_keeps_job_then_resume(void **state)
 	assert_int_equal(open_chain("mock", 0, 0, false), 0);
 	td_strbuf_init(&why);
 	assert_int_equal(td_vbd_snapshot_resume(fx->vbd, job, &why), 0);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
 	td_strbuf_free(&why);
 	run(3);
 	assert_int_equal(seen(TD_OP_READ, 0, RUN * CHUNK, 0), -1);
@@ -414,11 +418,11 @@ static void test_speed(void **state)
 	struct td_strbuf why, out;
 
 	td_strbuf_init(&why);
-	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, &why),
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, 0, &why),
 			 -ENOENT); /* no job yet */
 	assert_non_null(strstr(td_strbuf_str(&why), "no snapshot job"));
 	start_job();
-	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, &why), 0);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, 0, &why), 0);
 	for (int i = 0; i < 6; i++)
 		done_held(); /* runs 0-511 copied, and one more (512-767) */
 	assert_int_equal(read_from(768 * CHUNK), -1);
@@ -432,13 +436,49 @@ static void test_speed(void **state)
 	assert_int_equal(read_from(768 * CHUNK), -1);
 	td_strbuf_init(&out);
 	td_vbd_snapshot_status(fx->vbd, true, &out);
-	assert_non_null(strstr(td_strbuf_str(&out), "\"speed\": 1"));
+	assert_non_null(strstr(td_strbuf_str(&out), "\"speed\": 1,"));
+	assert_non_null(strstr(td_strbuf_str(&out), "\"busy_speed\": 0"));
 	td_strbuf_free(&out);
 	/* No limit: the cursor goes on at once. */
-	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, &why), 0);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
 	run(2);
 	assert_true(read_from(768 * CHUNK) >= 0);
 	td_strbuf_free(&why);
+	drain_all(8);
+	assert_false(td_vbd_snapshot_running(fx->vbd));
+}
+
+/* The busy speed: at 1 byte/s while the disk serves its own I/O, the
+ * cursor waits after a read of the disk, and goes on once the disk has
+ * been idle for 100 ms. */
+static void test_busy_speed(void **state)
+{
+	struct td_strbuf why;
+	int rd;
+
+	start_job();
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 1, &why), 0);
+	td_strbuf_free(&why);
+	/* The disk's own read, while the cursor's runs are in flight. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_READ, 100 * CHUNK, 8)),
+		0);
+	run(2);
+	rd = seen(TD_OP_READ, 100 * CHUNK, 8, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(2);
+	for (int i = 0; i < 6; i++)
+		done_held(); /* runs 0-511, one more (the first is free) */
+	assert_true(read_from(512 * CHUNK) >= 0);
+	assert_int_equal(read_from(768 * CHUNK), -1);
+	/* Idle for 100 ms: the retry timer finds it so, the cursor goes. */
+	for (int i = 0; i < 30 && read_from(768 * CHUNK) < 0; i++) {
+		usleep(10000);
+		run(1);
+	}
+	assert_true(read_from(768 * CHUNK) >= 0);
 	drain_all(8);
 	assert_false(td_vbd_snapshot_running(fx->vbd));
 }
@@ -472,6 +512,7 @@ static void test_old_job_file(void **state)
 	old_job_file(64u << 10);
 	td_strbuf_init(&why);
 	assert_int_equal(td_vbd_snapshot_resume(fx->vbd, job, &why), 0);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
 	run(3);
 	/* The cursor: 16 chunks of 64 KiB (1 MiB) per run. */
 	assert_true(seen(TD_OP_READ, 0, 16 * 128, 0) >= 0);
@@ -541,6 +582,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_old_job_file, snap_setup,
 						snap_teardown),
 		cmocka_unit_test_setup_teardown(test_speed, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_busy_speed, snap_setup,
 						snap_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
