@@ -462,8 +462,7 @@ static void test_busy_speed(void **state)
 	td_strbuf_free(&why);
 	/* The disk's own read, while the cursor's runs are in flight. */
 	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(0, TD_OP_READ, 100 * CHUNK, 8)),
-		0);
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_READ, 100 * CHUNK, 8)), 0);
 	run(2);
 	rd = seen(TD_OP_READ, 100 * CHUNK, 8, 0);
 	assert_true(rd >= 0);
