@@ -8,11 +8,14 @@
 # least 70 % of the plain throughput.
 #
 # usage: bench/snapshot.sh [--dir DIR] [--size SIZE] [--runtime S] [--reps N]
+#                          [--speed BPS]
 #   --dir DIR      where the disk and the target go (default /dev/shm)
 #   --size SIZE    disk size, truncate's syntax (default 4G)
 #   --runtime S    seconds per fio run (default 5)
 #   --reps N       repetitions of both runs, order alternated; medians
 #                  are reported (default 3)
+#   --speed BPS    limit the background copy (`tap-ctl snapshot speed`;
+#                  default none): 1 leaves copy-before-write alone
 # Prints the median IOPS of each run over the whole fio run, and over the
 # copy alone (fio's IOPS log, 250 ms samples, up to the copy's duration
 # in tapdisk's log; the plain run over the same seconds), and the ratios.
@@ -25,14 +28,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 TAPCTL=${TAPCTL:-$BUILDDIR/bin/tap-ctl}
-DIR=/dev/shm SIZE=4G RUNTIME=5 REPS=3
+DIR=/dev/shm SIZE=4G RUNTIME=5 REPS=3 SPEED=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2; shift ;;
 	--size) SIZE=$2; shift ;;
 	--runtime) RUNTIME=$2; shift ;;
 	--reps) REPS=$2; shift ;;
-	*) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	--speed) SPEED=$2; shift ;;
+	*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 	shift
 done
@@ -51,6 +55,9 @@ trap cleanup EXIT
 # run snap|plain: prints "IOPS STATE" of one fio run on a fresh tapdisk.
 run() {
 	local sock=$WORK/nbd.sock state=-
+	# A job the last snapshot run left (it is killed mid-copy) would
+	# resume in this one: every run starts without one.
+	rm -rf "$TAPSTRIPE_STATE_DIR"
 	rm -f "$WORK/disk.img" "$WORK/target.img"
 	truncate -s "$SIZE" "$WORK/disk.img" "$WORK/target.img"
 	"$TAPDISK" --foreground -a "aio:$WORK/disk.img" --nbd "unix:$sock" \
@@ -64,6 +71,8 @@ run() {
 	if [ "$1" = snap ]; then
 		"$TAPCTL" --run-dir "$WORK" snapshot -i "$TD_PID" start \
 			"aio:$WORK/target.img" >/dev/null || exit 1
+		[ "$SPEED" = 0 ] || "$TAPCTL" --run-dir "$WORK" snapshot \
+			-i "$TD_PID" speed "$SPEED" >/dev/null || exit 1
 	fi
 	(cd "$WORK" && fio --output-format=json --output="$WORK/fio.json" \
 		--ioengine=nbd \

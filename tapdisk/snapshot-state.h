@@ -12,9 +12,14 @@
 
 #include "common/json.h"
 
-#define TD_SNAP_CHUNK_BYTES  (64u << 10) /* the copy unit */
-#define TD_SNAP_HEADER_BYTES 4096u	 /* the bitmap starts here */
-#define TD_SNAP_CHAIN_MAX    1024	 /* a target chain, NUL included */
+/* The copy unit of a new job (one bit each): a write waits only for the
+ * 4 KiB blocks it touches.  Job files of older tapdisks name 64 KiB in
+ * their header (chunk_sectors) and resume as they are; a job file naming
+ * more than TD_SNAP_CHUNK_MAX_BYTES is refused. */
+#define TD_SNAP_CHUNK_BYTES	4096u
+#define TD_SNAP_CHUNK_MAX_BYTES (64u << 10)
+#define TD_SNAP_HEADER_BYTES	4096u /* the bitmap starts here */
+#define TD_SNAP_CHAIN_MAX	1024  /* a target chain, NUL included */
 
 struct td_snap_state {
 	int fd;	    /* -1: in memory only (tests) */
@@ -24,7 +29,8 @@ struct td_snap_state {
 	uint32_t chunk_sectors; /* a power of two */
 	uint64_t nr_chunks;
 	uint64_t nr_copied;
-	uint8_t *bits; /* bit i set: chunk i is in the target, durably */
+	uint8_t *bits;	   /* bit i set: chunk i is in the target, durably */
+	uint64_t nr_syncs; /* fdatasyncs of the job file so far */
 };
 
 /* Chunks of a disk of size_sectors cut in chunk_sectors. */
@@ -80,6 +86,16 @@ int td_snap_state_mark(struct td_snap_state *st, uint64_t i);
  */
 int td_snap_state_mark_run(struct td_snap_state *st, uint64_t first,
 			   uint64_t nr);
+
+/*
+ * Group commit: set the bits of chunks first .. first + nr - 1 and write
+ * their bytes in place, without a sync; then one td_snap_state_sync for
+ * all the runs set.  Until that returns the bits are not durable: the
+ * caller lets no write through on them before.
+ */
+int td_snap_state_set_run(struct td_snap_state *st, uint64_t first,
+			  uint64_t nr);
+int td_snap_state_sync(struct td_snap_state *st);
 
 /* Remove the job file (done or dropped) and free st. */
 int td_snap_state_remove(struct td_snap_state *st);

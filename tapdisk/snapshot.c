@@ -17,22 +17,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tapdisk/fsync-async.h"
 #include "tapdisk/snapshot-state.h"
 #include "tapdisk/snapshot.h"
 #include "tapdisk/vbd-int.h"
 
-/* The cursor copies runs of up to this many chunks (1 MiB of 64 KiB) in
- * one I/O and one job-file sync; a held write copies only its chunks. */
-#define SNAP_RUN 16
-/* The cursor's slots (runs), then copy-before-write's (one chunk each):
- * as many as a queue depth of 32 has writes waiting, so none waits for
- * a slot (bench/snapshot.sh). */
+/* The cursor copies runs of up to SNAP_RUN_BYTES (256 chunks of 4 KiB)
+ * in one I/O and one job-file sync; a held write copies the run of
+ * chunks it touches, up to SNAP_CBW_BYTES per slot. */
+#define SNAP_RUN_BYTES (1u << 20)
+#define SNAP_CBW_BYTES TD_SNAP_CHUNK_MAX_BYTES
+/* The cursor's slots (runs), then copy-before-write's: as many as a
+ * queue depth of 32 has writes waiting, so none waits for a slot
+ * (bench/snapshot.sh). */
 #define SNAP_BG_SLOTS  2
 #define SNAP_CBW_SLOTS 32
 #define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
 #define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
-#define SNAP_ALIGN     4096  /* buffers for O_DIRECT targets */
-#define SNAP_ERR_MAX   256
+/* The cursor's speed while the disk serves its own I/O (as Linux md's
+ * speed_limit_min), and how long after its last I/O a disk is idle. */
+#define SNAP_BUSY_SPEED_DEFAULT (16ull << 20)
+#define SNAP_IDLE_NS		(100 * 1000000ull)
+#define SNAP_ALIGN		4096 /* buffers for O_DIRECT targets */
+#define SNAP_ERR_MAX		256
 
 enum snap_state {
 	SNAP_STARTING,
@@ -50,10 +57,12 @@ struct snap_slot {
 	bool busy;
 	bool cbw; /* for a held write, not the cursor */
 	uint64_t chunk;
-	uint32_t nr_chunks; /* a run: 1 for a write, up to SNAP_RUN */
+	uint32_t nr_chunks; /* a run, up to snap_run_max() */
+	bool marking;	    /* durable in the target; waits for the commit */
+	bool syncing;	    /* in the running commit (flush, bits, sync) */
 	void *buf;
 	struct iovec iov;
-	struct td_vbd_io io; /* the read, then the write, then a flush */
+	struct td_vbd_io io; /* the read, then the write */
 };
 
 TAILQ_HEAD(snap_held_list, td_vbd_io);
@@ -75,12 +84,25 @@ struct td_snap_job {
 	struct td_timer retry;
 	struct td_defer release_defer; /* held I/O goes, the job ended */
 	struct td_defer close_defer;   /* close the target */
+	struct td_defer commit_defer;  /* the marking slots' bits: one sync */
+	struct td_fsync fsync;	       /* the job file's, off the loop */
+	struct td_vbd_io commit_io;    /* the commit's flush of the target */
+	bool committing;	       /* a commit runs (flush, then sync) */
+	uint64_t speed;		       /* the cursor's bytes/s; 0: no limit */
+	uint64_t busy_speed;	       /* ... while the disk is busy; 0: same */
+	uint64_t cursor_next_ns;       /* speed lets the next run go */
+	uint64_t busy_next_ns;	       /* busy_speed lets the next run go */
+	uint64_t reads_issued;	       /* the job's reads of the disk */
+	uint64_t reads_done;
+	uint64_t fg_seen;    /* the disk's own I/Os completed, last look */
+	uint64_t fg_last_ns; /* when the disk's own I/O was last seen */
 	td_snap_started_cb started_cb;
 	void *started_opaque;
 	struct td_vbd_io flush_io;
 };
 
 static void snap_pump(struct td_snap_job *job);
+static bool snap_disk_busy(struct td_snap_job *job, uint64_t now);
 static void snap_serve_held(struct td_snap_job *job);
 
 int td_snap_job_path(const char *name, char *out, size_t size)
@@ -122,6 +144,8 @@ static void snap_free(struct td_snap_job *job)
 	td_loop_timer_cancel(&job->retry);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->release_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->close_defer);
+	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->commit_defer);
+	td_fsync_close(&job->fsync);
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
 		free(job->slots[i].buf);
 	td_snap_state_fini(&job->st);
@@ -200,6 +224,14 @@ static void snap_complete(struct td_snap_job *job)
 
 /* --- one chunk copy: read the source, write the target, mark ------------- */
 
+/* The most chunks one slot copies: its buffer over the chunk size. */
+static uint32_t snap_run_max(const struct td_snap_job *job, bool cbw)
+{
+	uint32_t bytes = job->st.chunk_sectors << TD_SECTOR_SHIFT;
+
+	return (cbw ? SNAP_CBW_BYTES : SNAP_RUN_BYTES) / bytes;
+}
+
 static void slot_io(struct snap_slot *slot, enum td_op op, uint32_t flags,
 		    td_vbd_io_cb cb)
 {
@@ -223,67 +255,156 @@ static void slot_io(struct snap_slot *slot, enum td_op op, uint32_t flags,
 	slot->io.opaque = slot;
 }
 
-static void slot_done(struct snap_slot *slot, int err, const char *what)
+/* The slot is free again; the caller then calls snap_slots_freed. */
+static void slot_free_up(struct snap_slot *slot, int err, const char *what)
 {
 	struct td_snap_job *job = slot->job;
 
 	slot->busy = false;
+	slot->marking = false;
+	slot->syncing = false;
 	job->nr_busy--;
 	if (!slot->cbw)
 		job->nr_bg--;
 	if (err)
 		snap_fail(job, err, what, slot->chunk);
 	else if (slot->cbw)
-		job->cbw_chunks++;
+		job->cbw_chunks += slot->nr_chunks;
+}
+
+/* n slots were freed: held writes they covered go, the cursor moves on. */
+static void snap_slots_freed(struct td_snap_job *job, unsigned int n)
+{
+	struct td_vbd *vbd = job->vbd;
+
 	if (job->state == SNAP_COPYING) {
 		snap_serve_held(job);
 		snap_pump(job);
 	} else {
 		snap_maybe_close(job);
 	}
-	vbd_active_put(job->vbd); /* last: a drain may now finish */
+	while (n--)
+		vbd_active_put(vbd); /* last: a drain may now finish */
 }
 
-/* The chunk is durable in the target: say so, durably, then release. */
+static void slot_done(struct snap_slot *slot, int err, const char *what)
+{
+	slot_free_up(slot, err, what);
+	snap_slots_freed(slot->job, 1);
+}
+
+static void snap_commit(struct td_defer *d, void *opaque);
+
+/*
+ * The job file's sync ended: the slots whose bits it covered are done
+ * together (their held writes go), and the slots that became ready
+ * meanwhile get the next commit.
+ */
+static void snap_synced(struct td_fsync *f, int err, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+	unsigned int n = 0;
+
+	(void)f;
+	job->committing = false;
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
+		struct snap_slot *slot = &job->slots[i];
+
+		if (slot->busy && slot->syncing) {
+			slot_free_up(slot, err, "marking");
+			n++;
+		}
+	}
+	snap_commit(NULL, job);
+	snap_slots_freed(job, n);
+}
+
+/* The target's flush of a commit ended: write the bits, sync them. */
+static void snap_commit_flushed(struct td_vbd_io *io, int err)
+{
+	struct td_snap_job *job = io->opaque;
+
+	for (unsigned int i = 0; i < SNAP_SLOTS && !err; i++) {
+		struct snap_slot *slot = &job->slots[i];
+
+		if (slot->busy && slot->syncing && job->state == SNAP_COPYING)
+			err = td_snap_state_set_run(&job->st, slot->chunk,
+						    slot->nr_chunks);
+	}
+	if (!err && job->state == SNAP_COPYING && job->st.fd >= 0) {
+		job->st.nr_syncs++;
+		err = td_fsync_start(&job->fsync, job->st.fd, snap_synced, job);
+		if (!err)
+			return;
+	}
+	/* Nothing to sync (the job ended, or in memory), or it failed. */
+	snap_synced(&job->fsync, err, job);
+}
+
+/*
+ * Group commit: the slots whose copies were written to the target since
+ * the last commit get one flush of the target (their copies durable),
+ * then their bits in the job file and one fdatasync of it, which runs off
+ * the event loop (fsync-async.h); only then are the slots done (their
+ * held writes go).  The slots stay busy (their chunks in flight, writes on
+ * them held) until then.  Slots ready while a commit runs wait for the
+ * next one: commits run one at a time, in order.
+ */
+static void snap_commit(struct td_defer *d, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+	const struct td_disk_info *ti;
+	unsigned int n = 0;
+	int err;
+
+	(void)d;
+	if (job->committing)
+		return; /* snap_synced commits them */
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
+		struct snap_slot *slot = &job->slots[i];
+
+		if (slot->busy && slot->marking && !slot->syncing) {
+			slot->syncing = true;
+			n++;
+		}
+	}
+	if (!n)
+		return;
+	job->committing = true;
+	ti = job->target ? td_vbd_get_info(job->target) : NULL;
+	if (job->state != SNAP_COPYING || !(ti->features & TD_FEAT_FLUSH)) {
+		job->commit_io.opaque = job;
+		snap_commit_flushed(&job->commit_io, 0);
+		return;
+	}
+	memset(&job->commit_io, 0, sizeof(job->commit_io));
+	job->commit_io.op = TD_OP_FLUSH;
+	job->commit_io.cb = snap_commit_flushed;
+	job->commit_io.opaque = job;
+	err = td_vbd_submit(job->target, &job->commit_io);
+	if (err)
+		snap_commit_flushed(&job->commit_io, err);
+}
+
+/* The chunks are durable in the target: mark them at the next commit. */
 static void slot_mark(struct snap_slot *slot)
 {
 	struct td_snap_job *job = slot->job;
-	int err = 0;
 
-	if (job->state == SNAP_COPYING)
-		err = td_snap_state_mark_run(&job->st, slot->chunk,
-					     slot->nr_chunks);
-	slot_done(slot, err, "marking");
+	slot->marking = true;
+	td_loop_defer(td_vbd_loop(job->vbd), &job->commit_defer, snap_commit,
+		      job);
 }
 
-static void slot_flushed(struct td_vbd_io *io, int err)
-{
-	struct snap_slot *slot = io->opaque;
-
-	if (err)
-		slot_done(slot, err, "flushing the target after");
-	else
-		slot_mark(slot);
-}
-
+/* Written (not durable yet: the commit's one flush makes it so). */
 static void slot_written(struct td_vbd_io *io, int err)
 {
 	struct snap_slot *slot = io->opaque;
-	struct td_snap_job *job = slot->job;
-	const struct td_disk_info *ti = td_vbd_get_info(job->target);
 
-	if (err || (ti->features & TD_FEAT_FUA) ||
-	    !(ti->features & TD_FEAT_FLUSH)) {
-		if (err)
-			slot_done(slot, err, "writing the target at");
-		else
-			slot_mark(slot);
-		return;
-	}
-	slot_io(slot, TD_OP_FLUSH, 0, slot_flushed);
-	err = td_vbd_submit(job->target, &slot->io);
 	if (err)
-		slot_done(slot, err, "flushing the target after");
+		slot_done(slot, err, "writing the target at");
+	else
+		slot_mark(slot);
 }
 
 static void slot_read(struct td_vbd_io *io, int err)
@@ -292,13 +413,19 @@ static void slot_read(struct td_vbd_io *io, int err)
 	struct td_snap_job *job = slot->job;
 	const struct td_disk_info *ti;
 
+	job->reads_done++;
 	if (err || job->state != SNAP_COPYING) {
 		slot_done(slot, err, "reading the source at");
 		return;
 	}
+	/* Made durable by the commit's flush; FUA only for a target that
+	 * takes no flush. */
 	ti = td_vbd_get_info(job->target);
 	slot_io(slot, TD_OP_WRITE,
-		(ti->features & TD_FEAT_FUA) ? TD_REQ_FUA : 0, slot_written);
+		!(ti->features & TD_FEAT_FLUSH) && (ti->features & TD_FEAT_FUA)
+			? TD_REQ_FUA
+			: 0,
+		slot_written);
 	err = td_vbd_submit(job->target, &slot->io);
 	if (err)
 		slot_done(slot, err, "writing the target at");
@@ -329,6 +456,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 	int err;
 
 	slot->busy = true;
+	slot->marking = false;
 	slot->cbw = cbw;
 	slot->chunk = chunk;
 	slot->nr_chunks = nr;
@@ -336,6 +464,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 	if (!cbw)
 		job->nr_bg++;
 	vbd_active_get(job->vbd);
+	job->reads_issued++;
 	slot_io(slot, TD_OP_READ, 0, slot_read);
 	err = vbd_submit_internal(job->vbd, &slot->io);
 	if (err) {
@@ -347,6 +476,7 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 		if (!cbw)
 			job->nr_bg--;
 		job->vbd->active--;
+		job->reads_issued--;
 		snap_fail(job, err, "reading the source at", chunk);
 	}
 }
@@ -359,6 +489,20 @@ static bool io_writes(const struct td_vbd_io *io)
 	       io->op == TD_OP_DISCARD;
 }
 
+/* The run of chunks from c (uncopied, not in flight) up to last that one
+ * slot copies: those neither copied nor in flight, up to its buffer. */
+static uint32_t snap_run_len(const struct td_snap_job *job, uint64_t c,
+			     uint64_t last, bool cbw)
+{
+	uint32_t max = snap_run_max(job, cbw), nr = 1;
+
+	while (nr < max && c + nr <= last &&
+	       !td_snap_copied(&job->st, c + nr) &&
+	       !chunk_in_flight(job, c + nr))
+		nr++;
+	return nr;
+}
+
 /* Start the copies io waits for; true when none is missing. */
 static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 {
@@ -369,6 +513,7 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 			    &last);
 	for (uint64_t c = first; c <= last; c++) {
 		struct snap_slot *slot;
+		uint32_t nr;
 
 		if (td_snap_copied(&job->st, c))
 			continue;
@@ -377,9 +522,11 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 			continue;
 		if (!(slot = slot_free(job, true)))
 			break;
-		slot_start(slot, c, 1, true);
+		nr = snap_run_len(job, c, last, true);
+		slot_start(slot, c, nr, true);
 		if (job->state != SNAP_COPYING)
 			break;
+		c += nr - 1;
 	}
 	return ready;
 }
@@ -422,6 +569,96 @@ static void snap_retry(struct td_timer *t, void *opaque)
 	snap_pump(opaque);
 }
 
+/*
+ * Has the disk served its own I/O (not the job's reads) within the last
+ * SNAP_IDLE_NS?  Its completions changed since the last look, or some
+ * are in flight.
+ */
+static bool snap_disk_busy(struct td_snap_job *job, uint64_t now)
+{
+	const struct td_vbd_stats *s = &job->vbd->stats;
+	uint64_t done = 0, inflight;
+
+	for (int op = 0; op < TD_OP_COUNT; op++)
+		done += s->reqs[op];
+	done -= job->reads_done;
+	inflight = s->inflight - (job->reads_issued - job->reads_done);
+	if (done != job->fg_seen || inflight) {
+		job->fg_seen = done;
+		job->fg_last_ns = now;
+	}
+	return job->fg_last_ns && now - job->fg_last_ns < SNAP_IDLE_NS;
+}
+
+/*
+ * The cursor's speed limits (copy-before-write is never limited: a
+ * write waits for it).  speed holds always; busy_speed while the disk
+ * serves its own I/O, so that a busy disk keeps most of the machine and
+ * an idle one is copied at full speed (Linux md's resync does the same
+ * with speed_limit_min and _max).  A run may start once the runs before
+ * it are paid for at the speed in force; if not, the retry timer looks
+ * again then, or when the disk may have become idle.
+ */
+static bool snap_cursor_may_go(struct td_snap_job *job)
+{
+	uint64_t now = td_now_ns(), until = now;
+
+	if (job->speed && job->cursor_next_ns > until)
+		until = job->cursor_next_ns;
+	if (job->busy_speed && job->busy_next_ns > now &&
+	    snap_disk_busy(job, now)) {
+		uint64_t idle = job->fg_last_ns + SNAP_IDLE_NS;
+
+		until = job->busy_next_ns < idle ? job->busy_next_ns : idle;
+		if (job->speed && job->cursor_next_ns > until)
+			until = job->cursor_next_ns;
+	}
+	if (until <= now)
+		return true;
+	td_loop_timer_arm(td_vbd_loop(job->vbd), &job->retry,
+			  (until - now + 999) / 1000, snap_retry, job);
+	return false;
+}
+
+/* Pay for a run of nr chunks at each speed (no credit for idle time
+ * beyond one run: no burst after a pause). */
+static void snap_cursor_charge(struct td_snap_job *job, uint32_t nr)
+{
+	uint64_t bytes = ((uint64_t)nr * job->st.chunk_sectors)
+			 << TD_SECTOR_SHIFT;
+	uint64_t now = td_now_ns();
+
+	if (job->speed) {
+		if (job->cursor_next_ns < now)
+			job->cursor_next_ns = now;
+		job->cursor_next_ns += bytes * 1000000000ull / job->speed;
+	}
+	if (job->busy_speed) {
+		/* An idle disk's runs leave no debt for when it is busy. */
+		if (job->busy_next_ns < now || !snap_disk_busy(job, now))
+			job->busy_next_ns = now;
+		job->busy_next_ns += bytes * 1000000000ull / job->busy_speed;
+	}
+}
+
+int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
+			      uint64_t busy_bytes_per_s, struct td_strbuf *why)
+{
+	struct td_snap_job *job = vbd->snap;
+
+	if (!job || job->state > SNAP_COPYING) {
+		td_strbuf_puts(why, "no snapshot job is copying this disk");
+		return -ENOENT;
+	}
+	job->speed = bytes_per_s;
+	if (busy_bytes_per_s != TD_SNAP_SPEED_KEEP)
+		job->busy_speed = busy_bytes_per_s;
+	job->cursor_next_ns = 0;
+	job->busy_next_ns = 0;
+	snap_pump(job);
+	return 0;
+}
+
 /* Keep SNAP_BG_SLOTS copies going from the cursor; finish at the end. */
 static void snap_pump(struct td_snap_job *job)
 {
@@ -436,7 +673,7 @@ static void snap_pump(struct td_snap_job *job)
 				  SNAP_RETRY_US, snap_retry, job);
 		return;
 	}
-	while ((slot = slot_free(job, false))) {
+	while (snap_cursor_may_go(job) && (slot = slot_free(job, false))) {
 		uint64_t c = td_snap_next_uncopied(st, job->cursor);
 
 		while (c < st->nr_chunks && chunk_in_flight(job, c))
@@ -444,12 +681,9 @@ static void snap_pump(struct td_snap_job *job)
 		job->cursor = c;
 		if (c >= st->nr_chunks)
 			break;
-		nr = 1;
-		while (nr < SNAP_RUN && c + nr < st->nr_chunks &&
-		       !td_snap_copied(st, c + nr) &&
-		       !chunk_in_flight(job, c + nr))
-			nr++;
+		nr = snap_run_len(job, c, st->nr_chunks - 1, false);
 		job->cursor = c + nr;
+		snap_cursor_charge(job, nr);
 		slot_start(slot, c, nr, false);
 		if (job->state != SNAP_COPYING)
 			return;
@@ -476,13 +710,15 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	memset(&oe, 0, sizeof(oe));
 	job->vbd = vbd;
 	job->st.fd = -1;
+	job->busy_speed = SNAP_BUSY_SPEED_DEFAULT;
 	TAILQ_INIT(&job->held);
+	td_fsync_open(&job->fsync, td_vbd_loop(vbd));
 	snprintf(name, sizeof(name), "%.50s-snap", td_vbd_name(vbd));
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		job->slots[i].job = job;
 		if (posix_memalign(&job->slots[i].buf, SNAP_ALIGN,
-				   (i < SNAP_BG_SLOTS ? SNAP_RUN : 1) *
-					   TD_SNAP_CHUNK_BYTES)) {
+				   i < SNAP_BG_SLOTS ? SNAP_RUN_BYTES
+						     : SNAP_CBW_BYTES)) {
 			snap_free(job);
 			return -ENOMEM;
 		}
@@ -561,6 +797,9 @@ static void snap_started(struct td_snap_job *job, int err, const char *why)
 		job->state = SNAP_COPYING;
 		td_vbd_info(vbd, "snapshot onto %s: %" PRIu64 " chunks to copy",
 			    job->st.target, job->st.nr_chunks);
+		/* The instant's own flush is no sign of a busy disk. */
+		snap_disk_busy(job, td_now_ns());
+		job->fg_last_ns = 0;
 	}
 	td_vbd_resume(vbd);
 	if (!err)
@@ -677,6 +916,17 @@ int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
 		td_snap_state_fini(&st);
 		return -EINVAL;
 	}
+	if (st.chunk_sectors > TD_SNAP_CHUNK_MAX_BYTES >> TD_SECTOR_SHIFT) {
+		td_strbuf_printf(why,
+				 "snapshot job file %s: chunks of %" PRIu64
+				 " bytes, this tapdisk copies chunks of at "
+				 "most %u; drop the job",
+				 path,
+				 (uint64_t)st.chunk_sectors << TD_SECTOR_SHIFT,
+				 TD_SNAP_CHUNK_MAX_BYTES);
+		td_snap_state_fini(&st);
+		return -EINVAL;
+	}
 	err = snap_new(vbd, st.target, &job, why);
 	if (!err && (err = snap_check_target(job, why)))
 		snap_discard(job);
@@ -775,12 +1025,14 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			"target %s\nchunk_bytes %" PRIu64
 			"\nchunks_copied %" PRIu64 "\nchunks_total %" PRIu64
 			"\nbytes_copied %" PRIu64 "\nbytes_total %" PRIu64
-			"\ncbw_chunks %" PRIu64 "\njob_file %s\n",
+			"\ncbw_chunks %" PRIu64 "\njob_syncs %" PRIu64
+			"\nspeed %" PRIu64 "\nbusy_speed %" PRIu64
+			"\njob_file %s\n",
 			st->target,
 			(uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT,
 			st->nr_copied, st->nr_chunks, snap_bytes_copied(st),
 			st->size_sectors << TD_SECTOR_SHIFT, job->cbw_chunks,
-			job->path);
+			st->nr_syncs, job->speed, job->busy_speed, job->path);
 		if (job->error[0])
 			td_strbuf_printf(out, "error %s\n", job->error);
 		return;
@@ -798,6 +1050,9 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 		td_json_u64(&j, "bytes_total",
 			    st->size_sectors << TD_SECTOR_SHIFT);
 		td_json_u64(&j, "cbw_chunks", job->cbw_chunks);
+		td_json_u64(&j, "job_syncs", st->nr_syncs);
+		td_json_u64(&j, "speed", job->speed);
+		td_json_u64(&j, "busy_speed", job->busy_speed);
 		td_json_str(&j, "job_file", job->path);
 		td_json_str(&j, "error", job->error);
 	}

@@ -47,6 +47,18 @@ int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
  * -ENOENT with why when no job runs. */
 int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why);
 
+/*
+ * Limit the background copy to bytes_per_s (0: no limit, the default),
+ * and to busy_bytes_per_s while the disk serves its own I/O (default
+ * 16 MiB/s; 0: not slowed; TD_SNAP_SPEED_KEEP: unchanged);
+ * copy-before-write is never limited.  For the running job only: a job
+ * resumed by the next tapdisk starts with the defaults.  -ENOENT with
+ * why when no job is copying.
+ */
+#define TD_SNAP_SPEED_KEEP UINT64_MAX
+int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
+			      uint64_t busy_bytes_per_s, struct td_strbuf *why);
+
 /* "snapshot status [json]" text or JSON object. */
 void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 			    struct td_strbuf *out);

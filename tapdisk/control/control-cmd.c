@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "tapdisk/control/control-int.h"
 #include "tapdisk/snapshot.h"
 
@@ -437,7 +438,39 @@ static int snap_start(struct ctl_client *c, struct ctl_req *req)
 	return CTL_DEFERRED;
 }
 
-/* "snapshot start TARGET | status [json] | cancel" (doc/snapshots.md). */
+/*
+ * "snapshot speed BPS [BUSY-BPS]": the background copy's limit (0 none)
+ * and its limit while the disk is busy (0: not slowed; kept if absent).
+ */
+static int snap_speed(struct ctl_client *c, struct ctl_req *req)
+{
+	uint64_t bps, busy = TD_SNAP_SPEED_KEEP;
+	struct td_strbuf why;
+	int err;
+
+	for (int i = 2; i < req->argc; i++)
+		if (td_parse_size(req->argv[i], i == 2 ? &bps : &busy)) {
+			snprintf(req->msg, sizeof(req->msg),
+				 "'%s' is not a speed: give bytes per second "
+				 "(K, M, G suffixes; 0 for no limit)",
+				 req->argv[i]);
+			return -EINVAL;
+		}
+	td_strbuf_init(&why);
+	err = td_vbd_snapshot_set_speed(c->ctl->vbd, bps, busy, &why);
+	if (err)
+		ctl_msg_from(req, &why);
+	else
+		td_strbuf_printf(req->payload,
+				 "background copy: speed %" PRIu64
+				 " bytes/s, %s\n",
+				 bps, "see snapshot status for busy_speed");
+	td_strbuf_free(&why);
+	return err;
+}
+
+/* "snapshot start TARGET | status [json] | speed BPS | cancel"
+ * (doc/snapshots.md). */
 static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 {
 	const char *sub = req->argc > 1 ? req->argv[1] : "";
@@ -453,6 +486,8 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 				       req->payload);
 		return 0;
 	}
+	if (!strcmp(sub, "speed") && (req->argc == 3 || req->argc == 4))
+		return snap_speed(c, req);
 	if (!strcmp(sub, "cancel") && req->argc == 2) {
 		td_strbuf_init(&why);
 		err = td_vbd_snapshot_cancel(c->ctl->vbd, &why);
@@ -467,7 +502,7 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 	}
 	snprintf(req->msg, sizeof(req->msg),
 		 "usage: snapshot start TARGET-CHAIN | snapshot status [json] "
-		 "| snapshot cancel");
+		 "| snapshot speed BPS [BUSY-BPS] | snapshot cancel");
 	return -EINVAL;
 }
 
@@ -500,10 +535,10 @@ static const struct ctl_command {
 	{"frontend", "frontend KIND WORD...",
 	 "a command for frontend KIND (nbd list [json], nbd drop ID)",
 	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},
-	{"snapshot", "snapshot start|status|cancel",
+	{"snapshot", "snapshot start|status|speed|cancel",
 	 "copy the disk as of now onto a chain (start TARGET-CHAIN, status "
-	 "[json], cancel)",
-	 2, false, cmd_snapshot},
+	 "[json], speed BPS [BUSY-BPS], cancel)",
+	 3, false, cmd_snapshot},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

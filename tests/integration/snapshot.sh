@@ -176,6 +176,20 @@ OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$TD_PID" 2>&1) &&
 	fail "resize refused while copying" "exit 0: $OUT"
 grep -q "snapshot job is copying" <<<"$OUT" &&
 	pass "resize refused while copying" || fail "resize refused while copying" "$OUT"
+# The background copy's speed limit: a bad value changes nothing.
+OUT=$(ctl speed fast 2>&1) && fail "speed fast refused" "exit 0: $OUT"
+grep -q "is not a speed" <<<"$OUT" && [ "$(status_field speed)" = 0 ] &&
+	pass "speed fast refused" || fail "speed fast refused" "$OUT"
+[ "$(status_field busy_speed)" = 16777216 ] && pass "busy speed 16M by default" ||
+	fail "busy speed 16M by default" "$(status_field busy_speed)"
+if ctl speed 64M 8M >/dev/null && [ "$(status_field speed)" = 67108864 ] &&
+	[ "$(status_field busy_speed)" = 8388608 ] &&
+	ctl speed 0 >/dev/null && [ "$(status_field speed)" = 0 ] &&
+	[ "$(status_field busy_speed)" = 8388608 ]; then
+	pass "speed set and lifted"
+else
+	fail "speed set and lifted" "$(ctl status 2>&1 | tr '\n' ' ')"
+fi
 [ -f "$TAPSTRIPE_STATE_DIR/snapshots/s1.job" ] && pass "job file while copying" ||
 	fail "job file while copying" "$(ls -R "$TAPSTRIPE_STATE_DIR" 2>&1)"
 writes "$WORK/during.log" 2 12 0 || fail "writes during" "$(tail -2 "$WORK/qio.log")"
@@ -185,6 +199,9 @@ if wait_state done; then
 else
 	fail "copy done" "$(ctl status 2>&1 | tr '\n' ' ')"
 fi
+OUT=$(ctl speed 1M 2>&1) && fail "speed refused once done" "exit 0: $OUT"
+grep -q "no snapshot job is copying" <<<"$OUT" && pass "speed refused once done" ||
+	fail "speed refused once done" "$OUT"
 [ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/s1.job" ] && pass "job file removed when done" ||
 	fail "job file removed when done"
 CBW=$(status_field cbw_chunks)

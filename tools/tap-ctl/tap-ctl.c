@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "tapdisk/control/control.h"
 #include "tools/cli/cli.h"
 #include "tools/tap-ctl/tap-ctl.h"
@@ -311,6 +313,27 @@ static int cmd_snapshot(struct cmd_opts *o)
 						 : "snapshot status");
 	if (o->nr_args == 1 && !strcmp(o->args[0], "cancel"))
 		return simple_command(o, "snapshot cancel");
+	if ((o->nr_args == 2 || o->nr_args == 3) &&
+	    !strcmp(o->args[0], "speed")) {
+		uint64_t bps[2] = {0, 0};
+
+		for (int i = 1; i < o->nr_args; i++)
+			if (td_parse_size(o->args[i], &bps[i - 1]))
+				return usage_errorf(
+					sc,
+					"'%s' is not a speed: give bytes per "
+					"second (K, M, G suffixes; 0 for no "
+					"limit)",
+					o->args[i]);
+		if (o->nr_args == 2)
+			snprintf(line, sizeof(line), "snapshot speed %" PRIu64,
+				 bps[0]);
+		else
+			snprintf(line, sizeof(line),
+				 "snapshot speed %" PRIu64 " %" PRIu64, bps[0],
+				 bps[1]);
+		return simple_command(o, line);
+	}
 	if (o->nr_args == 2 && !strcmp(o->args[0], "start")) {
 		if (!*o->args[1] || strpbrk(o->args[1], " \t\r\n"))
 			return usage_errorf(sc, "'%s' is not one word",
@@ -320,7 +343,8 @@ static int cmd_snapshot(struct cmd_opts *o)
 			return usage_errorf(sc, "the target chain is too long");
 		return simple_command(o, line);
 	}
-	return usage_errorf(sc, "give start TARGET-CHAIN, status or cancel");
+	return usage_errorf(sc, "give start TARGET-CHAIN, status, speed BPS "
+				"[BUSY-BPS] or cancel");
 }
 
 /* --- destroy ------------------------------------------------------------------- */
@@ -529,7 +553,8 @@ static const struct subcommand subcommands[] = {
 	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
 	 tapctl_cmd_release},
 	{"snapshot", OPT_ID | OPT_JSON | OPT_ARGS,
-	 "snapshot -i ID start TARGET-CHAIN | status [--json] | cancel",
+	 "snapshot -i ID start TARGET-CHAIN | status [--json] | speed BPS "
+	 "[BUSY-BPS] | cancel",
 	 "Copy tapdisk ID's disk, as it is now, onto another chain while it\n"
 	 "serves (e.g. start aio:/srv/copy.img; the target must exist and be\n"
 	 "at least as large).  start returns once every acknowledged write\n"
@@ -537,7 +562,14 @@ static const struct subcommand subcommands[] = {
 	 "background, and a write to a region not yet copied first copies\n"
 	 "the old data (copy-before-write).  status shows progress (state\n"
 	 "copying, done, failed, cancelled; --json: state, chunks_copied,\n"
-	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_file).\n"
+	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_syncs,\n"
+	 "speed, busy_speed, job_file).\n"
+	 "speed BPS limits the background copy to BPS bytes a second (K,\n"
+	 "M, G suffixes; 0, the default, for none); BUSY-BPS limits it while\n"
+	 "the disk serves its own I/O (default 16M, 0: not slowed), so a\n"
+	 "busy disk keeps most of the machine and an idle one is copied at\n"
+	 "full speed.  A write to a region not yet copied is never held\n"
+	 "back by them.  They hold for this tapdisk's run of the job.\n"
 	 "A job survives a tapdisk restart (its job file); cancel drops it,\n"
 	 "leaving the target incomplete.  See doc/snapshots.md.\n",
 	 cmd_snapshot},

@@ -175,6 +175,16 @@ static void test_round_trip(void **state)
 	/* A second job on the same disk is refused while the file is there. */
 	assert_int_equal(td_snap_state_create(&st, path, &why), -EEXIST);
 	assert_non_null(strstr(td_strbuf_str(&why), "exists"));
+	/* One sync per mark; group commit: set runs, then one sync. */
+	assert_int_equal(st.nr_syncs, 4);
+	assert_int_equal(td_snap_state_set_run(&st, 1, 1), 0);
+	assert_int_equal(td_snap_state_set_run(&st, 2, 2), 0);
+	assert_int_equal(st.nr_syncs, 4);
+	assert_int_equal(td_snap_state_sync(&st), 0);
+	assert_int_equal(st.nr_syncs, 5);
+	assert_int_equal(td_snap_state_load(&back, path, &why), 0);
+	assert_int_equal(back.nr_copied, 11);
+	td_snap_state_fini(&back);
 	assert_int_equal(td_snap_state_remove(&st), 0);
 	assert_int_equal(access(path, F_OK), -1);
 	assert_int_equal(td_snap_state_load(&back, path, &why), -ENOENT);

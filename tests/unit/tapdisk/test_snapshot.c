@@ -3,7 +3,10 @@
  * test_snapshot.c - the snapshot job's copy-before-write against the
  * mock driver (tapdisk/snapshot.c): a write to a chunk not yet copied is
  * held until the chunk's read from the disk, its FUA write to the target
- * and its bit in the job file are done, in that order; a write to a
+ * and its bit in the job file are done, in that order, and only the 4 KiB
+ * chunks it touches are copied (a run of them in one copy, at most
+ * 64 KiB); a job file of 64 KiB chunks (older tapdisks) resumes in
+ * 64 KiB units; a write to a
  * copied chunk and every read go straight through; a shutdown's close
  * leaves the job file, and a new vbd resumes from it.
  *
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <setjmp.h>
@@ -25,13 +29,15 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "tapdisk/fsync-async.h"
 #include "tapdisk/snapshot-state.h"
 #include "tapdisk/snapshot.h"
 #include "tests/unit/vbd-fixture.h"
 
-#define CHUNK	  128u /* sectors: 64 KiB */
-#define RUN	  16u  /* chunks the cursor copies at once */
-#define NR_CHUNKS 64u
+#define CHUNK	  8u   /* sectors: 4 KiB */
+#define RUN	  256u /* chunks the cursor copies at once (1 MiB) */
+#define CBW_RUN	  16u  /* chunks a held write copies at most (64 KiB) */
+#define NR_CHUNKS 1024u
 
 static char dir[64];
 static char job[160];
@@ -64,14 +70,40 @@ static void done(int i)
 	td_complete(r, 0);
 }
 
-/* Complete everything held, rounds times, running the loop between. */
+/* The flush still held (a commit's, of the target), or -1. */
+static int held_flush(void)
+{
+	for (unsigned int i = 0; i < mock.nr_seen; i++)
+		if (mock.seen[i].op == TD_OP_FLUSH && mock.held[i])
+			return (int)i;
+	return -1;
+}
+
+/* Let the commit running go on: its flush of the target completes. */
+static void commit(void)
+{
+	int fl = held_flush();
+
+	assert_true(fl >= 0);
+	done(fl);
+	run(3);
+}
+
+/* Complete everything held, running the loop between, until nothing is
+ * held any more (at most rounds * 4 rounds: commits run one at a time). */
 static void drain_all(int rounds)
 {
-	while (rounds--) {
+	for (rounds *= 4; rounds--;) {
+		bool any = false;
+
 		for (unsigned int i = 0; i < mock.nr_held; i++)
-			if (mock.held[i])
+			if (mock.held[i]) {
 				done((int)i);
+				any = true;
+			}
 		run(3);
+		if (!any)
+			return;
 	}
 }
 
@@ -91,6 +123,8 @@ static bool bit_on_disk(uint64_t chunk)
 
 static int snap_setup(void **state)
 {
+	/* The tests count loop passes: the job file's sync in place. */
+	td_fsync_in_place = true;
 	setup(state);
 	snprintf(dir, sizeof(dir), "/tmp/test_snapshot.XXXXXX");
 	assert_non_null(mkdtemp(dir));
@@ -124,6 +158,9 @@ static void start_job(void)
 	td_strbuf_init(&why);
 	assert_int_equal(
 		td_vbd_snapshot_start(fx->vbd, "mock", started, NULL, &why), 0);
+	/* The tests count loop passes: the cursor not slowed by the
+	 * disk's own I/O (test_busy_speed turns that on). */
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
 	td_strbuf_free(&why);
 	run(3);
 	flush = seen(TD_OP_FLUSH, 0, 0, 0);
@@ -141,18 +178,19 @@ static void test_cbw_order(void **state)
 	int rd, wr, fg;
 
 	start_job();
-	/* The cursor copies runs 0-15 and 16-31; chunk 63 is left. */
+	/* The cursor copies runs 0-255 and 256-511; chunk 1000 is left. */
 	assert_true(seen(TD_OP_READ, 0, RUN * CHUNK, 0) >= 0);
 	assert_true(seen(TD_OP_READ, RUN * CHUNK, RUN * CHUNK, 0) >= 0);
-	assert_int_equal(seen(TD_OP_READ, 663 * CHUNK, CHUNK, 0), -1);
+	assert_int_equal(seen(TD_OP_READ, 1000 * CHUNK, CHUNK, 0), -1);
 
-	/* A write to chunk 63 is held; its chunk is read from the disk. */
-	assert_int_equal(
-		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 63 * CHUNK + 8, 8)),
-		0);
+	/* A 4 KiB write across chunks 1000 and 1001 is held; those two
+	 * chunks, and only they, are read from the disk in one copy. */
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE,
+						     1000 * CHUNK + 4, 8)),
+			 0);
 	run(2);
-	assert_int_equal(seen(TD_OP_WRITE, 63 * CHUNK + 8, 8, 0), -1);
-	rd = seen(TD_OP_READ, 63 * CHUNK, CHUNK, 0);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK + 4, 8, 0), -1);
+	rd = seen(TD_OP_READ, 1000 * CHUNK, 2 * CHUNK, 0);
 	assert_true(rd >= 0);
 
 	/* A read of an uncopied chunk is never held. */
@@ -161,19 +199,26 @@ static void test_cbw_order(void **state)
 	run(2);
 	assert_true(seen(TD_OP_READ, 2 * CHUNK, 8, 0) >= 0);
 
-	/* Old data read: it goes to the target with FUA, write still held. */
+	/* Old data read: it goes to the target (no FUA: the commit flushes
+	 * it), the write still held. */
 	done(rd);
 	run(3);
-	wr = seen(TD_OP_WRITE, 63 * CHUNK, CHUNK, TD_REQ_FUA);
+	wr = seen(TD_OP_WRITE, 1000 * CHUNK, 2 * CHUNK, 0);
 	assert_true(wr >= 0);
-	assert_int_equal(seen(TD_OP_WRITE, 63 * CHUNK + 8, 8, 0), -1);
-	assert_false(bit_on_disk(63));
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK + 4, 8, 0), -1);
+	assert_false(bit_on_disk(1000));
 
-	/* Durable in the target: the bit is on disk, then the write goes. */
+	/* Written: one flush of the target, and only after it the bits are
+	 * on disk and the write goes. */
 	done(wr);
 	run(3);
-	assert_true(bit_on_disk(63));
-	fg = seen(TD_OP_WRITE, 63 * CHUNK + 8, 8, 0);
+	assert_false(bit_on_disk(1000));
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK + 4, 8, 0), -1);
+	commit();
+	assert_true(bit_on_disk(1000));
+	assert_true(bit_on_disk(1001));
+	assert_false(bit_on_disk(1002));
+	fg = seen(TD_OP_WRITE, 1000 * CHUNK + 4, 8, 0);
 	assert_true(fg >= 0);
 	assert_int_equal(fx->calls[0], 0);
 	done(fg);
@@ -181,12 +226,12 @@ static void test_cbw_order(void **state)
 	assert_int_equal(fx->calls[0], 1);
 	assert_int_equal(fx->err[0], 0);
 
-	/* A second write to chunk 63 goes straight through. */
-	assert_int_equal(td_vbd_submit(fx->vbd, mkio(2, TD_OP_WRITE,
-						     63 * CHUNK + 64, 8)),
-			 0);
+	/* A second write to chunk 1000 goes straight through. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(2, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
 	run(1);
-	assert_true(seen(TD_OP_WRITE, 63 * CHUNK + 64, 8, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
 	assert_true(td_vbd_close(fx->vbd) == -EBUSY); /* copies in flight */
 
 	/* Finish everything: the job is done and its file gone. */
@@ -194,6 +239,57 @@ static void test_cbw_order(void **state)
 	assert_false(td_vbd_snapshot_running(fx->vbd));
 	assert_int_equal(access(job, F_OK), -1);
 	run(3);
+}
+
+/* A write over copied and uncopied chunks copies only the uncopied runs,
+ * at most 64 KiB each; it waits for all of them. */
+static void test_cbw_runs(void **state)
+{
+	int a, b, c;
+
+	start_job();
+	/* Copy chunk 900 first (a 4 KiB write on it). */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 900 * CHUNK, 8)),
+		0);
+	run(2);
+	a = seen(TD_OP_READ, 900 * CHUNK, CHUNK, 0);
+	assert_true(a >= 0);
+	done(a);
+	run(3);
+	done(seen(TD_OP_WRITE, 900 * CHUNK, CHUNK, 0));
+	run(3);
+	commit();
+	assert_true(bit_on_disk(900));
+
+	/* 132 KiB from chunk 899: 899 alone, 900 copied, then 901-916 and
+	 * 917-932 (16 chunks each, a slot's buffer). */
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE,
+						     899 * CHUNK, 34 * CHUNK)),
+			 0);
+	run(2);
+	a = seen(TD_OP_READ, 899 * CHUNK, CHUNK, 0);
+	b = seen(TD_OP_READ, 901 * CHUNK, CBW_RUN * CHUNK, 0);
+	c = seen(TD_OP_READ, 917 * CHUNK, CBW_RUN * CHUNK, 0);
+	assert_true(a >= 0 && b >= 0 && c >= 0);
+	done(a);
+	done(b);
+	run(3);
+	done(seen(TD_OP_WRITE, 899 * CHUNK, CHUNK, 0));
+	done(seen(TD_OP_WRITE, 901 * CHUNK, CBW_RUN * CHUNK, 0));
+	run(3);
+	commit();
+	/* One run still copying: the write waits. */
+	assert_int_equal(seen(TD_OP_WRITE, 899 * CHUNK, 34 * CHUNK, 0), -1);
+	done(c);
+	run(3);
+	done(seen(TD_OP_WRITE, 917 * CHUNK, CBW_RUN * CHUNK, 0));
+	run(3);
+	commit();
+	assert_true(bit_on_disk(932));
+	assert_true(seen(TD_OP_WRITE, 899 * CHUNK, 34 * CHUNK, 0) >= 0);
+	drain_all(8);
+	assert_false(td_vbd_snapshot_running(fx->vbd));
 }
 
 static void test_close_keeps_job_then_resume(void **state)
@@ -209,24 +305,237 @@ static void test_close_keeps_job_then_resume(void **state)
 	fx->vbd = NULL;
 	assert_int_equal(access(job, F_OK), 0); /* kept for the next one */
 	assert_true(bit_on_disk(0));
-	assert_true(bit_on_disk(31));
-	assert_false(bit_on_disk(32));
+	assert_true(bit_on_disk(511));
+	assert_false(bit_on_disk(512));
 
-	/* A new vbd resumes: chunks 32-63 are copied, not 0-31. */
+	/* A new vbd resumes: chunks 512-1023 are copied, not 0-511. */
 	mock.nr_seen = 0;
 	mock.nr_held = 0;
 	assert_int_equal(open_chain("mock", 0, 0, false), 0);
 	td_strbuf_init(&why);
 	assert_int_equal(td_vbd_snapshot_resume(fx->vbd, job, &why), 0);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
 	td_strbuf_free(&why);
 	run(3);
 	assert_int_equal(seen(TD_OP_READ, 0, RUN * CHUNK, 0), -1);
-	rd = seen(TD_OP_READ, 32 * CHUNK, RUN * CHUNK, 0);
+	rd = seen(TD_OP_READ, 512 * CHUNK, RUN * CHUNK, 0);
 	assert_true(rd >= 0);
-	assert_true(seen(TD_OP_READ, 48 * CHUNK, RUN * CHUNK, 0) >= 0);
+	assert_true(seen(TD_OP_READ, 768 * CHUNK, RUN * CHUNK, 0) >= 0);
 	drain_all(8);
 	assert_false(td_vbd_snapshot_running(fx->vbd));
 	assert_int_equal(access(job, F_OK), -1);
+}
+
+/* The job's job_syncs so far (status). */
+static unsigned long job_syncs(void)
+{
+	struct td_strbuf out;
+	unsigned long n;
+	const char *p;
+
+	td_strbuf_init(&out);
+	td_vbd_snapshot_status(fx->vbd, false, &out);
+	p = strstr(td_strbuf_str(&out), "job_syncs ");
+	assert_non_null(p);
+	n = strtoul(p + 10, NULL, 10);
+	td_strbuf_free(&out);
+	return n;
+}
+
+/* Group commit: two copies written to the target in the same pass get
+ * one flush of the target and their bits in one sync of the job file;
+ * their writes go only after. */
+static void test_group_commit(void **state)
+{
+	int r1, r2, w1, w2;
+	unsigned long before;
+
+	start_job();
+	td_vbd_snapshot_stop_cursor(fx->vbd);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1010 * CHUNK, 4)),
+		0);
+	run(2);
+	r1 = seen(TD_OP_READ, 1000 * CHUNK, CHUNK, 0);
+	r2 = seen(TD_OP_READ, 1010 * CHUNK, CHUNK, 0);
+	assert_true(r1 >= 0 && r2 >= 0);
+	done(r1);
+	done(r2);
+	run(3);
+	w1 = seen(TD_OP_WRITE, 1000 * CHUNK, CHUNK, 0);
+	w2 = seen(TD_OP_WRITE, 1010 * CHUNK, CHUNK, 0);
+	assert_true(w1 >= 0 && w2 >= 0);
+	before = job_syncs();
+	assert_false(bit_on_disk(1000));
+	done(w1);
+	done(w2);
+	/* Not before the commit: no bit synced, no write through. */
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0), -1);
+	assert_int_equal(seen(TD_OP_WRITE, 1010 * CHUNK, 4, 0), -1);
+	assert_int_equal(job_syncs(), before);
+	run(3);
+	/* One flush of the target for both, then one sync. */
+	assert_int_equal(job_syncs(), before);
+	commit();
+	assert_int_equal(held_flush(), -1);
+	assert_int_equal(job_syncs(), before + 1);
+	assert_true(bit_on_disk(1000));
+	assert_true(bit_on_disk(1010));
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 1010 * CHUNK, 4, 0) >= 0);
+	drain_all(4);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(fx->calls[1], 1);
+}
+
+/* A read starting at sector, of any length: -1 if none. */
+static int read_from(uint64_t sector)
+{
+	for (unsigned int i = 0; i < mock.nr_seen; i++)
+		if (mock.seen[i].op == TD_OP_READ &&
+		    mock.seen[i].sector == sector)
+			return (int)i;
+	return -1;
+}
+
+/* Complete every held request once (no more), running the loop. */
+static void done_held(void)
+{
+	for (unsigned int i = 0; i < mock.nr_held; i++)
+		if (mock.held[i])
+			done((int)i);
+	run(3);
+}
+
+/* The cursor's speed limit: at 1 byte/s one run starts after the two in
+ * flight (the first is free), then none; copy-before-write still goes;
+ * 0 lifts the limit at once. */
+static void test_speed(void **state)
+{
+	struct td_strbuf why, out;
+
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, 0, &why),
+			 -ENOENT); /* no job yet */
+	assert_non_null(strstr(td_strbuf_str(&why), "no snapshot job"));
+	start_job();
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 1, 0, &why), 0);
+	for (int i = 0; i < 6; i++)
+		done_held(); /* runs 0-511 copied, and one more (512-767) */
+	assert_int_equal(read_from(768 * CHUNK), -1);
+	/* A write on chunk 1000 is not held back by the limit. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	for (int i = 0; i < 6; i++)
+		done_held();
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(read_from(768 * CHUNK), -1);
+	td_strbuf_init(&out);
+	td_vbd_snapshot_status(fx->vbd, true, &out);
+	assert_non_null(strstr(td_strbuf_str(&out), "\"speed\": 1,"));
+	assert_non_null(strstr(td_strbuf_str(&out), "\"busy_speed\": 0"));
+	td_strbuf_free(&out);
+	/* No limit: the cursor goes on at once. */
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
+	run(2);
+	assert_true(read_from(768 * CHUNK) >= 0);
+	td_strbuf_free(&why);
+	drain_all(8);
+	assert_false(td_vbd_snapshot_running(fx->vbd));
+}
+
+/* The busy speed: at 1 byte/s while the disk serves its own I/O, the
+ * cursor waits after a read of the disk, and goes on once the disk has
+ * been idle for 100 ms. */
+static void test_busy_speed(void **state)
+{
+	struct td_strbuf why;
+	int rd;
+
+	start_job();
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 1, &why), 0);
+	td_strbuf_free(&why);
+	/* The disk's own read, while the cursor's runs are in flight. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_READ, 100 * CHUNK, 8)), 0);
+	run(2);
+	rd = seen(TD_OP_READ, 100 * CHUNK, 8, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(2);
+	for (int i = 0; i < 6; i++)
+		done_held(); /* runs 0-511, one more (the first is free) */
+	assert_true(read_from(512 * CHUNK) >= 0);
+	assert_int_equal(read_from(768 * CHUNK), -1);
+	/* Idle for 100 ms: the retry timer finds it so, the cursor goes. */
+	for (int i = 0; i < 30 && read_from(768 * CHUNK) < 0; i++) {
+		usleep(10000);
+		run(1);
+	}
+	assert_true(read_from(768 * CHUNK) >= 0);
+	drain_all(8);
+	assert_false(td_vbd_snapshot_running(fx->vbd));
+}
+
+/* Write a job file of chunk_bytes chunks over the whole mock disk. */
+static void old_job_file(uint32_t chunk_bytes)
+{
+	struct td_snap_state st;
+	struct td_strbuf why;
+	char sub[100];
+
+	snprintf(sub, sizeof(sub), "%s/snapshots", dir);
+	assert_true(!mkdir(sub, 0700) || errno == EEXIST);
+	td_strbuf_init(&why);
+	assert_int_equal(td_snap_state_init(&st, "mock", mock.size_sectors,
+					    chunk_bytes >> TD_SECTOR_SHIFT,
+					    &why),
+			 0);
+	assert_int_equal(td_snap_state_create(&st, job, &why), 0);
+	td_snap_state_fini(&st);
+	td_strbuf_free(&why);
+}
+
+/* A job file of an older tapdisk (64 KiB chunks) resumes in 64 KiB
+ * units; one naming chunks larger than 64 KiB is refused, saying so. */
+static void test_old_job_file(void **state)
+{
+	struct td_strbuf why;
+	int rd;
+
+	old_job_file(64u << 10);
+	td_strbuf_init(&why);
+	assert_int_equal(td_vbd_snapshot_resume(fx->vbd, job, &why), 0);
+	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
+	run(3);
+	/* The cursor: 16 chunks of 64 KiB (1 MiB) per run. */
+	assert_true(seen(TD_OP_READ, 0, 16 * 128, 0) >= 0);
+	assert_true(seen(TD_OP_READ, 16 * 128, 16 * 128, 0) >= 0);
+	/* A 4 KiB write in chunk 60 copies that 64 KiB chunk. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 60 * 128 + 8, 8)),
+		0);
+	run(2);
+	rd = seen(TD_OP_READ, 60 * 128, 128, 0);
+	assert_true(rd >= 0);
+	drain_all(8);
+	assert_int_equal(fx->calls[0], 1);
+	assert_false(td_vbd_snapshot_running(fx->vbd));
+	assert_int_equal(access(job, F_OK), -1);
+
+	/* 128 KiB chunks: refused, the file left alone. */
+	old_job_file(128u << 10);
+	td_strbuf_reset(&why);
+	assert_int_equal(td_vbd_snapshot_resume(fx->vbd, job, &why), -EINVAL);
+	assert_non_null(strstr(td_strbuf_str(&why), "chunks of 131072 bytes"));
+	assert_non_null(strstr(td_strbuf_str(&why), "drop the job"));
+	assert_int_equal(access(job, F_OK), 0);
+	td_strbuf_free(&why);
 }
 
 static void test_refusals(void **state)
@@ -266,6 +575,16 @@ int main(void)
 			test_close_keeps_job_then_resume, snap_setup,
 			snap_teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_cbw_runs, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_old_job_file, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_speed, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_busy_speed, snap_setup,
+						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
 	};
 
