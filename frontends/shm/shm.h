@@ -75,7 +75,8 @@ struct td_shm_params {
 
 struct td_shm_stats {
 	uint64_t clients;	  /* connections open now */
-	uint64_t rings;		  /* of those, connected with a ring */
+	uint64_t rings;		  /* rings of the connected ones (several
+				   * per frontend with multi-queue) */
 	uint64_t clients_total;	  /* accepted since start */
 	uint64_t refused;	  /* over max_clients, or shutting down */
 	uint64_t protocol_errors; /* dropped for bad input (any kind) */

@@ -15,7 +15,8 @@
 #     the 8 tapdisk offers.
 #  4. One ring of a 2-ring frontend broken (its producer index far ahead):
 #     that frontend is dropped, a 4-ring td-front running beside it goes
-#     on undisturbed, and tapdisk counts one protocol error.
+#     on undisturbed (tap-ctl stats: 1 frontend, 4 rings), and tapdisk
+#     counts one protocol error.
 #
 # Prints one line per case and "N passed, N failed"; exits 0 when all
 # pass, 1 otherwise, 77 (automake's skip) when python3 is missing.
@@ -206,7 +207,7 @@ fi
 
 echo "# 4. one broken ring drops its frontend only"
 "$TDFRONT" --shm "$WORK/null.sock" --quiet --no-progress --queues 4 \
-	--pattern rand --bs 4k --qd 8 --time 2 --verify-zeroes --size 64m \
+	--pattern rand --bs 4k --qd 8 --time 4 \
 	>"$WORK/good.out" 2>&1 &
 good=$!
 PIDS+=("$good")
@@ -236,6 +237,12 @@ if [ "$hostile_out" = ok ]; then
 	pass "a 2-ring frontend with one broken ring dropped"
 else
 	fail "a 2-ring frontend with one broken ring dropped" "$hostile_out"
+fi
+OUT=$("$TAPCTL" stats -i "$NULL_PID" --json 2>&1)
+if [ "$(json_get shm.clients)" = 1 ] && [ "$(json_get shm.rings)" = 4 ]; then
+	pass "tap-ctl stats: 1 frontend connected, 4 rings"
+else
+	fail "tap-ctl stats: 1 frontend connected, 4 rings" "clients $(json_get shm.clients), rings $(json_get shm.rings)"
 fi
 if wait "$good"; then
 	pass "a 4-ring td-front beside it went on undisturbed"
