@@ -98,6 +98,8 @@ int xen_read_frontend_keys(xen_key_reader read, void *opaque,
  * not knowing the feature) writes the top-level keys as before.
  */
 #define XEN_MAX_QUEUES 16
+/* What tapdisk advertises (Linux's blkback: one per dom0 CPU). */
+#define XEN_DEFAULT_MAX_QUEUES 8
 
 struct xen_frontend_queues {
 	uint32_t nr_queues; /* 1..max_queues */
