@@ -159,11 +159,46 @@ def thesis_part(rows, report, part):
     return ok
 
 
+QUEUES_TARGET = 1.6  # issue #22: 2 rings >= 1.6 x 1 ring
+
+
+def queues_part(rows, hz, report):
+    base = rows.get(("queues", "randread4k-qd32-q1", "ring"))
+    if not base:
+        return
+    print("## queues: null: driver, 4 KiB random read, QD 32 per ring, "
+          "%d repetitions" % len(base))
+    print("%6s %10s %9s %8s %16s %16s" % ("rings", "IOPS", "spread", "x 1 ring",
+                                         "tapdisk us/req", "td-front us/I/O"))
+    one = med(base, "iops")
+    for q in (1, 2, 4):
+        runs = rows.get(("queues", "randread4k-qd32-q%d" % q, "ring"))
+        if not runs:
+            continue
+        ratio = med(runs, "iops") / one if one else 0.0
+        print("%6d %10.0f %8.1f%% %8.2f %16.2f %16.2f"
+              % (q, med(runs, "iops"), spread(runs, "iops"), ratio,
+                 td_cpu_us(runs, hz), fe_cpu_us(runs)))
+        report.setdefault("queues", {})[str(q)] = {
+            "iops": med(runs, "iops"), "spread_pct": spread(runs, "iops"),
+            "ratio_to_one_ring": ratio,
+            "tapdisk_cpu_us_per_request": td_cpu_us(runs, hz),
+            "td_front_cpu_us_per_io": fe_cpu_us(runs),
+            "reps": [r["iops"] for r in runs]}
+    two = report.get("queues", {}).get("2")
+    if two:
+        print("2 rings / 1 ring: %.2f, target >= %.1f: %s\n"
+              % (two["ratio_to_one_ring"], QUEUES_TARGET,
+                 "met" if two["ratio_to_one_ring"] >= QUEUES_TARGET
+                 else "NOT met"))
+
+
 def main():
     rows = load(sys.argv[1])
     hz = int(sys.argv[2])
     report = {}
     null_part(rows, hz, report)
+    queues_part(rows, hz, report)
     aio_part(rows, hz, report)
     ok = True
     for part in sorted({k[0] for k in rows if k[0].startswith("thesis:")}):

@@ -3,7 +3,7 @@
 # ring.sh - the blkif ring over shm, measured with td-front against tapdisk.
 #
 # usage: bench/ring.sh [--dirs "DIR..."] [--size SIZE] [--runtime S]
-#                      [--reps N] [--only null|aio|thesis] [--json FILE]
+#                      [--reps N] [--only null|aio|thesis|queues] [--json FILE]
 #                      [--quick]
 #   --dirs "DIR..."  where the 1 GiB backing files go (default
 #                    "/dev/shm /var/tmp": memory, then a real disk)
@@ -11,7 +11,8 @@
 #   --runtime S      seconds per timed run (default 10)
 #   --reps N         repetitions; medians are reported with their spread
 #                    (default 3)
-#   --only PART      run one part: null, aio or thesis
+#   --only PART      run one part: null, aio, thesis or queues (queues
+#                    runs only when asked for)
 #   --json FILE      also write every figure there
 #   --quick          --size 256M --runtime 3 --reps 1
 #
@@ -31,6 +32,10 @@
 #           submissions per I/O from tapdisk's own counters, and MiB/s.
 #           Fails unless a 1 MiB write arrives as one request once max
 #           segments >= 256.  Prints a Markdown table per DIR.
+#   queues  null: driver, 4 KiB random reads, QD 32 per ring over 1, 2 and
+#           4 rings of one connection (td-front --queues), in an order
+#           rotated per repetition: IOPS, ratio to 1 ring (issue #22
+#           target: 2 rings >= 1.6 x 1 ring), tapdisk CPU per request.
 # Only figures of one run compare: the machine is shared and noisy.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +45,7 @@ TDFRONT=${TDFRONT:-$BUILDDIR/bin/td-front}
 DIRS="/dev/shm /var/tmp" SIZE=1G RUNTIME=10 REPS=3 ONLY= JSON=
 THESIS_BYTES=512M
 
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dirs) DIRS=$2; shift ;;
@@ -210,10 +215,24 @@ part_thesis() {
 	done
 }
 
+part_queues() {
+	local rep i q
+	echo "# queues: 4 KiB random read, QD 32 per ring, 1/2/4 rings, ${RUNTIME} s x $REPS" >&2
+	start_tapdisk "null:size=$SIZE"
+	for rep in $(seq "$REPS"); do
+		for i in 0 1 2; do
+			q=$((1 << ((i + rep) % 3)))
+			ring queues "randread4k-qd32-q$q" "$rep" --pattern rand \
+				--bs 4k --qd 32 --queues "$q" --time "$RUNTIME"
+		done
+	done
+	stop_tapdisk
+}
+
 case $ONLY in
 "") part_null; part_aio; part_thesis ;;
-null|aio|thesis) "part_$ONLY" ;;
-*) echo "ring.sh: --only null, aio or thesis" >&2; exit 2 ;;
+null|aio|thesis|queues) "part_$ONLY" ;;
+*) echo "ring.sh: --only null, aio, thesis or queues" >&2; exit 2 ;;
 esac
 
 python3 "$here/ring-summary.py" "$results" "$(getconf CLK_TCK)" "${JSON:-}"

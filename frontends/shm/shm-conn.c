@@ -40,19 +40,47 @@
 #define SHM_US_PER_MS	 1000ull
 #define SHM_DRAIN_BYTES	 (64u << 10) /* read before close, at most */
 
+static void queue_free(struct shm_queue *q)
+{
+	if (q->ring && blkif_ring_destroy(q->ring))
+		td_vbd_err(q->conn->vbd,
+			   "shm %s: ring %" PRIu32 " still busy at free",
+			   q->conn->peer,
+			   q->index); /* cannot happen: freed when drained */
+	if (q->sring)
+		munmap(q->sring, q->ring_bytes);
+	if (q->data)
+		munmap(q->data, q->data_bytes);
+	if (q->kick_fd >= 0)
+		close(q->kick_fd);
+	if (q->notify_fd >= 0)
+		close(q->notify_fd);
+}
+
+uint32_t shm_conn_nr_rings(const struct shm_conn *conn)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < conn->nr_queues; i++)
+		n += conn->queues[i].ring != NULL;
+	return n;
+}
+
+uint32_t shm_conn_destroy_rings(struct shm_conn *conn)
+{
+	for (uint32_t i = 0; i < conn->nr_queues; i++) {
+		struct shm_queue *q = &conn->queues[i];
+
+		if (q->ring && !blkif_ring_destroy(q->ring))
+			q->ring = NULL;
+	}
+	return shm_conn_nr_rings(conn);
+}
+
 void shm_conn_free(struct shm_conn *conn)
 {
-	if (conn->ring && blkif_ring_destroy(conn->ring))
-		td_vbd_err(conn->vbd, "shm %s: ring still busy at free",
-			   conn->peer); /* cannot happen: freed when drained */
-	if (conn->sring)
-		munmap(conn->sring, conn->ring_bytes);
-	if (conn->data)
-		munmap(conn->data, conn->data_bytes);
-	if (conn->kick_fd >= 0)
-		close(conn->kick_fd);
-	if (conn->notify_fd >= 0)
-		close(conn->notify_fd);
+	for (uint32_t i = 0; i < conn->nr_queues; i++)
+		queue_free(&conn->queues[i]);
 	if (conn->sock >= 0)
 		close(conn->sock);
 	td_loop_timer_cancel(&conn->timer);
@@ -68,10 +96,14 @@ static void conn_free_deferred(struct td_defer *d, void *opaque)
 	shm_conn_free(opaque);
 }
 
-/* The ring's drained callback: its I/O is over, the memory can go. */
+/*
+ * A ring's drained callback: its I/O is over.  The memory goes with the
+ * connection, once every ring of it is drained.
+ */
 static void conn_drained(struct blkif_ring *ring, void *opaque)
 {
-	struct shm_conn *conn = opaque;
+	struct shm_queue *q = opaque;
+	struct shm_conn *conn = q->conn;
 	struct blkif_ring_stats s;
 
 	if (conn->srv) {
@@ -79,8 +111,9 @@ static void conn_drained(struct blkif_ring *ring, void *opaque)
 		shm_ring_stats_add(&conn->srv->closed_ring, &s);
 	}
 	if (!blkif_ring_destroy(ring))
-		conn->ring = NULL;
-	shm_conn_free(conn);
+		q->ring = NULL;
+	if (!shm_conn_nr_rings(conn))
+		shm_conn_free(conn);
 }
 
 /*
@@ -113,16 +146,21 @@ void shm_conn_close(struct shm_conn *conn, const char *why)
 	}
 	conn->state = SHM_CONN_CLOSING;
 	td_loop_del_fd(&conn->sock_fde);
-	td_loop_del_fd(&conn->kick_fde);
+	shm_conn_quiesce(conn);
 	conn_drain_input(conn);
 	close(conn->sock);
 	conn->sock = -1;
 	td_loop_timer_cancel(&conn->timer);
 	td_loop_defer_cancel(conn->loop, &conn->close_defer);
-	/* The memory stays mapped until the vbd is done with it. */
-	if (conn->ring)
-		blkif_ring_stop(conn->ring, conn_drained, conn);
-	else
+	/*
+	 * The memory stays mapped until the vbd is done with it.  The
+	 * drained callbacks are deferred, never called from in here.
+	 */
+	for (uint32_t i = 0; i < conn->nr_queues; i++)
+		if (conn->queues[i].ring)
+			blkif_ring_stop(conn->queues[i].ring, conn_drained,
+					&conn->queues[i]);
+	if (!shm_conn_nr_rings(conn))
 		td_loop_defer(conn->loop, &conn->free_defer, conn_free_deferred,
 			      conn);
 }
@@ -146,7 +184,8 @@ static void conn_close_later(struct shm_conn *conn, const char *why)
 
 void shm_conn_quiesce(struct shm_conn *conn)
 {
-	td_loop_del_fd(&conn->kick_fde);
+	for (uint32_t i = 0; i < conn->nr_queues; i++)
+		td_loop_del_fd(&conn->queues[i].kick_fde);
 }
 
 void shm_conn_add_stats(const struct shm_conn *conn,
@@ -154,10 +193,12 @@ void shm_conn_add_stats(const struct shm_conn *conn,
 {
 	struct blkif_ring_stats s;
 
-	if (!conn->ring)
-		return;
-	blkif_ring_get_stats(conn->ring, &s);
-	shm_ring_stats_add(sum, &s);
+	for (uint32_t i = 0; i < conn->nr_queues; i++) {
+		if (!conn->queues[i].ring)
+			continue;
+		blkif_ring_get_stats(conn->queues[i].ring, &s);
+		shm_ring_stats_add(sum, &s);
+	}
 }
 
 /* --- the ring's transport ops -------------------------------------------------- */
@@ -166,44 +207,47 @@ static int conn_map_segment(void *opaque, uint32_t gref, uint32_t offset,
 			    uint32_t len, enum blkif_map_access access,
 			    void **addr)
 {
-	struct shm_conn *conn = opaque;
+	struct shm_queue *q = opaque;
 
-	if (gref >= conn->data_pages)
+	if (gref >= q->data_pages)
 		return -EINVAL;
-	*addr = conn->data + (size_t)gref * SHM_PAGE_SIZE + offset;
+	*addr = q->data + (size_t)gref * SHM_PAGE_SIZE + offset;
 	return 0;
 }
 
 static int conn_copy_indirect(void *opaque, uint32_t gref, void *dst,
 			      size_t len)
 {
-	struct shm_conn *conn = opaque;
+	struct shm_queue *q = opaque;
 
-	if (gref >= conn->data_pages || len > SHM_PAGE_SIZE)
+	if (gref >= q->data_pages || len > SHM_PAGE_SIZE)
 		return -EINVAL;
-	memcpy(dst, conn->data + (size_t)gref * SHM_PAGE_SIZE, len);
+	memcpy(dst, q->data + (size_t)gref * SHM_PAGE_SIZE, len);
 	return 0;
 }
 
 static void conn_notify(void *opaque)
 {
-	struct shm_conn *conn = opaque;
+	struct shm_queue *q = opaque;
 	uint64_t one = SHM_NOTIFY_VALUE;
-	int flags = fcntl(conn->notify_fd, F_GETFL);
+	int flags = fcntl(q->notify_fd, F_GETFL);
 
 	if (flags < 0 || !(flags & O_NONBLOCK)) {
-		conn_close_later(conn, "cleared O_NONBLOCK on the notify "
-				       "eventfd");
+		conn_close_later(q->conn, "cleared O_NONBLOCK on the notify "
+					  "eventfd");
 		return;
 	}
 	/* EAGAIN: the counter is full, so a wake-up is pending anyway. */
-	if (write(conn->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		conn_close_later(conn, strerror(errno));
+	if (write(q->notify_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		conn_close_later(q->conn, strerror(errno));
 }
 
+/* One ring broken: the whole connection (every ring of it) goes. */
 static void conn_fatal(void *opaque, int err)
 {
-	conn_close_later(opaque, "broke the ring protocol");
+	struct shm_queue *q = opaque;
+
+	conn_close_later(q->conn, "broke the ring protocol");
 }
 
 static const struct blkif_transport_ops shm_ring_ops = {
@@ -215,18 +259,18 @@ static const struct blkif_transport_ops shm_ring_ops = {
 
 static void conn_on_kick(struct td_fd *fde, uint32_t events, void *opaque)
 {
-	struct shm_conn *conn = opaque;
+	struct shm_queue *q = opaque;
 	uint64_t count;
 	struct iovec iov = {&count, sizeof(count)};
 
 	/* EAGAIN: the frontend read its own kick; nothing to clear. */
-	if (preadv2(conn->kick_fd, &iov, 1, -1, RWF_NOWAIT) < 0 &&
+	if (preadv2(q->kick_fd, &iov, 1, -1, RWF_NOWAIT) < 0 &&
 	    errno == EOPNOTSUPP) /* before Linux 5.12: O_NONBLOCK only */
-		(void)!read(conn->kick_fd, &count, sizeof(count));
-	conn->kicks++;
-	if (conn->srv)
-		conn->srv->stats.kicks++;
-	blkif_ring_kick(conn->ring);
+		(void)!read(q->kick_fd, &count, sizeof(count));
+	q->kicks++;
+	if (q->conn->srv)
+		q->conn->srv->stats.kicks++;
+	blkif_ring_kick(q->ring);
 }
 
 /* --- shared memory -------------------------------------------------------------- */
@@ -259,52 +303,52 @@ static int map_memfd(int fd, size_t bytes, void **out)
 	return 0;
 }
 
-/* Memfds and eventfds into fds[SHM_NR_FDS], mapped into conn. */
-static int conn_make_memory(struct shm_conn *conn,
-			    const struct shm_connect_msg *m, int *fds)
+/* Memfds and eventfds into fds[SHM_NR_FDS], mapped into q. */
+static int queue_make_memory(struct shm_queue *q,
+			     const struct shm_connect_msg *m, int *fds)
 {
 	void *data = NULL;
 	int err;
 
-	conn->ring_bytes = (size_t)SHM_PAGE_SIZE << m->ring_page_order;
-	conn->data_pages = m->data_pages;
-	conn->data_bytes = (size_t)m->data_pages * SHM_PAGE_SIZE;
-	if ((err = make_memfd(SHM_RING_MEMFD, conn->ring_bytes,
+	q->ring_bytes = (size_t)SHM_PAGE_SIZE << m->ring_page_order;
+	q->data_pages = m->data_pages;
+	q->data_bytes = (size_t)m->data_pages * SHM_PAGE_SIZE;
+	if ((err = make_memfd(SHM_RING_MEMFD, q->ring_bytes,
 			      &fds[SHM_FD_RING])) ||
-	    (err = make_memfd(SHM_DATA_MEMFD, conn->data_bytes,
+	    (err = make_memfd(SHM_DATA_MEMFD, q->data_bytes,
 			      &fds[SHM_FD_DATA])) ||
-	    (err = map_memfd(fds[SHM_FD_RING], conn->ring_bytes, &conn->sring)))
+	    (err = map_memfd(fds[SHM_FD_RING], q->ring_bytes, &q->sring)))
 		return err;
-	if ((err = map_memfd(fds[SHM_FD_DATA], conn->data_bytes, &data)))
+	if ((err = map_memfd(fds[SHM_FD_DATA], q->data_bytes, &data)))
 		return err;
-	conn->data = data;
-	conn->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	conn->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (conn->kick_fd < 0 || conn->notify_fd < 0)
+	q->data = data;
+	q->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->notify_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (q->kick_fd < 0 || q->notify_fd < 0)
 		return -errno;
-	fds[SHM_FD_KICK] = conn->kick_fd;
-	fds[SHM_FD_NOTIFY] = conn->notify_fd;
+	fds[SHM_FD_KICK] = q->kick_fd;
+	fds[SHM_FD_NOTIFY] = q->notify_fd;
 	/* The backend initialises the ring: the frontend must not. */
-	SHARED_RING_INIT((blkif_sring_t *)conn->sring);
+	SHARED_RING_INIT((blkif_sring_t *)q->sring);
 	return 0;
 }
 
-static int conn_make_ring(struct shm_conn *conn,
-			  const struct shm_connect_msg *m)
+static int queue_make_ring(struct shm_queue *q, const struct shm_connect_msg *m)
 {
+	struct shm_conn *conn = q->conn;
 	struct blkif_config cfg = conn->srv->cfg;
 	struct blkif_ring_params p = {
-		.sring = conn->sring,
+		.sring = q->sring,
 		.ring_order = m->ring_page_order,
 		.protocol = BLKIF_PROTOCOL_NATIVE,
-		.queue = conn->id,
+		.queue = q->index,
 		.ops = &shm_ring_ops,
-		.opaque = conn,
+		.opaque = q,
 	};
 
 	if (m->max_indirect_segments)
 		cfg.max_indirect_segments = m->max_indirect_segments;
-	return blkif_ring_create(conn->vbd, &cfg, &p, &conn->ring);
+	return blkif_ring_create(conn->vbd, &cfg, &p, &q->ring);
 }
 
 /* --- messages --------------------------------------------------------------------- */
@@ -315,7 +359,7 @@ static int conn_send(struct shm_conn *conn, const char *line, size_t len,
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * SHM_NR_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * SHM_NR_FDS * SHM_MAX_QUEUES)];
 	} u;
 	struct iovec iov = {(void *)line, len};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -358,6 +402,7 @@ static int conn_send_offer(struct shm_conn *conn)
 	m.max_indirect_segments = f.max_indirect_segments;
 	m.max_ring_page_order = f.max_ring_page_order;
 	m.max_data_pages = srv->max_data_pages;
+	m.max_queues = srv->max_queues;
 	n = shm_format_backend(&m, line, sizeof(line));
 	return n < 0 ? n : conn_send(conn, line, (size_t)n, NULL, 0);
 }
@@ -402,6 +447,13 @@ static int conn_check_connect(const struct shm_conn *conn,
 	const struct td_shm_server *srv = conn->srv;
 	uint32_t offer = srv->cfg.max_indirect_segments;
 
+	if (m->nr_queues > srv->max_queues) {
+		snprintf(why, len,
+			 "multi-queue-num-queues=%" PRIu32
+			 " is above multi-queue-max-queues=%" PRIu32,
+			 m->nr_queues, srv->max_queues);
+		return -EINVAL;
+	}
 	if (m->ring_page_order > srv->cfg.max_ring_order) {
 		snprintf(why, len,
 			 "ring-page-order=%" PRIu32
@@ -426,32 +478,53 @@ static int conn_check_connect(const struct shm_conn *conn,
 	return 0;
 }
 
+/* Every ring's memory, eventfds and blkif ring; fds[q * SHM_NR_FDS + i]. */
+static int conn_make_queues(struct shm_conn *conn,
+			    const struct shm_connect_msg *m, int *fds)
+{
+	int err = 0;
+
+	for (uint32_t i = 0; i < m->nr_queues && !err; i++) {
+		struct shm_queue *q = &conn->queues[i];
+
+		conn->nr_queues = i + 1; /* shm_conn_free cleans it up */
+		err = queue_make_memory(q, m, fds + i * SHM_NR_FDS);
+		if (!err)
+			err = queue_make_ring(q, m);
+	}
+	return err;
+}
+
 static int conn_connect(struct shm_conn *conn, const struct shm_connect_msg *m,
 			char *why, size_t len)
 {
-	int fds[SHM_NR_FDS] = {-1, -1, -1, -1};
+	int fds[SHM_NR_FDS * SHM_MAX_QUEUES];
 	struct shm_connected_msg cm;
 	char line[SHM_LINE_MAX];
-	int n, err = conn_make_memory(conn, m, fds);
+	int n, err;
 
-	if (!err)
-		err = conn_make_ring(conn, m);
+	for (unsigned int i = 0; i < SHM_NR_FDS * SHM_MAX_QUEUES; i++)
+		fds[i] = -1;
+	err = conn_make_queues(conn, m, fds);
 	if (!err) {
 		cm.ring_page_order = m->ring_page_order;
-		cm.ring_bytes = conn->ring_bytes;
-		cm.data_pages = conn->data_pages;
-		cm.data_bytes = conn->data_bytes;
+		cm.ring_bytes = conn->queues[0].ring_bytes;
+		cm.data_pages = conn->queues[0].data_pages;
+		cm.data_bytes = conn->queues[0].data_bytes;
 		cm.max_indirect_segments =
 			m->max_indirect_segments
 				?: conn->srv->cfg.max_indirect_segments;
+		cm.nr_queues = m->nr_queues;
 		n = shm_format_connected(&cm, line, sizeof(line));
 		err = n < 0 ? n
-			    : conn_send(conn, line, (size_t)n, fds, SHM_NR_FDS);
+			    : conn_send(conn, line, (size_t)n, fds,
+					SHM_NR_FDS * m->nr_queues);
 	}
 	/* The mappings keep the memory; the frontend has its own fds. */
-	for (int i = SHM_FD_RING; i <= SHM_FD_DATA; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	for (uint32_t q = 0; q < m->nr_queues; q++)
+		for (int i = SHM_FD_RING; i <= SHM_FD_DATA; i++)
+			if (fds[q * SHM_NR_FDS + i] >= 0)
+				close(fds[q * SHM_NR_FDS + i]);
 	if (err)
 		snprintf(why, len, "cannot set up the shared memory: %s",
 			 strerror(-err));
@@ -474,8 +547,10 @@ static void conn_negotiate(struct shm_conn *conn, const char *line, size_t len)
 	}
 	conn->state = SHM_CONN_CONNECTED;
 	td_loop_timer_cancel(&conn->timer);
-	err = td_loop_add_fd(conn->loop, &conn->kick_fde, conn->kick_fd,
-			     EPOLLIN, conn_on_kick, conn);
+	for (uint32_t i = 0; i < conn->nr_queues && !err; i++)
+		err = td_loop_add_fd(conn->loop, &conn->queues[i].kick_fde,
+				     conn->queues[i].kick_fd, EPOLLIN,
+				     conn_on_kick, &conn->queues[i]);
 	if (err) {
 		shm_conn_close(conn, "cannot watch the kick eventfd");
 		return;
@@ -483,11 +558,11 @@ static void conn_negotiate(struct shm_conn *conn, const char *line, size_t len)
 	/* The disk grew between the offer and now: say so at once. */
 	shm_conn_tell_size(conn);
 	td_vbd_info(conn->vbd,
-		    "shm %s: ring order %" PRIu32 " (%" PRIu32
+		    "shm %s: %" PRIu32 " ring(s) of order %" PRIu32 " (%" PRIu32
 		    " slots), %" PRIu32 " data pages, %" PRIu32
 		    " segments per request",
-		    conn->peer, m.ring_page_order, blkif_ring_size(conn->ring),
-		    m.data_pages,
+		    conn->peer, conn->nr_queues, m.ring_page_order,
+		    blkif_ring_size(conn->queues[0].ring), m.data_pages,
 		    m.max_indirect_segments
 			    ?: conn->srv->cfg.max_indirect_segments);
 }
@@ -569,7 +644,11 @@ int shm_conn_create(struct td_shm_server *srv, int fd, const char *peer)
 	conn->loop = srv->loop;
 	conn->id = (uint32_t)srv->stats.clients_total;
 	conn->sock = fd;
-	conn->kick_fd = conn->notify_fd = -1;
+	for (uint32_t i = 0; i < SHM_MAX_QUEUES; i++) {
+		conn->queues[i].conn = conn;
+		conn->queues[i].index = i;
+		conn->queues[i].kick_fd = conn->queues[i].notify_fd = -1;
+	}
 	snprintf(conn->peer, sizeof(conn->peer), "%s", peer);
 	TAILQ_INSERT_TAIL(&srv->conns, conn, link);
 	srv->nr_conns++;

@@ -38,12 +38,32 @@ enum shm_conn_state {
 	SHM_CONN_CLOSING,
 };
 
+/*
+ * One ring of a connection (a "queue", as xenbus calls it): its own
+ * shared ring, data pool and eventfds, its own struct blkif_ring on the
+ * connection's vbd.  A connection has 1..SHM_MAX_QUEUES of them, all
+ * served by the vbd's event loop; they live and die together.
+ */
+struct shm_queue {
+	struct shm_conn *conn;
+	uint32_t index; /* in conn->queues[] */
+	void *sring;
+	size_t ring_bytes;
+	unsigned char *data;
+	size_t data_bytes;
+	uint32_t data_pages;
+	int kick_fd, notify_fd;
+	struct td_fd kick_fde;
+	struct blkif_ring *ring; /* NULL once destroyed */
+	uint64_t kicks;
+};
+
 struct shm_conn {
 	struct td_shm_server *srv; /* NULL once orphaned by destroy */
 	struct td_vbd *vbd;
 	struct td_loop *loop;
 	TAILQ_ENTRY(shm_conn) link; /* srv->conns */
-	uint32_t id;		    /* queue number in logs and blkif */
+	uint32_t id;		    /* connection number in logs */
 	char peer[SHM_PEER_MAX];
 	enum shm_conn_state state;
 	uint64_t told_sectors; /* the size the frontend was last told */
@@ -58,16 +78,9 @@ struct shm_conn {
 	uint32_t in_len;
 	char close_why[SHM_WHY_MAX]; /* for close_defer */
 
-	/* Once connected. */
-	void *sring;
-	size_t ring_bytes;
-	unsigned char *data;
-	size_t data_bytes;
-	uint32_t data_pages;
-	int kick_fd, notify_fd;
-	struct td_fd kick_fde;
-	struct blkif_ring *ring;
-	uint64_t kicks;
+	/* Once connected: queues[0, nr_queues). */
+	uint32_t nr_queues;
+	struct shm_queue queues[SHM_MAX_QUEUES];
 };
 
 TAILQ_HEAD(shm_conn_list, shm_conn);
@@ -79,6 +92,7 @@ struct td_shm_server {
 	struct blkif_config cfg; /* what rings accept at most */
 	uint32_t max_clients;
 	uint32_t max_data_pages;
+	uint32_t max_queues; /* rings per connection */
 	uint32_t handshake_timeout_ms;
 
 	struct td_listener_list listeners;
@@ -117,8 +131,18 @@ int shm_conn_tell_size(struct shm_conn *conn);
  */
 void shm_conn_free(struct shm_conn *conn);
 
-/* Shutdown: stop taking requests; the ring still answers. */
+/* Shutdown: stop taking requests; the rings still answer. */
 void shm_conn_quiesce(struct shm_conn *conn);
+
+/*
+ * Destroy the rings the vbd no longer holds (server destroy).  Returns
+ * how many are still busy: each frees itself when drained, and the last
+ * one frees the connection.
+ */
+uint32_t shm_conn_destroy_rings(struct shm_conn *conn);
+
+/* Rings of the connection that exist (not yet destroyed). */
+uint32_t shm_conn_nr_rings(const struct shm_conn *conn);
 
 /* Add the connection's ring counters to *sum. */
 void shm_conn_add_stats(const struct shm_conn *conn,

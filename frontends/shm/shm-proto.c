@@ -221,6 +221,7 @@ enum {
 	BK_INDIRECT,
 	BK_ORDER,
 	BK_DATA_PAGES,
+	BK_QUEUES,
 };
 
 static const struct shm_key backend_keys[] = {
@@ -238,6 +239,7 @@ static const struct shm_key backend_keys[] = {
 			 false},
 	[BK_ORDER] = {"max-ring-page-order", 0, SHM_MAX_RING_PAGE_ORDER, true},
 	[BK_DATA_PAGES] = {"max-data-pages", 1, UINT32_MAX, true},
+	[BK_QUEUES] = {"multi-queue-max-queues", 1, SHM_MAX_QUEUES, false},
 };
 
 int shm_parse_backend(const char *line, size_t len, struct shm_backend_msg *out,
@@ -264,34 +266,45 @@ int shm_parse_backend(const char *line, size_t len, struct shm_backend_msg *out,
 	out->max_indirect_segments = (uint32_t)v.v[BK_INDIRECT];
 	out->max_ring_page_order = (uint32_t)v.v[BK_ORDER];
 	out->max_data_pages = (uint32_t)v.v[BK_DATA_PAGES];
+	out->max_queues = v.present[BK_QUEUES] ? (uint32_t)v.v[BK_QUEUES] : 1;
 	return 0;
+}
+
+/* " key=value" for a key sent only when value is above absent_value. */
+static void optional_key(char *buf, size_t len, const char *key, uint32_t value,
+			 uint32_t absent_value)
+{
+	buf[0] = '\0';
+	if (value > absent_value)
+		snprintf(buf, len, " %s=%" PRIu32, key, value);
 }
 
 int shm_format_backend(const struct shm_backend_msg *m, char *buf, size_t len)
 {
-	char indirect[64] = "";
+	char indirect[64], queues[48];
 	int n;
 
-	if (m->max_indirect_segments)
-		snprintf(indirect, sizeof(indirect),
-			 " feature-max-indirect-segments=%" PRIu32,
-			 m->max_indirect_segments);
+	optional_key(indirect, sizeof(indirect),
+		     "feature-max-indirect-segments", m->max_indirect_segments,
+		     0);
+	optional_key(queues, sizeof(queues), "multi-queue-max-queues",
+		     m->max_queues, 1);
 	n = snprintf(buf, len,
 		     SHM_MSG_BACKEND
 		     " version=%" PRIu32 " sectors=%" PRIu64
 		     " sector-size=%" PRIu32 " info=%" PRIu32
 		     " feature-flush-cache=%d feature-discard=%d"
 		     " discard-secure=%d%s max-ring-page-order=%" PRIu32
-		     " max-data-pages=%" PRIu32 "\n",
+		     " max-data-pages=%" PRIu32 "%s\n",
 		     m->version, m->sectors, m->sector_size, m->info,
 		     m->flush_cache, m->discard, m->discard_secure, indirect,
-		     m->max_ring_page_order, m->max_data_pages);
+		     m->max_ring_page_order, m->max_data_pages, queues);
 	return n < 0 || (size_t)n >= len || n > (int)SHM_LINE_MAX ? -ENOSPC : n;
 }
 
 /* --- the frontend's request -------------------------------------------------- */
 
-enum { CN_VERSION, CN_ORDER, CN_DATA_PAGES, CN_INDIRECT };
+enum { CN_VERSION, CN_ORDER, CN_DATA_PAGES, CN_INDIRECT, CN_QUEUES };
 
 static const struct shm_key connect_keys[] = {
 	[CN_VERSION] = {SHM_VERSION_KEY, SHM_PROTO_VERSION, SHM_PROTO_VERSION,
@@ -300,6 +313,7 @@ static const struct shm_key connect_keys[] = {
 	[CN_DATA_PAGES] = {"data-pages", 1, UINT32_MAX, true},
 	[CN_INDIRECT] = {"max-indirect-segments", SHM_MIN_INDIRECT_SEGMENTS,
 			 SHM_MAX_INDIRECT_SEGMENTS, false},
+	[CN_QUEUES] = {"multi-queue-num-queues", 1, SHM_MAX_QUEUES, false},
 };
 
 int shm_parse_connect(const char *line, size_t len, struct shm_connect_msg *out,
@@ -316,29 +330,38 @@ int shm_parse_connect(const char *line, size_t len, struct shm_connect_msg *out,
 	out->ring_page_order = (uint32_t)v.v[CN_ORDER];
 	out->data_pages = (uint32_t)v.v[CN_DATA_PAGES];
 	out->max_indirect_segments = (uint32_t)v.v[CN_INDIRECT];
+	out->nr_queues = v.present[CN_QUEUES] ? (uint32_t)v.v[CN_QUEUES] : 1;
 	return 0;
 }
 
 int shm_format_connect(const struct shm_connect_msg *m, char *buf, size_t len)
 {
-	char indirect[48] = "";
+	char indirect[48], queues[48];
 	int n;
 
-	if (m->max_indirect_segments)
-		snprintf(indirect, sizeof(indirect),
-			 " max-indirect-segments=%" PRIu32,
-			 m->max_indirect_segments);
+	optional_key(indirect, sizeof(indirect), "max-indirect-segments",
+		     m->max_indirect_segments, 0);
+	optional_key(queues, sizeof(queues), "multi-queue-num-queues",
+		     m->nr_queues, 1);
 	n = snprintf(buf, len,
 		     SHM_MSG_CONNECT " version=%" PRIu32
 				     " ring-page-order=%" PRIu32
-				     " data-pages=%" PRIu32 "%s\n",
-		     m->version, m->ring_page_order, m->data_pages, indirect);
+				     " data-pages=%" PRIu32 "%s%s\n",
+		     m->version, m->ring_page_order, m->data_pages, indirect,
+		     queues);
 	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
 }
 
 /* --- the backend's answer ---------------------------------------------------- */
 
-enum { CD_ORDER, CD_RING_BYTES, CD_DATA_PAGES, CD_DATA_BYTES, CD_INDIRECT };
+enum {
+	CD_ORDER,
+	CD_RING_BYTES,
+	CD_DATA_PAGES,
+	CD_DATA_BYTES,
+	CD_INDIRECT,
+	CD_QUEUES
+};
 
 static const struct shm_key connected_keys[] = {
 	[CD_ORDER] = {"ring-page-order", 0, SHM_MAX_RING_PAGE_ORDER, true},
@@ -349,6 +372,7 @@ static const struct shm_key connected_keys[] = {
 			   (uint64_t)UINT32_MAX *SHM_PAGE_SIZE, true},
 	[CD_INDIRECT] = {"max-indirect-segments", SHM_MIN_INDIRECT_SEGMENTS,
 			 SHM_MAX_INDIRECT_SEGMENTS, true},
+	[CD_QUEUES] = {"multi-queue-num-queues", 2, SHM_MAX_QUEUES, false},
 };
 
 int shm_parse_connected(const char *line, size_t len,
@@ -371,19 +395,25 @@ int shm_parse_connected(const char *line, size_t len,
 	out->data_pages = (uint32_t)v.v[CD_DATA_PAGES];
 	out->data_bytes = v.v[CD_DATA_BYTES];
 	out->max_indirect_segments = (uint32_t)v.v[CD_INDIRECT];
+	out->nr_queues = v.present[CD_QUEUES] ? (uint32_t)v.v[CD_QUEUES] : 1;
 	return 0;
 }
 
 int shm_format_connected(const struct shm_connected_msg *m, char *buf,
 			 size_t len)
 {
-	int n = snprintf(buf, len,
-			 SHM_MSG_CONNECTED
-			 " ring-page-order=%" PRIu32 " ring-bytes=%" PRIu64
-			 " data-pages=%" PRIu32 " data-bytes=%" PRIu64
-			 " max-indirect-segments=%" PRIu32 "\n",
-			 m->ring_page_order, m->ring_bytes, m->data_pages,
-			 m->data_bytes, m->max_indirect_segments);
+	char queues[48];
+	int n;
+
+	optional_key(queues, sizeof(queues), "multi-queue-num-queues",
+		     m->nr_queues, 1);
+	n = snprintf(buf, len,
+		     SHM_MSG_CONNECTED
+		     " ring-page-order=%" PRIu32 " ring-bytes=%" PRIu64
+		     " data-pages=%" PRIu32 " data-bytes=%" PRIu64
+		     " max-indirect-segments=%" PRIu32 "%s\n",
+		     m->ring_page_order, m->ring_bytes, m->data_pages,
+		     m->data_bytes, m->max_indirect_segments, queues);
 
 	return n < 0 || (size_t)n >= len ? -ENOSPC : n;
 }

@@ -52,8 +52,12 @@
 #define SHM_MIN_SECTOR_SIZE	  512u
 #define SHM_MAX_SECTOR_SIZE	  (1u << 16)
 #define SHM_MAX_SECTORS		  (UINT64_MAX >> 9) /* bytes fit 64 bits */
+/* Rings on one connection: SHM_NR_FDS each in one SCM_RIGHTS message,
+ * well under the kernel's SCM_MAX_FD (253). */
+#define SHM_MAX_QUEUES 16
 
-/* The descriptors sent with "connected", in this order. */
+/* The descriptors sent with "connected", in this order, once per ring
+ * (ring q's are fds[q * SHM_NR_FDS + SHM_FD_*]). */
 enum shm_fd {
 	SHM_FD_RING = 0, /* memfd: the blkif shared ring */
 	SHM_FD_DATA,	 /* memfd: the data pool, gref = page index */
@@ -78,6 +82,9 @@ struct shm_backend_msg {
 	uint32_t max_indirect_segments;
 	uint32_t max_ring_page_order;
 	uint32_t max_data_pages; /* largest data pool the backend maps */
+	/* multi-queue-max-queues: rings one connection may open; 1 when the
+	 * key is absent (it is absent when 1). */
+	uint32_t max_queues;
 };
 
 /* What the frontend asks for. */
@@ -88,6 +95,9 @@ struct shm_connect_msg {
 	/* Most segments it will put in one request; 0: key absent (the
 	 * backend's offer). */
 	uint32_t max_indirect_segments;
+	/* multi-queue-num-queues: rings wanted, each with ring_page_order,
+	 * data_pages and max_indirect_segments; 1 when the key is absent. */
+	uint32_t nr_queues;
 };
 
 /* What the backend set up; the descriptors travel with it. */
@@ -98,6 +108,9 @@ struct shm_connected_msg {
 	uint64_t data_bytes; /* data_pages * SHM_PAGE_SIZE */
 	/* Accepted for this ring; 11: indirect requests refused. */
 	uint32_t max_indirect_segments;
+	/* Rings set up, each with the values above and its own
+	 * descriptors; 1 when the key is absent (it is absent when 1). */
+	uint32_t nr_queues;
 };
 
 enum shm_msg_kind {

@@ -211,8 +211,14 @@ static int shm_apply_params(struct td_shm_server *srv,
 		       SHM_PAGE_SIZE, TD_SHM_MAX_DATA_BYTES_LIMIT);
 		return -EINVAL;
 	}
+	if (p->max_queues > SHM_MAX_QUEUES) {
+		td_err("shm: %" PRIu32 " rings per frontend: give 1 to %d",
+		       p->max_queues, SHM_MAX_QUEUES);
+		return -EINVAL;
+	}
 	srv->max_data_pages = (uint32_t)(max_data / SHM_PAGE_SIZE);
 	srv->max_clients = p->max_clients ?: TD_SHM_DEFAULT_MAX_CLIENTS;
+	srv->max_queues = p->max_queues ?: TD_SHM_DEFAULT_MAX_QUEUES;
 	srv->handshake_timeout_ms =
 		p->handshake_timeout_ms ?: TD_SHM_DEFAULT_HANDSHAKE_TIMEOUT_MS;
 	return 0;
@@ -258,14 +264,13 @@ static void shm_destroy(struct td_frontend *fe)
 	while ((conn = TAILQ_FIRST(&srv->conns))) {
 		TAILQ_REMOVE(&srv->conns, conn, link);
 		conn->srv = NULL;
-		if (conn->ring && blkif_ring_destroy(conn->ring)) {
+		if (shm_conn_destroy_rings(conn)) {
 			td_vbd_warn(srv->vbd,
 				    "shm %s: destroyed with I/O in "
 				    "flight",
 				    conn->peer);
 			continue;
 		}
-		conn->ring = NULL;
 		shm_conn_free(conn);
 	}
 	td_frontend_fini(fe);
@@ -287,7 +292,7 @@ void td_shm_server_get_stats(const struct td_shm_server *srv,
 			continue;
 		out->clients++;
 		if (conn->state == SHM_CONN_CONNECTED)
-			out->rings++;
+			out->rings += shm_conn_nr_rings(conn);
 	}
 }
 

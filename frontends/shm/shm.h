@@ -13,8 +13,11 @@
  * (xen/io/blkif.h) exactly as blkfront does; the socket stays open only
  * to say that the frontend is alive.  doc/shm-protocol.md specifies it.
  *
- * Every connection is one ring (struct blkif_ring) on the same vbd, and
- * is isolated from the others: a frontend that sends a malformed or
+ * Every connection is one ring (struct blkif_ring) on the same vbd, or
+ * several when the frontend asks for them (multi-queue-num-queues, up to
+ * the multi-queue-max-queues offered), each with its own shared memory
+ * and eventfds, all in the one event loop.  A connection is isolated
+ * from the others: a frontend that sends a malformed or
  * unacceptable message, sends anything once connected, breaks the ring
  * protocol, meddles with the eventfds' flags or stays silent during the
  * handshake is dropped, alone.  A frontend that goes away, cleanly or
@@ -22,8 +25,8 @@
  * flight completes (without responses), then the memory is unmapped and
  * the descriptors closed.
  *
- * Memory is bounded per connection: the ring is at most 1 MiB (order 8),
- * the data pool at most max_data_bytes (memfds sealed against shrinking,
+ * Memory is bounded per ring: the ring is at most 1 MiB (order 8), the
+ * data pool at most max_data_bytes, times max_queues per connection (memfds sealed against shrinking,
  * so a frontend cannot make the backend fault on a truncated file).
  *
  * Everything runs in the event-loop thread.
@@ -42,6 +45,9 @@
 #define TD_SHM_DEFAULT_MAX_DATA_BYTES	    (1ull << 30)
 #define TD_SHM_MAX_DATA_BYTES_LIMIT	    (16ull << 30)
 #define TD_SHM_DEFAULT_HANDSHAKE_TIMEOUT_MS 10000
+/* Rings one frontend may open (multi-queue-max-queues); at most
+ * SHM_MAX_QUEUES.  Linux's blkback offers one per CPU of dom0. */
+#define TD_SHM_DEFAULT_MAX_QUEUES 8
 /* How long shutdown waits for the rings' I/O to be answered. */
 #define TD_SHM_SHUTDOWN_TIMEOUT_MS 5000
 
@@ -62,11 +68,15 @@ struct td_shm_params {
 	 * of 4096 from 4096 to TD_SHM_MAX_DATA_BYTES_LIMIT. */
 	uint64_t max_data_bytes;
 	uint32_t handshake_timeout_ms; /* 0: default */
+	/* Rings one frontend may open (multi-queue-max-queues, 1 to
+	 * SHM_MAX_QUEUES); 0: default. */
+	uint32_t max_queues;
 };
 
 struct td_shm_stats {
 	uint64_t clients;	  /* connections open now */
-	uint64_t rings;		  /* of those, connected with a ring */
+	uint64_t rings;		  /* rings of the connected ones (several
+				   * per frontend with multi-queue) */
 	uint64_t clients_total;	  /* accepted since start */
 	uint64_t refused;	  /* over max_clients, or shutting down */
 	uint64_t protocol_errors; /* dropped for bad input (any kind) */

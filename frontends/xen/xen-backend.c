@@ -124,6 +124,7 @@ static void dev_advertise(struct xen_dev *dev)
 		f.max_ring_page_order = BLKIF_XEN_MAX_RING_ORDER;
 	dev_write(dev, "max-ring-page-order", "%" PRIu32,
 		  f.max_ring_page_order);
+	dev_write(dev, "multi-queue-max-queues", "%u", XEN_DEFAULT_MAX_QUEUES);
 	if (f.max_indirect_segments)
 		dev_write(dev, "feature-max-indirect-segments", "%" PRIu32,
 			  f.max_indirect_segments);
@@ -156,45 +157,66 @@ static void dev_fail(struct xen_dev *dev, const char *why)
 	dev_switch(dev, XenbusStateClosing);
 }
 
-static void dev_connect(struct xen_dev *dev, bool resume)
+static void dev_disconnect(struct xen_dev *dev);
+
+/* Map every ring the frontend set up; none is kept when one fails. */
+static int dev_connect_rings(struct xen_dev *dev,
+			     const struct xen_frontend_queues *q, bool resume,
+			     char *why, size_t len)
 {
 	struct td_xen_server *srv = dev->srv;
-	struct xen_frontend_keys keys;
 	struct blkif_config cfg = srv->cfg;
 	struct xen_ring_params p = {
 		.vbd = srv->vbd,
 		.cfg = &cfg,
 		.frontend_domid = dev->domid,
-		.keys = &keys,
 		.resume = resume,
 		.fatal = dev_fatal,
 		.opaque = dev,
 		.stats = &srv->stats,
 	};
+	int err = 0;
+
+	cfg.read_only = dev->read_only;
+	for (uint32_t i = 0; i < q->nr_queues && !err; i++) {
+		p.keys = &q->q[i];
+		err = srv->io->connect(&p, &dev->rings[i]);
+		if (err)
+			snprintf(why, len,
+				 "cannot map ring %" PRIu32 " or bind event "
+				 "channel %" PRIu32 ": %s",
+				 i, q->q[i].event_channel, strerror(-err));
+		else
+			dev->nr_rings = i + 1;
+	}
+	return err;
+}
+
+static void dev_connect(struct xen_dev *dev, bool resume)
+{
+	struct td_xen_server *srv = dev->srv;
+	struct xen_frontend_queues q;
 	char why[ERROR_MAX];
 	int err;
 
-	cfg.read_only = dev->read_only;
-	err = xen_read_frontend_keys(fe_reader, dev, srv->cfg.max_ring_order,
-				     &keys, why, sizeof(why));
-	if (!err) {
-		err = srv->io->connect(&p, &dev->ring);
-		if (err)
-			snprintf(why, sizeof(why),
-				 "cannot map the ring or bind event channel "
-				 "%" PRIu32 ": %s",
-				 keys.event_channel, strerror(-err));
-	}
+	err = xen_read_frontend_queues(fe_reader, dev, srv->cfg.max_ring_order,
+				       XEN_DEFAULT_MAX_QUEUES, &q, why,
+				       sizeof(why));
+	if (!err)
+		err = dev_connect_rings(dev, &q, resume, why, sizeof(why));
 	if (err) {
 		srv->stats.connect_errors++;
 		dev_fail(dev, why);
+		dev_disconnect(dev); /* the rings mapped before the failure */
 		return;
 	}
 	srv->stats.connects++;
 	td_vbd_info(srv->vbd,
-		    "%s: %s, ring order %" PRIu32 ", event channel %" PRIu32,
-		    dev->fe, resume ? "resumed" : "connected", keys.ring_order,
-		    keys.event_channel);
+		    "%s: %s, %" PRIu32 " ring(s) of order %" PRIu32
+		    ", event channel %" PRIu32 "%s",
+		    dev->fe, resume ? "resumed" : "connected", q.nr_queues,
+		    q.q[0].ring_order, q.q[0].event_channel,
+		    q.nr_queues > 1 ? " (ring 0)" : "");
 	dev_switch(dev, XenbusStateConnected);
 }
 
@@ -207,13 +229,24 @@ static void dev_free(struct xen_dev *dev)
 
 static void server_check_stopped(struct td_xen_server *srv);
 
+/* One ring is done; true when it was the last. */
+static bool dev_ring_done(struct xen_dev *dev)
+{
+	if (--dev->pending)
+		return false;
+	memset(dev->rings, 0, sizeof(dev->rings));
+	dev->nr_rings = 0;
+	dev->draining = false;
+	return true;
+}
+
 static void dev_drained(void *opaque)
 {
 	struct xen_dev *dev = opaque;
 	struct td_xen_server *srv = dev->srv;
 
-	dev->ring = NULL;
-	dev->draining = false;
+	if (!dev_ring_done(dev))
+		return;
 	td_vbd_info(srv->vbd, "%s: disconnected", dev->fe);
 	if (dev->gone)
 		dev_free(dev);
@@ -224,10 +257,12 @@ static void dev_drained(void *opaque)
 
 static void dev_disconnect(struct xen_dev *dev)
 {
-	if (!dev->ring || dev->draining)
+	if (!dev->nr_rings || dev->draining)
 		return;
 	dev->draining = true;
-	dev->srv->io->disconnect(dev->ring, dev_drained, dev);
+	dev->pending = dev->nr_rings; /* the callbacks come later, deferred */
+	for (uint32_t i = 0; i < dev->nr_rings; i++)
+		dev->srv->io->disconnect(dev->rings[i], dev_drained, dev);
 }
 
 /* The ring broke the protocol (blkif logged how). */
@@ -255,8 +290,8 @@ static void dev_released(void *opaque)
 	struct xen_dev *dev = opaque;
 	struct td_xen_server *srv = dev->srv;
 
-	dev->ring = NULL;
-	dev->draining = false;
+	if (dev->nr_rings && !dev_ring_done(dev))
+		return;
 	dev_write(dev, XEN_KEY_TAPDISK_OWNER, "0");
 	td_vbd_info(srv->vbd,
 		    "%s: handed over; the frontend's next requests wait on "
@@ -274,15 +309,18 @@ static void dev_release(struct xen_dev *dev)
 	td_vbd_info(srv->vbd, "%s: releasing it to another tapdisk", dev->be);
 	dev_unwatch(dev);
 	dev->releasing = true;
-	if (!dev->ring) {
+	if (!dev->nr_rings) {
 		dev_released(dev);
 		return;
 	}
 	dev->draining = true;
-	if (srv->io->quiesce)
-		srv->io->quiesce(dev->ring, dev_released, dev);
-	else
-		srv->io->disconnect(dev->ring, dev_released, dev);
+	dev->pending = dev->nr_rings;
+	for (uint32_t i = 0; i < dev->nr_rings; i++) {
+		if (srv->io->quiesce)
+			srv->io->quiesce(dev->rings[i], dev_released, dev);
+		else
+			srv->io->disconnect(dev->rings[i], dev_released, dev);
+	}
 }
 
 /* False only when tapstripe-pid is readable and names someone else. */
@@ -302,13 +340,13 @@ static bool dev_still_ours(struct xen_dev *dev)
 /* online=0 or tapdisk stopping: leave, politely when connected. */
 static void dev_leave(struct xen_dev *dev, int fe_state)
 {
-	if (dev->ring && !dev->srv->fe.stopping &&
+	if (dev->nr_rings && !dev->srv->fe.stopping &&
 	    fe_state != XenbusStateClosed && fe_state != XenbusStateUnknown) {
 		dev_switch(dev, XenbusStateClosing);
 		return;
 	}
 	dev_disconnect(dev);
-	if (!dev->ring)
+	if (!dev->nr_rings)
 		dev_switch(dev, XenbusStateClosed);
 }
 
@@ -324,7 +362,7 @@ static void dev_follow(struct xen_dev *dev, int fe_state)
 		break;
 	case XenbusStateInitialised:
 	case XenbusStateConnected:
-		if (!dev->ring && !dev->failed &&
+		if (!dev->nr_rings && !dev->failed &&
 		    dev->state == XenbusStateInitWait)
 			dev_connect(dev, false);
 		break;
@@ -334,8 +372,8 @@ static void dev_follow(struct xen_dev *dev, int fe_state)
 		break;
 	default: /* Closed, Unknown, Reconfiguring: not supported */
 		dev_disconnect(dev);
-		if (dev->ring || (fe_state == XenbusStateClosed &&
-				  dev->state == XenbusStateInitWait))
+		if (dev->nr_rings || (fe_state == XenbusStateClosed &&
+				      dev->state == XenbusStateInitWait))
 			break; /* draining, or ready for the frontend already */
 		dev_switch(dev, XenbusStateClosed);
 		/*
@@ -360,7 +398,7 @@ static void dev_forget(struct xen_dev *dev)
 	dev_unwatch(dev);
 	dev->gone = true;
 	dev_disconnect(dev);
-	if (!dev->ring)
+	if (!dev->nr_rings)
 		dev_free(dev);
 }
 
@@ -427,7 +465,7 @@ static void dev_update(struct xen_dev *dev)
 	/* The frontend's directory gone: its guest is gone. */
 	if (dev->claimed &&
 	    (dev->forced || !on || fe_state == XenbusStateUnknown) &&
-	    !srv->fe.stopping && !dev->ring &&
+	    !srv->fe.stopping && !dev->nr_rings &&
 	    dev->state == XenbusStateClosed && !td_timer_armed(&dev->rm_timer))
 		td_loop_timer_arm(srv->loop, &dev->rm_timer,
 				  srv->remove_delay_us, dev_remove, dev);
@@ -747,7 +785,7 @@ static void server_check_stopped(struct td_xen_server *srv)
 	bool idle = true;
 
 	LIST_FOREACH(dev, &srv->devs, link)
-	if (dev->ring)
+	if (dev->nr_rings)
 		idle = false;
 	td_frontend_stop_check(&srv->fe, idle);
 }
@@ -805,7 +843,7 @@ void xen_server_resized(struct td_frontend *fe, struct td_strbuf *out)
 	{
 		if (dev->gone || dev->draining)
 			continue;
-		if (dev->state == XenbusStateConnected && dev->ring) {
+		if (dev->state == XenbusStateConnected && dev->nr_rings) {
 			if (!(err = dev_resize_tx(dev, sectors))) {
 				told++;
 				continue;
@@ -857,8 +895,8 @@ void td_xen_server_get_stats(const struct td_xen_server *srv,
 		return;
 	LIST_FOREACH(dev, &srv->devs, link)
 	{
-		if (dev->ring)
-			srv->io->add_stats(dev->ring, &out->ring);
+		for (uint32_t i = 0; i < dev->nr_rings; i++)
+			srv->io->add_stats(dev->rings[i], &out->ring);
 	}
 }
 
@@ -868,7 +906,7 @@ void xen_server_fini(struct td_xen_server *srv)
 	struct xen_dev *dev;
 
 	while ((dev = LIST_FIRST(&srv->devs))) {
-		if (dev->ring) {
+		if (dev->nr_rings) {
 			td_warn("xen: %s still has I/O in flight: left",
 				dev->be);
 			LIST_REMOVE(dev, link);

@@ -126,15 +126,19 @@ struct xen_dev {
 	char fe[XEN_PATH_MAX]; /* the frontend's, from our "frontend" key */
 	char fe_state_path[XEN_PATH_MAX];
 	char token[XEN_PATH_MAX];
-	int state;	       /* the backend state we last wrote */
-	struct xen_ring *ring; /* NULL when not connected */
-	bool draining;	       /* disconnect or quiesce called, done not yet */
-	bool releasing;	       /* handed over: forget it once drained */
-	bool failed;	       /* connect failed: wait for the frontend */
-	bool gone;	       /* freed once drained */
-	bool read_only;	       /* mode r, or a read-only vbd */
-	bool claimed;	       /* taken by its params (xl): we remove it */
-	bool forced;	       /* the toolstack wrote our state Closed */
+	int state; /* the backend state we last wrote */
+	/* The frontend's rings (multi-queue-num-queues of them); none when
+	 * not connected.  pending: disconnects or quiesces not yet done. */
+	struct xen_ring *rings[XEN_MAX_QUEUES];
+	uint32_t nr_rings;
+	uint32_t pending;
+	bool draining;	/* disconnect or quiesce called, done not yet */
+	bool releasing; /* handed over: forget it once drained */
+	bool failed;	/* connect failed: wait for the frontend */
+	bool gone;	/* freed once drained */
+	bool read_only; /* mode r, or a read-only vbd */
+	bool claimed;	/* taken by its params (xl): we remove it */
+	bool forced;	/* the toolstack wrote our state Closed */
 	struct td_timer rm_timer;
 };
 

@@ -177,6 +177,83 @@ int xen_read_frontend_keys(xen_key_reader read, void *opaque,
 	return err;
 }
 
+/* A reader of queue-Q/KEY that falls back on nothing: keys are per ring. */
+struct queue_reader {
+	xen_key_reader read;
+	void *opaque;
+	uint32_t queue;
+};
+
+#define QUEUE_KEY_MAX 48 /* "queue-NN/ring-refNN" */
+
+static char *read_queue_key(void *opaque, const char *key)
+{
+	const struct queue_reader *qr = opaque;
+	char path[QUEUE_KEY_MAX];
+
+	/* ring-page-order and protocol stay at the top, shared by all. */
+	if (!strcmp(key, "ring-page-order") || !strcmp(key, "protocol"))
+		return qr->read(qr->opaque, key);
+	snprintf(path, sizeof(path), "queue-%" PRIu32 "/%s", qr->queue, key);
+	return qr->read(qr->opaque, path);
+}
+
+static int read_nr_queues(xen_key_reader read, void *opaque, uint32_t max,
+			  uint32_t *n, char *why, size_t why_len)
+{
+	char *text = read(opaque, "multi-queue-num-queues");
+	int err;
+
+	if (!text) {
+		*n = 1; /* one ring, or a frontend without the feature */
+		return errno == ENOENT
+			       ? 0
+			       : say(-EIO, why, why_len,
+				     "cannot read multi-queue-num-queues");
+	}
+	err = xen_parse_u32(text, max, n);
+	if (!err && !*n)
+		err = -EINVAL;
+	if (err)
+		say(err, why, why_len,
+		    "multi-queue-num-queues is '%.32s': not in 1..%" PRIu32
+		    " (multi-queue-max-queues)",
+		    text, max);
+	free(text);
+	return err;
+}
+
+int xen_read_frontend_queues(xen_key_reader read, void *opaque,
+			     uint32_t max_ring_order, uint32_t max_queues,
+			     struct xen_frontend_queues *out, char *why,
+			     size_t why_len)
+{
+	char detail[160] = "";
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (!max_queues || max_queues > XEN_MAX_QUEUES)
+		max_queues = XEN_MAX_QUEUES;
+	err = read_nr_queues(read, opaque, max_queues, &out->nr_queues, why,
+			     why_len);
+	if (err)
+		return err;
+	if (out->nr_queues == 1)
+		return xen_read_frontend_keys(read, opaque, max_ring_order,
+					      &out->q[0], why, why_len);
+	for (uint32_t i = 0; i < out->nr_queues; i++) {
+		struct queue_reader qr = {read, opaque, i};
+
+		err = xen_read_frontend_keys(read_queue_key, &qr,
+					     max_ring_order, &out->q[i], detail,
+					     sizeof(detail));
+		if (err)
+			return say(err, why, why_len, "queue-%" PRIu32 ": %s",
+				   i, detail);
+	}
+	return 0;
+}
+
 int xen_vdev_to_devid(const char *vdev, uint32_t *devid)
 {
 	uint32_t index;

@@ -89,6 +89,35 @@ int xen_read_frontend_keys(xen_key_reader read, void *opaque,
 			   struct xen_frontend_keys *out, char *why,
 			   size_t why_len);
 
+/*
+ * Several rings (xen/io/blkif.h "Multiple hardware queues/rings"): the
+ * backend advertises multi-queue-max-queues, a frontend that wants N > 1
+ * rings writes multi-queue-num-queues = N, one ring-page-order for all,
+ * and each ring's ring-ref/ring-refI and event-channel under queue-Q/
+ * (Q = 0..N-1) instead of at the top.  A frontend asking for one ring (or
+ * not knowing the feature) writes the top-level keys as before.
+ */
+#define XEN_MAX_QUEUES 16
+/* What tapdisk advertises (Linux's blkback: one per dom0 CPU). */
+#define XEN_DEFAULT_MAX_QUEUES 8
+
+struct xen_frontend_queues {
+	uint32_t nr_queues; /* 1..max_queues */
+	struct xen_frontend_keys q[XEN_MAX_QUEUES];
+};
+
+/*
+ * Read and validate every ring's keys: multi-queue-num-queues (absent: 1;
+ * 0 or above max_queues: -EINVAL), then for one ring the top-level keys
+ * (xen_read_frontend_keys), for N rings those under queue-0 .. queue-N-1
+ * with the top-level ring-page-order and protocol.  Errors as
+ * xen_read_frontend_keys, why naming the queue.
+ */
+int xen_read_frontend_queues(xen_key_reader read, void *opaque,
+			     uint32_t max_ring_order, uint32_t max_queues,
+			     struct xen_frontend_queues *out, char *why,
+			     size_t why_len);
+
 /* A decimal number in 0..max, nothing else.  0 or -EINVAL. */
 int xen_parse_u32(const char *text, uint32_t max, uint32_t *out);
 

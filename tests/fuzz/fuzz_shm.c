@@ -14,7 +14,8 @@
  *   - a line a parser accepts holds values within the protocol's bounds
  *     and survives format -> parse unchanged; a refusal says why;
  *   - the server answers with exactly one line, "connected" with four
- *     descriptors or "error ...", or nothing (a line not finished), never
+ *     descriptors per ring it names (multi-queue-num-queues) or
+ *     "error ...", or nothing (a line not finished), never
  *     anything else; it keeps serving; once the frontend goes, its
  *     connection, memory and descriptors are freed.
  */
@@ -87,6 +88,7 @@ static void fuzz_connect(const char *s, size_t n)
 	check(!m.max_indirect_segments ||
 	      (m.max_indirect_segments >= SHM_MIN_INDIRECT_SEGMENTS &&
 	       m.max_indirect_segments <= SHM_MAX_INDIRECT_SEGMENTS));
+	check(m.nr_queues >= 1 && m.nr_queues <= SHM_MAX_QUEUES);
 	len = shm_format_connect(&m, line, sizeof(line));
 	check(len > 0);
 	check(!shm_parse_connect(line, (size_t)len - 1, &back, NULL, 0));
@@ -105,6 +107,7 @@ static void fuzz_backend(const char *s, size_t n)
 	check(m.sector_size >= SHM_MIN_SECTOR_SIZE &&
 	      !(m.sector_size & (m.sector_size - 1)));
 	check(m.sectors <= SHM_MAX_SECTORS);
+	check(m.max_queues >= 1 && m.max_queues <= SHM_MAX_QUEUES);
 	len = shm_format_backend(&m, line, sizeof(line));
 	check(len > 0);
 	check(!shm_parse_backend(line, (size_t)len - 1, &back, NULL, 0));
@@ -122,6 +125,7 @@ static void fuzz_connected(const char *s, size_t n)
 		return;
 	check(m.ring_bytes == (uint64_t)SHM_PAGE_SIZE << m.ring_page_order);
 	check(m.data_bytes == (uint64_t)m.data_pages * SHM_PAGE_SIZE);
+	check(m.nr_queues >= 1 && m.nr_queues <= SHM_MAX_QUEUES);
 	len = shm_format_connected(&m, line, sizeof(line));
 	check(len > 0);
 	check(!shm_parse_connected(line, (size_t)len - 1, &back, NULL, 0));
@@ -161,7 +165,7 @@ static ssize_t drain(int fd, char *buf, size_t size, unsigned int *nfds)
 {
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * SHM_NR_FDS)];
+		char b[CMSG_SPACE(sizeof(int) * SHM_NR_FDS * SHM_MAX_QUEUES)];
 	} u;
 	size_t len = 0;
 
@@ -218,11 +222,16 @@ static void fuzz_server(const uint8_t *data, size_t size)
 	n = drain(sv[0], buf, sizeof(buf), &nfds);
 	if (n > 0) {
 		enum shm_msg_kind k = shm_msg_kind(buf, (size_t)n);
+		struct shm_connected_msg c = {.nr_queues = 0};
 
 		check(buf[n - 1] == '\n' &&
 		      memchr(buf, '\n', (size_t)n) == buf + n - 1);
 		check(k == SHM_KIND_CONNECTED || k == SHM_KIND_ERROR);
-		check(nfds == (k == SHM_KIND_CONNECTED ? SHM_NR_FDS : 0u));
+		if (k == SHM_KIND_CONNECTED)
+			check(!shm_parse_connected(buf, (size_t)n - 1, &c, NULL,
+						   0));
+		check(nfds == SHM_NR_FDS * c.nr_queues);
+		check(c.nr_queues <= TD_SHM_DEFAULT_MAX_QUEUES);
 	}
 	close(sv[0]);
 	for (int i = 0; i < MAX_PASSES && F.srv->nr_conns; i++)

@@ -22,9 +22,12 @@ struct tdf_shadow {
 	uint32_t next_free;
 };
 
-struct tdf_dev {
-	struct tdf_info info;
-	int sock;
+/*
+ * One ring of the device (a "queue", as xenbus calls it), with its own
+ * pool, eventfds and slots; a device has info.nr_queues of them.
+ */
+struct tdf_ring {
+	struct tdf_dev *dev;
 	int kick_fd, notify_fd;
 	void *sring;
 	size_t ring_bytes;
@@ -35,14 +38,20 @@ struct tdf_dev {
 	struct tdf_shadow *shadow; /* ring_slots of them */
 	uint32_t free_head;	   /* first free shadow, ring_slots: none */
 	uint32_t inflight;
-	uint32_t pages_per_ibuf; /* indirect descriptor pages per slot */
 
 	struct tdf_io_list queue; /* submitted, not wholly on the ring */
-	bool broken;		  /* -EPROTO seen: refuse everything */
-	struct tdf_stats stats;
+};
+
+struct tdf_dev {
+	struct tdf_info info;
+	int sock;
+	uint32_t pages_per_ibuf; /* indirect descriptor pages per slot */
+	bool broken;		 /* -EPROTO seen: refuse everything */
+	struct tdf_stats stats;	 /* over every ring */
+	struct tdf_ring rings[SHM_MAX_QUEUES];
 };
 
 /* td-front-ring.c: set up the shadows once the ring is mapped. */
-int tdf_ring_init(struct tdf_dev *dev);
+int tdf_ring_init(struct tdf_ring *r);
 
 #endif

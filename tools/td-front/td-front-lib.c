@@ -28,7 +28,8 @@
 #include "tools/cli/cli.h"
 #include "tools/td-front/td-front-int.h"
 
-#define NS_PER_MS 1000000ull
+#define NS_PER_MS   1000000ull
+#define TDF_MAX_FDS (SHM_NR_FDS * SHM_MAX_QUEUES)
 
 static int connect_unix(const char *path, int *out)
 {
@@ -50,7 +51,7 @@ static int connect_unix(const char *path, int *out)
 	return 0;
 }
 
-/* Keep the first SHM_NR_FDS descriptors of msg's SCM_RIGHTS, close others. */
+/* Keep the first TDF_MAX_FDS descriptors of msg's SCM_RIGHTS, close others. */
 static void take_fds(struct msghdr *msg, int *fds, unsigned int *nfds)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c;
@@ -64,7 +65,7 @@ static void take_fds(struct msghdr *msg, int *fds, unsigned int *nfds)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			if (*nfds < SHM_NR_FDS)
+			if (*nfds < TDF_MAX_FDS)
 				fds[(*nfds)++] = fd;
 			else
 				close(fd);
@@ -99,7 +100,7 @@ static int read_line(int sock, char *line, size_t size, int *fds,
 {
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * SHM_NR_FDS)];
+		char buf[CMSG_SPACE(sizeof(int) * TDF_MAX_FDS)];
 	} u;
 	size_t len = 0;
 
@@ -203,16 +204,21 @@ static int plan(struct tdf_dev *dev, const struct tdf_config *cfg,
 	const struct shm_backend_msg *b = &info->backend;
 	uint32_t offered = b->max_indirect_segments ?: TDF_DIRECT_SEGMENTS;
 	uint32_t wanted = cfg->max_segments ?: TDF_DEFAULT_MAX_SEGMENTS;
+	uint32_t queues = cfg->queues ?: 1;
 	uint64_t total;
 
 	if (cfg->ring_order > SHM_MAX_RING_PAGE_ORDER ||
-	    wanted < TDF_DIRECT_SEGMENTS || wanted > TDF_MAX_SEGMENTS)
+	    wanted < TDF_DIRECT_SEGMENTS || wanted > TDF_MAX_SEGMENTS ||
+	    queues > SHM_MAX_QUEUES)
 		return cli_explain(why, len, -EINVAL, CLI_PLAIN,
-				   "ring order %" PRIu32 " or %" PRIu32
-				   " segments out of range (0..%d, %d..%d)",
-				   cfg->ring_order, wanted,
+				   "ring order %" PRIu32 ", %" PRIu32
+				   " segments or %" PRIu32
+				   " rings out of range (0..%d, %d..%d, 1..%d)",
+				   cfg->ring_order, wanted, queues,
 				   SHM_MAX_RING_PAGE_ORDER, TDF_DIRECT_SEGMENTS,
-				   TDF_MAX_SEGMENTS);
+				   TDF_MAX_SEGMENTS, SHM_MAX_QUEUES);
+	/* As blkfront: as many rings as wanted, cut to the offer. */
+	info->nr_queues = min_u32(queues, b->max_queues ?: 1);
 	info->size_bytes = b->sectors * TDF_SECTOR_SIZE;
 	info->ring_order = min_u32(cfg->ring_order, b->max_ring_page_order);
 	info->ring_slots = __CONST_RING_SIZE(
@@ -240,6 +246,7 @@ static int plan(struct tdf_dev *dev, const struct tdf_config *cfg,
 	m->ring_page_order = info->ring_order;
 	m->data_pages = (uint32_t)total;
 	m->max_indirect_segments = info->max_segments;
+	m->nr_queues = info->nr_queues;
 	return 0;
 }
 
@@ -289,14 +296,16 @@ static int read_answer(struct tdf_dev *dev, const struct shm_connect_msg *m,
 	if (c.ring_page_order != m->ring_page_order ||
 	    c.data_pages != m->data_pages ||
 	    c.max_indirect_segments != m->max_indirect_segments ||
-	    nfds != SHM_NR_FDS)
+	    c.nr_queues != m->nr_queues || nfds != SHM_NR_FDS * m->nr_queues)
 		return cli_explain(
 			why, len, -EPROTO, CLI_PLAIN,
 			"the backend set up something else than asked "
 			"(or sent %u descriptors): %s",
 			nfds, line);
-	dev->ring_bytes = (size_t)c.ring_bytes;
-	dev->pool_bytes = (size_t)c.data_bytes;
+	for (uint32_t q = 0; q < c.nr_queues; q++) {
+		dev->rings[q].ring_bytes = (size_t)c.ring_bytes;
+		dev->rings[q].pool_bytes = (size_t)c.data_bytes;
+	}
 	return 0;
 }
 
@@ -316,23 +325,32 @@ static int map_fd(int fd, size_t bytes, void **out)
 	return 0;
 }
 
-static int map_all(struct tdf_dev *dev, int *fds, char *why, size_t len)
+/* Ring r's four descriptors, fds[0..3]. */
+static int map_ring(struct tdf_ring *r, int *fds, char *why, size_t len)
 {
 	void *pool = NULL;
-	int err = map_fd(fds[SHM_FD_RING], dev->ring_bytes, &dev->sring);
+	int err = map_fd(fds[SHM_FD_RING], r->ring_bytes, &r->sring);
 
-	if (!err && !(err = map_fd(fds[SHM_FD_DATA], dev->pool_bytes, &pool)))
-		dev->pool = pool;
+	if (!err && !(err = map_fd(fds[SHM_FD_DATA], r->pool_bytes, &pool)))
+		r->pool = pool;
 	if (err)
 		return cli_explain(why, len, err, CLI_ERRNO,
 				   "cannot map the shared memory");
-	dev->kick_fd = fds[SHM_FD_KICK];
-	dev->notify_fd = fds[SHM_FD_NOTIFY];
+	r->kick_fd = fds[SHM_FD_KICK];
+	r->notify_fd = fds[SHM_FD_NOTIFY];
 	fds[SHM_FD_KICK] = fds[SHM_FD_NOTIFY] = -1;
 	/* The backend initialised the shared ring; only our side here. */
-	FRONT_RING_INIT(&dev->front, (blkif_sring_t *)dev->sring,
-			dev->ring_bytes);
-	return tdf_ring_init(dev);
+	FRONT_RING_INIT(&r->front, (blkif_sring_t *)r->sring, r->ring_bytes);
+	return tdf_ring_init(r);
+}
+
+static int map_all(struct tdf_dev *dev, int *fds, char *why, size_t len)
+{
+	int err = 0;
+
+	for (uint32_t q = 0; q < dev->info.nr_queues && !err; q++)
+		err = map_ring(&dev->rings[q], fds + q * SHM_NR_FDS, why, len);
+	return err;
 }
 
 static int negotiate(struct tdf_dev *dev, const struct tdf_config *cfg,
@@ -341,11 +359,13 @@ static int negotiate(struct tdf_dev *dev, const struct tdf_config *cfg,
 	int timeout =
 		cfg->timeout_ms > 0 ? cfg->timeout_ms : TDF_DEFAULT_TIMEOUT_MS;
 	uint64_t deadline = td_now_ns() + (uint64_t)timeout * NS_PER_MS;
-	int fds[SHM_NR_FDS] = {-1, -1, -1, -1};
+	int fds[TDF_MAX_FDS];
 	struct shm_connect_msg m;
 	char line[SHM_LINE_MAX];
 	int n, err = read_offer(dev, deadline, why, len);
 
+	for (int i = 0; i < TDF_MAX_FDS; i++)
+		fds[i] = -1;
 	if (err || (err = plan(dev, cfg, &m, why, len)))
 		return err;
 	n = shm_format_connect(&m, line, sizeof(line));
@@ -355,7 +375,7 @@ static int negotiate(struct tdf_dev *dev, const struct tdf_config *cfg,
 	err = read_answer(dev, &m, deadline, fds, why, len);
 	if (!err)
 		err = map_all(dev, fds, why, len);
-	for (int i = 0; i < SHM_NR_FDS; i++)
+	for (int i = 0; i < TDF_MAX_FDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	return err;
@@ -372,8 +392,12 @@ int tdf_open(const struct tdf_config *cfg, struct tdf_dev **out, char *why,
 	if (!dev)
 		return cli_explain(why, why_len, -ENOMEM, CLI_PLAIN,
 				   "out of memory");
-	dev->sock = dev->kick_fd = dev->notify_fd = -1;
-	TAILQ_INIT(&dev->queue);
+	dev->sock = -1;
+	for (uint32_t q = 0; q < SHM_MAX_QUEUES; q++) {
+		dev->rings[q].dev = dev;
+		dev->rings[q].kick_fd = dev->rings[q].notify_fd = -1;
+		TAILQ_INIT(&dev->rings[q].queue);
+	}
 	err = connect_unix(cfg->path, &dev->sock);
 	if (err) {
 		cli_explain(why, why_len, err, CLI_SHM_SOCKET,
@@ -399,15 +423,19 @@ void tdf_close(struct tdf_dev *dev)
 	/* The socket first: the backend stops reading the ring at once. */
 	if (dev->sock >= 0)
 		close(dev->sock);
-	if (dev->sring)
-		munmap(dev->sring, dev->ring_bytes);
-	if (dev->pool)
-		munmap(dev->pool, dev->pool_bytes);
-	if (dev->kick_fd >= 0)
-		close(dev->kick_fd);
-	if (dev->notify_fd >= 0)
-		close(dev->notify_fd);
-	free(dev->shadow);
+	for (uint32_t q = 0; q < SHM_MAX_QUEUES; q++) {
+		struct tdf_ring *r = &dev->rings[q];
+
+		if (r->sring)
+			munmap(r->sring, r->ring_bytes);
+		if (r->pool)
+			munmap(r->pool, r->pool_bytes);
+		if (r->kick_fd >= 0)
+			close(r->kick_fd);
+		if (r->notify_fd >= 0)
+			close(r->notify_fd);
+		free(r->shadow);
+	}
 	free(dev);
 }
 
@@ -421,9 +449,14 @@ void tdf_get_stats(const struct tdf_dev *dev, struct tdf_stats *out)
 	*out = dev->stats;
 }
 
+void *tdf_queue_page(struct tdf_dev *dev, uint32_t queue, uint32_t page)
+{
+	return queue < dev->info.nr_queues && page < dev->info.data_pages
+		       ? dev->rings[queue].pool + (size_t)page * TDF_PAGE_SIZE
+		       : NULL;
+}
+
 void *tdf_page(struct tdf_dev *dev, uint32_t page)
 {
-	return page < dev->info.data_pages
-		       ? dev->pool + (size_t)page * TDF_PAGE_SIZE
-		       : NULL;
+	return tdf_queue_page(dev, 0, page);
 }

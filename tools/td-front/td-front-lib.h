@@ -17,7 +17,10 @@
  *   - responses are taken until RING_FINAL_CHECK_FOR_RESPONSES finds no
  *     more, so the backend notifies only when there is something new.
  *
- * Memory: the data pool the backend sends is cut in two: pages
+ * Several rings (tdf_config.queues) are several independent instances
+ * of all this, each with its own pool; an I/O names its ring.
+ *
+ * Memory: each data pool the backend sends is cut in two: pages
  * [0, data_pages) are the caller's I/O buffers (tdf_page), the rest holds
  * each ring slot's indirect descriptor pages.  Every buffer starts on a
  * page: segment i of an I/O is page io->page + i.
@@ -52,6 +55,10 @@ struct tdf_config {
 	uint32_t max_segments; /* 11..4096 (0: 32); cut to the backend's */
 	uint32_t data_pages;   /* pages of I/O buffers the caller needs */
 	int timeout_ms;	       /* for the negotiation; 0: default */
+	/* Rings wanted (multi-queue-num-queues), 1..SHM_MAX_QUEUES (0: 1);
+	 * cut to the backend's multi-queue-max-queues, as blkfront cuts
+	 * its one ring per vCPU.  Each ring has data_pages of its own. */
+	uint32_t queues;
 };
 
 /* What was negotiated. */
@@ -64,6 +71,7 @@ struct tdf_info {
 	uint32_t data_pages;	 /* the caller's */
 	uint32_t indirect_pages; /* the library's, after the caller's */
 	pid_t backend_pid;	 /* from SO_PEERCRED; 0 if unknown */
+	uint32_t nr_queues;	 /* rings set up, each with the above */
 };
 
 enum tdf_op {
@@ -83,6 +91,7 @@ struct tdf_io {
 	uint64_t offset; /* bytes, a multiple of the sector size */
 	uint32_t len;	 /* bytes, likewise; 0 for FLUSH */
 	uint32_t page;	 /* READ/WRITE: the buffer's first data page */
+	uint32_t queue;	 /* the ring (< nr_queues) and the pool of page */
 	tdf_io_cb cb;
 	void *opaque;
 
@@ -123,20 +132,22 @@ void tdf_close(struct tdf_dev *dev);
 const struct tdf_info *tdf_get_info(const struct tdf_dev *dev);
 void tdf_get_stats(const struct tdf_dev *dev, struct tdf_stats *out);
 
-/* The address of the caller's data page (page < data_pages). */
+/* The address of the caller's data page (page < data_pages) of ring 0. */
 void *tdf_page(struct tdf_dev *dev, uint32_t page);
+/* The same in ring queue's pool (NULL when out of range). */
+void *tdf_queue_page(struct tdf_dev *dev, uint32_t queue, uint32_t page);
 
 /*
- * Queue io.  Returns 0 (its requests go to the ring at the next tdf_kick
- * with room for them), or -EINVAL (not aligned, buffer outside the data
- * pages), -ERANGE (past the end of the disk), -EROFS, -EOPNOTSUPP (FLUSH
+ * Queue io on ring io->queue.  Returns 0 (its requests go to the ring at
+ * the next tdf_kick with room for them), or -EINVAL (not aligned, buffer
+ * outside the data pages, no such ring), -ERANGE (past the end of the disk), -EROFS, -EOPNOTSUPP (FLUSH
  * or DISCARD not offered).
  */
 int tdf_submit(struct tdf_dev *dev, struct tdf_io *io);
 
 /*
- * Put queued requests on the ring while it has room, push them with one
- * notification at most.  Returns the requests pushed, or -errno.
+ * Put queued requests on each ring while it has room, push them with one
+ * notification per ring at most.  Returns the requests pushed, or -errno.
  */
 int tdf_kick(struct tdf_dev *dev);
 

@@ -31,7 +31,7 @@ static void usage(FILE *out)
 "    td-front - drive a tapdisk vbd over the shm ring, as blkfront would\n"
 "\n"
 "SYNOPSIS\n"
-"    td-front --shm PATH [--ring-order N] [--max-segments N]\n"
+"    td-front --shm PATH [--ring-order N] [--max-segments N] [--queues N]\n"
 "             [--rw read|write|mixed] [--rwmix PCT] [--pattern seq|rand]\n"
 "             [--bs SIZE[,SIZE...]] [--qd N] [--time SEC | --bytes SIZE]\n"
 "             [--offset SIZE] [--size SIZE] [--verify [--passes N]]\n"
@@ -61,6 +61,10 @@ static void usage(FILE *out)
 "    --max-segments N      segments (4 KiB pages) per request, %d-%d\n"
 "                          (default %d, blkfront's); cut to the backend's\n"
 "                          feature-max-indirect-segments\n"
+"    --queues N            rings on the one connection, 1-%d (default 1);\n"
+"                          cut to the backend's multi-queue-max-queues.\n"
+"                          Each ring gets --qd I/Os of its own (I/O k goes\n"
+"                          to ring k mod N), its own pool and eventfds\n"
 "\n"
 "WORKLOAD\n"
 "    --rw read|write|mixed what the I/Os do (default read)\n"
@@ -138,9 +142,10 @@ static void usage(FILE *out)
 "             --max-segments 256 --ring-order 2\n"
 "    td-front --shm /tmp/disk.shm --verify --pattern rand --bs 4k,44k,1m \\\n"
 "             --qd 16 --size 64m --passes 2\n"
+"    td-front --shm /tmp/null.shm --queues 2 --pattern rand --qd 32 --time 10\n"
 "    td-front --shm /tmp/disk.shm --pattern interleave --rounds 100 --json\n",
 		SHM_MAX_RING_PAGE_ORDER, TDF_DIRECT_SEGMENTS, TDF_MAX_SEGMENTS,
-		TDF_DEFAULT_MAX_SEGMENTS, FRONT_MAX_BS_BYTES >> 20,
+		TDF_DEFAULT_MAX_SEGMENTS, SHM_MAX_QUEUES, FRONT_MAX_BS_BYTES >> 20,
 		FRONT_DEFAULT_ROUNDS, TD_CTL_RUN_DIR_ENV,
 		TD_CTL_RUN_DIR_DEFAULT);
 	/* clang-format on */
@@ -177,12 +182,14 @@ enum {
 	OPT_JSON,
 	OPT_PROGRESS,
 	OPT_NO_PROGRESS,
+	OPT_QUEUES,
 };
 
 static const struct option long_options[] = {
 	{"shm", required_argument, NULL, 's'},
 	{"ring-order", required_argument, NULL, OPT_RING_ORDER},
 	{"max-segments", required_argument, NULL, OPT_MAX_SEGMENTS},
+	{"queues", required_argument, NULL, OPT_QUEUES},
 	{"rw", required_argument, NULL, OPT_RW},
 	{"rwmix", required_argument, NULL, OPT_RWMIX},
 	{"pattern", required_argument, NULL, OPT_PATTERN},
@@ -357,6 +364,10 @@ static int parse_ring(struct front_opts *o, int c, const char *arg)
 				    TDF_MAX_SEGMENTS, &v);
 		o->max_segments = (uint32_t)v;
 		break;
+	case OPT_QUEUES:
+		status = number_arg("--queues", arg, 1, SHM_MAX_QUEUES, &v);
+		o->queues = (uint32_t)v;
+		break;
 	case OPT_VERIFY_ZEROES:
 		o->verify_zeroes = true;
 		/* fall through */
@@ -437,6 +448,10 @@ static int check_options(struct front_opts *o)
 		if (o->verify)
 			return usage_error("--verify and --pattern interleave "
 					   "do not go together");
+		if (o->queues > 1)
+			return usage_error("--queues and --pattern interleave "
+					   "do not go together (the rounds "
+					   "use one ring)");
 		o->bs[0] = FRONT_INTERLEAVE_BS;
 		o->nr_bs = 1;
 		o->rw = FRONT_WRITE;
@@ -465,6 +480,7 @@ int front_parse_options(struct front_opts *o, int argc, char **argv)
 	o->bs[0] = TDF_PAGE_SIZE;
 	o->nr_bs = 1;
 	o->qd = 1;
+	o->queues = 1;
 	o->rwmix_read = 50;
 	o->passes = 1;
 	o->generation = 1;

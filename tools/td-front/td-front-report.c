@@ -75,6 +75,8 @@ static void text_setup(const struct front_opts *o, struct tdf_dev *dev,
 	char bs[TD_HUMAN_BYTES_MAX];
 
 	printf("td-front: %s (tapdisk %d)\n", o->shm, (int)i->backend_pid);
+	if (i->nr_queues > 1)
+		printf("rings:     %" PRIu32 ", each as below\n", i->nr_queues);
 	printf("ring:      order %" PRIu32 " (%" PRIu32 " slots), %" PRIu32
 	       " segments per request (%s), pool %" PRIu32 " + %" PRIu32
 	       " pages\n",
@@ -231,6 +233,7 @@ static void json_setup(struct td_json *j, const struct front_opts *o,
 	td_json_u64(j, "ring_order", i->ring_order);
 	td_json_u64(j, "ring_slots", i->ring_slots);
 	td_json_u64(j, "max_segments", i->max_segments);
+	td_json_u64(j, "queues", i->nr_queues);
 	td_json_str(j, "pattern", pattern_names[o->pattern]);
 	td_json_str(j, "rw",
 		    o->pattern == FRONT_INTERLEAVE ? "write" : rw_names[o->rw]);

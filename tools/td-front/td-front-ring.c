@@ -28,16 +28,16 @@ static uint32_t div_up(uint32_t a, uint32_t b)
 	return a / b + (a % b != 0);
 }
 
-int tdf_ring_init(struct tdf_dev *dev)
+int tdf_ring_init(struct tdf_ring *r)
 {
-	uint32_t n = RING_SIZE(&dev->front);
+	uint32_t n = RING_SIZE(&r->front);
 
-	dev->shadow = calloc(n, sizeof(*dev->shadow));
-	if (!dev->shadow)
+	r->shadow = calloc(n, sizeof(*r->shadow));
+	if (!r->shadow)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++)
-		dev->shadow[i].next_free = i + 1;
-	dev->free_head = 0;
+		r->shadow[i].next_free = i + 1;
+	r->free_head = 0;
 	return 0;
 }
 
@@ -82,7 +82,7 @@ static int check_io(const struct tdf_dev *dev, const struct tdf_io *io)
 	const struct shm_backend_msg *b = &dev->info.backend;
 	bool ro = b->info & SHM_INFO_READONLY;
 
-	if (!io->cb)
+	if (!io->cb || io->queue >= dev->info.nr_queues)
 		return -EINVAL;
 	switch (io->op) {
 	case TDF_OP_READ:
@@ -117,7 +117,7 @@ int tdf_submit(struct tdf_dev *dev, struct tdf_io *io)
 	io->requests = 0;
 	io->pending = 0;
 	io->error = 0;
-	TAILQ_INSERT_TAIL(&dev->queue, io, link);
+	TAILQ_INSERT_TAIL(&dev->rings[io->queue].queue, io, link);
 	return 0;
 }
 
@@ -129,9 +129,10 @@ static bool all_issued(const struct tdf_io *io)
 }
 
 /* The next piece of a READ or WRITE, at ring slot id. */
-static void fill_rw(struct tdf_dev *dev, struct tdf_io *io, uint32_t id,
+static void fill_rw(struct tdf_ring *r, struct tdf_io *io, uint32_t id,
 		    blkif_request_t *req)
 {
+	struct tdf_dev *dev = r->dev;
 	uint32_t chunk = dev->info.max_segments * TDF_PAGE_SIZE;
 	uint32_t piece =
 		io->len - io->issued < chunk ? io->len - io->issued : chunk;
@@ -156,7 +157,7 @@ static void fill_rw(struct tdf_dev *dev, struct tdf_io *io, uint32_t id,
 		     p < div_up(segs, TDF_SEGS_PER_INDIRECT_PAGE); p++)
 			ind->indirect_grefs[p] = desc + p;
 		/* The slot's descriptor pages are consecutive. */
-		seg = (struct blkif_request_segment *)(dev->pool +
+		seg = (struct blkif_request_segment *)(r->pool +
 						       (size_t)desc *
 							       TDF_PAGE_SIZE);
 		dev->stats.indirect_requests++;
@@ -177,15 +178,15 @@ static void fill_rw(struct tdf_dev *dev, struct tdf_io *io, uint32_t id,
 }
 
 /* Put io's next request on the ring (which has room). */
-static void make_request(struct tdf_dev *dev, struct tdf_io *io)
+static void make_request(struct tdf_ring *r, struct tdf_io *io)
 {
-	uint32_t id = dev->free_head;
+	uint32_t id = r->free_head;
 	blkif_request_t *req =
-		RING_GET_REQUEST(&dev->front, dev->front.req_prod_pvt);
+		RING_GET_REQUEST(&r->front, r->front.req_prod_pvt);
 
-	dev->free_head = dev->shadow[id].next_free;
-	dev->shadow[id].io = io;
-	dev->inflight++;
+	r->free_head = r->shadow[id].next_free;
+	r->shadow[id].io = io;
+	r->inflight++;
 	memset(req, 0, sizeof(*req));
 	if (io->op == TDF_OP_FLUSH) {
 		req->operation = BLKIF_OP_FLUSH_DISKCACHE;
@@ -197,60 +198,75 @@ static void make_request(struct tdf_dev *dev, struct tdf_io *io)
 		d->nr_sectors = io->len / TDF_SECTOR_SIZE;
 		io->issued = io->len;
 	} else {
-		fill_rw(dev, io, id, req);
+		fill_rw(r, io, id, req);
 	}
 	req->id = id; /* the same place in every layout */
-	dev->front.req_prod_pvt++;
+	r->front.req_prod_pvt++;
 	io->requests++;
 	io->pending++;
-	dev->stats.requests++;
+	r->dev->stats.requests++;
 }
 
-int tdf_kick(struct tdf_dev *dev)
+static int ring_kick(struct tdf_ring *r)
 {
+	struct tdf_dev *dev = r->dev;
 	uint64_t one = TDF_KICK_VALUE;
 	struct tdf_io *io;
 	int pushed = 0, notify;
 
-	if (dev->broken)
-		return -EPROTO;
-	while ((io = TAILQ_FIRST(&dev->queue)) && !RING_FULL(&dev->front)) {
-		make_request(dev, io);
+	while ((io = TAILQ_FIRST(&r->queue)) && !RING_FULL(&r->front)) {
+		make_request(r, io);
 		pushed++;
 		if (all_issued(io))
-			TAILQ_REMOVE(&dev->queue, io, link);
+			TAILQ_REMOVE(&r->queue, io, link);
 	}
 	if (!pushed)
 		return 0;
 	dev->stats.pushes++;
-	RING_PUSH_REQUESTS_AND_CHECK_NOTIFY(&dev->front, notify);
+	RING_PUSH_REQUESTS_AND_CHECK_NOTIFY(&r->front, notify);
 	if (notify) {
 		/* EAGAIN: the counter is full, a kick is pending anyway. */
-		if (write(dev->kick_fd, &one, sizeof(one)) < 0 &&
-		    errno != EAGAIN)
+		if (write(r->kick_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			return -errno;
 		dev->stats.kicks++;
 	}
 	return pushed;
 }
 
+int tdf_kick(struct tdf_dev *dev)
+{
+	int pushed = 0;
+
+	if (dev->broken)
+		return -EPROTO;
+	for (uint32_t q = 0; q < dev->info.nr_queues; q++) {
+		int n = ring_kick(&dev->rings[q]);
+
+		if (n < 0)
+			return n;
+		pushed += n;
+	}
+	return pushed;
+}
+
 /* --- completing ------------------------------------------------------------------ */
 
-static int take_response(struct tdf_dev *dev, const blkif_response_t *rsp)
+static int take_response(struct tdf_ring *r, const blkif_response_t *rsp)
 {
+	struct tdf_dev *dev = r->dev;
 	struct tdf_shadow *sh;
 	struct tdf_io *io;
 
-	if (rsp->id >= RING_SIZE(&dev->front) || !dev->shadow[rsp->id].io) {
+	if (rsp->id >= RING_SIZE(&r->front) || !r->shadow[rsp->id].io) {
 		dev->broken = true;
 		return -EPROTO;
 	}
-	sh = &dev->shadow[rsp->id];
+	sh = &r->shadow[rsp->id];
 	io = sh->io;
 	sh->io = NULL;
-	sh->next_free = dev->free_head;
-	dev->free_head = (uint32_t)rsp->id;
-	dev->inflight--;
+	sh->next_free = r->free_head;
+	r->free_head = (uint32_t)rsp->id;
+	r->inflight--;
 	if (rsp->status != BLKIF_RSP_OKAY) {
 		dev->stats.errors++;
 		if (!io->error)
@@ -265,37 +281,49 @@ static int take_response(struct tdf_dev *dev, const blkif_response_t *rsp)
 	return 1;
 }
 
-int tdf_poll(struct tdf_dev *dev)
+static int ring_poll(struct tdf_ring *r)
 {
 	int done = 0, more;
 
-	if (dev->broken)
-		return -EPROTO;
 	do {
-		RING_IDX prod =
-			*(volatile RING_IDX *)&dev->front.sring->rsp_prod;
+		RING_IDX prod = *(volatile RING_IDX *)&r->front.sring->rsp_prod;
 
 		xen_rmb(); /* the responses up to prod are read after it */
-		if (prod - dev->front.rsp_cons >
-		    dev->front.req_prod_pvt - dev->front.rsp_cons) {
-			dev->broken = true;
+		if (prod - r->front.rsp_cons >
+		    r->front.req_prod_pvt - r->front.rsp_cons) {
+			r->dev->broken = true;
 			return -EPROTO; /* more responses than requests */
 		}
-		while (dev->front.rsp_cons != prod) {
+		while (r->front.rsp_cons != prod) {
 			blkif_response_t rsp;
 			int n;
 
 			memcpy(&rsp,
-			       RING_GET_RESPONSE(&dev->front,
-						 dev->front.rsp_cons),
+			       RING_GET_RESPONSE(&r->front, r->front.rsp_cons),
 			       sizeof(rsp));
-			dev->front.rsp_cons++;
-			if ((n = take_response(dev, &rsp)) < 0)
+			r->front.rsp_cons++;
+			if ((n = take_response(r, &rsp)) < 0)
 				return n;
 			done += n;
 		}
-		RING_FINAL_CHECK_FOR_RESPONSES(&dev->front, more);
+		RING_FINAL_CHECK_FOR_RESPONSES(&r->front, more);
 	} while (more);
+	return done;
+}
+
+int tdf_poll(struct tdf_dev *dev)
+{
+	int done = 0;
+
+	if (dev->broken)
+		return -EPROTO;
+	for (uint32_t q = 0; q < dev->info.nr_queues; q++) {
+		int n = ring_poll(&dev->rings[q]);
+
+		if (n < 0)
+			return n;
+		done += n;
+	}
 	return done;
 }
 
@@ -316,31 +344,40 @@ static int check_socket(struct tdf_dev *dev)
 	return -EPROTO;
 }
 
+/* Every ring's notify eventfd, then the socket (last). */
 int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 {
-	struct pollfd pfd[2] = {
-		{.fd = dev->notify_fd, .events = POLLIN},
-		{.fd = dev->sock, .events = POLLIN},
-	};
+	struct pollfd pfd[SHM_MAX_QUEUES + 1];
+	uint32_t nq = dev->info.nr_queues;
 	uint64_t count;
 	int n = tdf_poll(dev);
 
-	if (n || !dev->inflight)
+	if (n || !tdf_inflight(dev))
 		return n;
-	if (poll(pfd, 2, timeout_ms) < 0)
+	for (uint32_t q = 0; q < nq; q++)
+		pfd[q] = (struct pollfd){.fd = dev->rings[q].notify_fd,
+					 .events = POLLIN};
+	pfd[nq] = (struct pollfd){.fd = dev->sock, .events = POLLIN};
+	if (poll(pfd, nq + 1, timeout_ms) < 0)
 		return errno == EINTR ? 0 : -errno;
-	if (pfd[0].revents & POLLIN) {
+	for (uint32_t q = 0; q < nq; q++) {
+		if (!(pfd[q].revents & POLLIN))
+			continue;
 		/* Non-blocking (the backend's flag); EAGAIN is harmless. */
-		(void)!read(dev->notify_fd, &count, sizeof(count));
+		(void)!read(dev->rings[q].notify_fd, &count, sizeof(count));
 		dev->stats.wakeups++;
 	}
 	n = tdf_poll(dev);
-	if (n || !pfd[1].revents)
+	if (n || !pfd[nq].revents)
 		return n;
 	return check_socket(dev);
 }
 
 uint32_t tdf_inflight(const struct tdf_dev *dev)
 {
-	return dev->inflight;
+	uint32_t n = 0;
+
+	for (uint32_t q = 0; q < dev->info.nr_queues; q++)
+		n += dev->rings[q].inflight;
+	return n;
 }

@@ -156,7 +156,8 @@ static int check_zeroes(const unsigned char *buf, uint64_t offset, uint32_t len,
 static void job_account(struct run *r, struct job *j)
 {
 	struct front_result *res = r->res;
-	const unsigned char *buf = tdf_page(r->dev, j->io.page);
+	const unsigned char *buf =
+		tdf_queue_page(r->dev, j->io.queue, j->io.page);
 	int w = j->io.op == TDF_OP_WRITE;
 	struct tdf_mismatch m;
 	int bad;
@@ -324,10 +325,12 @@ static bool next_verify(struct run *r, struct job *j)
 	j->generation = r->generation;
 	j->check = r->phase == TDF_OP_READ;
 	if (r->phase == TDF_OP_WRITE)
-		tdf_pattern_fill(tdf_page(r->dev, j->io.page), c->offset,
-				 c->len, r->generation, r->o->seed);
+		tdf_pattern_fill(
+			tdf_queue_page(r->dev, j->io.queue, j->io.page),
+			c->offset, c->len, r->generation, r->o->seed);
 	else /* so that a read that moves no data is caught */
-		memset(tdf_page(r->dev, j->io.page), FRONT_POISON_BYTE, c->len);
+		memset(tdf_queue_page(r->dev, j->io.queue, j->io.page),
+		       FRONT_POISON_BYTE, c->len);
 	return true;
 }
 
@@ -414,8 +417,10 @@ static int setup(struct run *r, const struct front_opts *o, struct tdf_dev *dev,
 		 struct front_result *res)
 {
 	const struct tdf_info *info = tdf_get_info(dev);
+	/* --qd I/Os per ring; interleave rounds use ring 0 only. */
+	uint32_t nq = o->pattern == FRONT_INTERLEAVE ? 1 : info->nr_queues;
 	uint32_t n = o->pattern == FRONT_INTERLEAVE ? FRONT_INTERLEAVE_BLOCKS
-						    : o->qd;
+						    : o->qd * nq;
 
 	memset(r, 0, sizeof(*r));
 	r->o = o;
@@ -429,14 +434,18 @@ static int setup(struct run *r, const struct front_opts *o, struct tdf_dev *dev,
 	if (!r->jobs)
 		return -ENOMEM;
 	r->njobs = n;
+	/* Job i: ring i mod nq, buffer i / nq in that ring's pool. */
 	for (uint32_t i = 0; i < n; i++) {
 		r->jobs[i].run = r;
-		r->jobs[i].index = i;
+		r->jobs[i].index = i / nq;
+		r->jobs[i].io.queue = i % nq;
 	}
 	/* Writes of the perf workloads carry a pattern, not zeroes. */
-	for (uint32_t p = 0; p < front_data_pages(o); p++)
-		tdf_pattern_fill(tdf_page(dev, p), (uint64_t)p * TDF_PAGE_SIZE,
-				 TDF_PAGE_SIZE, 0, r->rng);
+	for (uint32_t q = 0; q < nq; q++)
+		for (uint32_t p = 0; p < front_data_pages(o); p++)
+			tdf_pattern_fill(tdf_queue_page(dev, q, p),
+					 (uint64_t)p * TDF_PAGE_SIZE,
+					 TDF_PAGE_SIZE, 0, r->rng);
 	return 0;
 }
 

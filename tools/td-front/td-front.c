@@ -107,6 +107,11 @@ static void note_negotiation(const struct front_opts *o, struct tdf_dev *dev)
 			"td-front: note: %" PRIu32 " segments per request (the "
 			"backend's maximum), not %" PRIu32 "\n",
 			i->max_segments, wanted);
+	if (i->nr_queues < o->queues)
+		fprintf(stderr,
+			"td-front: note: %" PRIu32 " rings (the backend's "
+			"maximum), not %" PRIu32 "\n",
+			i->nr_queues, o->queues);
 }
 
 static void fetch_backend(const char *path, struct tdf_backend_stats *st,
@@ -128,6 +133,7 @@ static int run(struct front_opts *o, struct front_result *res)
 		.ring_order = o->ring_order,
 		.max_segments = o->max_segments,
 		.data_pages = front_data_pages(o),
+		.queues = o->queues,
 	};
 	struct tdf_backend_stats before, after;
 	char why[TDF_WHY_MAX];

@@ -30,6 +30,7 @@ struct front_opts {
 	const char *shm;
 	uint32_t ring_order;
 	uint32_t max_segments;
+	uint32_t queues; /* rings asked for (--queues), 1 by default */
 	enum front_rw rw;
 	unsigned int rwmix_read; /* percent of reads in FRONT_MIXED */
 	enum front_pattern pattern;

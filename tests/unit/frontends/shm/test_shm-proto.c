@@ -31,6 +31,21 @@ static const struct line_case connect_cases[] = {
 	{C "ring-page-order=8 data-pages=4294967295 max-indirect-segments=4096",
 	 0},
 	{C "ring-page-order=0 data-pages=1 max-indirect-segments=11", 0},
+	/* multi-queue-num-queues: optional, 1..16 */
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=1", 0},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=16", 0},
+	{C "multi-queue-num-queues=4 ring-page-order=0 data-pages=1", 0},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=0", -EINVAL},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=17", -EINVAL},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=4294967297",
+	 -EINVAL},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=", -EPROTO},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=02", -EPROTO},
+	{C "ring-page-order=0 data-pages=1 multi-queue-num-queues=2 "
+	   "multi-queue-num-queues=2",
+	 -EPROTO},
+	{C "ring-page-order=0 data-pages=1 multi-queue-max-queues=2", -EPROTO},
+	{C "ring-page-order=0 multi-queue-num-queues=2", -EPROTO},
 	/* versions */
 	{"connect version=2 ring-page-order=0 data-pages=1", -ENOTSUP},
 	{"connect version=2 some-new-key=1", -ENOTSUP},
@@ -116,6 +131,10 @@ static void test_connect_values(void **state)
 	l = C "ring-page-order=0 data-pages=7";
 	assert_int_equal(shm_parse_connect(l, strlen(l), &m, NULL, 0), 0);
 	assert_int_equal(m.max_indirect_segments, 0); /* absent */
+	assert_int_equal(m.nr_queues, 1);	      /* absent: one ring */
+	l = C "ring-page-order=0 data-pages=7 multi-queue-num-queues=3";
+	assert_int_equal(shm_parse_connect(l, strlen(l), &m, NULL, 0), 0);
+	assert_int_equal(m.nr_queues, 3);
 }
 
 /* Bytes a C string cannot show: a NUL, and a line too long. */
@@ -176,6 +195,23 @@ static const struct line_case backend_cases[] = {
 	   "max-data-pages=1",
 	 -EINVAL},
 	{"tapstripe-shm version=3 sectors=1", -ENOTSUP},
+	/* multi-queue-max-queues: optional, 1..16 */
+	{B "sectors=1 sector-size=512 info=0 feature-flush-cache=0 "
+	   "feature-discard=0 discard-secure=0 max-ring-page-order=0 "
+	   "max-data-pages=1 multi-queue-max-queues=16",
+	 0},
+	{B "sectors=1 sector-size=512 info=0 feature-flush-cache=0 "
+	   "feature-discard=0 discard-secure=0 max-ring-page-order=0 "
+	   "max-data-pages=1 multi-queue-max-queues=0",
+	 -EINVAL},
+	{B "sectors=1 sector-size=512 info=0 feature-flush-cache=0 "
+	   "feature-discard=0 discard-secure=0 max-ring-page-order=0 "
+	   "max-data-pages=1 multi-queue-max-queues=17",
+	 -EINVAL},
+	{B "sectors=1 sector-size=512 info=0 feature-flush-cache=0 "
+	   "feature-discard=0 discard-secure=0 max-ring-page-order=0 "
+	   "max-data-pages=1 multi-queue-num-queues=2",
+	 -EPROTO},
 };
 
 static void test_backend_table(void **state)
@@ -209,7 +245,9 @@ static void test_backend_round_trip(void **state)
 	m.max_indirect_segments = 256;
 	m.max_ring_page_order = 4;
 	m.max_data_pages = 1000;
+	m.max_queues = 16;
 	n = shm_format_backend(&m, line, sizeof(line));
+	assert_non_null(strstr(line, " multi-queue-max-queues=16\n"));
 
 	assert_true(n > 0 && line[n - 1] == '\n' && line[n] == '\0');
 	assert_int_equal(shm_msg_kind(line, (size_t)n - 1), SHM_KIND_BACKEND);
@@ -223,18 +261,34 @@ static void test_backend_round_trip(void **state)
 	assert_int_equal(shm_parse_backend(line, (size_t)n - 1, &back, NULL, 0),
 			 0);
 	assert_int_equal(back.max_indirect_segments, 0);
+	/* One ring: the key is left out too, and absent means 1. */
+	m.max_queues = 1;
+	n = shm_format_backend(&m, line, sizeof(line));
+	assert_null(strstr(line, "multi-queue"));
+	assert_int_equal(shm_parse_backend(line, (size_t)n - 1, &back, NULL, 0),
+			 0);
+	assert_int_equal(back.max_queues, 1);
 	assert_int_equal(shm_format_backend(&m, line, 40), -ENOSPC);
 }
 
 static void test_connect_round_trip(void **state)
 {
-	struct shm_connect_msg m = {1, 5, 123456, 4096}, back;
+	struct shm_connect_msg m = {1, 5, 123456, 4096, 1}, back;
 	char line[SHM_LINE_MAX];
 	int n = shm_format_connect(&m, line, sizeof(line));
 
 	assert_string_equal(line, "connect version=1 ring-page-order=5 "
 				  "data-pages=123456 "
 				  "max-indirect-segments=4096\n");
+	assert_int_equal(shm_parse_connect(line, (size_t)n - 1, &back, NULL, 0),
+			 0);
+	assert_memory_equal(&m, &back, sizeof(m));
+	m.nr_queues = 4;
+	n = shm_format_connect(&m, line, sizeof(line));
+	assert_string_equal(line, "connect version=1 ring-page-order=5 "
+				  "data-pages=123456 "
+				  "max-indirect-segments=4096 "
+				  "multi-queue-num-queues=4\n");
 	assert_int_equal(shm_parse_connect(line, (size_t)n - 1, &back, NULL, 0),
 			 0);
 	assert_memory_equal(&m, &back, sizeof(m));
@@ -259,6 +313,15 @@ static void test_connected(void **state)
 		{"connected version=1 ring-page-order=3 ring-bytes=32768 "
 		 "data-pages=100 data-bytes=409600 max-indirect-segments=11",
 		 -EPROTO},
+		/* one ring is said by leaving the key out */
+		{"connected ring-page-order=3 ring-bytes=32768 data-pages=100 "
+		 "data-bytes=409600 max-indirect-segments=11 "
+		 "multi-queue-num-queues=1",
+		 -EINVAL},
+		{"connected ring-page-order=3 ring-bytes=32768 data-pages=100 "
+		 "data-bytes=409600 max-indirect-segments=11 "
+		 "multi-queue-num-queues=17",
+		 -EINVAL},
 	};
 
 	memset(&m, 0, sizeof(m)); /* the padding too: compared whole */
@@ -267,7 +330,15 @@ static void test_connected(void **state)
 	m.data_pages = 100;
 	m.data_bytes = 409600;
 	m.max_indirect_segments = 11;
+	m.nr_queues = 1;
 	n = shm_format_connected(&m, line, sizeof(line));
+	assert_null(strstr(line, "multi-queue"));
+	assert_int_equal(
+		shm_parse_connected(line, (size_t)n - 1, &back, NULL, 0), 0);
+	assert_memory_equal(&m, &back, sizeof(m));
+	m.nr_queues = 16;
+	n = shm_format_connected(&m, line, sizeof(line));
+	assert_non_null(strstr(line, " multi-queue-num-queues=16\n"));
 	assert_int_equal(
 		shm_parse_connected(line, (size_t)n - 1, &back, NULL, 0), 0);
 	assert_memory_equal(&m, &back, sizeof(m));

@@ -56,6 +56,7 @@
 static const struct td_driver_ops *const table[] = {
 	&td_null_ops,
 	&mock_ops,
+	&td_sort_ops,
 	NULL,
 };
 
@@ -194,7 +195,7 @@ static int read_line(struct front *f, char *buf, int *fds, unsigned int *nfds)
 {
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * SHM_NR_FDS)];
+		char b[CMSG_SPACE(sizeof(int) * SHM_NR_FDS * SHM_MAX_QUEUES)];
 	} u;
 	struct iovec iov = {buf, LINE - 1};
 	struct msghdr msg = {.msg_iov = &iov,
@@ -278,7 +279,7 @@ static void *map(int fd, size_t bytes)
 static void connect_front(struct front *f, uint32_t order, uint32_t pages,
 			  uint32_t max_ind)
 {
-	struct shm_connect_msg m = {1, order, pages, max_ind};
+	struct shm_connect_msg m = {1, order, pages, max_ind, 1};
 	struct shm_connected_msg c;
 	int fds[SHM_NR_FDS];
 	unsigned int nfds = 0;
@@ -802,6 +803,280 @@ static void test_frontends_isolated(void **state)
 	front_close(&good);
 }
 
+/* --- several rings on one connection (multi-queue) ----------------------------- */
+
+#define MQ_MAX 4
+
+/* Map ring q's four descriptors fds[4q..4q+3] into f (no socket). */
+static void map_queue(struct front *f, const struct shm_connected_msg *c,
+		      const int *fds)
+{
+	f->sock = -1;
+	f->ring_bytes = (size_t)c->ring_bytes;
+	f->pool_bytes = (size_t)c->data_bytes;
+	f->sring = map(fds[SHM_FD_RING], f->ring_bytes);
+	f->pool = map(fds[SHM_FD_DATA], f->pool_bytes);
+	f->kick = fds[SHM_FD_KICK];
+	f->notify = fds[SHM_FD_NOTIFY];
+	assert_int_equal(((blkif_sring_t *)f->sring)->req_event, 1);
+	FRONT_RING_INIT(&f->front, (blkif_sring_t *)f->sring, f->ring_bytes);
+}
+
+/*
+ * Negotiate n rings on the socket of f[0] (attached): f[q] gets ring q.
+ * A line given sends it instead of the formatted one.
+ */
+static void connect_queues(struct front *f, uint32_t n, uint32_t order,
+			   uint32_t pages)
+{
+	struct shm_connect_msg m = {1, order, pages, 0, n};
+	struct shm_connected_msg c;
+	int fds[SHM_NR_FDS * SHM_MAX_QUEUES];
+	unsigned int nfds = 0;
+	char line[LINE];
+	int len = shm_format_connect(&m, line, sizeof(line));
+
+	send_text(&f[0], line, (size_t)len);
+	run();
+	len = read_line(&f[0], line, fds, &nfds);
+	assert_true(len > 0);
+	assert_int_equal(nfds, SHM_NR_FDS * n);
+	assert_int_equal(
+		shm_parse_connected(line, (size_t)len - 1, &c, NULL, 0), 0);
+	assert_int_equal(c.nr_queues, n);
+	assert_int_equal(c.ring_page_order, order);
+	assert_int_equal(c.data_pages, pages);
+	for (uint32_t q = 0; q < n; q++) {
+		int sock = f[0].sock;
+
+		map_queue(&f[q], &c, fds + q * SHM_NR_FDS);
+		if (!q)
+			f[0].sock = sock;
+	}
+}
+
+static void close_queues(struct front *f, uint32_t n)
+{
+	for (uint32_t q = 0; q < n; q++)
+		front_close(&f[q]);
+}
+
+/* The offer says how many rings; 1, 2 and 4 of every order work. */
+static void test_mq_rings(void **state)
+{
+	static const uint32_t counts[] = {1, 2, 4};
+	struct front f[MQ_MAX];
+	uint64_t reads = 0;
+
+	start("null:size=64M");
+	for (size_t i = 0; i < sizeof(counts) / sizeof(*counts); i++) {
+		for (uint32_t order = 0; order <= 3; order++) {
+			uint32_t n = counts[i];
+
+			assert_int_equal(attach(&f[0]), 0);
+			assert_int_equal(f[0].offer.max_queues,
+					 TD_SHM_DEFAULT_MAX_QUEUES);
+			connect_queues(f, n, order, 4);
+			assert_int_equal(stats().rings, n);
+			assert_int_equal(stats().clients, 1);
+			/* Each ring answers on itself, with its own pool. */
+			for (uint32_t q = 0; q < n; q++) {
+				memset(f[q].pool, 0xee, PAGE);
+				req_rw(&f[q], BLKIF_OP_READ, 10 + q, q * 8, 1,
+				       0);
+				kick(&f[q]);
+			}
+			for (uint32_t q = 0; q < n; q++) {
+				expect_rsp(&f[q], 10 + q, BLKIF_RSP_OKAY);
+				assert_int_equal(unread(&f[q]), 0);
+				assert_true(notified(&f[q]));
+				assert_int_equal(f[q].pool[0], 0);
+			}
+			reads += n;
+			close_queues(f, n);
+			run();
+			assert_int_equal(stats().rings, 0);
+			assert_int_equal(T.srv->nr_conns, 0);
+		}
+	}
+	/* Counted once each, over every ring. */
+	assert_int_equal(stats().ring.reqs[BLKIF_OP_READ], reads);
+	assert_int_equal(stats().kicks, reads);
+	assert_int_equal(stats().protocol_errors, 0);
+}
+
+/* Asking for more rings than offered, or none, is refused. */
+static void test_mq_refused(void **state)
+{
+	static const struct {
+		const char *line;
+		const char *answer;
+		const char *logged;
+	} cases[] = {
+		{"connect version=1 ring-page-order=0 data-pages=1 "
+		 "multi-queue-num-queues=3\n",
+		 "EINVAL",
+		 "multi-queue-num-queues=3 is above multi-queue-max-queues=2"},
+		{"connect version=1 ring-page-order=0 data-pages=1 "
+		 "multi-queue-num-queues=0\n",
+		 "EINVAL", "multi-queue-num-queues=0 is not in 1..16"},
+		{"connect version=1 ring-page-order=0 data-pages=1 "
+		 "multi-queue-num-queues=17\n",
+		 "EINVAL", "multi-queue-num-queues=17 is not in 1..16"},
+		{"connect version=1 ring-page-order=0 data-pages=1 "
+		 "multi-queue-num-queues=x\n",
+		 "EPROTO", "is not a decimal number"},
+		{"connect version=1 ring-page-order=0 data-pages=1 "
+		 "multi-queue-max-queues=2\n",
+		 "EPROTO", "unknown key 'multi-queue-max-queues'"},
+	};
+	struct front f[MQ_MAX];
+
+	T.params.max_queues = 2;
+	start("null:size=64M");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		assert_int_equal(attach(&f[0]), 0);
+		assert_int_equal(f[0].offer.max_queues, 2);
+		send_text(&f[0], cases[i].line, strlen(cases[i].line));
+		expect_refused(&f[0], cases[i].answer);
+		if (!logged(cases[i].logged))
+			fail_msg("'%s' not logged", cases[i].logged);
+		front_close(&f[0]);
+		run();
+	}
+	assert_int_equal(stats().protocol_errors,
+			 sizeof(cases) / sizeof(*cases));
+	/* The key left out: one ring, four descriptors (connect_front). */
+	assert_int_equal(attach(&f[0]), 0);
+	connect_front(&f[0], 0, 4, 0);
+	assert_int_equal(stats().rings, 1);
+	front_close(&f[0]);
+	/* Exactly the maximum. */
+	assert_int_equal(attach(&f[0]), 0);
+	connect_queues(f, 2, 0, 4);
+	assert_int_equal(stats().rings, 2);
+	close_queues(f, 2);
+}
+
+/* One ring offered: the key is absent from the offer, and 2 refused. */
+static void test_mq_single_offered(void **state)
+{
+	static const char two[] = "connect version=1 ring-page-order=0 "
+				  "data-pages=1 multi-queue-num-queues=2\n";
+	struct front f;
+	char line[LINE];
+	int sv[2];
+
+	T.params.max_queues = 1;
+	start("null:size=64M");
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv),
+			 0);
+	memset(&f, 0, sizeof(f));
+	f.kick = f.notify = -1;
+	f.sock = sv[0];
+	assert_int_equal(td_shm_server_add_client(T.srv, sv[1], "one"), 0);
+	assert_true(read_line(&f, line, NULL, NULL) > 0);
+	assert_null(strstr(line, "multi-queue"));
+	send_text(&f, two, strlen(two));
+	expect_refused(&f, "EINVAL");
+	front_close(&f);
+	/* Bounds of the parameter itself. */
+	td_frontend_destroy(td_shm_server_frontend(T.srv));
+	T.srv = NULL;
+	T.params.max_queues = SHM_MAX_QUEUES + 1;
+	assert_int_equal(td_shm_server_create(T.loop, T.vbd, &T.params, &T.srv),
+			 -EINVAL);
+	T.params.max_queues = SHM_MAX_QUEUES;
+	assert_int_equal(td_shm_server_create(T.loop, T.vbd, &T.params, &T.srv),
+			 0);
+}
+
+/*
+ * The negotiation changed under a connected device (a second connect
+ * line asking for other rings), or one ring of four broken: the whole
+ * connection goes, every ring of it; another frontend's rings go on.
+ */
+static void test_mq_one_bad_ring(void **state)
+{
+	static const char again[] = "connect version=1 ring-page-order=0 "
+				    "data-pages=4 multi-queue-num-queues=4\n";
+	struct front good[2], bad[MQ_MAX];
+	uint64_t id = 100;
+
+	start("null:size=64M");
+	assert_int_equal(attach(&good[0]), 0);
+	connect_queues(good, 2, 1, 8);
+	for (int how = 0; how < 2; how++) {
+		assert_int_equal(attach(&bad[0]), 0);
+		connect_queues(bad, MQ_MAX, 0, 4);
+		assert_int_equal(stats().rings, 2 + MQ_MAX);
+		if (how == 0)
+			send_text(&bad[0], again, strlen(again));
+		else /* ring 2 more than a ring ahead */
+			bad[2].front.req_prod_pvt += RING_SIZE(&bad[2].front);
+		req_rw(&bad[2], BLKIF_OP_READ, 1, 0, 1, 0);
+		kick(&bad[2]);
+		req_rw(&good[1], BLKIF_OP_READ, id, 0, 1, 0);
+		kick(&good[1]);
+		expect_closed(&bad[0]);
+		expect_rsp(&good[1], id++, BLKIF_RSP_OKAY);
+		assert_int_equal(stats().rings, 2);
+		close_queues(bad, MQ_MAX);
+		run();
+		assert_int_equal(stats().protocol_errors, (uint64_t)how + 1);
+		assert_int_equal(T.srv->nr_conns, 1);
+	}
+	assert_true(logged("sent data on the socket after connecting"));
+	assert_true(logged("broke the ring protocol"));
+	req_rw(&good[0], BLKIF_OP_READ, id, 0, 1, 0);
+	kick(&good[0]);
+	expect_rsp(&good[0], id, BLKIF_RSP_OKAY);
+	close_queues(good, 2);
+}
+
+/*
+ * A flush on one ring and writes on two others, through sort: the flush
+ * reaches the disk only after the write answered before it (ring 0)
+ * completed, and the write pushed after it (ring 2), although adjacent
+ * to ring 0's, is not merged with it across the flush.
+ */
+static void test_mq_flush_across_rings(void **state)
+{
+	struct front f[3];
+
+	mock.hold = true;
+	start("sort|mock");
+	assert_int_equal(attach(&f[0]), 0);
+	connect_queues(f, 3, 0, 4);
+	req_rw(&f[0], BLKIF_OP_WRITE, 1, 0, 1, 0);
+	kick(&f[0]);
+	assert_int_equal(mock.nr_held, 1);
+	req_rw(&f[1], BLKIF_OP_FLUSH_DISKCACHE, 2, 0, 0, 0);
+	req_rw(&f[2], BLKIF_OP_WRITE, 3, 8, 1, 0);
+	kick(&f[1]);
+	kick(&f[2]);
+	/* The flush waits for the write before it; the write after it too. */
+	assert_int_equal(mock.nr_held, 1);
+	assert_int_equal(unread(&f[1]), 0);
+	mock_complete_held(0, 0);
+	run();
+	expect_rsp(&f[0], 1, BLKIF_RSP_OKAY);
+	assert_int_equal(mock.nr_held, 3);
+	assert_int_equal(mock.seen[1].op, TD_OP_FLUSH);
+	assert_int_equal(mock.seen[2].op, TD_OP_WRITE);
+	assert_int_equal(mock.seen[2].sector, 8);
+	assert_int_equal(mock.seen[2].nr_sectors, 8); /* not merged */
+	mock_complete_held(1, 0);
+	mock_complete_held(2, 0);
+	run();
+	expect_rsp(&f[1], 2, BLKIF_RSP_OKAY);
+	expect_rsp(&f[2], 3, BLKIF_RSP_OKAY);
+	/* Per-disk counters: each request once. */
+	assert_int_equal(stats().ring.reqs[BLKIF_OP_WRITE], 2);
+	assert_int_equal(stats().ring.reqs[BLKIF_OP_FLUSH_DISKCACHE], 1);
+	close_queues(f, 3);
+}
+
 /* --- shutdown and destroy ----------------------------------------------------------- */
 
 static void shm_done(void *opaque)
@@ -1002,6 +1277,11 @@ int main(void)
 		TEST(test_listen),
 		TEST(test_bad_params),
 		TEST(test_stats_format),
+		TEST(test_mq_rings),
+		TEST(test_mq_refused),
+		TEST(test_mq_single_offered),
+		TEST(test_mq_one_bad_ring),
+		TEST(test_mq_flush_across_rings),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

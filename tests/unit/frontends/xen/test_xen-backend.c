@@ -322,47 +322,70 @@ static struct {
 	void *done_opaque;
 	void (*fatal)(void *);
 	void *fatal_opaque;
+	/* Several rings: each connect hands out the next tag; the keys of
+	 * ring i; the done callbacks still to run (drain runs the last). */
+	unsigned int live, fail_at; /* fail_at: connect number + 1 to fail */
+	struct xen_frontend_keys ring_keys[XEN_MAX_QUEUES];
+	unsigned int nr_dones;
+	void (*dones[XEN_MAX_QUEUES])(void *);
+	void *done_opaques[XEN_MAX_QUEUES];
 } io;
 
-static struct xen_ring *const FAKE_RING = (struct xen_ring *)&io;
+static char ring_tags[XEN_MAX_QUEUES];
+
+static bool fake_ring(const struct xen_ring *ring)
+{
+	const char *t = (const char *)ring;
+
+	return t >= ring_tags && t < ring_tags + XEN_MAX_QUEUES;
+}
+
+static void record_done(void (*done)(void *), void *opaque)
+{
+	assert_true(io.nr_dones < XEN_MAX_QUEUES);
+	io.dones[io.nr_dones] = done;
+	io.done_opaques[io.nr_dones++] = opaque;
+	io.done = done;
+	io.done_opaque = opaque;
+}
 
 static int f_connect(const struct xen_ring_params *p, struct xen_ring **out)
 {
 	io.connects++;
-	if (io.connect_err)
-		return io.connect_err;
+	if (io.connect_err || io.fail_at == io.connects)
+		return io.connect_err ?: -ENOMEM;
+	assert_true(io.live < XEN_MAX_QUEUES);
+	io.ring_keys[io.live] = *p->keys;
+	*out = (struct xen_ring *)&ring_tags[io.live++];
 	io.keys = *p->keys;
 	io.resume = p->resume;
 	io.domid = p->frontend_domid;
 	io.read_only = p->cfg->read_only;
 	io.fatal = p->fatal;
 	io.fatal_opaque = p->opaque;
-	*out = FAKE_RING;
 	return 0;
 }
 
 static void f_disconnect(struct xen_ring *ring, void (*done)(void *),
 			 void *opaque)
 {
-	assert_ptr_equal(ring, FAKE_RING);
+	assert_true(fake_ring(ring));
 	io.disconnects++;
-	io.done = done;
-	io.done_opaque = opaque;
+	record_done(done, opaque);
 }
 
 static void f_quiesce(struct xen_ring *ring, void (*done)(void *), void *opaque)
 {
-	assert_ptr_equal(ring, FAKE_RING);
+	assert_true(fake_ring(ring));
 	io.quiesces++;
-	io.done = done;
-	io.done_opaque = opaque;
+	record_done(done, opaque);
 }
 
 /* A connected ring's counters: 5 writes, as the real one would count. */
 static void f_add_stats(const struct xen_ring *ring,
 			struct blkif_ring_stats *sum)
 {
-	assert_ptr_equal(ring, FAKE_RING);
+	assert_true(fake_ring(ring));
 	sum->reqs[BLKIF_OP_WRITE] += 5;
 }
 
@@ -373,14 +396,25 @@ static const struct xen_io_ops fake_io = {
 	.add_stats = f_add_stats,
 };
 
-/* The I/O in flight has finished: the ring is gone. */
+/* The I/O in flight has finished: the (last asked) ring is gone. */
 static void drain(void)
 {
-	void (*done)(void *) = io.done;
+	void (*done)(void *);
+	void *opaque;
 
-	assert_non_null(done);
-	io.done = NULL;
-	done(io.done_opaque);
+	assert_true(io.nr_dones > 0);
+	done = io.dones[--io.nr_dones];
+	opaque = io.done_opaques[io.nr_dones];
+	io.done = io.nr_dones ? io.dones[io.nr_dones - 1] : NULL;
+	io.done_opaque = io.nr_dones ? io.done_opaques[io.nr_dones - 1] : NULL;
+	io.live--;
+	done(opaque);
+}
+
+static void drain_all(void)
+{
+	while (io.nr_dones)
+		drain();
 }
 
 /* --- fixture ----------------------------------------------------------------- */
@@ -446,8 +480,7 @@ static int teardown(void **state)
 {
 	/* A ring still connected is disconnected first, as tapdisk does. */
 	td_frontend_shutdown(&T.srv.fe, stopped, NULL);
-	if (io.done)
-		io.done(io.done_opaque);
+	drain_all();
 	pump();
 	xen_server_fini(&T.srv);
 	for (int i = 0; i < MAX_KEYS; i++) {
@@ -567,6 +600,155 @@ static void test_connect(void **state)
 	frontend_state("4");
 	assert_int_equal(io.connects, 1);
 	assert_string_equal(be_state(), "4");
+}
+
+/* --- several rings (multi-queue) ------------------------------------------------ */
+
+/* blkfront with n rings: multi-queue-num-queues and queue-N/ keys. */
+static void frontend_init_queues(unsigned int n)
+{
+	char key[64], v[16];
+
+	snprintf(v, sizeof(v), "%u", n);
+	put(FE "/multi-queue-num-queues", v);
+	for (unsigned int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), FE "/queue-%u/ring-ref", i);
+		snprintf(v, sizeof(v), "%u", 100 + i);
+		put(key, v);
+		snprintf(key, sizeof(key), FE "/queue-%u/event-channel", i);
+		snprintf(v, sizeof(v), "%u", 20 + i);
+		put(key, v);
+	}
+	put(FE "/protocol", "x86_64-abi");
+	put(FE "/state", "3");
+	pump();
+}
+
+static void test_mq_advertise_connect(void **state)
+{
+	struct td_xen_stats st;
+
+	toolstack_attach((int)getpid());
+	assert_string_equal(get(BE "/multi-queue-max-queues"), "8");
+	frontend_init_queues(4);
+	assert_string_equal(be_state(), "4");
+	assert_int_equal(io.connects, 4);
+	assert_int_equal(io.live, 4);
+	for (unsigned int i = 0; i < 4; i++) {
+		assert_int_equal(io.ring_keys[i].ring_refs[0], 100 + i);
+		assert_int_equal(io.ring_keys[i].event_channel, 20 + i);
+	}
+	/* Every connected ring counted, once. */
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_WRITE], 4 * 5);
+	assert_int_equal(T.srv.stats.connects, 1);
+	/* The frontend closes: every ring goes, the device once all did. */
+	frontend_state("5");
+	assert_int_equal(io.disconnects, 4);
+	drain();
+	drain();
+	drain();
+	assert_string_equal(be_state(), "5");
+	drain();
+	frontend_state("6");
+	assert_string_equal(be_state(), "2"); /* ready for it again */
+	assert_int_equal(io.live, 0);
+}
+
+/* Keys changed under a connected device are not read again. */
+static void test_mq_keys_change_while_connected(void **state)
+{
+	toolstack_attach((int)getpid());
+	frontend_init_queues(2);
+	assert_int_equal(io.connects, 2);
+	put(FE "/multi-queue-num-queues", "16");
+	put(FE "/queue-0/ring-ref", "999");
+	put(FE "/queue-1/event-channel", "junk");
+	frontend_state("4");
+	assert_int_equal(io.connects, 2);
+	assert_int_equal(io.live, 2);
+	assert_string_equal(be_state(), "4");
+	assert_int_equal(io.ring_keys[0].ring_refs[0], 100);
+}
+
+/* Missing, out of range: the device fails; no ring is left mapped. */
+static void test_mq_refused(void **state)
+{
+	static const struct {
+		const char *key, *value, *why;
+	} rows[] = {
+		{FE "/multi-queue-num-queues", "9", "not in 1..8"},
+		{FE "/multi-queue-num-queues", "0", "not in 1..8"},
+		{FE "/queue-1/event-channel", "x", "queue-1: event-channel"},
+		{FE "/queue-1/ring-ref", NULL,
+		 "queue-1: cannot read ring-ref0"},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++) {
+		toolstack_attach((int)getpid());
+		put(FE "/multi-queue-num-queues", "2");
+		put(FE "/queue-0/ring-ref", "1");
+		put(FE "/queue-0/event-channel", "2");
+		put(FE "/queue-1/ring-ref", "3");
+		put(FE "/queue-1/event-channel", "4");
+		if (rows[i].value)
+			put(rows[i].key, rows[i].value);
+		else
+			rm_tree(rows[i].key);
+		frontend_state("3");
+		assert_string_equal(be_state(), "5");
+		if (!strstr(get(BE "/error"), rows[i].why))
+			fail_msg("row %zu: '%s' lacks '%s'", i,
+				 get(BE "/error"), rows[i].why);
+		assert_int_equal(io.live, 0);
+		frontend_state("6");
+		assert_string_equal(be_state(), "2");
+	}
+	assert_int_equal(T.srv.stats.connect_errors, 4);
+}
+
+/* Ring 3 of 4 cannot be mapped: the 2 mapped before are let go. */
+static void test_mq_connect_fails_midway(void **state)
+{
+	io.fail_at = 3;
+	toolstack_attach((int)getpid());
+	frontend_init_queues(4);
+	assert_int_equal(io.connects, 3);
+	assert_string_equal(be_state(), "5");
+	assert_non_null(strstr(get(BE "/error"), "cannot map ring 2"));
+	assert_int_equal(io.disconnects, 2);
+	drain_all();
+	assert_int_equal(io.live, 0);
+}
+
+/* One ring broke the protocol: the whole device (every ring) goes. */
+static void test_mq_one_ring_fatal(void **state)
+{
+	toolstack_attach((int)getpid());
+	frontend_init_queues(3);
+	io.fatal(io.fatal_opaque);
+	pump();
+	assert_string_equal(be_state(), "5");
+	assert_int_equal(io.disconnects, 3);
+	drain_all();
+	assert_int_equal(io.live, 0);
+}
+
+/* Handed over to another tapdisk: every ring quiesced. */
+static void test_mq_release(void **state)
+{
+	char pid[16];
+
+	toolstack_attach((int)getpid());
+	frontend_init_queues(2);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid() + 1);
+	put(BE "/" XEN_KEY_TAPDISK_PID, pid);
+	pump();
+	assert_int_equal(io.quiesces, 2);
+	drain();
+	assert_string_not_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER), "0");
+	drain();
+	assert_string_equal(get(BE "/" XEN_KEY_TAPDISK_OWNER), "0");
 }
 
 /* tap-ctl stats counts a connected ring's requests, not only closed ones'. */
@@ -1224,6 +1406,12 @@ int main(void)
 		TEST(test_resize_connected),
 		TEST(test_resize_not_connected),
 		TEST(test_resize_store_fails),
+		TEST(test_mq_advertise_connect),
+		TEST(test_mq_keys_change_while_connected),
+		TEST(test_mq_refused),
+		TEST(test_mq_connect_fails_midway),
+		TEST(test_mq_one_ring_fatal),
+		TEST(test_mq_release),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -240,6 +240,137 @@ static void test_keys_refused(void **state)
 	}
 }
 
+/* Two rings of two pages, as xen/io/blkif.h's example writes them. */
+static void test_queues_two(void **state)
+{
+	static const struct fake_dir d = {
+		{"multi-queue-num-queues", "2", "ring-page-order", "1",
+		 "queue-0/ring-ref0", "10", "queue-0/ring-ref1", "11",
+		 "queue-0/event-channel", "5", "queue-1/ring-ref0", "20",
+		 "queue-1/ring-ref1", "21", "queue-1/event-channel", "6",
+		 "protocol", "x86_64-abi", NO_KEY}};
+	struct xen_frontend_queues q;
+
+	assert_int_equal(xen_read_frontend_queues(fake_read, (void *)&d, 4, 4,
+						  &q, NULL, 0),
+			 0);
+	assert_int_equal(q.nr_queues, 2);
+	for (uint32_t i = 0; i < 2; i++) {
+		assert_int_equal(q.q[i].ring_order, 1);
+		assert_int_equal(q.q[i].nr_ring_refs, 2);
+		assert_int_equal(q.q[i].ring_refs[0], 10 * (i + 1));
+		assert_int_equal(q.q[i].ring_refs[1], 10 * (i + 1) + 1);
+		assert_int_equal(q.q[i].event_channel, 5 + i);
+		assert_int_equal(q.q[i].protocol, BLKIF_PROTOCOL_NATIVE);
+	}
+}
+
+/* No multi-queue-num-queues, or 1: the top-level keys, one ring. */
+static void test_queues_one(void **state)
+{
+	static const struct fake_dir plain = {
+		{"ring-ref", "7", "event-channel", "3", NO_KEY}};
+	static const struct fake_dir one = {
+		{"multi-queue-num-queues", "1", "ring-ref", "7",
+		 "event-channel", "3", "queue-0/ring-ref", "99", NO_KEY}};
+	struct xen_frontend_queues q;
+
+	assert_int_equal(xen_read_frontend_queues(fake_read, (void *)&plain, 4,
+						  4, &q, NULL, 0),
+			 0);
+	assert_int_equal(q.nr_queues, 1);
+	assert_int_equal(q.q[0].ring_refs[0], 7);
+	assert_int_equal(xen_read_frontend_queues(fake_read, (void *)&one, 4, 4,
+						  &q, NULL, 0),
+			 0);
+	assert_int_equal(q.nr_queues, 1);
+	assert_int_equal(q.q[0].ring_refs[0], 7); /* not queue-0's */
+	assert_int_equal(q.q[0].event_channel, 3);
+}
+
+/* Every multi-queue key missing or out of range. */
+static void test_queues_refused(void **state)
+{
+	static const struct {
+		struct fake_dir d;
+		uint32_t max_queues;
+		int err;
+		const char *why;
+	} rows[] = {
+		{{{"multi-queue-num-queues", "0", NO_KEY}},
+		 4,
+		 -EINVAL,
+		 "multi-queue-num-queues is '0': not in 1..4"},
+		{{{"multi-queue-num-queues", "5", NO_KEY}},
+		 4,
+		 -EINVAL,
+		 "multi-queue-num-queues is '5': not in 1..4"},
+		{{{"multi-queue-num-queues", "17", NO_KEY}},
+		 0, /* no limit given: the protocol's 16 */
+		 -EINVAL,
+		 "not in 1..16"},
+		{{{"multi-queue-num-queues", "2x", NO_KEY}},
+		 4,
+		 -EINVAL,
+		 "multi-queue-num-queues is '2x'"},
+		{{{"multi-queue-num-queues", "", NO_KEY}},
+		 4,
+		 -EINVAL,
+		 "multi-queue-num-queues is ''"},
+		/* queue-1 missing entirely */
+		{{{"multi-queue-num-queues", "2", "queue-0/ring-ref", "1",
+		   "queue-0/event-channel", "5", NO_KEY}},
+		 4,
+		 -ENOENT,
+		 "queue-1: cannot read ring-ref0"},
+		/* the top-level keys do not stand in for queue-N's */
+		{{{"multi-queue-num-queues", "2", "ring-ref", "1",
+		   "event-channel", "5", NO_KEY}},
+		 4,
+		 -ENOENT,
+		 "queue-0: cannot read ring-ref0"},
+		{{{"multi-queue-num-queues", "2", "queue-0/ring-ref", "1",
+		   "queue-0/event-channel", "5", "queue-1/ring-ref", "2",
+		   NO_KEY}},
+		 4,
+		 -ENOENT,
+		 "queue-1: cannot read event-channel"},
+		{{{"multi-queue-num-queues", "2", "queue-0/ring-ref", "1",
+		   "queue-0/event-channel", "5", "queue-1/ring-ref", "2",
+		   "queue-1/event-channel", "4294967296", NO_KEY}},
+		 4,
+		 -EINVAL,
+		 "queue-1: event-channel is '4294967296'"},
+		/* one ring-page-order for all, checked against the maximum */
+		{{{"multi-queue-num-queues", "2", "ring-page-order", "3",
+		   "queue-0/ring-ref0", "1", NO_KEY}},
+		 4,
+		 -EINVAL,
+		 "queue-0: ring-page-order is '3'"},
+		{{{"multi-queue-num-queues", "2", "ring-page-order", "1",
+		   "queue-0/ring-ref0", "1", "queue-0/ring-ref1", "2",
+		   "queue-0/event-channel", "5", "queue-1/ring-ref0", "3",
+		   "queue-1/event-channel", "6", NO_KEY}},
+		 4,
+		 -ENOENT,
+		 "queue-1: cannot read ring-ref1"},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct xen_frontend_queues q;
+		char why[200] = "";
+
+		assert_int_equal(xen_read_frontend_queues(fake_read,
+							  (void *)&rows[i].d, 2,
+							  rows[i].max_queues,
+							  &q, why, sizeof(why)),
+				 rows[i].err);
+		if (!strstr(why, rows[i].why))
+			fail_msg("row %zu: '%s' lacks '%s'", i, why,
+				 rows[i].why);
+	}
+}
+
 static void test_paths(void **state)
 {
 	char buf[XEN_PATH_MAX], tiny[16];
@@ -300,6 +431,9 @@ int main(void)
 		cmocka_unit_test(test_keys_refused),
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_params_name),
+		cmocka_unit_test(test_queues_two),
+		cmocka_unit_test(test_queues_one),
+		cmocka_unit_test(test_queues_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

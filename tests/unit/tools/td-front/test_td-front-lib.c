@@ -126,9 +126,12 @@ static int memfd_of(size_t bytes, void **map)
 
 static void send_connected(void)
 {
-	struct shm_connected_msg c = {B.m.ring_page_order, B.ring_bytes,
-				      B.m.data_pages, B.pool_bytes,
-				      B.m.max_indirect_segments ?: 11};
+	struct shm_connected_msg c = {B.m.ring_page_order,
+				      B.ring_bytes,
+				      B.m.data_pages,
+				      B.pool_bytes,
+				      B.m.max_indirect_segments ?: 11,
+				      1};
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * SHM_NR_FDS)];
