@@ -206,9 +206,14 @@ done
 	--rw write --verify --offset 32M --size 8M --bs 64k --qd 4 -q \
 	>"$WORK/front.out" 2>&1 &
 FRONT_PID=$!
+# A second frontend busy on its ring while the notice arrives must take
+# it in its stride.
+"$TDFRONT" --shm "$WORK/shm.sock" --run-dir "$WORK" --time 3 --rw read \
+	--pattern rand --qd 4 -q >"$WORK/busy.out" 2>&1 &
+BUSY_PID=$!
 for _ in $(seq 100); do
 	"$TAPCTL" --run-dir "$WORK" stats -i "$SHM_PID" --json 2>/dev/null |
-		python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["frontends"]["shm"]["rings"] != 1)' \
+		python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)["shm"]["rings"] != 2)' \
 		2>/dev/null && break
 	sleep 0.1
 done
@@ -217,7 +222,7 @@ OUT=$("$TAPCTL" --run-dir "$WORK" resize -i "$SHM_PID" 2>&1)
 if wait "$FRONT_PID"; then
 	FRONT_PID=
 	if grep -q "grew from $((32 << 20)) to $((48 << 20)) bytes" "$WORK/front.out" &&
-		grep -q "shm: 1 frontends told" <<<"$OUT"; then
+		grep -q "shm: 2 frontends told" <<<"$OUT"; then
 		pass "shm frontend told the new size; 8 MiB beyond the old end verified"
 	else
 		fail "shm frontend told the new size" "$OUT / $(tr '\n' ' ' <"$WORK/front.out")"
@@ -225,6 +230,12 @@ if wait "$FRONT_PID"; then
 else
 	FRONT_PID=
 	fail "shm frontend told the new size" "td-front: $(tr '\n' ' ' <"$WORK/front.out"); resize: $OUT"
+fi
+
+if wait "$BUSY_PID"; then
+	pass "a busy shm frontend takes the notice and goes on"
+else
+	fail "a busy shm frontend takes the notice and goes on" "$(tr '\n' ' ' <"$WORK/busy.out")"
 fi
 
 echo "$PASSED passed, $FAILED failed"

@@ -144,29 +144,27 @@ static int read_one_line(int sock, char *line, size_t size,
 			 uint64_t deadline_ns)
 {
 	for (;;) {
-		char *lf;
-		ssize_t n;
-		int err = wait_readable(sock, deadline_ns);
+		ssize_t n = recv(sock, line, size - 1, MSG_PEEK | MSG_DONTWAIT);
+		char *lf = n > 0 ? memchr(line, '\n', (size_t)n) : NULL;
+		int err;
 
-		if (err)
-			return err;
-		n = recv(sock, line, size - 1, MSG_PEEK | MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0)
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return -errno;
 		if (n == 0)
 			return -ECONNRESET;
-		if (!(lf = memchr(line, '\n', (size_t)n))) {
-			if ((size_t)n == size - 1)
-				return -EPROTO;
-			continue; /* the rest of the line is on its way */
+		if (lf) {
+			n = recv(sock, line, (size_t)(lf - line) + 1,
+				 MSG_DONTWAIT);
+			if (n != lf - line + 1)
+				return n < 0 ? -errno : -EIO;
+			*lf = '\0';
+			return 0;
 		}
-		n = recv(sock, line, (size_t)(lf - line) + 1, MSG_DONTWAIT);
-		if (n != lf - line + 1)
-			return n < 0 ? -errno : -EIO;
-		*lf = '\0';
-		return 0;
+		if (n == (ssize_t)size - 1)
+			return -EPROTO;
+		/* Nothing, or the rest of the line is on its way. */
+		if ((err = wait_readable(sock, deadline_ns)))
+			return err;
 	}
 }
 

@@ -299,19 +299,21 @@ int tdf_poll(struct tdf_dev *dev)
 	return done;
 }
 
-/* The socket became readable: the backend closed, or spoke out of turn. */
+/*
+ * The socket became readable: the disk grew ("resized", taken), the
+ * backend closed, or it spoke out of turn.
+ */
 static int check_socket(struct tdf_dev *dev)
 {
-	char byte;
-	ssize_t n = recv(dev->sock, &byte, 1, MSG_DONTWAIT);
+	char why[TDF_WHY_MAX];
+	int err = tdf_wait_resize(dev, 0, why, sizeof(why));
 
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (!err || err == -ETIMEDOUT) /* a notice, or half of one */
 		return 0;
-	if (n > 0) {
-		dev->broken = true;
-		return -EPROTO;
-	}
-	return -ECONNRESET;
+	if (err == -ECONNRESET)
+		return err;
+	dev->broken = true;
+	return -EPROTO;
 }
 
 int tdf_wait(struct tdf_dev *dev, int timeout_ms)
