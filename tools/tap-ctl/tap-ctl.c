@@ -225,6 +225,24 @@ static int cmd_resize(struct cmd_opts *o)
 	return simple_command(o, o->json ? "resize json" : "resize");
 }
 
+/* "poll [US] [json]": show the polling budget, or set it. */
+static int cmd_poll(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("poll");
+	char line[TD_CTL_LINE_MAX];
+
+	if (o->nr_args > 1)
+		return usage_errorf(sc, "give at most one budget, in "
+					"microseconds");
+	if (o->nr_args == 1 &&
+	    (!*o->args[0] ||
+	     strspn(o->args[0], "0123456789") != strlen(o->args[0])))
+		return usage_errorf(sc, "'%s' is not microseconds", o->args[0]);
+	snprintf(line, sizeof(line), "poll%s%s%s", o->nr_args ? " " : "",
+		 o->nr_args ? o->args[0] : "", o->json ? " json" : "");
+	return simple_command(o, line);
+}
+
 static int cmd_resume(struct cmd_opts *o)
 {
 	return simple_command(o, "resume");
@@ -426,6 +444,16 @@ static const struct subcommand subcommands[] = {
 	 "size when they connect again (NBD cannot tell a connected client).\n"
 	 "--json prints old_bytes, new_bytes, grown and frontends.\n",
 	 cmd_resize},
+	{"poll", OPT_ID | OPT_JSON | OPT_ARGS, "poll -i ID [US] [--json]",
+	 "Show tapdisk ID's polling budget and what polling did, or set the\n"
+	 "budget to US microseconds (0: off; as tapdisk --poll-us).  After\n"
+	 "work, tapdisk polls its rings that long before sleeping, so that a\n"
+	 "frontend need not notify it and it need not wake; the window\n"
+	 "adapts (it shrinks when polling finds nothing, grows when sleeps\n"
+	 "are short).  Shows budget_us, window_us, rounds (non-blocking\n"
+	 "passes), hits (rounds that found work), sleeps and poll_us (time\n"
+	 "spent polling).\n",
+	 cmd_poll},
 	{"destroy", OPT_ID, "destroy -i ID",
 	 "Stop tapdisk ID gracefully: it finishes the I/O in flight, flushes\n"
 	 "the disk, closes it and exits.  Waits until the process has exited\n"

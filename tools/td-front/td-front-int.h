@@ -39,6 +39,7 @@ struct tdf_dev {
 
 	struct tdf_io_list queue; /* submitted, not wholly on the ring */
 	bool broken;		  /* -EPROTO seen: refuse everything */
+	uint32_t poll_us;	  /* tdf_config.poll_us */
 	struct tdf_stats stats;
 };
 

@@ -373,6 +373,7 @@ int tdf_open(const struct tdf_config *cfg, struct tdf_dev **out, char *why,
 		return cli_explain(why, why_len, -ENOMEM, CLI_PLAIN,
 				   "out of memory");
 	dev->sock = dev->kick_fd = dev->notify_fd = -1;
+	dev->poll_us = cfg->poll_us;
 	TAILQ_INIT(&dev->queue);
 	err = connect_unix(cfg->path, &dev->sock);
 	if (err) {

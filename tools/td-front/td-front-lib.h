@@ -52,6 +52,12 @@ struct tdf_config {
 	uint32_t max_segments; /* 11..4096 (0: 32); cut to the backend's */
 	uint32_t data_pages;   /* pages of I/O buffers the caller needs */
 	int timeout_ms;	       /* for the negotiation; 0: default */
+	/*
+	 * tdf_wait polls the response ring this long (microseconds) before
+	 * it sleeps on the notification, leaving rsp_event unarmed so that
+	 * the backend need not notify; 0: never (blkfront's way).
+	 */
+	uint32_t poll_us;
 };
 
 /* What was negotiated. */
@@ -102,6 +108,7 @@ struct tdf_stats {
 	uint64_t pushes;	    /* tdf_kick calls that pushed requests */
 	uint64_t kicks;		    /* notifications sent to the backend */
 	uint64_t wakeups;	    /* notifications received */
+	uint64_t poll_hits;	    /* tdf_wait calls answered by polling */
 	uint64_t errors;	    /* responses other than BLKIF_RSP_OKAY */
 };
 

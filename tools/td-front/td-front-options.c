@@ -152,6 +152,7 @@ static void usage(FILE *out)
 
 enum {
 	OPT_RING_ORDER = 256,
+	OPT_POLL_US,
 	OPT_MAX_SEGMENTS,
 	OPT_RW,
 	OPT_RWMIX,
@@ -182,6 +183,7 @@ enum {
 static const struct option long_options[] = {
 	{"shm", required_argument, NULL, 's'},
 	{"ring-order", required_argument, NULL, OPT_RING_ORDER},
+	{"poll-us", required_argument, NULL, OPT_POLL_US},
 	{"max-segments", required_argument, NULL, OPT_MAX_SEGMENTS},
 	{"rw", required_argument, NULL, OPT_RW},
 	{"rwmix", required_argument, NULL, OPT_RWMIX},
@@ -351,6 +353,10 @@ static int parse_ring(struct front_opts *o, int c, const char *arg)
 		status = number_arg("--ring-order", arg, 0,
 				    SHM_MAX_RING_PAGE_ORDER, &v);
 		o->ring_order = (uint32_t)v;
+		break;
+	case OPT_POLL_US:
+		status = number_arg("--poll-us", arg, 0, 100000, &v);
+		o->poll_us = (uint32_t)v;
 		break;
 	case OPT_MAX_SEGMENTS:
 		status = number_arg("--max-segments", arg, TDF_DIRECT_SEGMENTS,

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "tools/td-front/td-front-int.h"
 
 #define TDF_KICK_VALUE 1
@@ -265,7 +266,11 @@ static int take_response(struct tdf_dev *dev, const blkif_response_t *rsp)
 	return 1;
 }
 
-int tdf_poll(struct tdf_dev *dev)
+/*
+ * Take the responses there are; with arm, ask for a notification
+ * (rsp_event) and look once more, as blkfront does before it sleeps.
+ */
+static int take_responses(struct tdf_dev *dev, bool arm)
 {
 	int done = 0, more;
 
@@ -294,9 +299,32 @@ int tdf_poll(struct tdf_dev *dev)
 				return n;
 			done += n;
 		}
+		if (!arm)
+			return done;
 		RING_FINAL_CHECK_FOR_RESPONSES(&dev->front, more);
 	} while (more);
 	return done;
+}
+
+int tdf_poll(struct tdf_dev *dev)
+{
+	return take_responses(dev, true);
+}
+
+/* Spin on rsp_prod for dev->poll_us: the I/Os completed, or 0. */
+static int poll_responses(struct tdf_dev *dev)
+{
+	uint64_t end = td_now_ns() + (uint64_t)dev->poll_us * 1000;
+	int n;
+
+	do {
+		if ((n = take_responses(dev, false))) {
+			dev->stats.poll_hits += n > 0;
+			return n;
+		}
+		__builtin_ia32_pause();
+	} while (td_now_ns() < end);
+	return 0;
 }
 
 /*
@@ -323,8 +351,10 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 		{.fd = dev->sock, .events = POLLIN},
 	};
 	uint64_t count;
-	int n = tdf_poll(dev);
+	int n = dev->poll_us ? poll_responses(dev) : 0;
 
+	if (!n)
+		n = tdf_poll(dev);
 	if (n || !dev->inflight)
 		return n;
 	if (poll(pfd, 2, timeout_ms) < 0)
