@@ -27,37 +27,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 WORK=$(mktemp -d "$DIR/qos-bench.XXXXXX")
-TD_PID=
-cleanup() {
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill "$TD_PID"
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=bench/fio-nbd-lib.sh
+. "$here/fio-nbd-lib.sh"
+trap fio_nbd_cleanup EXIT
 truncate -s 1G "$WORK/disk.img"
-
-# run CHAIN: prints the IOPS of one fio run against a fresh tapdisk.
-run() {
-	local sock=$WORK/nbd.sock
-	"$TAPDISK" --foreground -a "$1" --nbd "unix:$sock" --run-dir "$WORK" \
-		--name qosbench --log-file "$WORK/tapdisk.log" &
-	TD_PID=$!
-	for _ in $(seq 100); do
-		[ -S "$sock" ] && break
-		sleep 0.1
-	done
-	(cd "$WORK" && fio --output-format=json --output="$WORK/fio.json" \
-		--ioengine=nbd \
-		--uri="nbd+unix:///?socket=$sock" --name=job --rw=randwrite \
-		--bs=4k --iodepth=32 --size=1G --time_based \
-		--runtime="$RUNTIME" >/dev/null)
-	python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["jobs"][0]["write"]["iops"]))' "$WORK/fio.json"
-	kill "$TD_PID"
-	wait "$TD_PID" 2>/dev/null
-	TD_PID=
-}
+run() { fio_nbd_run "$@"; }
 PLAIN="aio:$WORK/disk.img"
 QOS="qos:iops=100000000,bps=1T|aio:$WORK/disk.img"
 plain=() qos=()

@@ -13,5 +13,6 @@ const struct td_driver_ops *const td_driver_table[] = {
 	&td_sort_ops,	/* sort|LOWER */
 	&td_stripe_ops, /* stripe:/path.map */
 	&td_qos_ops,	/* qos:LIMITS|LOWER */
+	&td_cbt_ops,	/* cbt[:dir=PATH]|LOWER */
 	NULL,
 };

@@ -15,6 +15,7 @@ extern const struct td_driver_ops td_aio_ops;
 extern const struct td_driver_ops td_sort_ops;
 extern const struct td_driver_ops td_stripe_ops;
 extern const struct td_driver_ops td_qos_ops;
+extern const struct td_driver_ops td_cbt_ops;
 
 /* NULL-terminated, for td_vbd_open(). */
 extern const struct td_driver_ops *const td_driver_table[];

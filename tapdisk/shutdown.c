@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "tapdisk/shutdown.h"
+#include "tapdisk/snapshot.h"
 
 #define US_PER_S 1000000ull
 
@@ -145,7 +146,8 @@ int td_shutdown_start(struct td_shutdown *sd, struct td_loop *loop,
 		sd->p.timeout_us = TD_SHUTDOWN_TIMEOUT_US;
 	for (unsigned int i = 0; i < params->nr_frontends; i++)
 		sd->frontends[i] = params->frontends[i];
-	td_vbd_resume(sd->p.vbd); /* held I/O must finish too */
+	td_vbd_snapshot_stop_cursor(sd->p.vbd); /* its file stays */
+	td_vbd_resume(sd->p.vbd);		/* held I/O must finish too */
 	td_loop_timer_arm(loop, &sd->timer, sd->p.timeout_us, sd_timeout, sd);
 	td_loop_defer(loop, &sd->start_defer, sd_stop_frontends, sd);
 	return 0;

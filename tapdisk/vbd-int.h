@@ -25,6 +25,8 @@ struct vbd_pool {
 
 TAILQ_HEAD(vbd_io_list, td_vbd_io);
 
+struct td_snap_job;
+
 struct td_vbd {
 	char name[TD_VBD_NAME_MAX];
 	char *chain;	 /* as given */
@@ -57,6 +59,8 @@ struct td_vbd {
 	struct td_vbd_stats stats;
 	/* params->error while td_vbd_open runs, else NULL */
 	struct td_vbd_open_error *open_error;
+	/* The snapshot job copying this vbd (snapshot.c), or NULL. */
+	struct td_snap_job *snap;
 };
 
 /* vbd-open.c */
@@ -74,5 +78,27 @@ void vbd_driver_counters(const struct td_vbd *vbd, struct td_vbd_stats *out);
 
 /* vbd.c: the pass-end hook that unplugs the chain, top first. */
 void vbd_unplug(struct td_hook *h, void *opaque);
+
+/*
+ * vbd.c, for the snapshot job: submit io even while the vbd pauses (the
+ * job's own reads and flushes), ahead of waiting I/O; give back an I/O
+ * the copy-before-write gate held (it is issued now, or first when the
+ * pool has room); count the job's work as active, so a pause drains it.
+ */
+int vbd_submit_internal(struct td_vbd *vbd, struct td_vbd_io *io);
+void vbd_io_release(struct td_vbd *vbd, struct td_vbd_io *io);
+void vbd_active_get(struct td_vbd *vbd);
+void vbd_active_put(struct td_vbd *vbd);
+
+/*
+ * snapshot.c: the copy-before-write gate, asked once per I/O when it
+ * starts: true when it holds io (a write, write-zeroes or discard to a
+ * chunk not yet copied) and will give it back with vbd_io_release.
+ * vbd_snap_busy: the job has copies in flight (the vbd cannot close).
+ * vbd_snap_close: at td_vbd_close, stop the job, keep its file.
+ */
+bool vbd_snap_gate(struct td_snap_job *job, struct td_vbd_io *io);
+bool vbd_snap_busy(const struct td_snap_job *job);
+void vbd_snap_close(struct td_vbd *vbd);
 
 #endif

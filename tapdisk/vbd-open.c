@@ -320,8 +320,10 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 
 int td_vbd_close(struct td_vbd *vbd)
 {
-	if (vbd->stats.inflight || vbd->in_done)
+	if (vbd->stats.inflight || vbd->in_done ||
+	    (vbd->snap && vbd_snap_busy(vbd->snap)))
 		return -EBUSY;
+	vbd_snap_close(vbd);
 	td_loop_del_hook(&vbd->unplug_hook);
 	td_loop_defer_cancel(vbd->loop, &vbd->done_defer);
 	td_loop_defer_cancel(vbd->loop, &vbd->drained_defer);

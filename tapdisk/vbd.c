@@ -340,6 +340,8 @@ static bool vbd_issue(struct td_vbd *vbd, struct td_vbd_io *io)
 	if (!io->started) {
 		io->started = true;
 		vbd->active++;
+		if (vbd->snap && vbd_snap_gate(vbd->snap, io))
+			return true; /* given back by vbd_io_release */
 	}
 	while (io->next_sector < end) {
 		struct td_request *req = pool_get(pool);
@@ -399,7 +401,7 @@ static void vbd_kick(struct td_vbd *vbd)
 			      vbd);
 }
 
-int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io)
+static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io)
 {
 	int err = vbd_validate(vbd, io);
 
@@ -419,11 +421,48 @@ int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io)
 		vbd->stats.seg_hist[td_seg_bucket(
 			io->nr_segments ? io->nr_segments
 					: (uint32_t)io->iovcnt)]++;
+	return 0;
+}
 
+int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io)
+{
+	int err = vbd_io_start(vbd, io);
+
+	if (err)
+		return err;
 	if (vbd->state != VBD_RUNNING || !TAILQ_EMPTY(&vbd->waiting) ||
 	    !vbd_issue(vbd, io))
 		TAILQ_INSERT_TAIL(&vbd->waiting, io, link);
 	return 0;
+}
+
+int vbd_submit_internal(struct td_vbd *vbd, struct td_vbd_io *io)
+{
+	int err = vbd_io_start(vbd, io);
+
+	if (err)
+		return err;
+	/* Started by vbd_issue, so a pausing vbd still finishes it. */
+	if (!vbd_issue(vbd, io))
+		TAILQ_INSERT_HEAD(&vbd->waiting, io, link);
+	return 0;
+}
+
+void vbd_io_release(struct td_vbd *vbd, struct td_vbd_io *io)
+{
+	if (!vbd_issue(vbd, io))
+		TAILQ_INSERT_HEAD(&vbd->waiting, io, link);
+}
+
+void vbd_active_get(struct td_vbd *vbd)
+{
+	vbd->active++;
+}
+
+void vbd_active_put(struct td_vbd *vbd)
+{
+	vbd->active--;
+	vbd_kick(vbd);
 }
 
 /* --- pause --------------------------------------------------------------------- */

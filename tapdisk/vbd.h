@@ -55,6 +55,7 @@ struct td_vbd_io {
 	uint32_t pending; /* pieces submitted and not yet completed */
 	int error;
 	uint64_t start_ns;
+	TAILQ_ENTRY(td_vbd_io) held_link; /* held by a snapshot job */
 };
 
 #define TD_VBD_REASON_MAX 512

@@ -27,6 +27,7 @@ ALLOWED = {
     "drivers/null": ["drivers", "tapdisk", "common"],
     "drivers/sort": ["drivers", "tapdisk", "common"],
     "drivers/qos": ["drivers", "tapdisk", "common"],
+    "drivers/cbt": ["drivers", "tapdisk", "common"],
     "drivers/stripe/map": ["common"],
     "drivers/stripe/iscsi": ["common"],
     "drivers/stripe": ["drivers/stripe/map", "drivers/stripe/iscsi",

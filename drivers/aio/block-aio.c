@@ -45,6 +45,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "drivers/aio-ring.h"
+#include "drivers/aio/aio-extents.h"
 #include "drivers/aio/aio-worker.h"
 #include "drivers/drivers.h"
 
@@ -540,6 +541,27 @@ static void aio_drained(void *opaque)
 	}
 }
 
+/*
+ * base:allocation: a file's holes (aio-extents.c); a block device says
+ * everything is allocated data, which is never wrong.
+ */
+static int aio_block_status(struct td_driver *drv, const char *ctx,
+			    uint64_t sector, uint64_t nr_sectors,
+			    struct td_extent *ext, unsigned int *nr)
+{
+	struct aio_dev *dev = dev_of(drv);
+
+	if (strcmp(ctx, TD_CTX_BASE_ALLOCATION))
+		return -ENOENT;
+	if (dev->is_bdev) {
+		ext[0].nr_sectors = nr_sectors;
+		ext[0].flags = 0;
+		*nr = 1;
+		return 0;
+	}
+	return aio_file_extents(dev->fd, sector, nr_sectors, ext, nr);
+}
+
 const struct td_driver_ops td_aio_ops = {
 	.name = "aio",
 	.dev_size = sizeof(struct aio_dev),
@@ -549,4 +571,5 @@ const struct td_driver_ops td_aio_ops = {
 	.close = aio_close,
 	.submit = aio_submit,
 	.unplug = aio_unplug,
+	.block_status = aio_block_status,
 };

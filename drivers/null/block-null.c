@@ -54,9 +54,23 @@ static int null_submit(struct td_driver *drv, struct td_request *req)
 	return 0;
 }
 
+/* base:allocation: everything reads as zeroes. */
+static int null_block_status(struct td_driver *drv, const char *ctx,
+			     uint64_t sector, uint64_t nr_sectors,
+			     struct td_extent *ext, unsigned int *nr)
+{
+	if (strcmp(ctx, TD_CTX_BASE_ALLOCATION))
+		return -ENOENT;
+	ext[0].nr_sectors = nr_sectors;
+	ext[0].flags = TD_EXTENT_ZERO;
+	*nr = 1;
+	return 0;
+}
+
 const struct td_driver_ops td_null_ops = {
 	.name = "null",
 	.open = null_open,
 	.close = null_close,
 	.submit = null_submit,
+	.block_status = null_block_status,
 };

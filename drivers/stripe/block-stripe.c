@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,9 @@ static int parse_option(struct stripe_opts *o, const char *opt)
 	} else if (key_is(opt, klen, "auto_resync")) {
 		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
 		o->auto_resync_off = !strcmp(v, "off");
+	} else if (key_is(opt, klen, "snapshot_target")) {
+		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
+		o->snapshot_target = !strcmp(v, "on");
 	} else if (key_is(opt, klen, "lease")) {
 		ret = !strcmp(v, "on") || !strcmp(v, "off") ? 0 : -EINVAL;
 		o->lease_off = !strcmp(v, "off");
@@ -170,7 +174,8 @@ static int parse_options(struct stripe_dev *dev)
 				"resync_chunk=SIZE (a multiple of 4K, at most "
 				"64M), al_regions=0 or 16-65536, "
 				"al_unit=SIZE, auto_resync=on|off, "
-				"lease=on|off or initiator=IQN",
+				"lease=on|off, snapshot_target=on|off or "
+				"initiator=IQN",
 				comma + 1);
 		if (ret > 0)
 			break;
@@ -181,17 +186,86 @@ static int parse_options(struct stripe_dev *dev)
 
 /* --- open and close ---------------------------------------------------------------- */
 
+/*
+ * A grown map that `stripe-ctl vdisk resize` left next to the map while
+ * the disk was served (MAP.grow): taken at open, before the activity log
+ * is read (stripe-al.c moves an unclean log's regions of the old
+ * geometry to the grown places: regrow_record).  Not taken by a
+ * read-only open.  0, or -errno said with td_driver_fail when
+ * the map could not be rewritten (MAP.grow is kept for the next open).
+ */
+static int open_adopt_grow(struct stripe_dev *dev, int *lock_fd)
+{
+	enum stripe_map_grow_outcome done;
+	struct stripe_map_error err;
+	uint64_t old_size = dev->map.size_bytes;
+	int ret;
+
+	if (dev->drv->read_only)
+		return 0;
+	ret = stripe_map_grow_adopt(dev->path, &dev->map, lock_fd, &done, &err);
+	if (ret)
+		return td_driver_fail(dev->drv, ret,
+				      "stripe: %s: cannot take the grown map "
+				      "%s" STRIPE_MAP_GROW_SUFFIX ": %s",
+				      dev->path, dev->path, err.reason);
+	if (done == STRIPE_MAP_GROW_ADOPTED)
+		td_info("stripe: %s: grown from %" PRIu64 " to %" PRIu64
+			" bytes (%s" STRIPE_MAP_GROW_SUFFIX " taken)",
+			dev->path, old_size, dev->map.size_bytes, dev->path);
+	else if (done == STRIPE_MAP_GROW_STALE)
+		td_info("stripe: %s: %s" STRIPE_MAP_GROW_SUFFIX
+			" was taken already: removed",
+			dev->path, dev->path);
+	else if (done == STRIPE_MAP_GROW_REFUSED)
+		td_warn("stripe: %s: %s" STRIPE_MAP_GROW_SUFFIX
+			" does not apply to the map (%s): removed; the disk "
+			"keeps its size, run 'stripe-ctl vdisk resize' again",
+			dev->path, dev->path, err.reason);
+	else if (done == STRIPE_MAP_GROW_KEPT)
+		td_warn("stripe: %s: %s; the disk keeps its size until an open "
+			"can read it",
+			dev->path, err.reason);
+	return 0;
+}
+
+/*
+ * An incomplete snapshot (`stripe-ctl vdisk snapshot` writes MAP.incomplete
+ * before the map and removes it once the copy is done) holds no
+ * point-in-time content yet: only the copy job opens it.
+ */
+static int check_incomplete(struct stripe_dev *dev)
+{
+	char marker[PATH_MAX + 16];
+
+	snprintf(marker, sizeof(marker), "%s" STRIPE_INCOMPLETE_SUFFIX,
+		 dev->path);
+	if (dev->opts.snapshot_target || access(marker, F_OK))
+		return 0;
+	return td_driver_fail(dev->drv, -EBUSY,
+			      "stripe: %s is an incomplete snapshot (%s): run "
+			      "'stripe-ctl vdisk snapshot' again to finish it, "
+			      "or 'stripe-ctl vdisk destroy' to drop it",
+			      dev->path, marker);
+}
+
 static int open_map(struct stripe_dev *dev)
 {
 	struct stripe_map_error err;
 	int lock_fd = -1, ret;
 
+	if ((ret = check_incomplete(dev)))
+		return ret;
 	ret = stripe_map_open(dev->path, &dev->map, &lock_fd, &err);
 	if (ret) {
 		char text[STRIPE_MAP_ERROR_TEXT_MAX];
 
 		stripe_map_error_text(&err, dev->path, text, sizeof(text));
 		return td_driver_fail(dev->drv, ret, "stripe: %s", text);
+	}
+	if ((ret = open_adopt_grow(dev, &lock_fd))) {
+		stripe_map_close(lock_fd);
+		return ret;
 	}
 	stripe_map_layout(&dev->map, &dev->layout);
 	if ((ret = stripe_al_open(dev, &lock_fd))) {
@@ -959,4 +1033,5 @@ const struct td_driver_ops td_stripe_ops = {
 	.info_json = stripe_info_json,
 	.info_text = stripe_info_text,
 	.control = stripe_control,
+	.refresh_size = stripe_grow_refresh,
 };

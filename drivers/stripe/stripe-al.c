@@ -265,6 +265,37 @@ static void al_reap(struct td_fd *fde, uint32_t events, void *opaque)
 	}
 }
 
+void stripe_al_regrow(struct stripe_dev *dev, uint32_t old_j, uint32_t new_j)
+{
+	struct stripe_al *al = &dev->al;
+
+	free(al->told); /* read at open only, per old slot */
+	al->told = NULL;
+	if (!al->inited || !al->e)
+		return;
+	pthread_mutex_lock(&al->lock);
+	for (uint32_t h = 0; h < al->nbuckets; h++)
+		al->bucket[h] = AL_NONE;
+	for (uint32_t i = 0; i < al->cap; i++) {
+		struct stripe_al_entry *e = &al->e[i];
+		uint32_t h;
+
+		if (!e->used)
+			continue;
+		e->region = stripe_map_grow_index(e->region, old_j, new_j,
+						  al->per_extent);
+		h = hash_of(al, e->region);
+		e->next = al->bucket[h];
+		al->bucket[h] = i;
+	}
+	/* A record the thread writes now is of the old geometry whole. */
+	for (uint32_t i = 0; i < al->want_nr; i++)
+		al->want[i] = stripe_map_grow_index(al->want[i], old_j, new_j,
+						    al->per_extent);
+	al->rec.extents = dev->map.columns * new_j;
+	pthread_mutex_unlock(&al->lock);
+}
+
 bool stripe_al_enter(struct stripe_dev *dev, struct stripe_req *sr)
 {
 	struct stripe_al *al = &dev->al;
@@ -408,6 +439,34 @@ static bool record_fits(const struct stripe_map *m,
 }
 
 /*
+ * A log written before the map was grown (MAP.grow taken at open: more
+ * extents per column, nothing else changed): its region ids are moved
+ * to where the grown map has them (stripe_map_grow_index), and rec then
+ * fits.  Ids beyond the old geometry are left for record_fits to refuse.
+ */
+static void regrow_record(const struct stripe_map *m,
+			  struct stripe_al_record *rec, uint64_t *ids)
+{
+	uint32_t old_j = m->columns ? rec->extents / m->columns : 0;
+	uint64_t limit = (uint64_t)rec->extents * rec->regions_per_extent;
+
+	if (!old_j || rec->extents % m->columns ||
+	    old_j >= m->extents_per_column ||
+	    rec->regions_per_extent !=
+		    (m->extent_size_bytes + rec->region_bytes - 1) /
+			    rec->region_bytes)
+		return;
+	for (uint32_t i = 0; i < rec->nr; i++)
+		if (ids[i] >= limit)
+			return;
+	for (uint32_t i = 0; i < rec->nr; i++)
+		ids[i] = stripe_map_grow_index(ids[i], old_j,
+					       m->extents_per_column,
+					       rec->regions_per_extent);
+	rec->extents = m->columns * m->extents_per_column;
+}
+
+/*
  * Read the log and mark what an unclean one names.  The number of slots
  * whose marks changed (the map must be rewritten), or -errno.
  */
@@ -426,6 +485,8 @@ static int al_recover(struct stripe_dev *dev)
 		free(ids); /* closed cleanly: whatever map it was written for */
 		return 0;
 	}
+	if (!ret && !record_fits(m, &al->rec))
+		regrow_record(m, &al->rec, ids);
 	if (ret == -EBADMSG || (!ret && !record_fits(m, &al->rec))) {
 		td_err("stripe: %s: the activity log %s %s; taking every "
 		       "extent as written when the disk was last closed: "

@@ -587,6 +587,9 @@ struct stripe_opts {
 	uint32_t degraded_grace_ms;
 	char *initiator;
 	bool lease_off; /* lease=off: no lease taken (a map no other host has) */
+	/* snapshot_target=on: opened as the target of a snapshot copy, so an
+	 * incomplete snapshot's map (MAP.incomplete next to it) may open */
+	bool snapshot_target;
 	uint32_t al_regions;  /* activity log entries; 0 = no log */
 	uint64_t al_unit;     /* bytes per log entry; 0 = the default */
 	bool auto_resync_off; /* auto_resync=off */
@@ -732,6 +735,17 @@ void stripe_stale_wait(struct stripe_dev *dev, struct stripe_req *sr,
 		       uint64_t gen);
 bool stripe_stale_durable(const struct stripe_dev *dev, size_t slot);
 uint32_t stripe_stale_pending(const struct stripe_dev *dev);
+/*
+ * Growing while serving (stripe-grow.c): write g, the grown map of
+ * dev->map (dev->map still the old one), through the writer's lock fd
+ * and take the per-slot state (mark_gen, notified, want_map and the
+ * thread's copy) to g's indices.  -EBUSY when the writer thread is
+ * rewriting now; else as stripe_map_rewrite (err says why).  On an error
+ * nothing changed; on success the caller must swap g in (nothing may
+ * fail after this).  Blocks on the disk for one rewrite.
+ */
+int stripe_stale_grow(struct stripe_dev *dev, const struct stripe_map *g,
+		      struct stripe_map_error *err);
 
 /* --- stripe-al.c ------------------------------------------------------- */
 /*
@@ -748,6 +762,12 @@ void stripe_al_close(struct stripe_dev *dev);
  */
 bool stripe_al_enter(struct stripe_dev *dev, struct stripe_req *sr);
 void stripe_al_leave(struct stripe_dev *dev, struct stripe_req *sr);
+/*
+ * The map's extents per column grew from old_j to new_j (the map is
+ * swapped after): the log's region ids, its hash, the ids handed to its
+ * thread and its record's extent count move to the grown places.
+ */
+void stripe_al_regrow(struct stripe_dev *dev, uint32_t old_j, uint32_t new_j);
 /* Complete a request of the driver (its log regions let go first). */
 void stripe_req_complete(struct stripe_dev *dev, struct stripe_req *sr,
 			 int err);
@@ -768,6 +788,13 @@ void stripe_move_report_text(struct stripe_dev *dev, struct td_strbuf *sb);
  */
 int stripe_server_add(struct stripe_dev *dev,
 		      const struct stripe_map_server *ms, uint32_t *idx);
+
+/* --- stripe-grow.c ----------------------------------------------------- */
+/*
+ * The driver op refresh_size (tap-ctl resize): take PATH.grow while
+ * serving (doc/stripe-driver.md "Growing while serving").
+ */
+int stripe_grow_refresh(struct td_driver *drv, uint64_t *sectors);
 
 /* --- stripe-fence.c ---------------------------------------------------- */
 /*
@@ -826,6 +853,8 @@ int stripe_lease_control(struct stripe_dev *dev, int argc, char **argv,
 void stripe_lease_report_json(struct stripe_dev *dev, struct td_json *j);
 void stripe_lease_report_text(struct stripe_dev *dev, struct td_strbuf *sb);
 const char *stripe_lease_state(const struct stripe_dev *dev);
+/* A hand-over holds the writes now, or the disk was handed over. */
+bool stripe_lease_handover_busy(const struct stripe_dev *dev);
 
 /* --- stripe-lock.c ---------------------------------------------------- */
 /*

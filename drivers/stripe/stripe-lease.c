@@ -242,6 +242,11 @@ static bool handover_holds(const struct stripe_handover *ho)
 		      ho->state == HO_CALLING || ho->state == HO_UNCERTAIN);
 }
 
+bool stripe_lease_handover_busy(const struct stripe_dev *dev)
+{
+	return dev->lease.handed_over || handover_holds(dev->lease.ho);
+}
+
 int stripe_lease_submit(struct td_driver *drv, struct td_request *req)
 {
 	struct stripe_dev *dev = drv->data;

@@ -377,6 +377,105 @@ uint32_t stripe_stale_pending(const struct stripe_dev *dev)
 	return n;
 }
 
+/* --- growing while serving (stripe-grow.c) ------------------------------------ */
+
+/* The new per-slot arrays: old slot i's values at its grown index. */
+static int grow_arrays(struct stripe_dev *dev, const struct stripe_map *g,
+		       uint64_t **mark_gen, bool **notified)
+{
+	const struct stripe_stale *st = &dev->stale;
+	size_t nr = stripe_map_nr_slots(g), old_nr;
+
+	*mark_gen = calloc(nr, sizeof(**mark_gen));
+	*notified = calloc(nr, sizeof(**notified));
+	if (!*mark_gen || !*notified) {
+		free(*mark_gen);
+		free(*notified);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < nr; k++)
+		(*notified)[k] =
+			g->slots[k].stale; /* added: as the master has */
+	old_nr = stripe_map_nr_slots(&dev->map);
+	for (size_t i = 0; i < old_nr; i++) {
+		size_t k = stripe_map_grow_slot(&dev->map,
+						g->extents_per_column, i);
+
+		(*mark_gen)[k] = st->mark_gen[i];
+		(*notified)[k] = st->notified[i];
+	}
+	return 0;
+}
+
+/* Swap want_map and the thread's copy with *w and *c (under st->lock). */
+static void grow_swap(struct stripe_stale *st, struct stripe_map *w,
+		      struct stripe_map *c)
+{
+	struct stripe_map t = st->want_map;
+
+	st->want_map = *w;
+	*w = t;
+	t = st->copy;
+	st->copy = *c;
+	*c = t;
+}
+
+/* Under st->lock: the thread waits (everything asked is answered). */
+static bool writer_idle(const struct stripe_stale *st)
+{
+	uint64_t done = st->ok_gen > st->fail_gen ? st->ok_gen : st->fail_gen;
+
+	return st->want_gen == done;
+}
+
+int stripe_stale_grow(struct stripe_dev *dev, const struct stripe_map *g,
+		      struct stripe_map_error *err)
+{
+	struct stripe_stale *st = &dev->stale;
+	struct stripe_map w = {0}, c = {0};
+	uint64_t *mark_gen = NULL;
+	bool *notified = NULL;
+	int ret;
+
+	if ((ret = grow_arrays(dev, g, &mark_gen, &notified)) ||
+	    (ret = stripe_map_copy(&w, g)) || (ret = stripe_map_copy(&c, g))) {
+		snprintf(err->reason, sizeof(err->reason), "out of memory");
+		goto out;
+	}
+	pthread_mutex_lock(&st->lock);
+	if (!writer_idle(st)) {
+		pthread_mutex_unlock(&st->lock);
+		snprintf(err->reason, sizeof(err->reason),
+			 "the map writer is recording stale marks now");
+		ret = -EBUSY;
+		goto out;
+	}
+	grow_swap(st, &w, &c);
+	ret = want_to_copy(st);
+	if (ret)
+		snprintf(err->reason, sizeof(err->reason), "out of memory");
+	else
+		ret = stripe_map_rewrite(dev->path, &st->copy, &st->lock_fd,
+					 err);
+	if (ret)
+		grow_swap(st, &w, &c); /* the old state back */
+	pthread_mutex_unlock(&st->lock);
+	if (!ret) {
+		free(st->mark_gen);
+		free(st->notified);
+		st->mark_gen = mark_gen;
+		st->notified = notified;
+		mark_gen = NULL;
+		notified = NULL;
+	}
+out:
+	free(mark_gen);
+	free(notified);
+	stripe_map_free(&w);
+	stripe_map_free(&c);
+	return ret;
+}
+
 /* --- start and stop --------------------------------------------------------- */
 
 static int stale_alloc(struct stripe_dev *dev)

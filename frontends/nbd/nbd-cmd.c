@@ -10,7 +10,10 @@
  * demand and kept in their slot for the next command, within the
  * connection's max_buffer_bytes.  A
  * command refused before the vbd (nbd_check_request) gets its error
- * reply once a WRITE's payload has been read and dropped.
+ * reply once a WRITE's payload has been read and dropped.  BLOCK_STATUS
+ * is answered at once (td_vbd_block_status is synchronous), its chunks
+ * built in the slot's buffer.  Replies are simple, or structured chunks
+ * once the client negotiated them (nbd-handshake.c).
  */
 #include "config.h"
 
@@ -29,6 +32,7 @@ struct nbd_slot *nbd_slot_get(struct nbd_conn *conn)
 	slot->state = NBD_SLOT_INPUT;
 	slot->error = 0;
 	slot->payload_done = 0;
+	slot->reply_data = 0;
 	return slot;
 }
 
@@ -103,11 +107,56 @@ static int slot_reserve(struct nbd_conn *conn, struct nbd_slot *slot,
 	return 0;
 }
 
+/*
+ * Structured replies: one chunk, flagged DONE.  A READ's data follows an
+ * OFFSET_DATA header; BLOCK_STATUS chunks are already in buf; an error is
+ * an ERROR chunk with an empty message; anything else is a NONE chunk.
+ */
+static void slot_structured_reply(struct nbd_slot *slot, uint32_t bs_bytes)
+{
+	const struct nbd_request *req = &slot->req;
+	uint8_t *p = slot->reply + NBD_STRUCTURED_REPLY_BYTES;
+
+	if (slot->error) {
+		nbd_put_structured_reply(slot->reply, NBD_REPLY_FLAG_DONE,
+					 NBD_REPLY_TYPE_ERROR, req->handle,
+					 4 + 2);
+		nbd_put32(p, slot->error);
+		nbd_put16(p + 4, 0); /* no message */
+		slot->reply_len = NBD_STRUCTURED_REPLY_BYTES + 4 + 2;
+	} else if (req->type == NBD_CMD_READ) {
+		nbd_put_structured_reply(slot->reply, NBD_REPLY_FLAG_DONE,
+					 NBD_REPLY_TYPE_OFFSET_DATA,
+					 req->handle, 8 + req->length);
+		nbd_put64(p, req->offset);
+		slot->reply_len = NBD_STRUCTURED_REPLY_BYTES + 8;
+		slot->reply_data = req->length;
+	} else if (slot->plan.block_status) {
+		slot->reply_len = 0;
+		slot->reply_data = bs_bytes;
+	} else {
+		nbd_put_structured_reply(slot->reply, NBD_REPLY_FLAG_DONE,
+					 NBD_REPLY_TYPE_NONE, req->handle, 0);
+		slot->reply_len = NBD_STRUCTURED_REPLY_BYTES;
+	}
+}
+
 void nbd_cmd_reply(struct nbd_conn *conn, struct nbd_slot *slot)
 {
+	uint32_t bs_bytes = slot->reply_data; /* BLOCK_STATUS chunks */
+
 	if (slot->error && conn->srv)
 		conn->srv->stats.error_replies++;
-	nbd_put_simple_reply(slot->reply, slot->error, slot->req.handle);
+	slot->reply_data = 0;
+	if (conn->structured) {
+		slot_structured_reply(slot, bs_bytes);
+	} else {
+		nbd_put_simple_reply(slot->reply, slot->error,
+				     slot->req.handle);
+		slot->reply_len = NBD_SIMPLE_REPLY_BYTES;
+		if (slot->req.type == NBD_CMD_READ && !slot->error)
+			slot->reply_data = slot->req.length;
+	}
 	slot->state = NBD_SLOT_REPLY;
 	TAILQ_INSERT_TAIL(&conn->out_q, slot, link);
 	nbd_conn_mark_dirty(conn);
@@ -169,6 +218,103 @@ static void conn_submit(struct nbd_conn *conn, struct nbd_slot *slot)
 	conn->vbd_inflight++;
 }
 
+/*
+ * Extents per context of one BLOCK_STATUS reply: every selected
+ * context's chunk must fit in one data buffer (at most the largest
+ * request, >= 4096 bytes: nbd.c), and REQ_ONE asks for a single one.
+ */
+static uint32_t conn_bs_room(const struct nbd_conn *conn,
+			     const struct nbd_slot *slot)
+{
+	uint32_t per_ctx = conn->srv->exp.max_request_bytes / conn->nr_meta;
+	uint32_t room = (per_ctx - NBD_STRUCTURED_REPLY_BYTES -
+			 NBD_BLOCK_STATUS_ID_BYTES) /
+			NBD_BLOCK_STATUS_EXTENT_BYTES;
+
+	if (slot->req.flags & NBD_CMD_FLAG_REQ_ONE)
+		return 1;
+	return room < NBD_BLOCK_STATUS_MAX_EXTENTS
+		       ? room
+		       : NBD_BLOCK_STATUS_MAX_EXTENTS;
+}
+
+static uint32_t conn_bs_bytes(const struct nbd_conn *conn,
+			      const struct nbd_slot *slot)
+{
+	return conn->nr_meta *
+	       (NBD_STRUCTURED_REPLY_BYTES + NBD_BLOCK_STATUS_ID_BYTES +
+		conn_bs_room(conn, slot) * NBD_BLOCK_STATUS_EXTENT_BYTES);
+}
+
+/*
+ * Put one context's extents on the wire: in bytes, cut at the requested
+ * range (a driver may not go beyond it, but is not trusted to), empty
+ * ones dropped.  The TD_EXTENT_* flags are NBD's values (driver.h).
+ * Returns how many, 0 when nothing usable came.
+ */
+static uint32_t bs_extents(const struct td_extent *ext, unsigned int nr,
+			   uint64_t nr_sectors, uint32_t *lengths,
+			   uint32_t *flags)
+{
+	uint32_t n = 0;
+
+	for (unsigned int i = 0; i < nr && nr_sectors; i++) {
+		uint64_t len = ext[i].nr_sectors < nr_sectors
+				       ? ext[i].nr_sectors
+				       : nr_sectors;
+
+		if (!len)
+			continue;
+		nr_sectors -= len;
+		/* <= the request's 32-bit length: it fits. */
+		lengths[n] = (uint32_t)(len << TD_SECTOR_SHIFT);
+		flags[n++] = ext[i].flags;
+	}
+	return n;
+}
+
+/*
+ * Answer BLOCK_STATUS into the slot's buffer: one chunk per selected
+ * context, in id order, the last flagged DONE.  The drivers answer
+ * synchronously (driver op block_status).  Any context failing fails
+ * the whole command with an ERROR chunk.
+ */
+static void conn_block_status(struct nbd_conn *conn, struct nbd_slot *slot)
+{
+	struct td_extent ext[NBD_BLOCK_STATUS_MAX_EXTENTS];
+	uint32_t lengths[NBD_BLOCK_STATUS_MAX_EXTENTS];
+	uint32_t flags[NBD_BLOCK_STATUS_MAX_EXTENTS];
+	uint64_t sector = slot->req.offset >> TD_SECTOR_SHIFT;
+	uint64_t nr_sectors = slot->plan.bs_length >> TD_SECTOR_SHIFT;
+	size_t off = 0;
+
+	for (uint32_t i = 0; i < conn->nr_meta; i++) {
+		unsigned int nr = conn_bs_room(conn, slot);
+		int err = td_vbd_block_status(conn->vbd, conn->meta[i], sector,
+					      nr_sectors, ext, &nr);
+		uint32_t n =
+			err ? 0
+			    : bs_extents(ext, nr, nr_sectors, lengths, flags);
+
+		if (!n) {
+			td_vbd_warn(conn->vbd,
+				    "nbd %s: BLOCK_STATUS in %s at %llu: %s",
+				    conn->peer, conn->meta[i],
+				    (unsigned long long)slot->req.offset,
+				    err ? strerror(-err) : "no extents");
+			slot->error = NBD_EIO;
+			nbd_cmd_reply(conn, slot);
+			return;
+		}
+		off += nbd_put_block_status(
+			slot->buf + off,
+			i + 1 == conn->nr_meta ? NBD_REPLY_FLAG_DONE : 0,
+			slot->req.handle, i + 1, lengths, flags, n);
+	}
+	slot->reply_data = (uint32_t)off;
+	nbd_cmd_reply(conn, slot);
+}
+
 /* Reply with slot->error, once a WRITE's payload has been discarded. */
 static void conn_refuse(struct nbd_conn *conn, struct nbd_slot *slot)
 {
@@ -212,6 +358,22 @@ static bool conn_start_cmd(struct nbd_conn *conn, struct nbd_slot *slot)
 			    (unsigned long long)req->offset, slot->error);
 		conn_refuse(conn, slot);
 		return true;
+	}
+	if (slot->plan.block_status) {
+		/* Only with structured replies and a context to answer. */
+		if (!conn->structured || !conn->nr_meta) {
+			td_vbd_warn(conn->vbd,
+				    "nbd %s: BLOCK_STATUS refused: %s",
+				    conn->peer,
+				    conn->structured
+					    ? "no metadata context selected"
+					    : "structured replies not "
+					      "negotiated");
+			slot->error = NBD_EINVAL;
+			conn_refuse(conn, slot);
+			return true;
+		}
+		slot->plan.data_bytes = conn_bs_bytes(conn, slot);
 	}
 	conn->cur = slot;
 	conn->rstate = NBD_RS_CMD_BUFFER;
@@ -262,7 +424,10 @@ bool nbd_cmd_step_buffer(struct nbd_conn *conn)
 	}
 	conn->cur = NULL;
 	conn->rstate = NBD_RS_CMD_HEADER;
-	conn_submit(conn, slot);
+	if (slot->plan.block_status)
+		conn_block_status(conn, slot);
+	else
+		conn_submit(conn, slot);
 	return true;
 }
 

@@ -12,8 +12,10 @@
  * is pushed back through TCP.  Whatever frees that resource defers a
  * kick that parses again.
  *
- * Output: handshake replies go to outbuf; each command's simple reply
- * (and a READ's data) stays in its slot, queued on out_q.  Replies are
+ * Output: handshake replies go to outbuf; each command's reply header
+ * (simple, or a structured chunk's) and what follows it in its buffer (a
+ * READ's data, BLOCK_STATUS chunks) stay in its slot, queued on out_q.
+ * Replies are
  * written at the end of the event-loop pass (the server's hook), all
  * queued replies in one sendmsg; when the socket is full the rest waits
  * for EPOLLOUT.  A slot is freed, and its buffer kept for reuse, once its
@@ -385,15 +387,14 @@ static int conn_fill_iov(struct nbd_conn *conn, struct iovec *iov,
 	TAILQ_FOREACH(slot, &conn->out_q, link)
 	{
 		uint32_t data = nbd_slot_reply_bytes(slot);
-		uint32_t doff = off > NBD_SIMPLE_REPLY_BYTES
-					? off - NBD_SIMPLE_REPLY_BYTES
-					: 0;
+		uint32_t doff =
+			off > slot->reply_len ? off - slot->reply_len : 0;
 
 		if (n + 2 > NBD_WRITE_IOV_MAX)
 			break;
-		if (off < NBD_SIMPLE_REPLY_BYTES) {
+		if (off < slot->reply_len) {
 			iov[n].iov_base = slot->reply + off;
-			iov[n++].iov_len = NBD_SIMPLE_REPLY_BYTES - off;
+			iov[n++].iov_len = slot->reply_len - off;
 		}
 		if (data > doff) {
 			iov[n].iov_base = slot->buf + doff;
@@ -418,8 +419,8 @@ static void conn_consume_output(struct nbd_conn *conn, size_t n)
 		conn->out_rpos = conn->out_wpos = 0;
 	while (n) {
 		struct nbd_slot *slot = TAILQ_FIRST(&conn->out_q);
-		size_t left = NBD_SIMPLE_REPLY_BYTES +
-			      nbd_slot_reply_bytes(slot) - conn->out_off;
+		size_t left = slot->reply_len + nbd_slot_reply_bytes(slot) -
+			      conn->out_off;
 
 		if (n < left) {
 			conn->out_off += (uint32_t)n;

@@ -8,7 +8,9 @@
  * (NBD_OPT_MAX_REPLY_BYTES), so a client that sends options without
  * reading the replies is pushed back instead of buffered.  NBD_OPT_GO
  * and NBD_OPT_EXPORT_NAME end the handshake; every other option is
- * answered and the client may go on.
+ * answered and the client may go on.  STRUCTURED_REPLY and the meta
+ * context options set what the connection's commands get (nbd-cmd.c);
+ * EXTENDED_HEADERS is refused (NBD_REP_ERR_UNSUP).
  */
 #include "config.h"
 
@@ -173,6 +175,118 @@ static void conn_opt_list(struct nbd_conn *conn)
 }
 
 /*
+ * NBD_OPT_STRUCTURED_REPLY: no data; asking twice is harmless.  What the
+ * client is told about (READ chunks, ERROR chunks, BLOCK_STATUS) is in
+ * nbd-cmd.c.
+ */
+static void conn_opt_structured(struct nbd_conn *conn, uint32_t len)
+{
+	if (len) {
+		conn_opt_error(conn, NBD_REP_ERR_INVALID,
+			       "NBD_OPT_STRUCTURED_REPLY takes no data");
+		return;
+	}
+	conn->structured = true;
+	conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
+}
+
+/* The contexts the vbd answers (td_vbd_list_contexts), for matching. */
+struct meta_names {
+	char names[NBD_META_LIST_MAX][TD_CTX_NAME_MAX];
+	uint32_t n;
+};
+
+static void meta_collect(const char *name, void *opaque)
+{
+	struct meta_names *all = opaque;
+
+	if (all->n < NBD_META_LIST_MAX && strlen(name) < TD_CTX_NAME_MAX)
+		strcpy(all->names[all->n++], name);
+}
+
+static bool meta_wanted(const struct nbd_meta_request *mr, const char *name,
+			bool list)
+{
+	if (list && !mr->nr_queries)
+		return true; /* LIST with no query: every context */
+	for (uint32_t q = 0; q < mr->nr_queries; q++) {
+		const uint8_t *query;
+		uint32_t q_len;
+
+		nbd_meta_query(mr, q, &query, &q_len);
+		if (nbd_meta_match(name, query, q_len, list))
+			return true;
+	}
+	return false;
+}
+
+/* One NBD_REP_META_CONTEXT: id (0 for LIST) and name. */
+static void conn_meta_reply(struct nbd_conn *conn, uint32_t id,
+			    const char *name)
+{
+	uint8_t body[4 + TD_CTX_NAME_MAX];
+	uint32_t len = (uint32_t)strlen(name);
+
+	nbd_put32(body, id);
+	memcpy(body + 4, name, len);
+	conn_opt_reply(conn, NBD_REP_META_CONTEXT, body, 4 + len);
+}
+
+/*
+ * LIST_META_CONTEXT and SET_META_CONTEXT (only once structured replies
+ * are on, as the spec says).  SET replaces the selection: the contexts
+ * the vbd has that a query names exactly, at most NBD_META_MAX; a query
+ * for a context that does not exist selects nothing and gets no reply.
+ * Every reply fits in NBD_OPT_MAX_REPLY_BYTES (NBD_META_LIST_MAX names).
+ */
+static void conn_opt_meta(struct nbd_conn *conn, const uint8_t *data,
+			  uint32_t len)
+{
+	bool list = conn->opt.option == NBD_OPT_LIST_META_CONTEXT;
+	struct nbd_meta_request mr;
+	struct meta_names all; /* 4 KiB */
+	uint32_t err;
+
+	if (!conn->structured) {
+		conn_opt_error(conn, NBD_REP_ERR_INVALID,
+			       "negotiate NBD_OPT_STRUCTURED_REPLY first");
+		return;
+	}
+	if (!data) {
+		conn_opt_error(conn, NBD_REP_ERR_TOO_BIG,
+			       "option data too long");
+		return;
+	}
+	if ((err = nbd_parse_meta_request(data, len, &mr))) {
+		conn_opt_error(conn, err, "malformed meta context request");
+		return;
+	}
+	if (!conn_name_ok(conn, mr.name, mr.name_len)) {
+		conn_opt_error(conn, NBD_REP_ERR_UNKNOWN,
+			       "unknown export name");
+		return;
+	}
+	all.n = 0;
+	td_vbd_list_contexts(conn->vbd, meta_collect, &all);
+	if (!list)
+		conn->nr_meta = 0;
+	for (uint32_t i = 0; i < all.n && !conn->dead; i++) {
+		if (!meta_wanted(&mr, all.names[i], list))
+			continue;
+		if (list) {
+			conn_meta_reply(conn, 0, all.names[i]);
+			continue;
+		}
+		if (conn->nr_meta == NBD_META_MAX)
+			break;
+		strcpy(conn->meta[conn->nr_meta++], all.names[i]);
+		conn_meta_reply(conn, conn->nr_meta, all.names[i]);
+	}
+	if (!conn->dead)
+		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
+}
+
+/*
  * STARTTLS, and every option while TLS is required and not yet on
  * (nbd-tls.c decides).  Returns true when it answered the option.
  */
@@ -198,6 +312,9 @@ static bool conn_opt_tls(struct nbd_conn *conn)
 				    "this server requires");
 		return true;
 	case NBD_TLS_START:
+		/* What was negotiated in plaintext is forgotten. */
+		conn->structured = false;
+		conn->nr_meta = 0;
 		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
 		if (!conn->dead && (e = nbd_tls_start(conn)))
 			nbd_conn_fail(conn, "STARTTLS: %s",
@@ -240,7 +357,14 @@ void nbd_hs_option(struct nbd_conn *conn, const uint8_t *data)
 		conn_opt_reply(conn, NBD_REP_ACK, NULL, 0);
 		nbd_conn_stop_input(conn);
 		break;
-	default: /* STRUCTURED_REPLY included */
+	case NBD_OPT_STRUCTURED_REPLY:
+		conn_opt_structured(conn, len);
+		break;
+	case NBD_OPT_LIST_META_CONTEXT:
+	case NBD_OPT_SET_META_CONTEXT:
+		conn_opt_meta(conn, data, len);
+		break;
+	default: /* EXTENDED_HEADERS included */
 		conn_opt_error(conn, NBD_REP_ERR_UNSUP, "option not supported");
 		break;
 	}

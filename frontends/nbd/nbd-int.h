@@ -65,7 +65,11 @@ struct nbd_slot {
 	struct nbd_request req;
 	struct nbd_plan plan;
 	uint32_t error; /* NBD error of the reply */
-	uint8_t reply[NBD_SIMPLE_REPLY_BYTES];
+	/* The reply: reply_len bytes of header here, then reply_data bytes
+	 * of buf (a READ's data, BLOCK_STATUS chunks). */
+	uint8_t reply[NBD_REPLY_HEAD_MAX_BYTES];
+	uint32_t reply_len;
+	uint32_t reply_data;
 	/* Page-aligned, grown on demand, kept for the next command. */
 	uint8_t *buf;
 	uint32_t buf_bytes;
@@ -114,6 +118,12 @@ struct nbd_conn {
 	uint64_t skip;	      /* bytes still to discard */
 	struct nbd_slot *cur; /* the command being read */
 	struct nbd_tls *tls;  /* from STARTTLS on (nbd-tls.c); else NULL */
+	/* Negotiated in the handshake (nbd-handshake.c), forgotten at
+	 * STARTTLS: structured replies, and the selected metadata contexts,
+	 * whose ids are their index + 1. */
+	bool structured;
+	uint32_t nr_meta;
+	char meta[NBD_META_MAX][TD_CTX_NAME_MAX];
 
 	struct nbd_slot *slots;
 	uint32_t nr_slots;
@@ -182,11 +192,10 @@ static inline bool nbd_has_output(const struct nbd_conn *conn)
 	       nbd_tls_pending_out(conn);
 }
 
-/* Bytes of a READ's data that follow its reply header. */
+/* Bytes of buf (a READ's data, BLOCK_STATUS chunks) after the header. */
 static inline uint32_t nbd_slot_reply_bytes(const struct nbd_slot *slot)
 {
-	return slot->req.type == NBD_CMD_READ && !slot->error ? slot->req.length
-							      : 0;
+	return slot->reply_data;
 }
 
 /* --- nbd-conn.c: the connection --------------------------------------------- */
@@ -251,7 +260,8 @@ void nbd_hs_option(struct nbd_conn *conn, const uint8_t *data);
 bool nbd_cmd_step_header(struct nbd_conn *conn);
 bool nbd_cmd_step_buffer(struct nbd_conn *conn);
 bool nbd_cmd_step_payload(struct nbd_conn *conn);
-/* Queue slot's simple reply (error slot->error) for writing. */
+/* Queue slot's reply (error slot->error) for writing: simple, or
+ * structured once negotiated. */
 void nbd_cmd_reply(struct nbd_conn *conn, struct nbd_slot *slot);
 /* Take a free slot (one must exist) / give one back. */
 struct nbd_slot *nbd_slot_get(struct nbd_conn *conn);

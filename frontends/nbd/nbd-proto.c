@@ -136,6 +136,121 @@ void nbd_put_simple_reply(uint8_t *p, uint32_t error, uint64_t handle)
 	nbd_put64(p + 8, handle);
 }
 
+void nbd_put_structured_reply(uint8_t *p, uint16_t flags, uint16_t type,
+			      uint64_t handle, uint32_t length)
+{
+	nbd_put32(p, NBD_STRUCTURED_REPLY_MAGIC);
+	nbd_put16(p + 4, flags);
+	nbd_put16(p + 6, type);
+	nbd_put64(p + 8, handle);
+	nbd_put32(p + 16, length);
+}
+
+uint32_t nbd_parse_meta_request(const uint8_t *data, uint32_t len,
+				struct nbd_meta_request *req)
+{
+	uint32_t name_len, pos;
+
+	if (len < 4 + 4)
+		return NBD_REP_ERR_INVALID;
+	name_len = nbd_get32(data);
+	if (name_len > NBD_MAX_STRING_BYTES || name_len > len - 4 - 4)
+		return NBD_REP_ERR_INVALID;
+	req->name = data + 4;
+	req->name_len = name_len;
+	req->nr_queries = nbd_get32(data + 4 + name_len);
+	pos = 4 + name_len + 4;
+	req->queries = data + pos;
+	req->queries_len = len - pos;
+	/* Each query takes at least its 4-byte length. */
+	if (req->nr_queries > req->queries_len / 4)
+		return NBD_REP_ERR_INVALID;
+	if (req->nr_queries > NBD_META_MAX_QUERIES)
+		return NBD_REP_ERR_TOO_BIG;
+	for (uint32_t i = 0; i < req->nr_queries; i++) {
+		uint32_t q_len;
+
+		if (len - pos < 4)
+			return NBD_REP_ERR_INVALID;
+		q_len = nbd_get32(data + pos);
+		pos += 4;
+		if (q_len > len - pos)
+			return NBD_REP_ERR_INVALID;
+		pos += q_len;
+	}
+	return pos == len ? 0 : NBD_REP_ERR_INVALID;
+}
+
+void nbd_meta_query(const struct nbd_meta_request *req, uint32_t i,
+		    const uint8_t **q, uint32_t *q_len)
+{
+	const uint8_t *p = req->queries;
+
+	/* Checked by nbd_parse_meta_request: every length fits. */
+	for (;;) {
+		uint32_t n = nbd_get32(p);
+
+		if (!i--) {
+			*q = p + 4;
+			*q_len = n;
+			return;
+		}
+		p += 4 + (size_t)n;
+	}
+}
+
+bool nbd_meta_match(const char *name, const uint8_t *q, uint32_t q_len,
+		    bool list)
+{
+	size_t n = strlen(name);
+
+	if (q_len == n && !memcmp(name, q, n))
+		return true;
+	return list && q_len && q_len < n && q[q_len - 1] == ':' &&
+	       !memcmp(name, q, q_len);
+}
+
+size_t nbd_put_block_status(uint8_t *buf, uint16_t flags, uint64_t handle,
+			    uint32_t ctx_id, const uint32_t *lengths,
+			    const uint32_t *ext_flags, uint32_t n)
+{
+	uint32_t payload =
+		NBD_BLOCK_STATUS_ID_BYTES + n * NBD_BLOCK_STATUS_EXTENT_BYTES;
+	uint8_t *p = buf + NBD_STRUCTURED_REPLY_BYTES;
+
+	nbd_put_structured_reply(buf, flags, NBD_REPLY_TYPE_BLOCK_STATUS,
+				 handle, payload);
+	nbd_put32(p, ctx_id);
+	p += NBD_BLOCK_STATUS_ID_BYTES;
+	for (uint32_t i = 0; i < n; i++) {
+		nbd_put32(p, lengths[i]);
+		nbd_put32(p + 4, ext_flags[i]);
+		p += NBD_BLOCK_STATUS_EXTENT_BYTES;
+	}
+	return NBD_STRUCTURED_REPLY_BYTES + (size_t)payload;
+}
+
+/*
+ * BLOCK_STATUS: REQ_ONE the only flag, a nonzero length, sector-aligned
+ * as every command, the offset inside the export; the length is cut at
+ * the export's end.
+ */
+static uint32_t nbd_check_block_status(const struct nbd_export *exp,
+				       const struct nbd_request *req,
+				       struct nbd_plan *plan)
+{
+	if (req->flags & ~NBD_CMD_FLAG_REQ_ONE)
+		return NBD_EINVAL;
+	if (!req->length || req->length % NBD_MIN_BLOCK_BYTES ||
+	    req->offset % NBD_MIN_BLOCK_BYTES || req->offset >= exp->size_bytes)
+		return NBD_EINVAL;
+	plan->block_status = true;
+	plan->bs_length = req->length;
+	if (req->length > exp->size_bytes - req->offset)
+		plan->bs_length = (uint32_t)(exp->size_bytes - req->offset);
+	return 0;
+}
+
 /* Command flags a request of this type may carry on this export. */
 static uint16_t nbd_allowed_flags(uint16_t type, uint16_t tflags)
 {
@@ -195,6 +310,8 @@ uint32_t nbd_check_request(const struct nbd_export *exp,
 	uint32_t err;
 
 	memset(plan, 0, sizeof(*plan));
+	if (req->type == NBD_CMD_BLOCK_STATUS)
+		return nbd_check_block_status(exp, req, plan);
 	if (nbd_cmd_op(req->type, &plan->op))
 		return NBD_EINVAL;
 	if (req->flags & ~nbd_allowed_flags(req->type, exp->tflags))

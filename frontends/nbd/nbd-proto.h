@@ -20,11 +20,12 @@
 
 /* --- magic numbers --------------------------------------------------------- */
 
-#define NBD_MAGIC	       0x4e42444d41474943ull /* "NBDMAGIC", INIT_PASSWD */
-#define NBD_IHAVEOPT	       0x49484156454f5054ull /* "IHAVEOPT", option magic */
-#define NBD_REP_MAGIC	       0x0003e889045565a9ull /* option replies */
-#define NBD_REQUEST_MAGIC      0x25609513u
-#define NBD_SIMPLE_REPLY_MAGIC 0x67446698u
+#define NBD_MAGIC		   0x4e42444d41474943ull /* "NBDMAGIC", INIT_PASSWD */
+#define NBD_IHAVEOPT		   0x49484156454f5054ull /* "IHAVEOPT", option magic */
+#define NBD_REP_MAGIC		   0x0003e889045565a9ull /* option replies */
+#define NBD_REQUEST_MAGIC	   0x25609513u
+#define NBD_SIMPLE_REPLY_MAGIC	   0x67446698u
+#define NBD_STRUCTURED_REPLY_MAGIC 0x668e33efu
 
 /* --- handshake flags (server, 16 bits) and client flags (32 bits) --------- */
 
@@ -124,13 +125,26 @@
 #define NBD_EXPORT_NAME_ZEROES	    124 /* unless NBD_FLAG_C_NO_ZEROES */
 #define NBD_REQUEST_BYTES	    28
 #define NBD_SIMPLE_REPLY_BYTES	    16
-#define NBD_INFO_EXPORT_BYTES	    12	 /* type, size, transmission flags */
-#define NBD_INFO_BLOCK_SIZE_BYTES   14	 /* type, minimum, preferred, maximum */
+#define NBD_STRUCTURED_REPLY_BYTES  20 /* magic, flags, type, handle, length */
+#define NBD_INFO_EXPORT_BYTES	    12 /* type, size, transmission flags */
+#define NBD_INFO_BLOCK_SIZE_BYTES   14 /* type, minimum, preferred, maximum */
 #define NBD_MAX_STRING_BYTES	    4096 /* export names, messages */
 
 /* The block sizes the server advertises (see nbd_put_go_reply). */
 #define NBD_MIN_BLOCK_BYTES	  TD_SECTOR_SIZE /* the vbd's unit */
 #define NBD_PREFERRED_BLOCK_BYTES 4096u
+
+/*
+ * Metadata contexts (NBD_OPT_SET_META_CONTEXT): at most NBD_META_MAX
+ * selected per connection (ids 1..NBD_META_MAX, per connection), at most
+ * NBD_META_LIST_MAX names in the reply to one LIST_META_CONTEXT, and at
+ * most NBD_META_MAX_QUERIES queries in one request; a query longer than
+ * a context name can be (TD_CTX_NAME_MAX - 1) matches nothing.
+ */
+#define NBD_META_MAX	     8
+#define NBD_META_LIST_MAX    16
+#define NBD_META_MAX_QUERIES 128
+#define NBD_META_REPLY_BYTES (NBD_OPT_REPLY_HEADER_BYTES + 4 + TD_CTX_NAME_MAX)
 
 /*
  * Option data the server buffers: the largest legitimate GO/INFO (name
@@ -141,10 +155,16 @@
 
 /*
  * Room one option's replies may take in the output buffer: the largest is
- * NBD_OPT_LIST's NBD_REP_SERVER (a 4096-byte name) and its NBD_REP_ACK.
+ * NBD_OPT_LIST's NBD_REP_SERVER (a 4096-byte name) and its NBD_REP_ACK,
+ * or NBD_META_LIST_MAX NBD_REP_META_CONTEXT replies and their ACK.
  */
-#define NBD_OPT_MAX_REPLY_BYTES \
+#define NBD_OPT_LIST_REPLY_BYTES \
 	(2 * NBD_OPT_REPLY_HEADER_BYTES + 4 + NBD_MAX_STRING_BYTES + 256)
+#define NBD_OPT_META_REPLY_BYTES \
+	((NBD_META_LIST_MAX + 1) * NBD_META_REPLY_BYTES)
+#define NBD_OPT_MAX_REPLY_BYTES NBD_OPT_META_REPLY_BYTES
+_Static_assert(NBD_OPT_MAX_REPLY_BYTES >= NBD_OPT_LIST_REPLY_BYTES,
+	       "NBD_OPT_LIST's reply fits");
 
 /* --- byte order ------------------------------------------------------------------ */
 
@@ -275,11 +295,92 @@ void nbd_decode_request(const uint8_t *p, struct nbd_request *req);
 /* Write a simple reply header.  p must hold NBD_SIMPLE_REPLY_BYTES. */
 void nbd_put_simple_reply(uint8_t *p, uint32_t error, uint64_t handle);
 
+/*
+ * Structured replies (NBD_OPT_STRUCTURED_REPLY): chunk flags and types.
+ */
+#define NBD_REPLY_FLAG_DONE	    (1u << 0)
+#define NBD_REPLY_TYPE_NONE	    0u
+#define NBD_REPLY_TYPE_OFFSET_DATA  1u
+#define NBD_REPLY_TYPE_OFFSET_HOLE  2u
+#define NBD_REPLY_TYPE_BLOCK_STATUS 5u
+#define NBD_REPLY_TYPE_ERROR	    ((1u << 15) | 1u)
+#define NBD_REPLY_TYPE_ERROR_OFFSET ((1u << 15) | 2u)
+
+/*
+ * Write a structured reply chunk header.  p must hold
+ * NBD_STRUCTURED_REPLY_BYTES; length is the chunk's payload length.
+ */
+void nbd_put_structured_reply(uint8_t *p, uint16_t flags, uint16_t type,
+			      uint64_t handle, uint32_t length);
+
+/* base:allocation flags on the wire (NBD_STATE_*) */
+#define NBD_STATE_HOLE (1u << 0)
+#define NBD_STATE_ZERO (1u << 1)
+
+/* Bytes of one BLOCK_STATUS chunk's payload: context id, then extents. */
+#define NBD_BLOCK_STATUS_ID_BYTES     4
+#define NBD_BLOCK_STATUS_EXTENT_BYTES 8 /* length, flags */
+/* Most extents in one chunk: the rest of the range is asked for again. */
+#define NBD_BLOCK_STATUS_MAX_EXTENTS 128
+
+/* Reply headers a slot holds: a READ's OFFSET_DATA chunk header and
+ * offset, or an ERROR chunk with its error and an empty message. */
+#define NBD_REPLY_HEAD_MAX_BYTES (NBD_STRUCTURED_REPLY_BYTES + 8)
+
+/*
+ * The body of NBD_OPT_LIST_META_CONTEXT and NBD_OPT_SET_META_CONTEXT:
+ * 32-bit export name length, name, 32-bit number of queries, each a
+ * 32-bit length and a string.
+ */
+struct nbd_meta_request {
+	const uint8_t *name; /* points into the option data; not terminated */
+	uint32_t name_len;
+	uint32_t nr_queries;
+	const uint8_t *queries; /* the first query's length */
+	uint32_t queries_len;
+};
+
+/*
+ * Parse and check the whole request: 0, or NBD_REP_ERR_INVALID when the
+ * lengths do not add up (a query running past the data, bytes left over,
+ * a name longer than NBD_MAX_STRING_BYTES), NBD_REP_ERR_TOO_BIG for more
+ * than NBD_META_MAX_QUERIES queries.
+ */
+uint32_t nbd_parse_meta_request(const uint8_t *data, uint32_t len,
+				struct nbd_meta_request *req);
+
+/*
+ * Query i (< nr_queries) of a request nbd_parse_meta_request accepted:
+ * *q points into the data, not terminated.
+ */
+void nbd_meta_query(const struct nbd_meta_request *req, uint32_t i,
+		    const uint8_t **q, uint32_t *q_len);
+
+/*
+ * Does context name answer query q?  For SET_META_CONTEXT only the exact
+ * name; for LIST_META_CONTEXT also every name in a namespace given as a
+ * prefix ending in ':' ("base:", "qemu:dirty-bitmap:").
+ */
+bool nbd_meta_match(const char *name, const uint8_t *q, uint32_t q_len,
+		    bool list);
+
+/*
+ * One NBD_REPLY_TYPE_BLOCK_STATUS chunk: header, context id, n extents
+ * (lengths in bytes, flags as they are on the wire).  buf must hold
+ * NBD_STRUCTURED_REPLY_BYTES + NBD_BLOCK_STATUS_ID_BYTES +
+ * n * NBD_BLOCK_STATUS_EXTENT_BYTES.  Returns the bytes written.
+ */
+size_t nbd_put_block_status(uint8_t *buf, uint16_t flags, uint64_t handle,
+			    uint32_t ctx_id, const uint32_t *lengths,
+			    const uint32_t *ext_flags, uint32_t n);
+
 /* What the server does with a request that passed nbd_check_request. */
 struct nbd_plan {
-	enum td_op op;
+	enum td_op op;	     /* not for BLOCK_STATUS */
 	uint32_t td_flags;   /* TD_REQ_* */
 	uint32_t data_bytes; /* buffer needed: READ and WRITE */
+	bool block_status;   /* NBD_CMD_BLOCK_STATUS: ... */
+	uint32_t bs_length;  /* ... of this many bytes (clamped to the end) */
 };
 
 /*
@@ -292,6 +393,10 @@ struct nbd_plan {
  *     past the end of the export;
  *   - NBD_ENOSPC: WRITE, WRITE_ZEROES or TRIM past the end of the export;
  *   - NBD_EPERM: WRITE, WRITE_ZEROES or TRIM on a read-only export.
+ * BLOCK_STATUS takes the flag NBD_CMD_FLAG_REQ_ONE; its offset must lie
+ * inside the export (else NBD_EINVAL) and a length that runs past the end
+ * is cut there (plan->bs_length).  Whether the connection may send it
+ * (structured replies, contexts selected) is the caller's to check.
  * A command the export does not advertise (FLUSH, TRIM, WRITE_ZEROES) is
  * passed on: the vbd answers -EOPNOTSUPP (NBD_ENOTSUP).  FUA is accepted
  * on every command when advertised, and ignored where it writes nothing

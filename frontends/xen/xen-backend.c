@@ -752,6 +752,82 @@ static void server_check_stopped(struct td_xen_server *srv)
 	td_frontend_stop_check(&srv->fe, idle);
 }
 
+/* --- resize (issue #21) ------------------------------------------------------ */
+
+/*
+ * Linux's blkback (xen_vbd_resize) writes "sectors" and then its current
+ * state again in one transaction: blkfront's watch on the backend state
+ * fires, it sees Connected while connected and re-reads "sectors"
+ * (blkfront_connect, BLKIF_STATE_CONNECTED: set_capacity).  Retried while
+ * xenstored says another writer got in between; bounded, in case one
+ * always does.
+ */
+#define RESIZE_TX_TRIES 16
+
+static int dev_resize_tx(struct xen_dev *dev, const char *sectors)
+{
+	struct td_xen_server *srv = dev->srv;
+	char p_sectors[XEN_PATH_MAX + 16], p_state[XEN_PATH_MAX + 16];
+	char state[VALUE_MAX];
+	uint32_t tx;
+	int err = -EAGAIN;
+
+	if (!srv->xs->tx_start)
+		return -EOPNOTSUPP;
+	snprintf(p_sectors, sizeof(p_sectors), "%s/sectors", dev->be);
+	snprintf(p_state, sizeof(p_state), "%s/state", dev->be);
+	snprintf(state, sizeof(state), "%d", dev->state);
+	for (int i = 0; i < RESIZE_TX_TRIES && err == -EAGAIN; i++) {
+		if ((err = srv->xs->tx_start(srv->xsh, &tx)))
+			break;
+		if ((err = srv->xs->tx_write(srv->xsh, tx, p_sectors,
+					     sectors)) ||
+		    (err = srv->xs->tx_write(srv->xsh, tx, p_state, state))) {
+			srv->xs->tx_end(srv->xsh, tx, true);
+			break;
+		}
+		err = srv->xs->tx_end(srv->xsh, tx, false);
+	}
+	return err;
+}
+
+void xen_server_resized(struct td_frontend *fe, struct td_strbuf *out)
+{
+	struct td_xen_server *srv = td_xen_server_of(fe);
+	const struct td_disk_info *info = td_vbd_get_info(srv->vbd);
+	unsigned int told = 0, later = 0, failed = 0;
+	char sectors[VALUE_MAX];
+	struct xen_dev *dev;
+	int err;
+
+	snprintf(sectors, sizeof(sectors), "%" PRIu64, info->size_sectors);
+	LIST_FOREACH(dev, &srv->devs, link)
+	{
+		if (dev->gone || dev->draining)
+			continue;
+		if (dev->state == XenbusStateConnected && dev->ring) {
+			if (!(err = dev_resize_tx(dev, sectors))) {
+				told++;
+				continue;
+			}
+			td_vbd_warn(srv->vbd,
+				    "%s: cannot tell the frontend of the new "
+				    "size: %s",
+				    dev->be, strerror(-err));
+			failed++;
+		} else if (dev->state >= XenbusStateInitWait &&
+			   dev->state < XenbusStateClosing) {
+			failed += dev_write(dev, "sectors", "%s", sectors) != 0;
+			later += 1;
+		}
+	}
+	td_strbuf_printf(out,
+			 "xen: %s sectors written; %u connected frontends "
+			 "told; %u will read it when they connect%s\n",
+			 sectors, told, later,
+			 failed ? "; some writes failed (see the log)" : "");
+}
+
 int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 			void *opaque)
 {
@@ -770,10 +846,20 @@ int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 	return 0;
 }
 
+/* The server's counters, the rings still connected included. */
 void td_xen_server_get_stats(const struct td_xen_server *srv,
 			     struct td_xen_stats *out)
 {
+	const struct xen_dev *dev;
+
 	*out = srv->stats;
+	if (!srv->io->add_stats)
+		return;
+	LIST_FOREACH(dev, &srv->devs, link)
+	{
+		if (dev->ring)
+			srv->io->add_stats(dev->ring, &out->ring);
+	}
 }
 
 /* Free every device; one with a ring still draining is left behind. */

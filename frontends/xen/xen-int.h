@@ -10,6 +10,7 @@
 #define TAPSTRIPE_XEN_INT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/queue.h>
 
 #include "frontends/xen/xen-keys.h"
@@ -37,6 +38,17 @@ struct xen_store_ops {
 	char **(*directory)(void *h, const char *path, unsigned int *n);
 	int (*rm)(void *h, const char *path);
 	void (*close)(void *h);
+	/*
+	 * A transaction (issue #21: the resize notice).  tx_start gives its
+	 * id in *tx; tx_write writes in it (nobody sees it, no watch fires,
+	 * until it ends); tx_end commits it (abort false) or drops it: 0,
+	 * -EAGAIN when another writer got in between (start again), or
+	 * -errno.  All three 0 or -errno.
+	 */
+	int (*tx_start)(void *h, uint32_t *tx);
+	int (*tx_write)(void *h, uint32_t tx, const char *path,
+			const char *value);
+	int (*tx_end)(void *h, uint32_t tx, bool abort);
 };
 
 /* xen-store.c: libxenstore, its watch fd served by loop. */
@@ -81,6 +93,12 @@ struct xen_io_ops {
 	 */
 	void (*quiesce)(struct xen_ring *ring, void (*done)(void *),
 			void *opaque);
+	/*
+	 * Optional.  Add the counters of a connected ring to *sum (a closed
+	 * ring's are added to the server's own when it closes).
+	 */
+	void (*add_stats)(const struct xen_ring *ring,
+			  struct blkif_ring_stats *sum);
 };
 
 /* xen-io.c: libxengnttab and libxenevtchn. */
@@ -157,6 +175,15 @@ void xen_server_watch_event(struct td_xen_server *srv, const char *path,
 /* The shutdown op (frontend.h, xen.h): the rings' I/O finishes unanswered. */
 int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 			void *opaque);
+
+/*
+ * The resized op (frontend.h): each connected device gets the vbd's new
+ * "sectors" and its state Connected written again in one transaction, as
+ * Linux's blkback does (xen_vbd_resize), so that blkfront reads the new
+ * size without a re-attach; a device not connected yet gets the new
+ * "sectors" to read when it connects.
+ */
+void xen_server_resized(struct td_frontend *fe, struct td_strbuf *out);
 
 /* Free the devices (not the server, nor the store). */
 void xen_server_fini(struct td_xen_server *srv);

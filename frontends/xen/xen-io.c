@@ -498,8 +498,19 @@ static void xr_quiesce(struct xen_ring *r, void (*done)(void *), void *opaque)
 	blkif_ring_quiesce(r->blkif, xr_drained, r);
 }
 
+static void xr_add_stats(const struct xen_ring *r, struct blkif_ring_stats *sum)
+{
+	struct blkif_ring_stats s;
+
+	if (!r->blkif)
+		return;
+	blkif_ring_get_stats(r->blkif, &s);
+	stats_add(sum, &s);
+}
+
 const struct xen_io_ops xen_io_real = {
 	.connect = xr_connect,
 	.disconnect = xr_disconnect,
 	.quiesce = xr_quiesce,
+	.add_stats = xr_add_stats,
 };

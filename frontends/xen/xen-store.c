@@ -70,6 +70,33 @@ static int store_rm(void *h, const char *path)
 	return xs_rm(st->xs, XBT_NULL, path) ? 0 : -errno;
 }
 
+static int store_tx_start(void *h, uint32_t *tx)
+{
+	struct xen_store *st = h;
+	xs_transaction_t t = xs_transaction_start(st->xs);
+
+	if (t == XBT_NULL)
+		return errno ? -errno : -EIO;
+	*tx = t;
+	return 0;
+}
+
+static int store_tx_write(void *h, uint32_t tx, const char *path,
+			  const char *value)
+{
+	struct xen_store *st = h;
+
+	return xs_write(st->xs, tx, path, value, strlen(value)) ? 0 : -errno;
+}
+
+/* xenstored answers EAGAIN when another writer got in between. */
+static int store_tx_end(void *h, uint32_t tx, bool abort)
+{
+	struct xen_store *st = h;
+
+	return xs_transaction_end(st->xs, tx, abort) ? 0 : -errno;
+}
+
 static void store_close(void *h)
 {
 	struct xen_store *st = h;
@@ -87,6 +114,9 @@ static const struct xen_store_ops store_ops = {
 	.directory = store_directory,
 	.rm = store_rm,
 	.close = store_close,
+	.tx_start = store_tx_start,
+	.tx_write = store_tx_write,
+	.tx_end = store_tx_end,
 };
 
 /* Every watch event queued so far, handed to the server in order. */
@@ -229,6 +259,7 @@ const struct td_frontend_ops td_xen_frontend = {
 	.destroy = xen_destroy,
 	.report_json = xen_report_json,
 	.report_text = xen_report_text,
+	.resized = xen_server_resized,
 };
 
 struct td_xen_server *td_xen_server_of(struct td_frontend *fe)

@@ -436,6 +436,29 @@ int master_call_vdisk_alloc(struct master_client *c, const ms_alloc_args *a,
 				  MS_BODY_VDISK, rep);
 }
 
+int master_call_vdisk_grow(struct master_client *c, const ms_grow_args *a,
+			   ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_GROW, (xdrproc_t)xdr_ms_grow_args,
+				  a, MS_BODY_VDISK, rep);
+}
+
+int master_call_vdisk_snapshot(struct master_client *c,
+			       const ms_snapshot_args *a, ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_SNAPSHOT,
+				  (xdrproc_t)xdr_ms_snapshot_args, a,
+				  MS_BODY_VDISK, rep);
+}
+
+int master_call_vdisk_snapshot_done(struct master_client *c, const char *id,
+				    ms_reply *rep)
+{
+	return master_client_call(c, MS_VDISK_SNAPSHOT_DONE,
+				  (xdrproc_t)xdr_ms_vdisk_id, &id, MS_BODY_NONE,
+				  rep);
+}
+
 int master_call_vdisk_lookup(struct master_client *c, const char *id,
 			     ms_reply *rep)
 {

@@ -109,6 +109,18 @@ int master_call_move_list(struct master_client *c, const ms_move_list_args *a,
 			  ms_reply *rep);
 int master_call_vdisk_alloc(struct master_client *c, const ms_alloc_args *a,
 			    ms_reply *rep);
+/* MS_VDISK_GROW (idempotent): body VDISK, the whole disk after the call;
+ * its extents_per_column may exceed what was asked (grown further by
+ * another call). */
+int master_call_vdisk_grow(struct master_client *c, const ms_grow_args *a,
+			   ms_reply *rep);
+
+/* MS_VDISK_SNAPSHOT (idempotent): body VDISK, the new disk, incomplete;
+ * MS_VDISK_SNAPSHOT_DONE (idempotent): no body. */
+int master_call_vdisk_snapshot(struct master_client *c,
+			       const ms_snapshot_args *a, ms_reply *rep);
+int master_call_vdisk_snapshot_done(struct master_client *c, const char *id,
+				    ms_reply *rep);
 int master_call_vdisk_lookup(struct master_client *c, const char *id,
 			     ms_reply *rep);
 int master_call_vdisk_release(struct master_client *c, const char *id,

@@ -36,6 +36,8 @@ union ms_args {
 	ms_move_args move;
 	ms_move_list_args move_list;
 	ms_server_chap_args chap;
+	ms_grow_args grow;
+	ms_snapshot_args snapshot;
 };
 
 struct proc {
@@ -214,6 +216,24 @@ static int run_server_chap_get(struct master_store *st, const union ms_args *a,
 	return master_store_server_chap_get(st, &a->key, rep);
 }
 
+static int run_vdisk_grow(struct master_store *st, const union ms_args *a,
+			  ms_reply *rep)
+{
+	return master_store_vdisk_grow(st, &a->grow, rep);
+}
+
+static int run_vdisk_snapshot(struct master_store *st, const union ms_args *a,
+			      ms_reply *rep)
+{
+	return master_store_vdisk_snapshot(st, &a->snapshot, rep);
+}
+
+static int run_vdisk_snapshot_done(struct master_store *st,
+				   const union ms_args *a, ms_reply *rep)
+{
+	return master_store_vdisk_snapshot_done(st, a->id, rep);
+}
+
 /* mutating: from --allow networks only; so is MS_SERVER_CHAP_GET, whose
  * reply carries a secret although it changes nothing. */
 static const struct proc procs[] = {
@@ -274,6 +294,14 @@ static const struct proc procs[] = {
 				run_server_chap_set},
 	[MS_SERVER_CHAP_GET] = {"server_chap_get", (xdrproc_t)xdr_ms_server_key,
 				true, run_server_chap_get},
+	[MS_VDISK_GROW] = {"vdisk_grow", (xdrproc_t)xdr_ms_grow_args, true,
+			   run_vdisk_grow},
+	[MS_VDISK_SNAPSHOT] = {"vdisk_snapshot",
+			       (xdrproc_t)xdr_ms_snapshot_args, true,
+			       run_vdisk_snapshot},
+	[MS_VDISK_SNAPSHOT_DONE] = {"vdisk_snapshot_done",
+				    (xdrproc_t)xdr_ms_vdisk_id, true,
+				    run_vdisk_snapshot_done},
 };
 #define NR_PROCS (sizeof(procs) / sizeof(procs[0]))
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * store-vdisk.c - virtual disks: MS_VDISK_ALLOC, _LOOKUP, _RELEASE, _LIST
- * (see store.h and stripe.x).
+ * store-vdisk.c - virtual disks: MS_VDISK_ALLOC, _LOOKUP, _RELEASE, _LIST,
+ * _GROW (see store.h and stripe.x).
  *
  * An allocation locks each extent with a row in allocations holding the
  * disk id and the extent's place in the disk (column, extent, replica);
@@ -353,12 +353,13 @@ static int insert_allocation(struct master_store *st, const char *vdisk,
 }
 
 /*
- * Lock the placed extents, in slot order.  base[i] is where pool server
- * i's extent indices start in idx[].
+ * Lock the placed extents, in slot order, as extents first_ext.. of their
+ * columns (0 for a new disk; the old extents_per_column for a grow).
+ * base[i] is where pool server i's extent indices start in idx[].
  */
 static int take_all(struct master_store *st, const char *vdisk,
-		    const struct master_shape *sh, struct master_pool *p,
-		    const uint32_t *slots, size_t n)
+		    const struct master_shape *sh, uint32_t first_ext,
+		    struct master_pool *p, const uint32_t *slots, size_t n)
 {
 	int64_t *idx = malloc(n * sizeof(*idx));
 	size_t *base = calloc(p->n + 1, sizeof(*base));
@@ -377,7 +378,8 @@ static int take_all(struct master_store *st, const char *vdisk,
 	for (size_t i = 0; !ret && i < n; i++) {
 		uint32_t at[3] = {
 			(uint32_t)(i / sh->replicas / sh->extents_per_column),
-			(uint32_t)(i / sh->replicas % sh->extents_per_column),
+			first_ext + (uint32_t)(i / sh->replicas %
+					       sh->extents_per_column),
 			(uint32_t)(i % sh->replicas)};
 
 		ret = insert_allocation(st, vdisk, at, p->id[slots[i]],
@@ -405,11 +407,13 @@ static int refuse_nospc(const struct master_pool *p, const ms_alloc_args *a,
 		a->replicas, p->active, free_extents);
 }
 
-/* A spread note for every extent placed below the level wanted. */
-static int insert_spread(struct master_store *st, const ms_alloc_args *a,
+/* A spread note for every extent placed below the level wanted; sh and
+ * first_ext as for take_all. */
+static int insert_spread(struct master_store *st, const char *id,
+			 const struct master_shape *sh, uint32_t first_ext,
 			 const struct master_place_spread *sp)
 {
-	size_t n = (size_t)a->columns * a->extents_per_column;
+	size_t n = (size_t)sh->columns * sh->extents_per_column;
 	sqlite3_stmt *s;
 	int ret = 0;
 
@@ -417,11 +421,13 @@ static int insert_spread(struct master_store *st, const ms_alloc_args *a,
 		if (sp[i].reached >= sp[i].wanted)
 			continue;
 		s = master_store_stmt(st, ST_SPREAD_INSERT);
-		master_store_bind_text(s, 1, a->id);
+		master_store_bind_text(s, 1, id);
 		sqlite3_bind_int64(s, 2,
-				   (sqlite3_int64)(i / a->extents_per_column));
-		sqlite3_bind_int64(s, 3,
-				   (sqlite3_int64)(i % a->extents_per_column));
+				   (sqlite3_int64)(i / sh->extents_per_column));
+		sqlite3_bind_int64(
+			s, 3,
+			first_ext +
+				(sqlite3_int64)(i % sh->extents_per_column));
 		sqlite3_bind_int(s, 4, sp[i].reached);
 		sqlite3_bind_int(s, 5, sp[i].wanted);
 		sqlite3_bind_int64(s, 6, sp[i].room);
@@ -459,8 +465,8 @@ static int allocate(struct master_store *st, const ms_alloc_args *a,
 		if (ret == -ENOSPC)
 			ret = refuse_nospc(&pool, a, rep);
 		else if (!ret && !(ret = insert_vdisk(st, a)) &&
-			 !(ret = take_all(st, a->id, sh, &pool, slots, n)))
-			ret = insert_spread(st, a, sp);
+			 !(ret = take_all(st, a->id, sh, 0, &pool, slots, n)))
+			ret = insert_spread(st, a->id, sh, 0, sp);
 		*placed = !ret && rep->status == MS_OK;
 	}
 	if (slots && sp)
@@ -548,6 +554,123 @@ int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 	td_dbg("vdisk %s allocated: %u x %u x %u extents", a->id, a->columns,
 	       a->extents_per_column, a->replicas);
 	return master_reply_ok(rep, true);
+}
+
+/* --- grow (issue #21) ------------------------------------------------------- */
+
+/*
+ * Place and lock the extents that take disk id from have to want extents
+ * per column: the added ones are placed as a disk of their own (same
+ * columns and replicas, want - have extents each), so the spread rule puts
+ * each (column, replica) on the server it prefers for the old extents.
+ */
+static int grow_place(struct master_store *st, const char *id,
+		      const struct master_shape *have, u_int want,
+		      ms_reply *rep, bool *placed)
+{
+	struct master_shape add = {
+		have->columns, want - have->extents_per_column, have->replicas};
+	size_t n = (size_t)add.columns * add.extents_per_column * add.replicas;
+	uint32_t *slots = malloc(n * sizeof(*slots));
+	struct master_place_spread *sp = calloc(n / add.replicas, sizeof(*sp));
+	struct master_pool pool;
+	ms_alloc_args a = {(char *)id, add.columns, add.extents_per_column,
+			   add.replicas, st->extent_bytes};
+	int ret = slots && sp ? master_store_pool_load(st, &pool) : -ENOMEM;
+
+	*placed = false;
+	if (!ret) {
+		ret = master_place_spread(pool.srv, pool.n, add.columns,
+					  add.extents_per_column, add.replicas,
+					  slots, sp);
+		if (ret == -ENOSPC)
+			ret = refuse_nospc(&pool, &a, rep);
+		else if (!ret && !(ret = take_all(st, id, &add,
+						  have->extents_per_column,
+						  &pool, slots, n)))
+			ret = insert_spread(st, id, &add,
+					    have->extents_per_column, sp);
+		*placed = !ret && rep->status == MS_OK;
+	}
+	if (slots && sp)
+		master_store_pool_free(&pool);
+	free(slots);
+	free(sp);
+	return ret;
+}
+
+/* Refuse a grow the caps forbid; *ok true when it may go ahead. */
+static int grow_check(const struct master_store *st, const char *id,
+		      const struct master_shape *have, u_int want,
+		      ms_reply *rep, bool *ok)
+{
+	uint64_t total = (uint64_t)have->columns * want * have->replicas;
+	uint64_t added = (uint64_t)have->columns *
+			 (want - have->extents_per_column) * have->replicas;
+
+	*ok = false;
+	if (total > MS_MAX_SLOTS)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"vdisk %s would have %u columns x %u extents x %u "
+			"replicas = %" PRIu64 " extents, more than %d: use a "
+			"new disk with larger extents",
+			id, have->columns, want, have->replicas, total,
+			MS_MAX_SLOTS);
+	if (added > st->max_alloc_extents)
+		return master_reply_fail(
+			rep, MS_EINVAL,
+			"growing vdisk %s adds %" PRIu64 " extents; this "
+			"master allocates at most %u in one call "
+			"(stripe-master --max-alloc-extents): grow it in "
+			"smaller steps",
+			id, added, st->max_alloc_extents);
+	*ok = true;
+	return 0;
+}
+
+int master_store_vdisk_grow(struct master_store *st, const ms_grow_args *a,
+			    ms_reply *rep)
+{
+	struct master_shape have;
+	sqlite3_stmt *s;
+	bool ok, placed;
+	int ret;
+
+	if (!master_vdisk_id_ok(a->id))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a vdisk id is 1-%d of "
+					 "[A-Za-z0-9._-]",
+					 MS_VDISK_ID_MAX);
+	if ((ret = vdisk_get(st, a->id, &have)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no vdisk %s: see "
+						   "'stripe-ctl vdisk list'",
+						   a->id);
+	if (a->extents_per_column <= have.extents_per_column) /* a retry */
+		return (ret = build_vdisk(st, a->id, &have, rep))
+			       ? ret
+			       : master_reply_ok(rep, false);
+	if ((ret = grow_check(st, a->id, &have, a->extents_per_column, rep,
+			      &ok)) ||
+	    !ok)
+		return ret;
+	if ((ret = grow_place(st, a->id, &have, a->extents_per_column, rep,
+			      &placed)) ||
+	    !placed)
+		return ret;
+	s = master_store_stmt(st, ST_VDISK_GROW);
+	master_store_bind_text(s, 1, a->id);
+	sqlite3_bind_int64(s, 2, a->extents_per_column);
+	if ((ret = master_store_exec(st, s, "vdisk grow")))
+		return ret;
+	td_info("vdisk %s grown: %u -> %u extents per column", a->id,
+		have.extents_per_column, a->extents_per_column);
+	have.extents_per_column = a->extents_per_column;
+	return (ret = build_vdisk(st, a->id, &have, rep))
+		       ? ret
+		       : master_reply_ok(rep, true);
 }
 
 /* --- lookup, release, list ------------------------------------------------- */
@@ -644,12 +767,123 @@ int master_store_vdisk_list(struct master_store *st,
 		v->stale_replicas = (u_int)sqlite3_column_int64(s, 4);
 		v->under_replicated = (u_int)sqlite3_column_int64(s, 5);
 		v->moves = (u_int)sqlite3_column_int64(s, 6);
-		ret = v->id ? 0 : -ENOMEM;
+		v->source =
+			master_strdup((const char *)sqlite3_column_text(s, 7));
+		v->complete = sqlite3_column_int64(s, 8) != 0;
+		ret = v->id && v->source ? 0 : -ENOMEM;
 	}
 	sqlite3_reset(s);
 	if (!ret && rc != SQLITE_ROW && rc != SQLITE_DONE)
 		ret = master_store_sql_fail(st, "vdisk list", rc);
 	return ret ? ret : master_reply_ok(rep, false);
+}
+
+/* --- snapshots (issue #21) ------------------------------------------------ */
+
+/* 1 and the source ("" none) and completeness of id, 0 no such disk. */
+static int snap_get(struct master_store *st, const char *id, char *source,
+		    size_t size, bool *complete)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_VDISK_SNAP_GET);
+	int rc;
+
+	master_store_bind_text(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return master_store_sql_fail(st, "vdisk snapshot get", rc);
+	snprintf(source, size, "%s", (const char *)sqlite3_column_text(s, 0));
+	*complete = sqlite3_column_int64(s, 1) != 0;
+	sqlite3_reset(s);
+	return 1;
+}
+
+/* NEW exists: the same snapshot again (answer it) or something else. */
+static int snapshot_again(struct master_store *st, const ms_snapshot_args *a,
+			  const struct master_shape *src, ms_reply *rep)
+{
+	char source[MS_VDISK_ID_MAX + 1];
+	struct master_shape have;
+	bool complete;
+	int ret;
+
+	if ((ret = vdisk_get(st, a->id, &have)) < 0 ||
+	    (ret = snap_get(st, a->id, source, sizeof(source), &complete)) < 0)
+		return ret;
+	if (strcmp(source, a->source) || memcmp(&have, src, sizeof(have)))
+		return master_reply_fail(
+			rep, MS_EEXIST,
+			"vdisk %s exists already as %s%s: a snapshot needs "
+			"a new name (or release %s first)",
+			a->id,
+			source[0] ? "a snapshot of " : "a disk of its own",
+			source, a->id);
+	ret = build_vdisk(st, a->id, &have, rep);
+	return ret ? ret : master_reply_ok(rep, false);
+}
+
+int master_store_vdisk_snapshot(struct master_store *st,
+				const ms_snapshot_args *a, ms_reply *rep)
+{
+	struct master_shape src;
+	ms_alloc_args aa;
+	sqlite3_stmt *s;
+	int ret;
+
+	if (!master_vdisk_id_ok(a->source) || !master_vdisk_id_ok(a->id) ||
+	    !strcmp(a->source, a->id))
+		return master_reply_fail(rep, MS_EINVAL,
+					 "a snapshot needs two different "
+					 "vdisk ids of 1-%d [A-Za-z0-9._-]",
+					 MS_VDISK_ID_MAX);
+	if ((ret = vdisk_get(st, a->source, &src)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no vdisk %s to take a "
+						   "snapshot of",
+						   a->source);
+	if ((ret = vdisk_get(st, a->id, &(struct master_shape){0})) < 0)
+		return ret;
+	if (ret)
+		return snapshot_again(st, a, &src, rep);
+	aa = (ms_alloc_args){.id = a->id,
+			     .columns = src.columns,
+			     .extents_per_column = src.extents_per_column,
+			     .replicas = src.replicas,
+			     .extent_size_bytes = st->extent_bytes};
+	if ((ret = master_store_vdisk_alloc(st, &aa, rep)) ||
+	    rep->status != MS_OK)
+		return ret;
+	s = master_store_stmt(st, ST_VDISK_SNAP_SET);
+	master_store_bind_text(s, 1, a->id);
+	master_store_bind_text(s, 2, a->source);
+	return master_store_exec(st, s, "vdisk snapshot set");
+}
+
+int master_store_vdisk_snapshot_done(struct master_store *st, const char *id,
+				     ms_reply *rep)
+{
+	char source[MS_VDISK_ID_MAX + 1];
+	bool complete;
+	sqlite3_stmt *s;
+	int ret;
+
+	if (!master_vdisk_id_ok(id))
+		return master_reply_fail(rep, MS_EINVAL, "bad vdisk id");
+	if ((ret = snap_get(st, id, source, sizeof(source), &complete)) <= 0)
+		return ret < 0 ? ret
+			       : master_reply_fail(rep, MS_ENOENT,
+						   "no vdisk %s", id);
+	if (!source[0])
+		return master_reply_fail(rep, MS_EINVAL,
+					 "vdisk %s is no snapshot", id);
+	if (complete)
+		return master_reply_ok(rep, false);
+	s = master_store_stmt(st, ST_VDISK_SNAP_DONE);
+	master_store_bind_text(s, 1, id);
+	ret = master_store_exec(st, s, "vdisk snapshot done");
+	return ret ? ret : master_reply_ok(rep, true);
 }
 
 /* --- replica state ---------------------------------------------------------- */

@@ -128,6 +128,11 @@ static const char schema_sql[] =
  * server's CHAP account ('' and '': none; both or neither), set by
  * MS_SERVER_CHAP_SET, read only by MS_SERVER_CHAP_GET (STORE_SERVER_COLS
  * leaves them out, so no other reply can carry them).
+ *
+ * 7 -> 8: snapshots (issue #21).  vdisks.source is the disk a snapshot
+ * was taken of ('' for other disks), vdisks.complete 0 while its copy
+ * runs (MS_VDISK_SNAPSHOT), 1 after MS_VDISK_SNAPSHOT_DONE and for every
+ * other disk.
  */
 static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	[1] = "ALTER TABLE allocations ADD COLUMN"
@@ -198,6 +203,10 @@ static const char *const migrations[MASTER_SCHEMA_VERSION] = {
 	      " DEFAULT '' CHECK (length(chap_user) <= 255);"
 	      "ALTER TABLE servers ADD COLUMN chap_secret TEXT NOT NULL"
 	      " DEFAULT '' CHECK (length(chap_secret) <= 255);",
+	[7] = "ALTER TABLE vdisks ADD COLUMN source TEXT NOT NULL"
+	      " DEFAULT '' CHECK (length(source) <= 63);"
+	      "ALTER TABLE vdisks ADD COLUMN complete INTEGER NOT NULL"
+	      " DEFAULT 1 CHECK (complete IN (0, 1));",
 };
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -262,7 +271,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 			  " s.id = a.server_id WHERE a.vdisk_id = v.id AND"
 			  " (a.stale = 1 OR s.failed = 1)),"
 			  " (SELECT count(*) FROM moves m WHERE"
-			  " m.vdisk_id = v.id)"
+			  " m.vdisk_id = v.id), source, complete"
 			  " FROM vdisks v WHERE id > ?1 ORDER BY id LIMIT ?2",
 	[ST_SERVER_ALLOCS_FROM] =
 		"SELECT idx, vdisk_id, col, ext, replica,"
@@ -385,10 +394,17 @@ static const char *const stmt_sql[ST_COUNT] = {
 			       " WHERE id = ?1",
 	[ST_SERVER_CHAP_SET] = "UPDATE servers SET chap_user = ?2,"
 			       " chap_secret = ?3 WHERE id = ?1",
+	[ST_VDISK_SNAP_GET] =
+		"SELECT source, complete FROM vdisks WHERE id = ?1",
+	[ST_VDISK_SNAP_SET] = "UPDATE vdisks SET source = ?2, complete = 0"
+			      " WHERE id = ?1",
+	[ST_VDISK_SNAP_DONE] = "UPDATE vdisks SET complete = 1 WHERE id = ?1",
 	[ST_INFO] = "SELECT (SELECT count(*) FROM servers),"
 		    " (SELECT count(*) FROM vdisks),"
 		    " (SELECT coalesce(sum(nr_extents), 0) FROM servers),"
 		    " (SELECT coalesce(sum(free_extents), 0) FROM servers)",
+	[ST_VDISK_GROW] = "UPDATE vdisks SET extents_per_column = ?2"
+			  " WHERE id = ?1",
 };
 
 /* --- helpers ------------------------------------------------------------------ */

@@ -50,7 +50,7 @@
 #define MASTER_MIN_EXTENT_BYTES	    (1ull << 20) /* multiple of this */
 #define MASTER_MAX_EXTENT_BYTES	    (1ull << 40) /* 1 TiB */
 #define MASTER_MAX_SERVER_EXTENTS   (1u << 24)	 /* cut from one LUN */
-#define MASTER_SCHEMA_VERSION	    7
+#define MASTER_SCHEMA_VERSION	    8
 /*
  * Extents one allocation may lock (columns x extents per column x
  * replicas), at most MS_MAX_SLOTS.  The master is single-threaded and an
@@ -116,12 +116,20 @@ int master_store_server_chap_get(struct master_store *st,
 				 const ms_server_key *k, ms_reply *rep);
 int master_store_vdisk_alloc(struct master_store *st, const ms_alloc_args *a,
 			     ms_reply *rep);
+/* MS_VDISK_GROW: in store-vdisk.c. */
+int master_store_vdisk_grow(struct master_store *st, const ms_grow_args *a,
+			    ms_reply *rep);
 int master_store_vdisk_lookup(struct master_store *st, const char *id,
 			      ms_reply *rep);
 int master_store_vdisk_release(struct master_store *st, const char *id,
 			       ms_reply *rep);
 int master_store_vdisk_list(struct master_store *st,
 			    const ms_vdisk_list_args *a, ms_reply *rep);
+/* MS_VDISK_SNAPSHOT and MS_VDISK_SNAPSHOT_DONE (store-vdisk.c). */
+int master_store_vdisk_snapshot(struct master_store *st,
+				const ms_snapshot_args *a, ms_reply *rep);
+int master_store_vdisk_snapshot_done(struct master_store *st, const char *id,
+				     ms_reply *rep);
 int master_store_extent_list(struct master_store *st,
 			     const ms_extent_list_args *a, ms_reply *rep);
 int master_store_replica_state(struct master_store *st,

@@ -16,6 +16,7 @@
 
 #include "common/log.h"
 #include "tapdisk/control/control-int.h"
+#include "tapdisk/snapshot.h"
 
 /* One request being handled: its words, and what the handler answers. */
 struct ctl_req {
@@ -180,7 +181,15 @@ static int cmd_resume(struct ctl_client *c, struct ctl_req *req)
 {
 	struct td_ctl_server *ctl = c->ctl;
 	bool was_pausing = ctl->pausing;
-	int err = td_vbd_resume(ctl->vbd);
+	int err;
+
+	if (ctl->snap_starting) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "a snapshot is marking its instant; the disk resumes "
+			 "on its own");
+		return -EBUSY;
+	}
+	err = td_vbd_resume(ctl->vbd);
 
 	if (err) {
 		snprintf(req->msg, sizeof(req->msg),
@@ -348,6 +357,12 @@ static int cmd_resize(struct ctl_client *c, struct ctl_req *req)
 	if (err)
 		return err;
 	td_strbuf_init(&out);
+	if (td_vbd_snapshot_running(ctl->vbd)) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "a snapshot job is copying this disk: grow it once "
+			 "the job is done (snapshot status) or cancelled");
+		return -EBUSY;
+	}
 	err = td_vbd_resize(ctl->vbd, &old_s, &new_s, &out);
 	if (err) {
 		ctl_msg_from(req, &out);
@@ -423,6 +438,95 @@ static int cmd_poll(struct ctl_client *c, struct ctl_req *req)
 	return td_json_finish(&j);
 }
 
+/* The snapshot's instant is marked, or its start failed: answer. */
+static void ctl_snap_started(struct td_vbd *vbd, int err, const char *why,
+			     void *opaque)
+{
+	struct td_ctl_server *ctl = opaque;
+	struct ctl_client *c = ctl->snap_waiter;
+	struct td_strbuf payload;
+
+	ctl->snap_starting = false;
+	ctl->snap_waiter = NULL;
+	if (!c)
+		return;
+	if (err) {
+		td_ctl_send_err(c, err, why && *why ? why : strerror(-err));
+	} else {
+		td_strbuf_init(&payload);
+		td_strbuf_puts(&payload, "snapshot started: the instant is "
+					 "marked, copying in the background\n");
+		td_ctl_send_ok(c, &payload);
+		td_strbuf_free(&payload);
+	}
+	c->busy = false;
+	td_ctl_pump(c);
+}
+
+static int snap_start(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_ctl_server *ctl = c->ctl;
+	struct td_strbuf why;
+	int err;
+
+	if (req->argc != 3) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "usage: snapshot start TARGET-CHAIN");
+		return -EINVAL;
+	}
+	if (ctl->pausing || ctl->snap_starting) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "a pause or a snapshot start is in progress");
+		return -EBUSY;
+	}
+	td_strbuf_init(&why);
+	err = td_vbd_snapshot_start(ctl->vbd, req->argv[2], ctl_snap_started,
+				    ctl, &why);
+	if (err) {
+		ctl_msg_from(req, &why);
+		td_strbuf_free(&why);
+		return err;
+	}
+	td_strbuf_free(&why);
+	ctl->snap_starting = true;
+	ctl->snap_waiter = c;
+	return CTL_DEFERRED;
+}
+
+/* "snapshot start TARGET | status [json] | cancel" (doc/snapshots.md). */
+static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
+{
+	const char *sub = req->argc > 1 ? req->argv[1] : "";
+	struct td_strbuf why;
+	int err;
+
+	if (!strcmp(sub, "start"))
+		return snap_start(c, req);
+	if (!strcmp(sub, "status") &&
+	    (req->argc == 2 ||
+	     (req->argc == 3 && !strcmp(req->argv[2], "json")))) {
+		td_vbd_snapshot_status(c->ctl->vbd, req->argc == 3,
+				       req->payload);
+		return 0;
+	}
+	if (!strcmp(sub, "cancel") && req->argc == 2) {
+		td_strbuf_init(&why);
+		err = td_vbd_snapshot_cancel(c->ctl->vbd, &why);
+		if (err)
+			ctl_msg_from(req, &why);
+		else
+			td_strbuf_puts(req->payload,
+				       "snapshot cancelled: the job file is "
+				       "gone, the target is incomplete\n");
+		td_strbuf_free(&why);
+		return err;
+	}
+	snprintf(req->msg, sizeof(req->msg),
+		 "usage: snapshot start TARGET-CHAIN | snapshot status [json] "
+		 "| snapshot cancel");
+	return -EINVAL;
+}
+
 static int cmd_help(struct ctl_client *c, struct ctl_req *req);
 
 static const struct ctl_command {
@@ -449,12 +553,16 @@ static const struct ctl_command {
 	{"resize", "resize [json]",
 	 "take the chain's new, larger size and tell the frontends", 1, false,
 	 cmd_resize},
-	{"poll", "poll [US] [json]",
-	 "the polling budget in microseconds (0: off), set when US is given", 2,
-	 true, cmd_poll},
 	{"frontend", "frontend KIND WORD...",
 	 "a command for frontend KIND (nbd list [json], nbd drop ID)",
 	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},
+	{"snapshot", "snapshot start|status|cancel",
+	 "copy the disk as of now onto a chain (start TARGET-CHAIN, status "
+	 "[json], cancel)",
+	 2, false, cmd_snapshot},
+	{"poll", "poll [US] [json]",
+	 "the polling budget in microseconds (0: off), set when US is given", 2,
+	 true, cmd_poll},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

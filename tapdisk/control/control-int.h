@@ -62,6 +62,8 @@ struct td_ctl_server {
 
 	struct ctl_client *pause_waiter; /* gets the reply of "pause" */
 	bool pausing;			 /* td_vbd_pause called, not drained */
+	struct ctl_client *snap_waiter;	 /* gets "snapshot start"'s reply */
+	bool snap_starting;		 /* the snapshot marks its instant */
 	bool shutting_down;
 	bool destroy_requested;
 	struct td_defer destroy_defer;

@@ -143,6 +143,8 @@ static void ctl_client_close(struct ctl_client *c)
 
 	if (ctl->pause_waiter == c)
 		ctl->pause_waiter = NULL; /* the vbd still pauses */
+	if (ctl->snap_waiter == c)
+		ctl->snap_waiter = NULL; /* the snapshot still starts */
 	td_loop_del_fd(&c->fde);
 	td_loop_timer_cancel(&c->idle);
 	close(c->fde.fd);
@@ -319,7 +321,7 @@ static struct ctl_client *ctl_evictable(struct td_ctl_server *ctl)
 	{
 		if (c->busy || c->wants_destroy || c->closing ||
 		    c->out_off < c->out.len || ctl->pause_waiter == c ||
-		    now - c->active_ns < quiet_ns)
+		    ctl->snap_waiter == c || now - c->active_ns < quiet_ns)
 			continue;
 		if (!best || c->active_ns < best->active_ns)
 			best = c;

@@ -238,3 +238,88 @@ case_stripe-kernel-iscsi() {
 	[ "$sessions" = 0 ] || fail "$sessions kernel iSCSI sessions left after logout"
 	detail "server $srv on its kernel session's device (${dev##*/}), the other on libiscsi, both registered (SG_IO, PR OUT): 16 MiB through xvdc found on both replicas; read from the device alone with the other target gone; fenced by another host's takeover: writes refused, nothing marked stale; logout clean"
 }
+
+# stripe-xen-grow (issue #21 item 1): a striped disk grown under a writing
+# guest.  The two tgtd of iscsi_e2e_targets and a stripe-master; a disk of
+# 16 MiB, 2 columns, 1 replica, served by tapdisk (its own libiscsi
+# sessions) and attached to dom0 as xvdh; a writer loops 1 MiB O_DIRECT
+# writes over the first 8 MiB while `stripe-ctl vdisk resize MAP --size
+# 32M` grows the disk under the running tapdisk (the master hands out the
+# new extents, the driver takes the grown map); dom0's blkfront must show
+# 32 MiB in /sys/block/xvdh/size without a re-attach, the writer must not
+# fail, and 8 MiB written beyond the old end must read back.
+CASES="$CASES stripe-xen-grow"
+GROW_E2E_MAP=/tmp/gd.map
+
+grow_e2e_undo() {
+	touch /tmp/stop-writer
+	[ -n "${GROW_WRITER:-}" ] && kill "$GROW_WRITER" 2>/dev/null
+	[ -n "${GROW_TD_ID:-}" ] && {
+		tap-ctl detach -i "$GROW_TD_ID" --domid 0 --vdev xvdh >/dev/null 2>&1
+		tap-ctl destroy -i "$GROW_TD_ID" >/dev/null 2>&1
+	}
+	iscsi_e2e_undo
+	rm -f "$GROW_E2E_MAP" /tmp/gd-readback
+}
+
+case_stripe-xen-grow() {
+	local p s0 s1 out
+	for p in tgtd tgtadm stripe-ctl stripe-master; do
+		command -v "$p" >/dev/null ||
+			skip "no $p in this initramfs (tests/e2e/lib.sh e2e_rootfs_iscsi)"
+	done
+	trap grow_e2e_undo EXIT
+	ip link set lo up
+	setsid stripe-master --foreground --db /tmp/master.db --listen 127.0.0.1:7700 \
+		--extent-size ${ISCSI_E2E_EXTENT_MIB}M >/tmp/master.log 2>&1 &
+	MASTER_PID=$!
+	wait_for 20 stripe-ctl --timeout 1 --retries 0 info >/dev/null 2>&1 ||
+		fail "stripe-master does not answer: $(tail -2 /tmp/master.log)"
+	iscsi_e2e_targets
+	stripe-ctl vdisk create gd --size 16M --stripes 2 --stripe-unit 64K \
+		--replicas 1 -o "$GROW_E2E_MAP" >/tmp/ctl.log 2>&1 ||
+		fail "stripe-ctl vdisk create: $(tail -1 /tmp/ctl.log)"
+	GROW_TD_ID=$(TAPSTRIPE_HOST_ID=e2e-dom0 tap-ctl create -a "stripe:$GROW_E2E_MAP" \
+		--name e2e-gd --log-file /tmp/td-e2e-gd.log 2>/tmp/tap-ctl.log) ||
+		fail "tap-ctl create stripe: $(tail -1 /tmp/tap-ctl.log)"
+	TD_LOG=/tmp/td-e2e-gd.log
+	tap-ctl attach -i "$GROW_TD_ID" --domid 0 --vdev xvdh 2>/tmp/tap-ctl.log ||
+		fail "tap-ctl attach: $(tail -1 /tmp/tap-ctl.log)"
+	wait_for 60 test -b /dev/xvdh || fail "no /dev/xvdh after 60 s"
+	s0=$(cat /sys/block/xvdh/size)
+	[ "$s0" = $((16 * 2048)) ] || fail "xvdh has $s0 sectors, not 16 MiB"
+	pattern
+	rm -f /tmp/stop-writer /tmp/writer-failed /tmp/writer-pass
+	(while [ ! -e /tmp/stop-writer ]; do
+		dd if=/tmp/pattern of=/dev/xvdh bs=$MiB count=8 oflag=direct 2>/tmp/writer.log ||
+			{ echo "write failed" >/tmp/writer-failed; break; }
+		: >/tmp/writer-pass
+	done) &
+	GROW_WRITER=$!
+	wait_for 60 test -e /tmp/writer-pass ||
+		fail "the guest's first 8 MiB did not complete ($(cat /tmp/writer-failed /tmp/writer.log 2>/dev/null | tr '\n' ' '))"
+	out=$(stripe-ctl --timeout 60 vdisk resize "$GROW_E2E_MAP" --size 32M 2>&1) ||
+		fail "stripe-ctl vdisk resize under the writer: $(echo "$out" | tr '\n' ' ')"
+	log "vdisk resize: $out"
+	wait_for 30 test "$(cat /sys/block/xvdh/size)" = $((32 * 2048)) ||
+		fail "xvdh shows $(cat /sys/block/xvdh/size) sectors after the resize, not $((32 * 2048))"
+	s1=$(cat /sys/block/xvdh/size)
+	sleep 1
+	touch /tmp/stop-writer
+	wait "$GROW_WRITER"
+	GROW_WRITER=
+	[ -e /tmp/writer-failed ] && fail "a guest write failed across the grow: $(cat /tmp/writer.log)"
+	dd if=/dev/xvdh of=/tmp/gd-readback bs=$MiB count=8 iflag=direct 2>/dev/null ||
+		fail "read back of the first 8 MiB"
+	head -c $((8 * MiB)) /tmp/pattern | cmp -s - /tmp/gd-readback ||
+		fail "the first 8 MiB differ after the grow"
+	dd if=/tmp/pattern of=/dev/xvdh bs=$MiB seek=20 count=8 oflag=direct 2>/tmp/dd.log ||
+		fail "write beyond the old end: $(tail -1 /tmp/dd.log)"
+	dd if=/dev/xvdh of=/tmp/gd-readback bs=$MiB skip=20 count=8 iflag=direct 2>/tmp/dd.log ||
+		fail "read beyond the old end: $(tail -1 /tmp/dd.log)"
+	head -c $((8 * MiB)) /tmp/pattern | cmp -s - /tmp/gd-readback ||
+		fail "data beyond the old end read back differs"
+	tap-ctl detach -i "$GROW_TD_ID" --domid 0 --vdev xvdh 2>/tmp/tap-ctl.log ||
+		fail "tap-ctl detach: $(tail -1 /tmp/tap-ctl.log)"
+	detail "striped disk (2 columns) grew from $s0 to $s1 sectors under a writing guest, no re-attach; 8 MiB before and 8 MiB beyond the old end checked"
+}

@@ -150,12 +150,13 @@ case_tapdisk-xen-grow() {
 	pattern
 	rm -f /tmp/stop-writer /tmp/writer-failed
 	(while [ ! -e /tmp/stop-writer ]; do
-		dd if=/tmp/pattern of=/dev/xvdg bs=64k count=128 oflag=direct 2>/dev/null ||
+		dd if=/tmp/pattern of=/dev/xvdg bs=64k count=128 oflag=direct 2>/tmp/writer.log ||
 			{ echo "write failed" >/tmp/writer-failed; break; }
 	done) &
 	writer=$!
 	trap "touch /tmp/stop-writer; kill $writer 2>/dev/null; $XEN_UNDO" EXIT
-	wait_for 30 test "$(loop_written "$dev")" -gt 0 || fail "the guest's writes do not arrive"
+	wait_for 30 test "$(loop_written "$dev")" -gt 0 ||
+		fail "the guest's writes do not arrive ($(cat /tmp/writer-failed /tmp/writer.log 2>/dev/null | tr '\n' ' '); $(tap-ctl stats -i "$id" | grep -E '^(write|read) '))"
 	truncate -s 48M /tmp/grow.img || fail "truncate -s 48M"
 	losetup -c "$dev" || fail "losetup -c $dev"
 	tap-ctl resize -i "$id" 2>/tmp/tap-ctl.log >/tmp/resize.out ||

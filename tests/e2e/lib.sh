@@ -392,7 +392,8 @@ E2E_ISCSI_MODULES="drivers/scsi/scsi_common drivers/scsi/scsi_mod
 e2e_rootfs_iscsi() {
 	local kver x=$E2E_CACHE/iscsi deb m b members=() stamp
 	cp "$here/dom0-cases-iscsi.sh" "$R/e2e/cases-iscsi.sh"
-	if [ -n "${1:-}" ] && [[ " $1 " != *" stripe-kernel-iscsi "* ]]; then
+	if [ -n "${1:-}" ] && [[ " $1 " != *" stripe-kernel-iscsi "* ]] &&
+		[[ " $1 " != *" stripe-xen-grow "* ]]; then
 		return 0
 	fi
 	kver=$(ls "$E2E_ROOT/lib/modules" | head -1)

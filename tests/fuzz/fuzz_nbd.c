@@ -2,7 +2,9 @@
 /*
  * fuzz_nbd.c - libFuzzer harness for the NBD server: the fuzzer's bytes
  * are everything one client sends (handshake, options, commands and
- * payloads), over a socketpair, to a server exporting a null disk.
+ * payloads), over a socketpair, to a server exporting a null disk.  The
+ * seeds (corpus/nbd) include structured replies, LIST/SET_META_CONTEXT
+ * and BLOCK_STATUS (the null driver answers base:allocation).
  *
  * Each input: a fresh connection gets the bytes, the client side half-
  * closes, the loop runs while the harness reads every reply; then the

@@ -17,8 +17,9 @@ FOREIGN, END_ROUND = 0x01, 0x02
  REPLICA_STATE, LEASE_ACQUIRE, LEASE_RELEASE, LEASE_HANDOVER, LEASE_TAKEOVER,
  LEASE_SHOW, LEASE_FENCED, HOST_LIST, HOST_READMIT, SERVER_LABEL,
  SERVER_FAIL, SERVER_STATUS, MOVE_BEGIN, MOVE_COMMIT, MOVE_ABORT,
- MOVE_LIST, SERVER_CHAP_SET, SERVER_CHAP_GET) = range(29)
-UNKNOWN = 29  # taken modulo the procedures found (29, then the unknown one)
+ MOVE_LIST, SERVER_CHAP_SET, SERVER_CHAP_GET, VDISK_GROW, VDISK_SNAPSHOT,
+ VDISK_SNAPSHOT_DONE) = range(32)
+UNKNOWN = 32  # taken modulo the procedures found (32, then the unknown one)
 BODY_LEASE, BODY_HOSTS, BODY_MOVE, BODY_SERVER_STATS = 8, 9, 10, 12
 BODY_CHAP = 13
 EVACUATE, FAIL = 0, 1
@@ -64,6 +65,10 @@ def server_key(n):
 def alloc(vid, columns=2, per_column=2, replicas=2, extent=MiB):
     return (string(vid) + u32(columns) + u32(per_column) + u32(replicas) +
             u64(extent))
+
+
+def grow(vid, per_column):
+    return string(vid) + u32(per_column)
 
 
 def vdisk_list(after="", limit=10):
@@ -117,6 +122,10 @@ def lifecycle(flags):
         rec(VDISK_ALLOC, alloc("d1"), flags),
         rec(VDISK_ALLOC, alloc("d1"), flags),  # a retry: same extents
         rec(VDISK_LOOKUP, string("d1"), flags),
+        rec(VDISK_GROW, grow("d1", 3), flags),
+        rec(VDISK_GROW, grow("d1", 3), flags),  # a retry: same extents
+        rec(VDISK_GROW, grow("d1", 1), flags),  # smaller: the disk as it is
+        rec(VDISK_GROW, grow("d9", 3), flags),  # no such disk
         rec(VDISK_LIST, vdisk_list(), flags),
         rec(EXTENT_LIST, extent_list((1, 3), "d1", 1), flags),
         rec(REPLICA_STATE, replica_state("d1", 1, 1, 1, 1), flags),

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,8 @@ static int check_region(const struct ctl_opts *o, uint64_t extent_bytes)
 }
 
 /* Copy a master reply's disk into a mapping file's map. */
-static int map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
-			  const char *master, struct stripe_map *m)
+int ctl_map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
+		       const char *master, struct stripe_map *m)
 {
 	size_t n = (size_t)v->columns * v->extents_per_column * v->replicas;
 
@@ -195,8 +196,8 @@ static int allocate_and_write(const struct ctl_opts *o, struct master_client *c,
 		master_reply_free(&rep);
 		return ctl_call_failed(c, "vdisk create");
 	}
-	if (map_from_reply(&rep.body.ms_body_u.vdisk, o,
-			   master_client_address(c), &m))
+	if (ctl_map_from_reply(&rep.body.ms_body_u.vdisk, o,
+			       master_client_address(c), &m))
 		status = ctl_fail("the master's answer does not match the "
 				  "request: is it the same version?");
 	else if ((status = ctl_map_chap(c, &m, "vdisk create")))
@@ -286,8 +287,8 @@ static int write_map(struct ctl_opts *o, struct master_client *c,
 
 	if ((status = check_geometry(o, &rep->body.ms_body_u.vdisk)))
 		return status;
-	if (map_from_reply(&rep->body.ms_body_u.vdisk, o,
-			   master_client_address(c), &m))
+	if (ctl_map_from_reply(&rep->body.ms_body_u.vdisk, o,
+			       master_client_address(c), &m))
 		status =
 			ctl_fail("the master's answer is not a disk this "
 				 "stripe-ctl can map: is it the same version?");
@@ -439,8 +440,15 @@ int ctl_cmd_vdisk_destroy(struct ctl_opts *o)
 				  m.vdisk, o->arg, strerror(-ret));
 	else if (status)
 		stripe_map_close(lock_fd);
-	if (!status)
+	if (!status) {
+		char marker[PATH_MAX + 16];
+
+		/* A dropped incomplete snapshot's marker goes with it. */
+		snprintf(marker, sizeof(marker), "%s" STRIPE_INCOMPLETE_SUFFIX,
+			 o->arg);
+		unlink(marker);
 		status = report_destroyed(o, m.vdisk, o->arg, changed);
+	}
 	stripe_map_free(&m);
 	return status;
 }
@@ -449,9 +457,15 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 			  const ms_vdisk_summary *v)
 {
 	if (!o->json) {
-		printf("%-32s %7u %9u %8u %6u %16u %6u\n", v->id, v->columns,
+		printf("%-32s %7u %9u %8u %6u %16u %6u", v->id, v->columns,
 		       v->extents_per_column, v->replicas, v->stale_replicas,
 		       v->under_replicated, v->moves);
+		/* Only snapshots get the column: other lines stay as they
+		 * were for scripts that read them. */
+		if (v->source && *v->source)
+			printf(" snapshot-of=%s%s", v->source,
+			       v->complete ? "" : " (incomplete)");
+		printf("\n");
 		return;
 	}
 	td_json_begin_object(j, NULL);
@@ -462,6 +476,8 @@ static void print_summary(const struct ctl_opts *o, struct td_json *j,
 	td_json_u64(j, "stale_replicas", v->stale_replicas);
 	td_json_u64(j, "under_replicated", v->under_replicated);
 	td_json_u64(j, "moves", v->moves);
+	td_json_str(j, "source", v->source ? v->source : "");
+	td_json_bool(j, "complete", v->complete);
 	td_json_end_object(j);
 }
 

@@ -343,8 +343,11 @@ static const struct command commands[] = {
 	 "column, replicas, how many replicas are stale, how many extents\n"
 	 "are under-replicated (fewer live copies than replicas: a copy is\n"
 	 "live when it is not stale and its server has not failed) and how\n"
-	 "many of its replicas are being moved ('extent move').  --json keys:\n"
-	 "\"under_replicated\", \"moves\" (issue #19), with the others.\n",
+	 "many of its replicas are being moved ('extent move').  A snapshot\n"
+	 "ends its line with snapshot-of=SOURCE, and (incomplete) while its\n"
+	 "copy is not done.  --json keys: \"under_replicated\", \"moves\"\n"
+	 "(issue #19), \"source\" (\"\" for a disk that is no snapshot),\n"
+	 "\"complete\" (issue #21), with the others.\n",
 	 ctl_cmd_vdisk_list, NULL, 0},
 	{"vdisk", "mark", O_NAME, 0, "FILE",
 	 "vdisk mark FILE|--name NAME COLUMN EXTENT REPLICA stale|ok",
@@ -609,6 +612,65 @@ static const struct command commands[] = {
 	 "the kernel session and block device found for its target, portal\n"
 	 "and LUN.\n",
 	 ctl_cmd_session_list, "SERVER", EXTRA_ANY},
+	{"vdisk", "resize", O_SIZE | O_RUN_DIR, O_SIZE, "NAME|FILE",
+	 "vdisk resize NAME|FILE --size SIZE [--run-dir DIR]",
+	 "Grow a striped disk to SIZE bytes (issue #21).  The mapping file\n"
+	 "is locked for the whole command; the master grants the extents\n"
+	 "the new size needs in every column (placed as 'vdisk create'\n"
+	 "places them, same columns and replicas); the file is rewritten\n"
+	 "under its lock, atomically, keeping every replica state, dirty\n"
+	 "region and move it has.  Disks only grow: a SIZE below the disk's\n"
+	 "size is refused with nothing changed; the disk's size again says\n"
+	 "so and succeeds.  Interrupted (even by kill -9) after the master\n"
+	 "granted the extents, the same command run again finishes the job\n"
+	 "(the master answers a repeated grow with the same extents).  NAME\n"
+	 "is " CTL_MAP_DIR "/NAME.map.  The master is the one the file\n"
+	 "names unless --master is given.  A disk served by a tapdisk (it\n"
+	 "holds the file's lock) is not stopped: the grown map is written\n"
+	 "next to the file, as FILE.grow (atomic, synced), and the tapdisk\n"
+	 "is asked to take it at once (its control 'resize', as 'tap-ctl\n"
+	 "resize -i PID'): it rewrites the file and serves the new size (NBD\n"
+	 "clients see it when they connect again, Xen guests are told).  A\n"
+	 "tapdisk that cannot now (a resync, verify, move or hand-over runs:\n"
+	 "EBUSY, said) keeps its size and FILE.grow stays: 'tap-ctl resize\n"
+	 "-i PID' or this command again takes it later, or the tapdisk's\n"
+	 "next open.  A FILE.grow that does not apply (another disk, or\n"
+	 "taken already) is removed with the reason.  A resize that gets\n"
+	 "the lock takes a FILE.grow left behind first.\n"
+	 "--json: \"vdisk\", \"file\", \"changed\", \"old_size_bytes\",\n"
+	 "\"size_bytes\", \"old_extents_per_column\",\n"
+	 "\"extents_per_column\"; served: \"served_by_pid\", \"taken\",\n"
+	 "\"served_size_bytes\" (taken) or \"pending_file\", and\n"
+	 "\"tapdisk_error\" when it refused or could not be asked.\n\n"
+	 "    --size SIZE          the new size, a multiple of 512, not below\n"
+	 "                         the disk's (K/M/G/T, binary)\n"
+	 "    --run-dir DIR        where to look for the tapdisk serving the\n"
+	 "                         disk (its control socket)\n",
+	 ctl_cmd_vdisk_resize, NULL, 0},
+	{"vdisk", "snapshot", O_OUTPUT | O_RUN_DIR, 0, "SRC",
+	 "vdisk snapshot SRC NEW [-o FILE] [--run-dir DIR]",
+	 "Make NEW a point-in-time copy of the striped disk SRC (a mapping\n"
+	 "file, or NAME for " CTL_MAP_DIR "/NAME.map) while SRC stays in\n"
+	 "use (issue #21).  The master gives NEW extents of its own, recorded\n"
+	 "as a snapshot of SRC, incomplete; NEW's map is written with a\n"
+	 "marker NEW.map.incomplete next to it (the stripe driver refuses to\n"
+	 "serve such a map); the tapdisk serving SRC marks the instant (every\n"
+	 "acknowledged write made durable) and copies SRC onto NEW in the\n"
+	 "background with copy-before-write (doc/snapshots.md); this command\n"
+	 "follows the copy (a progress line on a terminal), then marks NEW\n"
+	 "complete at the master and removes the marker.  SRC must be served\n"
+	 "by a tapdisk of this host.  Interrupted anywhere (even kill -9 of\n"
+	 "stripe-ctl or of the tapdisk), NEW stays incomplete and is never\n"
+	 "served as complete: run the same command again to finish it (a\n"
+	 "copy that ended copies afresh, as of a new instant), or drop it\n"
+	 "('tap-ctl snapshot -i ID cancel', then 'vdisk destroy').  NEW\n"
+	 "existing as another disk, or its file as a complete one, is refused\n"
+	 "with nothing changed.  'vdisk list' shows snapshot-of=SRC.\n\n"
+	 "    -o FILE              NEW's mapping file (default\n"
+	 "                         " CTL_MAP_DIR "/NEW.map)\n"
+	 "    --run-dir DIR        where the tapdisk serving SRC has its\n"
+	 "                         control socket\n",
+	 ctl_cmd_vdisk_snapshot, "NEW", 1},
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -728,6 +790,7 @@ static void global_usage(FILE *out)
 	      "    stripe-ctl vdisk lease handover db1 --to host-b\n"
 	      "    stripe-ctl vdisk lease takeover db1 --fence\n"
 	      "    stripe-ctl vdisk map db1 --size 10G -o /tmp/db1.map\n"
+	      "    stripe-ctl vdisk resize db1 --size 20G\n"
 	      "    stripe-ctl host list\n"
 	      "    stripe-ctl host readmit host-a\n"
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"

@@ -182,6 +182,7 @@ int ctl_cmd_vdisk_list(struct ctl_opts *o);
 int ctl_cmd_vdisk_mark(struct ctl_opts *o);
 int ctl_cmd_vdisk_resync(struct ctl_opts *o); /* stripe-ctl-resync.c */
 int ctl_cmd_vdisk_verify(struct ctl_opts *o); /* stripe-ctl-verify.c */
+int ctl_cmd_vdisk_resize(struct ctl_opts *o); /* stripe-ctl-resize.c */
 
 /*
  * A run of the stripe driver's over a disk, online through the tapdisk
@@ -235,6 +236,14 @@ void ctl_serve_wait(struct ctl_serve *s);
  * realpath into path (PATH_MAX); 0 or EXIT_FAILURE printed.
  */
 int ctl_serve_path(const char *arg, char *path);
+/*
+ * The map of the master's VDISK body v, with o's size, stripe unit and
+ * region size and the master's address: 0, or -EPROTO when the answer
+ * does not fit (stripe-ctl-vdisk.c).
+ */
+int ctl_map_from_reply(const ms_vdisk *v, const struct ctl_opts *o,
+		       const char *master, struct stripe_map *m);
+int ctl_cmd_vdisk_snapshot(struct ctl_opts *o);
 /* Leases (stripe-ctl-lease.c). */
 /*
  * This host's id (--host-id, else master_host_id_default) into out

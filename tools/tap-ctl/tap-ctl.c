@@ -314,6 +314,33 @@ static int cmd_nbd(struct cmd_opts *o)
 	return usage_errorf(sc, "give list or drop CONN");
 }
 
+/* "snapshot start TARGET | status [--json] | cancel" (doc/snapshots.md). */
+static int cmd_snapshot(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("snapshot");
+	char line[TD_CTL_LINE_MAX];
+
+	if (o->nr_args == 2 && !strcmp(o->args[1], "--json")) {
+		o->json = true;
+		o->nr_args = 1;
+	}
+	if (o->nr_args == 1 && !strcmp(o->args[0], "status"))
+		return simple_command(o, o->json ? "snapshot status json"
+						 : "snapshot status");
+	if (o->nr_args == 1 && !strcmp(o->args[0], "cancel"))
+		return simple_command(o, "snapshot cancel");
+	if (o->nr_args == 2 && !strcmp(o->args[0], "start")) {
+		if (!*o->args[1] || strpbrk(o->args[1], " \t\r\n"))
+			return usage_errorf(sc, "'%s' is not one word",
+					    o->args[1]);
+		if (snprintf(line, sizeof(line), "snapshot start %s",
+			     o->args[1]) >= (int)sizeof(line))
+			return usage_errorf(sc, "the target chain is too long");
+		return simple_command(o, line);
+	}
+	return usage_errorf(sc, "give start TARGET-CHAIN, status or cancel");
+}
+
 /* --- destroy ------------------------------------------------------------------- */
 
 static int wait_exit(int id, uint64_t deadline_ns)
@@ -440,20 +467,15 @@ static const struct subcommand subcommands[] = {
 	 "grow the backing first (aio: truncate -s the file larger, or grow\n"
 	 "the block device), then resize.  A shrink is refused with the\n"
 	 "reason and nothing changes; so is a chain with a driver that\n"
-	 "cannot change size (null, sort, stripe).  NBD clients see the new\n"
-	 "size when they connect again (NBD cannot tell a connected client).\n"
+	 "cannot change size (null).  stripe: takes the FILE.grow that\n"
+	 "'stripe-ctl vdisk resize' wrote (which asks this itself); EBUSY\n"
+	 "while a resync, verify, move or hand-over runs (FILE.grow stays;\n"
+	 "try again later); no FILE.grow: the size stays.  NBD clients\n"
+	 "see the new size when they connect again (NBD cannot tell a\n"
+	 "connected client); Xen guests are told at once (sectors, then\n"
+	 "state Connected again, as blkback does); shm frontends are not.\n"
 	 "--json prints old_bytes, new_bytes, grown and frontends.\n",
 	 cmd_resize},
-	{"poll", OPT_ID | OPT_JSON | OPT_ARGS, "poll -i ID [US] [--json]",
-	 "Show tapdisk ID's polling budget and what polling did, or set the\n"
-	 "budget to US microseconds (0: off; as tapdisk --poll-us).  After\n"
-	 "work, tapdisk polls its rings that long before sleeping, so that a\n"
-	 "frontend need not notify it and it need not wake; the window\n"
-	 "adapts (it shrinks when polling finds nothing, grows when sleeps\n"
-	 "are short).  Shows budget_us, window_us, rounds (non-blocking\n"
-	 "passes), hits (rounds that found work), sleeps and poll_us (time\n"
-	 "spent polling).\n",
-	 cmd_poll},
 	{"destroy", OPT_ID, "destroy -i ID",
 	 "Stop tapdisk ID gracefully: it finishes the I/O in flight, flushes\n"
 	 "the disk, closes it and exits.  Waits until the process has exited\n"
@@ -493,6 +515,11 @@ static const struct subcommand subcommands[] = {
 	 "                          writes held, flushed, then the master;\n"
 	 "                          returns at once: repeat it until it\n"
 	 "                          says handed over (or why it failed)\n"
+	 "The qos filter takes 'qos set KEY=VALUE...' and 'qos status'\n"
+	 "(doc/driver-chains.md); the cbt filter (changed-block tracking,\n"
+	 "doc/cbt.md) takes:\n"
+	 "    cbt create NAME [granularity=SIZE]   a new dirty bitmap (64K)\n"
+	 "    cbt list | show NAME | clear NAME | remove NAME\n"
 	 "Options come before NAME.\n",
 	 cmd_driver},
 	{"nbd", OPT_ID | OPT_JSON | OPT_ARGS,
@@ -519,6 +546,29 @@ static const struct subcommand subcommands[] = {
 	 "at most --timeout seconds.  In a driver domain this works for a\n"
 	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
 	 tapctl_cmd_release},
+	{"snapshot", OPT_ID | OPT_JSON | OPT_ARGS,
+	 "snapshot -i ID start TARGET-CHAIN | status [--json] | cancel",
+	 "Copy tapdisk ID's disk, as it is now, onto another chain while it\n"
+	 "serves (e.g. start aio:/srv/copy.img; the target must exist and be\n"
+	 "at least as large).  start returns once every acknowledged write\n"
+	 "is durable and the instant is marked; the copy runs in the\n"
+	 "background, and a write to a region not yet copied first copies\n"
+	 "the old data (copy-before-write).  status shows progress (state\n"
+	 "copying, done, failed, cancelled; --json: state, chunks_copied,\n"
+	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_file).\n"
+	 "A job survives a tapdisk restart (its job file); cancel drops it,\n"
+	 "leaving the target incomplete.  See doc/snapshots.md.\n",
+	 cmd_snapshot},
+	{"poll", OPT_ID | OPT_JSON | OPT_ARGS, "poll -i ID [US] [--json]",
+	 "Show tapdisk ID's polling budget and what polling did, or set the\n"
+	 "budget to US microseconds (0: off; as tapdisk --poll-us).  After\n"
+	 "work, tapdisk polls its rings that long before sleeping, so that a\n"
+	 "frontend need not notify it and it need not wake; the window\n"
+	 "adapts (it shrinks when polling finds nothing, grows when sleeps\n"
+	 "are short).  Shows budget_us, window_us, rounds (non-blocking\n"
+	 "passes), hits (rounds that found work), sleeps and poll_us (time\n"
+	 "spent polling).\n",
+	 cmd_poll},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 

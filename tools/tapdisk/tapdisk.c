@@ -32,6 +32,7 @@
 #include "frontends/xen/xen.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/shutdown.h"
+#include "tapdisk/snapshot.h"
 #include "tapdisk/vbd.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/service-notify.h"
@@ -151,6 +152,34 @@ static int open_vbd(struct tapdisk *td)
 		return fail(td, err, "%s", why.reason);
 	return cli_explain(td->msg, sizeof(td->msg), err, CLI_CHAIN,
 			   "cannot open -a %s", td->opt.chain);
+}
+
+/*
+ * A snapshot job file for this disk means a copy was under way when the
+ * last tapdisk stopped: copy-before-write must be on before the first
+ * frontend I/O, so the job resumes here or tapdisk does not start.
+ */
+static int resume_snapshot(struct tapdisk *td)
+{
+	char path[PATH_MAX];
+	struct td_strbuf why;
+	int err = td_snap_job_path(td->name, path, sizeof(path));
+
+	if (err)
+		return fail(td, err, "the snapshot job path is too long");
+	td_strbuf_init(&why);
+	err = td_vbd_snapshot_resume(td->vbd, path, &why);
+	if (err && err != -ENOENT)
+		err = fail(td, err,
+			   "%s; tapdisk does not serve the disk without "
+			   "copy-before-write while its job file is there: "
+			   "fix the target, or drop the job (remove %s)",
+			   why.len ? td_strbuf_str(&why) : strerror(-err),
+			   path);
+	else
+		err = 0;
+	td_strbuf_free(&why);
+	return err;
 }
 
 /* Every frontend kind, in the order "stats" reports them. */
@@ -392,7 +421,7 @@ static int tapdisk_start(struct tapdisk *td)
 		return fail(td, err, "cannot create the event loop: %s",
 			    strerror(-err));
 	td_loop_set_poll_budget(td->loop, td->opt.poll_us);
-	if ((err = open_vbd(td)))
+	if ((err = open_vbd(td)) || (err = resume_snapshot(td)))
 		return err;
 	stop_signals(SIG_BLOCK);
 	if ((err = start_nbd(td)) || (err = start_shm(td)) ||

@@ -70,4 +70,7 @@ int stripe_map_fail(struct stripe_map_error *err, unsigned int line,
 /* True for a non-empty string of printable ASCII without spaces. */
 bool stripe_map_token_ok(const char *s, size_t size);
 
+/* fsync the directory that holds path, making a rename or unlink durable. */
+int stripe_map_sync_dir(const char *path);
+
 #endif

@@ -308,8 +308,7 @@ int stripe_map_format(const struct stripe_map *m, struct td_strbuf *out,
 	return td_strbuf_error(out);
 }
 
-/* fsync the directory that holds path, making a rename or unlink durable. */
-static int sync_dir(const char *path)
+int stripe_map_sync_dir(const char *path)
 {
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -383,7 +382,7 @@ static int replace_file(const char *path, const struct stripe_map *m,
 		unlink(tmp);
 		return ret;
 	}
-	if ((ret = sync_dir(path)))
+	if ((ret = stripe_map_sync_dir(path)))
 		return sys_fail(err, "cannot sync the directory of", path,
 				-ret);
 	return 0;
@@ -459,7 +458,7 @@ int stripe_map_rewrite(const char *path, const struct stripe_map *m,
 	/* The new inode is locked and in place: drop the old one's lock. */
 	stripe_map_close(*lock_fd);
 	*lock_fd = fd;
-	if ((ret = sync_dir(path)))
+	if ((ret = stripe_map_sync_dir(path)))
 		return sys_fail(err, "cannot sync the directory of", path,
 				-ret);
 	return 0;
@@ -472,7 +471,7 @@ int stripe_map_unlink(const char *path, int lock_fd)
 	if (unlink(path))
 		ret = -errno;
 	else
-		ret = sync_dir(path);
+		ret = stripe_map_sync_dir(path);
 	stripe_map_close(lock_fd);
 	return ret;
 }

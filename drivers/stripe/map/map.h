@@ -241,6 +241,12 @@ int stripe_map_check(const struct stripe_map *m, struct stripe_map_error *err);
 /* A valid vdisk name: 1-63 of [A-Za-z0-9._-]. */
 bool stripe_map_name_ok(const char *name);
 
+/*
+ * MAP.incomplete next to a map: the disk is a snapshot whose copy is not
+ * finished (stripe-ctl vdisk snapshot); only the copy job opens it.
+ */
+#define STRIPE_INCOMPLETE_SUFFIX ".incomplete"
+
 /* CRC-32C of buf, continuing from crc (start with 0). */
 uint32_t stripe_map_crc32c(uint32_t crc, const void *buf, size_t len);
 
@@ -304,5 +310,79 @@ int stripe_map_rewrite(const char *path, const struct stripe_map *m,
  * directory).  The lock is released.  0 or -errno.
  */
 int stripe_map_unlink(const char *path, int lock_fd);
+
+/* --- growing (map-grow.c; doc/striped-disks.md "Growing a disk") --------- */
+
+/*
+ * The grown map a serving tapdisk is to take over is written next to the
+ * map, as PATH.grow (STRIPE_MAP_GROW_SUFFIX), by stripe_map_write.
+ */
+#define STRIPE_MAP_GROW_SUFFIX ".grow"
+
+/* path + STRIPE_MAP_GROW_SUFFIX into buf (len bytes, truncated). */
+void stripe_map_grow_path(const char *path, char *buf, size_t len);
+
+/*
+ * Where an index kept per extent part moves when the extents per column
+ * grow from old_per_column to new_per_column: index = (c * J + j) *
+ * per_extent + i (a slot: per_extent = replicas; an activity-log region:
+ * per_extent = regions per extent) becomes (c * J' + j) * per_extent + i.
+ * The caller keeps index below columns * old_per_column * per_extent,
+ * per_extent and old_per_column above 0.
+ */
+uint64_t stripe_map_grow_index(uint64_t index, uint32_t old_per_column,
+			       uint32_t new_per_column, uint32_t per_extent);
+
+/* stripe_map_grow_index of a slot of old. */
+size_t stripe_map_grow_slot(const struct stripe_map *old,
+			    uint32_t new_per_column, size_t slot);
+
+/*
+ * The grown map to serve: side's size and extents per column, cur's
+ * slots (replica, stale marks, dirty regions, move targets: cur is the
+ * map in force, which may have changed since side was written) at their
+ * new indices, side's added extents (replica and marks; servers matched
+ * by target and LUN, appended when cur does not name them).  Side's own
+ * old slots are not looked at.  0 with out filled (free it), or -EINVAL
+ * with err set (another vdisk, another geometry or region size, not
+ * larger, too many servers, or the result fails stripe_map_check, e.g.
+ * an added extent overlapping one of cur's), -ENOMEM.
+ */
+int stripe_map_grow_merge(const struct stripe_map *cur,
+			  const struct stripe_map *side, struct stripe_map *out,
+			  struct stripe_map_error *err);
+
+/*
+ * Remove PATH.grow (path: the map) and sync the directory: 0 (also when
+ * there was none) or -errno.
+ */
+int stripe_map_grow_discard(const char *path);
+
+/* What stripe_map_grow_adopt did with PATH.grow. */
+enum stripe_map_grow_outcome {
+	STRIPE_MAP_GROW_NONE = 0, /* there is none */
+	STRIPE_MAP_GROW_ADOPTED,  /* the map was grown, PATH.grow removed */
+	STRIPE_MAP_GROW_STALE,	  /* not larger than the map: removed */
+	STRIPE_MAP_GROW_REFUSED,  /* cannot apply (err says why): removed */
+	STRIPE_MAP_GROW_KEPT,	  /* cannot be read now (err): left as is */
+};
+
+/*
+ * Take PATH.grow into the map path, held with stripe_map_open (*lock_fd)
+ * and read into *m: stripe_map_grow_merge of *m and it, written with
+ * stripe_map_rewrite (*lock_fd swapped), *m replaced by the grown map,
+ * then PATH.grow removed (and the directory synced).  A PATH.grow that
+ * is not larger (adopted already, then a crash) or that cannot apply
+ * (unparsable, another disk, an overlap: err says why) is removed; a new
+ * `stripe-ctl vdisk resize` writes a fresh one from the master's answer;
+ * one that cannot be read now (EACCES, EIO...) is left for later (KEPT,
+ * err says why): the map keeps its size.  Blocks on the disk.  0 with
+ * *outcome, or -errno with err set when the map could not be rewritten
+ * or PATH.grow not removed (on an error before the rename *m, path and
+ * PATH.grow are unchanged; after it, path is the grown map).
+ */
+int stripe_map_grow_adopt(const char *path, struct stripe_map *m, int *lock_fd,
+			  enum stripe_map_grow_outcome *outcome,
+			  struct stripe_map_error *err);
 
 #endif

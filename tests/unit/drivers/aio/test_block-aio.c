@@ -521,6 +521,70 @@ static void test_large_io_split(void **state)
 	free(big);
 }
 
+/*
+ * base:allocation of a sparse file: data at [64 KiB, 192 KiB) and the last
+ * 64 KiB, holes elsewhere (64 KiB-aligned: no file system block is
+ * larger).  Skipped where the file system reports no holes.
+ */
+static void test_block_status(void **state)
+{
+	static const struct td_extent want[] = {
+		{128, TD_EXTENT_HOLE | TD_EXTENT_ZERO},
+		{256, 0},
+		{(DISK_BYTES >> 9) - 128 - 256 - 128,
+		 TD_EXTENT_HOLE | TD_EXTENT_ZERO},
+		{128, 0},
+	};
+	static uint8_t buf[128 << 10];
+	struct td_extent ext[8];
+	unsigned int nr = 8;
+	int fd = open(fx->path, O_RDWR | O_TRUNC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, DISK_BYTES), 0);
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(pwrite(fd, buf, 128 << 10, 64 << 10), 128 << 10);
+	assert_int_equal(pwrite(fd, buf, 64 << 10, DISK_BYTES - (64 << 10)),
+			 64 << 10);
+	assert_int_equal(fsync(fd), 0);
+	if (lseek(fd, 0, SEEK_DATA) != 64 << 10) {
+		close(fd);
+		skip(); /* no holes reported here */
+	}
+	close(fd);
+	assert_int_equal(open_disk(false), 0);
+	assert_int_equal(td_vbd_block_status(fx->vbd, TD_CTX_BASE_ALLOCATION, 0,
+					     DISK_BYTES >> 9, ext, &nr),
+			 0);
+	assert_int_equal(nr, 4);
+	for (unsigned int i = 0; i < nr; i++) {
+		assert_int_equal(ext[i].nr_sectors, want[i].nr_sectors);
+		assert_int_equal(ext[i].flags, want[i].flags);
+	}
+	/* From inside the data, at most 2 extents. */
+	nr = 2;
+	assert_int_equal(td_vbd_block_status(fx->vbd, TD_CTX_BASE_ALLOCATION,
+					     200, (DISK_BYTES >> 9) - 200, ext,
+					     &nr),
+			 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(ext[0].nr_sectors, 384 - 200);
+	assert_int_equal(ext[0].flags, 0);
+	assert_int_equal(ext[1].flags, TD_EXTENT_HOLE | TD_EXTENT_ZERO);
+	/* Inside one hole, cut at the range's end. */
+	nr = 8;
+	assert_int_equal(td_vbd_block_status(fx->vbd, TD_CTX_BASE_ALLOCATION,
+					     1000, 8, ext, &nr),
+			 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(ext[0].nr_sectors, 8);
+	assert_int_equal(ext[0].flags, TD_EXTENT_HOLE | TD_EXTENT_ZERO);
+	/* A context aio does not have. */
+	assert_int_equal(td_vbd_block_status(fx->vbd, "qemu:dirty-bitmap:x", 0,
+					     8, ext, &nr),
+			 -ENOENT);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -548,6 +612,9 @@ int main(void)
 		T(test_io_submit_eagain_retries),
 		T(test_io_submit_error_fails_first_only),
 		T(test_large_io_split),
+		T(test_block_status),
+		cmocka_unit_test_setup_teardown(test_block_status, setup_shm,
+						teardown),
 	};
 
 	td_log_set_level(TD_LOG_ERR + (getenv("TD_TEST_VERBOSE") ? 3 : 0));

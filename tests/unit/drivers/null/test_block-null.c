@@ -388,16 +388,16 @@ static void test_stats(void **state)
 
 /*
  * tap-ctl stats names the same driver counters, in the same order, for
- * every chain of the real driver table: the vbd's and, at 0 here, sort's
- * and qos's (td-front and td-bench read them by name).
+ * every chain of the real driver table: the vbd's and, at 0 here, sort's,
+ * qos's and cbt's (td-front and td-bench read them by name).
  */
 static void test_stats_counter_keys(void **state)
 {
 	static const char *const keys[] = {
-		"backend_submits",    "backend_merges", "sort_in",
-		"sort_out",	      "sort_merges",	"sort_max_merge_bytes",
-		"qos_passed",	      "qos_delayed",	"qos_max_queued",
-		"merged_iov_entries",
+		"backend_submits", "backend_merges", "sort_in",
+		"sort_out",	   "sort_merges",    "sort_max_merge_bytes",
+		"qos_passed",	   "qos_delayed",    "qos_max_queued",
+		"cbt_marks",	   "cbt_failures",   "merged_iov_entries",
 	};
 	struct fixture *f = *state;
 	struct td_report r = {.name = "vbd-null",
@@ -409,7 +409,7 @@ static void test_stats_counter_keys(void **state)
 
 	assert_int_equal(open_chain(f, "null:size=1M"), 0);
 	td_vbd_get_stats(f->vbd, &r.stats);
-	assert_int_equal(r.stats.nr_driver_counters, 7);
+	assert_int_equal(r.stats.nr_driver_counters, 9);
 	td_strbuf_init(&text);
 	td_strbuf_init(&json);
 	assert_int_equal(td_format_stats_text(&r, &text), 0);

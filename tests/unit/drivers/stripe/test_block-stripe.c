@@ -296,6 +296,20 @@ static const struct geom g2 = {
 	512 * KiB, 64 * KiB, 128 * KiB, 2, 2, 3, {512, 4096, 512}, g2_slots, 8,
 };
 
+/* G2 grown to 768K (J=3): its slots and one more extent per column. */
+static const struct slot_row g2_grown_slots[] = {
+	{0, 0, 0, 0, 0, false},	  {0, 0, 1, 1, 0, false},
+	{0, 1, 0, 1, 32, false},  {0, 1, 1, 2, 0, false},
+	{0, 2, 0, 2, 512, false}, {0, 2, 1, 0, 768, false},
+	{1, 0, 0, 2, 256, false}, {1, 0, 1, 0, 256, false},
+	{1, 1, 0, 0, 512, false}, {1, 1, 1, 1, 64, false},
+	{1, 2, 0, 1, 96, false},  {1, 2, 1, 2, 768, false},
+};
+static const struct geom g2_grown = {
+	768 * KiB, 64 * KiB,	     128 * KiB,	     2,	 2,
+	3,	   {512, 4096, 512}, g2_grown_slots, 12,
+};
+
 /* G3: S=4, U=1M, E=2M, R=3, V=8M: J=1, 4 servers, 3 extents each. */
 static const struct slot_row g3_slots[] = {
 	{0, 0, 0, 0, 0, false},	   {0, 0, 1, 1, 0, false},
@@ -682,19 +696,22 @@ static void test_routes_g5(void **state)
 /* A write across a stripe unit is split by the core: two columns. */
 static void test_split_at_unit(void **state)
 {
-	unsigned int from;
+	unsigned int from, a, b;
 
 	start(&g4, NULL, NULL);
 	from = mock_iscsi.nr_log;
 	fill(0, 9, 8192);
 	assert_int_equal(do_io(0, TD_OP_WRITE, 12 * KiB, 8192), 0);
 	assert_int_equal(mock_iscsi.nr_log - from, 2);
-	assert_int_equal(mock_iscsi.log[from].conn, 0);
-	assert_int_equal(mock_iscsi.log[from].lba, 24);
-	assert_int_equal(mock_iscsi.log[from].nr_blocks, 8);
-	assert_int_equal(mock_iscsi.log[from + 1].conn, 1);
-	assert_int_equal(mock_iscsi.log[from + 1].lba, 0);
-	assert_int_equal(mock_iscsi.log[from + 1].nr_blocks, 8);
+	/* The two halves may reach their sessions in either order. */
+	a = mock_iscsi.log[from].conn == 0 ? from : from + 1;
+	b = a == from ? from + 1 : from;
+	assert_int_equal(mock_iscsi.log[a].conn, 0);
+	assert_int_equal(mock_iscsi.log[a].lba, 24);
+	assert_int_equal(mock_iscsi.log[a].nr_blocks, 8);
+	assert_int_equal(mock_iscsi.log[b].conn, 1);
+	assert_int_equal(mock_iscsi.log[b].lba, 0);
+	assert_int_equal(mock_iscsi.log[b].nr_blocks, 8);
 }
 
 static void test_fua_to_every_replica(void **state)
@@ -1883,6 +1900,198 @@ static void test_al_torn_record(void **state)
 	assert_int_equal(dev()->al.recovered, 4); /* every extent */
 	assert_int_equal(nr_file_stale(), 4);	  /* replica 1 of each */
 	assert_false(file_stale(0, 0, 0));
+}
+
+/*
+ * A grown map left as MAP.grow is taken at open, and an unclean log of
+ * the old geometry (J=2) marks its hot regions where the grown map (J=3)
+ * has them: old extent index 3 = (1, 1) is new index 4, not (1, 0).
+ */
+static void test_open_takes_grown_map(void **state)
+{
+	static const uint64_t ids[] = {3, 3 * 32 + 0, 3 * 32 + 1};
+	char side[160];
+
+	snprintf(side, sizeof(side), "%s.grow", ts.path);
+	make_map(&g2_grown, NULL);
+	assert_int_equal(rename(ts.path, side), 0);
+	make_map(&g2, NULL);
+	write_al(false, ids, 3, 5);
+	assert_int_equal(open_stripe(",auto_resync=off"), 0);
+	assert_int_equal(access(side, F_OK), -1);
+	assert_int_equal(dev()->map.extents_per_column, 3);
+	assert_int_equal(dev()->map.size_bytes, 768 * KiB);
+	assert_int_equal(dev()->layout.extents_per_column, 3);
+	assert_int_equal(dev()->al.recovered, 3);
+	assert_int_equal(file_dirty(0, 0, 1), 1);
+	assert_int_equal(file_dirty(1, 1, 1), 2);
+	assert_int_equal(file_dirty(1, 0, 1), 0);
+	assert_int_equal(nr_file_stale(), 2);
+}
+
+/* --- growing while serving (refresh_size, tap-ctl resize) -------------------- */
+
+/* G2 served with stale, then G2 grown (J=3) written as PATH.grow. */
+static void grow_side(const bool *stale, const char *opts, char *side,
+		      size_t len)
+{
+	char path[sizeof(ts.path)];
+
+	start(&g2, stale, opts);
+	snprintf(side, len, "%s.grow", ts.path);
+	memcpy(path, ts.path, sizeof(path));
+	snprintf(ts.path, sizeof(ts.path), "%s", side);
+	make_map(&g2_grown, NULL);
+	memcpy(ts.path, path, sizeof(path));
+	ts.g = &g2;
+}
+
+static uint32_t file_extents_per_column(void)
+{
+	struct stripe_map m;
+	struct stripe_map_error err;
+	uint32_t j;
+
+	assert_int_equal(stripe_map_read(ts.path, &m, &err), 0);
+	j = m.extents_per_column;
+	stripe_map_free(&m);
+	return j;
+}
+
+static int resize(uint64_t *old_s, uint64_t *new_s)
+{
+	struct td_strbuf why;
+	int ret;
+
+	td_strbuf_init(&why);
+	ret = td_vbd_resize(fx->vbd, old_s, new_s, &why);
+	td_strbuf_free(&why);
+	return ret;
+}
+
+/* Replica (1, 1, 0) of G2 stale: slot 6, in G2 grown slot 8. */
+static const bool g2_stale_110[8] = {[6] = true};
+
+/*
+ * A served disk takes PATH.grow: the new size, the stale mark and the
+ * master's view at their grown index, a write held in flight across the
+ * switch completes and lets its log regions go, and I/O beyond the old
+ * end reaches the added extents.
+ */
+static void test_resize_grows_served_disk(void **state)
+{
+	const struct stripe_map *m;
+	uint64_t old_s = 0, new_s = 0;
+	uint32_t live = 0;
+	char side[160];
+
+	grow_side(g2_stale_110, ",auto_resync=off", side, sizeof(side));
+	/* k=7 (448K): extent (1, 1), only replica 1 (server 1) is live */
+	mock_iscsi_hold(1, true);
+	fill(0, 3, 4096);
+	submit(0, TD_OP_WRITE, 448 * KiB, 4096, 0);
+	RUN_UNTIL(mock_iscsi_nr_held(1) == 1);
+
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(old_s, 512 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors, new_s);
+	assert_int_equal(access(side, F_OK), -1);
+	m = &dev()->map;
+	assert_int_equal(m->extents_per_column, 3);
+	assert_int_equal(dev()->layout.extents_per_column, 3);
+	assert_true(m->slots[8].stale);
+	assert_false(m->slots[6].stale);
+	assert_true(dev()->stale.notified[8]);
+	assert_false(dev()->stale.notified[6]);
+	assert_true(file_stale(1, 1, 0));
+	assert_int_equal(nr_file_stale(), 1);
+	assert_int_equal(file_extents_per_column(), 3);
+	for (uint32_t s = 0; s < dev()->nr_servers; s++)
+		live += dev()->servers[s].live_slots;
+	assert_int_equal(live, 11);
+
+	/* the write in flight completes, its log regions let go */
+	mock_iscsi_release(1, 0);
+	mock_iscsi_hold(1, false);
+	RUN_UNTIL(fx->calls[0]);
+	assert_int_equal(fx->err[0], 0);
+	assert_memory_equal(mock_iscsi_data(1) + 80 * 4096, ts.buf[0], 4096);
+	for (uint32_t i = 0; i < dev()->al.cap; i++)
+		assert_int_equal(dev()->al.e[i].inflight, 0);
+
+	/* 640K, k=10: extent (0, 2), 64K in: server 2 LBA 512, 0 LBA 768 */
+	fill(1, 9, 4096);
+	assert_int_equal(do_io(1, TD_OP_WRITE, 640 * KiB, 4096), 0);
+	assert_memory_equal(mock_iscsi_data(2) + 512 * 512 + 64 * KiB,
+			    ts.buf[1], 4096);
+	assert_memory_equal(mock_iscsi_data(0) + 768 * 512 + 64 * KiB,
+			    ts.buf[1], 4096);
+	memset(ts.buf[2], 0, 4096);
+	assert_int_equal(do_io(2, TD_OP_READ, 640 * KiB, 4096), 0);
+	assert_memory_equal(ts.buf[2], ts.buf[1], 4096);
+
+	/* no PATH.grow any more: the size stays */
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(old_s, new_s);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+}
+
+/*
+ * The grown map cannot be written (rename fails): the disk keeps its map,
+ * size, per-slot state and PATH.grow; a later resize takes it.
+ */
+static void test_resize_rewrite_fails(void **state)
+{
+	uint64_t old_s = 0, new_s = 0;
+	char side[160];
+
+	grow_side(g2_stale_110, ",auto_resync=off", side, sizeof(side));
+	rename_fail(EIO);
+	assert_int_equal(resize(&old_s, &new_s), -EIO);
+	rename_fail(0);
+	assert_int_equal(access(side, F_OK), 0);
+	assert_int_equal(dev()->map.extents_per_column, 2);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors,
+			 512 * KiB / TD_SECTOR_SIZE);
+	assert_true(dev()->map.slots[6].stale);
+	assert_true(dev()->stale.notified[6]);
+	assert_int_equal(dev()->stale.want_map.extents_per_column, 2);
+	assert_int_equal(file_extents_per_column(), 2);
+	fill(0, 5, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 448 * KiB, 4096), 0);
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(file_extents_per_column(), 3);
+	assert_true(file_stale(1, 1, 0));
+	assert_int_equal(access(side, F_OK), -1);
+}
+
+/* A resync under way refuses the resize: nothing changes, PATH.grow stays. */
+static void test_resize_refused_during_resync(void **state)
+{
+	uint64_t old_s = 0, new_s = 0;
+	struct td_strbuf out;
+	char side[160];
+
+	td_strbuf_init(&out);
+	grow_side(g2_stale_001, ",resync_chunk=16K,resync_rate=64K", side,
+		  sizeof(side));
+	assert_int_equal(control("resync", NULL, &out), 0);
+	RUN_UNTIL(dev()->resync.step == RESYNC_STEP_PAUSE);
+	assert_int_equal(resize(&old_s, &new_s), -EBUSY);
+	assert_int_equal(access(side, F_OK), 0);
+	assert_int_equal(dev()->map.extents_per_column, 2);
+	assert_int_equal(td_vbd_get_info(fx->vbd)->size_sectors,
+			 512 * KiB / TD_SECTOR_SIZE);
+	assert_true(file_stale(0, 0, 1));
+	assert_int_equal(file_extents_per_column(), 2);
+	assert_int_equal(control("resync", "stop", &out), 0);
+	/* stopped: the next resize takes it */
+	assert_int_equal(resize(&old_s, &new_s), 0);
+	assert_int_equal(new_s, 768 * KiB / TD_SECTOR_SIZE);
+	assert_int_equal(access(side, F_OK), -1);
+	td_strbuf_free(&out);
 }
 
 /* Writes go through a log of 16 regions: old ones are evicted. */
@@ -3126,6 +3335,10 @@ int main(void)
 		T(test_auto_resync_off),
 		T(test_resync_rate_control),
 		T(test_al_recovery_marks_hot_regions),
+		T(test_open_takes_grown_map),
+		T(test_resize_grows_served_disk),
+		T(test_resize_refused_during_resync),
+		T(test_resize_rewrite_fails),
 		T(test_al_torn_record),
 		T(test_al_small_log),
 		T(test_move_to_known_server),

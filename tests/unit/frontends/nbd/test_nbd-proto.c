@@ -99,6 +99,192 @@ static void test_transmission_flags(void **state)
 	}
 }
 
+/* --- BLOCK_STATUS and metadata contexts ---------------------------------------- */
+
+static void test_check_block_status(void **state)
+{
+	static const struct {
+		uint16_t flags;
+		uint64_t offset;
+		uint32_t length;
+		uint32_t err;
+		uint32_t bs_length; /* clamped to the 1 MiB export */
+	} rows[] = {
+		{0, 0, 4096, 0, 4096},
+		{0x8 /* REQ_ONE */, 0, 4096, 0, 4096},
+		{0, 0, 0xfffffe00u, 0, MIB}, /* cut at the end */
+		{0, MIB - 512, 4096, 0, 512},
+		{0, MIB - 512, 512, 0, 512},
+		{0, 0, (uint32_t)MIB, 0, MIB}, /* no payload limit */
+		{0, MIB, 512, 22, 0},	       /* offset at the end */
+		{0, UINT64_MAX - 511, 512, 22, 0},
+		{0, 0, 0, 22, 0},
+		{0, 100, 512, 22, 0},
+		{0, 0, 1000, 22, 0},
+		{0x1 /* FUA */, 0, 512, 22, 0},
+		{0x2 /* NO_HOLE */, 0, 512, 22, 0},
+		{0x20 /* PAYLOAD_LEN: extended headers */, 0, 512, 22, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct nbd_export exp = {
+			.size_bytes = MIB,
+			.tflags = 0x16d,
+			.max_request_bytes = 65536,
+		};
+		struct nbd_request req = {
+			.magic = NBD_REQUEST_MAGIC,
+			.type = 7,
+			.flags = rows[i].flags,
+			.offset = rows[i].offset,
+			.length = rows[i].length,
+		};
+		struct nbd_plan plan;
+		uint32_t err = nbd_check_request(&exp, &req, &plan);
+
+		if (err != rows[i].err)
+			fail_msg("row %zu: error %u, want %u", i, err,
+				 rows[i].err);
+		if (err)
+			continue;
+		assert_true(plan.block_status);
+		assert_int_equal(plan.data_bytes, 0);
+		if (plan.bs_length != rows[i].bs_length)
+			fail_msg("row %zu: length %u, want %u", i,
+				 plan.bs_length, rows[i].bs_length);
+	}
+}
+
+/* A request body from a name and queries, for the parser. */
+static uint32_t meta_body(uint8_t *buf, const char *name, uint32_t nr,
+			  const char *const *queries)
+{
+	uint32_t n = (uint32_t)strlen(name), pos;
+
+	nbd_put32(buf, n);
+	memcpy(buf + 4, name, n);
+	nbd_put32(buf + 4 + n, nr);
+	pos = 8 + n;
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t q = (uint32_t)strlen(queries[i]);
+
+		nbd_put32(buf + pos, q);
+		memcpy(buf + pos + 4, queries[i], q);
+		pos += 4 + q;
+	}
+	return pos;
+}
+
+static void test_parse_meta_request(void **state)
+{
+	static const char *const two[] = {"base:allocation",
+					  "qemu:dirty-bitmap:b0"};
+	struct nbd_meta_request mr;
+	uint8_t buf[2048];
+	const uint8_t *q;
+	uint32_t q_len, len;
+
+	len = meta_body(buf, "exp", 2, two);
+	assert_int_equal(len, 4 + 3 + 4 + 4 + 15 + 4 + 20);
+	assert_int_equal(nbd_parse_meta_request(buf, len, &mr), 0);
+	assert_int_equal(mr.name_len, 3);
+	assert_memory_equal(mr.name, "exp", 3);
+	assert_int_equal(mr.nr_queries, 2);
+	nbd_meta_query(&mr, 0, &q, &q_len);
+	assert_int_equal(q_len, 15);
+	assert_memory_equal(q, "base:allocation", 15);
+	nbd_meta_query(&mr, 1, &q, &q_len);
+	assert_int_equal(q_len, 20);
+	assert_memory_equal(q, "qemu:dirty-bitmap:b0", 20);
+
+	/* No queries, empty name. */
+	len = meta_body(buf, "", 0, NULL);
+	assert_int_equal(len, 8);
+	assert_int_equal(nbd_parse_meta_request(buf, len, &mr), 0);
+	assert_int_equal(mr.nr_queries, 0);
+
+	/* Lengths that do not add up: NBD_REP_ERR_INVALID (0x80000003). */
+	len = meta_body(buf, "exp", 2, two);
+	assert_int_equal(nbd_parse_meta_request(buf, len - 1, &mr),
+			 0x80000003u); /* last query cut short */
+	assert_int_equal(nbd_parse_meta_request(buf, len + 1, &mr),
+			 0x80000003u); /* a byte left over */
+	buf[len] = 0;
+	assert_int_equal(nbd_parse_meta_request(buf, 7, &mr), 0x80000003u);
+	nbd_put32(buf + 4 + 3, 3); /* three queries, two sent */
+	assert_int_equal(nbd_parse_meta_request(buf, len, &mr), 0x80000003u);
+	nbd_put32(buf + 4 + 3, 0xffffffffu);
+	assert_int_equal(nbd_parse_meta_request(buf, len, &mr), 0x80000003u);
+	nbd_put32(buf, 0xfffffff0u); /* name length past the data */
+	assert_int_equal(nbd_parse_meta_request(buf, len, &mr), 0x80000003u);
+	len = meta_body(buf, "exp", 2, two);
+	nbd_put32(buf + 11, 0xfffffff0u); /* query length past the data */
+	assert_int_equal(nbd_parse_meta_request(buf, len, &mr), 0x80000003u);
+
+	/* 129 empty queries: NBD_REP_ERR_TOO_BIG (0x80000009); 128 pass. */
+	memset(buf, 0, sizeof(buf));
+	nbd_put32(buf + 4, 129);
+	assert_int_equal(nbd_parse_meta_request(buf, 8 + 129 * 4, &mr),
+			 0x80000009u);
+	nbd_put32(buf + 4, 128);
+	assert_int_equal(nbd_parse_meta_request(buf, 8 + 128 * 4, &mr), 0);
+}
+
+static void test_meta_match(void **state)
+{
+	static const struct {
+		const char *name, *query;
+		bool list, want;
+	} rows[] = {
+		{"base:allocation", "base:allocation", false, true},
+		{"base:allocation", "base:allocation", true, true},
+		{"base:allocation", "base:", true, true},
+		{"base:allocation", "base:", false, false},
+		{"base:allocation", "base", true, false},
+		{"base:allocation", "base:alloc", true, false},
+		{"base:allocation", "base:allocationX", true, false},
+		{"base:allocation", "", true, false},
+		{"qemu:dirty-bitmap:b0", "qemu:dirty-bitmap:", true, true},
+		{"qemu:dirty-bitmap:b0", "qemu:", true, true},
+		{"qemu:dirty-bitmap:b0", "qemu:dirty-bitmap:", false, false},
+		{"qemu:dirty-bitmap:b0", "qemu:dirty-bitmap:b", true, false},
+		{"qemu:dirty-bitmap:b0", "qemu:dirty-bitmap:b0", false, true},
+		{"qemu:dirty-bitmap:b0", "qemu:dirty-bitmap:b1", false, false},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		bool got = nbd_meta_match(
+			rows[i].name, (const uint8_t *)rows[i].query,
+			(uint32_t)strlen(rows[i].query), rows[i].list);
+
+		if (got != rows[i].want)
+			fail_msg("row %zu: %s against %s (%s): %d", i,
+				 rows[i].query, rows[i].name,
+				 rows[i].list ? "LIST" : "SET", got);
+	}
+}
+
+static void test_put_block_status(void **state)
+{
+	static const uint8_t want[] = {
+		0x66, 0x8e, 0x33, 0xef, /* structured reply magic */
+		0x00, 0x01,		/* NBD_REPLY_FLAG_DONE */
+		0x00, 0x05,		/* NBD_REPLY_TYPE_BLOCK_STATUS */
+		0,    0,    0,	  0,	0, 0, 0x12, 0x34, /* handle */
+		0,    0,    0,	  20,			  /* 4 + 2 * 8 */
+		0,    0,    0,	  2,			  /* context id */
+		0,    0,    0x10, 0,	0, 0, 0,    3,	  /* 4096, HOLE|ZERO */
+		0,    1,    0,	  0,	0, 0, 0,    0,	  /* 64 KiB, data */
+	};
+	static const uint32_t lengths[] = {4096, 65536}, flags[] = {3, 0};
+	uint8_t buf[64];
+
+	assert_int_equal(
+		nbd_put_block_status(buf, 1, 0x1234, 2, lengths, flags, 2),
+		sizeof(want));
+	assert_memory_equal(buf, want, sizeof(want));
+}
+
 /* --- request checks ------------------------------------------------------------ */
 
 struct check_row {
@@ -171,7 +357,6 @@ static const struct check_row check_rows[] = {
 	{RO, 6, 0, 0, 512, E(1)},
 	/* unknown and unsupported commands */
 	{RW, 5 /* CACHE */, 0, 0, 512, E(22)},
-	{RW, 7 /* BLOCK_STATUS */, 0, 0, 512, E(22)},
 	{RW, 8 /* RESIZE */, 0, 0, 512, E(22)},
 	{RW, 99, 0, 0, 512, E(22)},
 	{RW, 0xffff, 0, 0, 512, E(22)},
@@ -354,6 +539,22 @@ static void test_simple_reply(void **state)
 	assert_memory_equal(buf, want, sizeof(want));
 }
 
+static void test_structured_reply(void **state)
+{
+	static const uint8_t want[20] = {
+		0x66, 0x8e, 0x33, 0xef,
+		0x00, 0x01, 0x80, 0x01, /* DONE, ERROR */
+		1,    2,    3,	  4,
+		5,    6,    7,	  8,	/* handle */
+		0x00, 0x00, 0x00, 0x06, /* length */
+	};
+	uint8_t buf[20];
+
+	nbd_put_structured_reply(buf, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR,
+				 0x0102030405060708ull, 6);
+	assert_memory_equal(buf, want, sizeof(want));
+}
+
 static void test_decode(void **state)
 {
 	static const uint8_t request[28] = {
@@ -421,9 +622,14 @@ int main(void)
 		cmocka_unit_test(test_go_reply),
 		cmocka_unit_test(test_export_name_reply),
 		cmocka_unit_test(test_simple_reply),
+		cmocka_unit_test(test_structured_reply),
 		cmocka_unit_test(test_decode),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_printable),
+		cmocka_unit_test(test_check_block_status),
+		cmocka_unit_test(test_parse_meta_request),
+		cmocka_unit_test(test_meta_match),
+		cmocka_unit_test(test_put_block_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

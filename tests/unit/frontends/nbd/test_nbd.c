@@ -48,6 +48,13 @@ static struct {
 	uint32_t last_flags[TD_OP_COUNT];
 	struct td_request *held[RAM_MAX_HELD];
 	unsigned int nr_held;
+	/* base:allocation: these extents, repeated to the end of the range;
+	 * "qemu:dirty-bitmap:b0" when bitmap is set: all dirty. */
+	struct td_extent ext[4];
+	unsigned int nr_ext;
+	bool bitmap;
+	int bs_fail; /* block_status answers this */
+	uint64_t bs_sector, bs_nr_sectors;
 	uint8_t data[RAM_SIZE];
 } ram;
 
@@ -113,11 +120,49 @@ static void ram_release(void)
 	ram.hold = false;
 }
 
+static int ram_block_status(struct td_driver *drv, const char *ctx,
+			    uint64_t sector, uint64_t nr_sectors,
+			    struct td_extent *ext, unsigned int *nr)
+{
+	unsigned int n = 0;
+
+	ram.bs_sector = sector;
+	ram.bs_nr_sectors = nr_sectors;
+	if (ram.bs_fail)
+		return ram.bs_fail;
+	if (ram.bitmap && !strcmp(ctx, "qemu:dirty-bitmap:b0")) {
+		ext[0].nr_sectors = nr_sectors;
+		ext[0].flags = TD_EXTENT_DIRTY;
+		*nr = 1;
+		return 0;
+	}
+	if (strcmp(ctx, TD_CTX_BASE_ALLOCATION) || !ram.nr_ext)
+		return -ENOENT;
+	for (uint64_t left = nr_sectors; left && n < *nr; n++) {
+		ext[n] = ram.ext[n % ram.nr_ext];
+		if (ext[n].nr_sectors > left)
+			ext[n].nr_sectors = left;
+		left -= ext[n].nr_sectors;
+	}
+	*nr = n;
+	return 0;
+}
+
+static void ram_list_contexts(struct td_driver *drv,
+			      void (*add)(const char *name, void *opaque),
+			      void *opaque)
+{
+	if (ram.bitmap)
+		add("qemu:dirty-bitmap:b0", opaque);
+}
+
 static const struct td_driver_ops ram_ops = {
 	.name = "ram",
 	.open = ram_open,
 	.close = ram_close,
 	.submit = ram_submit,
+	.block_status = ram_block_status,
+	.list_contexts = ram_list_contexts,
 };
 
 static const struct td_driver_ops *const ram_table[] = {&ram_ops, NULL};
@@ -568,9 +613,9 @@ static void test_abort_and_close(void **state)
 
 static void test_unsupported_options(void **state)
 {
-	/* STRUCTURED_REPLY, STARTTLS, LIST_META_CONTEXT, SET_META_CONTEXT,
-	 * PEEK_EXPORT, 0 and two that do not exist. */
-	static const uint32_t opts[] = {8, 5, 9, 10, 4, 0, 1234, 0xffffffffu};
+	/* EXTENDED_HEADERS, STARTTLS, PEEK_EXPORT, 0 and two that do not
+	 * exist. */
+	static const uint32_t opts[] = {11, 5, 4, 0, 1234, 0xffffffffu};
 	struct env e;
 	struct opt_reply r;
 
@@ -583,6 +628,374 @@ static void test_unsupported_options(void **state)
 		assert_int_equal(r.type, 0x80000001u); /* NBD_REP_ERR_UNSUP */
 	}
 	assert_int_equal(cl_go_ok(&e), 0x16d);
+	env_stop(&e);
+}
+
+/* --- structured replies, metadata contexts, BLOCK_STATUS ---------------------- */
+
+/* STRUCTURED_REPLY (8): NBD_REP_ACK. */
+static void cl_structured(struct env *e)
+{
+	struct opt_reply r;
+
+	cl_opt(e, 8, NULL, 0);
+	cl_opt_reply(e, &r);
+	assert_int_equal(r.opt, 8);
+	assert_int_equal(r.type, 1);
+	assert_int_equal(r.len, 0);
+}
+
+/* LIST (9) or SET (10) META_CONTEXT for the export "" with queries;
+ * the names replied go to names[] (ids to ids[]); returns the final
+ * reply type. */
+static uint32_t cl_meta(struct env *e, uint32_t opt, uint32_t nr,
+			const char *const *queries, char names[][64],
+			uint32_t *ids, int *nr_names)
+{
+	uint8_t body[1024];
+	uint32_t pos = 8;
+	struct opt_reply r;
+
+	nbd_put32(body, 0);
+	nbd_put32(body + 4, nr);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t q = (uint32_t)strlen(queries[i]);
+
+		nbd_put32(body + pos, q);
+		memcpy(body + pos + 4, queries[i], q);
+		pos += 4 + q;
+	}
+	cl_opt(e, opt, body, pos);
+	*nr_names = 0;
+	for (;;) {
+		cl_opt_reply(e, &r);
+		assert_int_equal(r.opt, opt);
+		if (r.type != 4) /* NBD_REP_META_CONTEXT */
+			return r.type;
+		assert_true(r.len > 4 && r.len < 4 + 64);
+		ids[*nr_names] = nbd_get32(r.data);
+		memcpy(names[*nr_names], r.data + 4, r.len - 4);
+		names[(*nr_names)++][r.len - 4] = '\0';
+	}
+}
+
+/* One structured chunk header: returns its type, checks the handle. */
+static uint16_t cl_chunk(struct env *e, uint64_t handle, uint16_t *flags,
+			 uint32_t *len)
+{
+	uint8_t h[20];
+
+	assert_int_equal(cl_recv(e, h, sizeof(h)), 0);
+	assert_int_equal(nbd_get32(h), 0x668e33efu);
+	assert_int_equal(nbd_get64(h + 8), handle);
+	*flags = nbd_get16(h + 4);
+	*len = nbd_get32(h + 16);
+	return nbd_get16(h + 6);
+}
+
+/* An ERROR chunk, DONE: returns its error. */
+static uint32_t cl_chunk_error(struct env *e, uint64_t handle)
+{
+	uint8_t b[6];
+	uint16_t flags;
+	uint32_t len;
+
+	assert_int_equal(cl_chunk(e, handle, &flags, &len), 0x8001);
+	assert_int_equal(flags, 1);
+	assert_int_equal(len, 6);
+	assert_int_equal(cl_recv(e, b, sizeof(b)), 0);
+	assert_int_equal(nbd_get16(b + 4), 0); /* no message */
+	return nbd_get32(b);
+}
+
+static void cl_chunk_none(struct env *e, uint64_t handle)
+{
+	uint16_t flags;
+	uint32_t len;
+
+	assert_int_equal(cl_chunk(e, handle, &flags, &len), 0);
+	assert_int_equal(flags, 1);
+	assert_int_equal(len, 0);
+}
+
+static void test_structured_replies(void **state)
+{
+	static uint8_t out[8192], in[8192];
+	uint8_t off[8];
+	uint16_t flags;
+	uint32_t len;
+	struct env e;
+
+	env_start(&e, NULL, false);
+	cl_greeting(&e, 3);
+	cl_structured(&e);
+	cl_structured(&e); /* twice is harmless */
+	assert_int_equal(cl_go_ok(&e), 0x16d);
+	fill(out, sizeof(out), 5);
+	/* WRITE: a NONE chunk. */
+	cl_req(&e, 0, 1, 1, 4096, sizeof(out));
+	cl_send(&e, out, sizeof(out));
+	cl_chunk_none(&e, 1);
+	/* READ: one OFFSET_DATA chunk, DONE. */
+	cl_req(&e, 0, 0, 2, 4096, sizeof(in));
+	assert_int_equal(cl_chunk(&e, 2, &flags, &len), 1);
+	assert_int_equal(flags, 1);
+	assert_int_equal(len, 8 + sizeof(in));
+	assert_int_equal(cl_recv(&e, off, 8), 0);
+	assert_int_equal(nbd_get64(off), 4096);
+	assert_int_equal(cl_recv(&e, in, sizeof(in)), 0);
+	assert_memory_equal(in, out, sizeof(in));
+	/* Refused and failed commands: an ERROR chunk. */
+	cl_req(&e, 0, 0, 3, 100, 512);
+	assert_int_equal(cl_chunk_error(&e, 3), 22);
+	ram.fail[TD_OP_READ] = -EIO;
+	cl_req(&e, 0, 0, 4, 0, 512);
+	assert_int_equal(cl_chunk_error(&e, 4), 5);
+	ram.fail[TD_OP_READ] = 0;
+	cl_req(&e, 0, 3 /* FLUSH */, 5, 0, 0);
+	cl_chunk_none(&e, 5);
+	/* BLOCK_STATUS with no context selected: EINVAL. */
+	cl_req(&e, 0, 7, 6, 0, 4096);
+	assert_int_equal(cl_chunk_error(&e, 6), 22);
+	assert_int_equal(env_stats(&e).protocol_errors, 0);
+	env_stop(&e);
+}
+
+/* Without STRUCTURED_REPLY: simple replies as ever, no meta contexts,
+ * BLOCK_STATUS refused with a simple EINVAL. */
+static void test_simple_client(void **state)
+{
+	static const char *const q[] = {"base:allocation"};
+	char names[4][64];
+	uint32_t ids[4];
+	uint8_t buf[512];
+	int n;
+	struct env e;
+
+	env_start(&e, NULL, false);
+	cl_greeting(&e, 3);
+	assert_int_equal(cl_meta(&e, 10, 1, q, names, ids, &n), 0x80000003u);
+	assert_int_equal(cl_meta(&e, 9, 0, NULL, names, ids, &n), 0x80000003u);
+	assert_int_equal(n, 0);
+	assert_int_equal(cl_go_ok(&e), 0x16d);
+	assert_int_equal(cl_read(&e, 1, 0, buf, sizeof(buf)), 0);
+	cl_req(&e, 0, 7, 2, 0, 4096);
+	assert_int_equal(cl_reply(&e, 2), 22);
+	assert_int_equal(ram.bs_nr_sectors, 0); /* never asked */
+	env_stop(&e);
+}
+
+static void test_meta_contexts(void **state)
+{
+	static const char *const set2[] = {"qemu:dirty-bitmap:nosuch",
+					   "base:allocation"};
+	static const char *const list_ns[] = {"qemu:dirty-bitmap:"};
+	static const char *const set_bm[] = {"qemu:dirty-bitmap:b0",
+					     "base:allocation", "base:"};
+	char names[4][64];
+	uint32_t ids[4];
+	int n;
+	struct env e;
+
+	ram.bitmap = true;
+	env_start(&e, NULL, false);
+	cl_greeting(&e, 3);
+	cl_structured(&e);
+	/* LIST, no query: every context, ids 0. */
+	assert_int_equal(cl_meta(&e, 9, 0, NULL, names, ids, &n), 1);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "base:allocation");
+	assert_string_equal(names[1], "qemu:dirty-bitmap:b0");
+	assert_int_equal(ids[0], 0);
+	/* LIST of a namespace. */
+	assert_int_equal(cl_meta(&e, 9, 1, list_ns, names, ids, &n), 1);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], "qemu:dirty-bitmap:b0");
+	/* SET: the missing bitmap is not selected, no reply for it. */
+	assert_int_equal(cl_meta(&e, 10, 2, set2, names, ids, &n), 1);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], "base:allocation");
+	assert_int_equal(ids[0], 1);
+	/* SET again replaces; "base:" names no context for SET. */
+	assert_int_equal(cl_meta(&e, 10, 3, set_bm, names, ids, &n), 1);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "base:allocation");
+	assert_int_equal(ids[0], 1);
+	assert_string_equal(names[1], "qemu:dirty-bitmap:b0");
+	assert_int_equal(ids[1], 2);
+	assert_int_equal(env_conn(&e)->nr_meta, 2);
+	/* A query that matches nothing: an empty selection. */
+	assert_int_equal(cl_meta(&e, 10, 1, set2, names, ids, &n), 1);
+	assert_int_equal(n, 0);
+	assert_int_equal(env_conn(&e)->nr_meta, 0);
+	assert_int_equal(cl_go_ok(&e), 0x16d);
+	env_stop(&e);
+}
+
+/* Hostile meta context requests: an error reply, the client goes on. */
+static void test_meta_hostile(void **state)
+{
+	struct td_nbd_params p = {.export_name = "disk"};
+	uint8_t body[1024];
+	struct opt_reply r;
+	struct go_result g;
+	struct env e;
+
+	env_start(&e, &p, false);
+	cl_greeting(&e, 3);
+	cl_opt(&e, 8, "x", 1); /* STRUCTURED_REPLY takes no data */
+	cl_opt_reply(&e, &r);
+	assert_int_equal(r.type, 0x80000003u);
+	cl_structured(&e);
+	memset(body, 0, sizeof(body));
+	nbd_put32(body + 4, 2); /* two queries, none sent */
+	cl_opt(&e, 10, body, 8);
+	cl_opt_reply(&e, &r);
+	assert_int_equal(r.type, 0x80000003u);
+	nbd_put32(body + 4, 200); /* 200 empty queries: too many */
+	cl_opt(&e, 9, body, 8 + 200 * 4);
+	cl_opt_reply(&e, &r);
+	assert_int_equal(r.type, 0x80000009u);
+	nbd_put32(body, 3); /* an export name that is not ours */
+	memcpy(body + 4, "foo", 3);
+	nbd_put32(body + 7, 0);
+	cl_opt(&e, 9, body, 11);
+	cl_opt_reply(&e, &r);
+	assert_int_equal(r.type, 0x80000006u); /* NBD_REP_ERR_UNKNOWN */
+	assert_int_equal(env_stats(&e).protocol_errors, 0);
+	cl_opt(&e, 10, body, 3); /* shorter than its header */
+	cl_opt_reply(&e, &r);
+	assert_int_equal(r.type, 0x80000003u);
+	/* Longer than NBD_OPT_MAX_DATA_BYTES: skipped, TOO_BIG. */
+	{
+		static uint8_t big[9000];
+
+		cl_opt(&e, 10, big, sizeof(big));
+		cl_opt_reply(&e, &r);
+		assert_int_equal(r.type, 0x80000009u);
+	}
+	cl_go(&e, 7, "disk", &g);
+	assert_int_equal(g.final, 1);
+	env_stop(&e);
+}
+
+/* One BLOCK_STATUS chunk: id, then extents as (length, flags) pairs. */
+static void cl_bs_chunk(struct env *e, uint64_t handle, uint16_t want_flags,
+			uint32_t want_id, const uint32_t *want, uint32_t nr)
+{
+	uint8_t b[4 + 256 * 8];
+	uint16_t flags;
+	uint32_t len;
+
+	assert_int_equal(cl_chunk(e, handle, &flags, &len), 5);
+	assert_int_equal(flags, want_flags);
+	assert_int_equal(len, 4 + 8 * nr);
+	assert_int_equal(cl_recv(e, b, len), 0);
+	assert_int_equal(nbd_get32(b), want_id);
+	for (uint32_t i = 0; i < nr; i++) {
+		if (nbd_get32(b + 4 + 8 * i) != want[2 * i] ||
+		    nbd_get32(b + 8 + 8 * i) != want[2 * i + 1])
+			fail_msg("extent %u: %u/%u, want %u/%u", i,
+				 nbd_get32(b + 4 + 8 * i),
+				 nbd_get32(b + 8 + 8 * i), want[2 * i],
+				 want[2 * i + 1]);
+	}
+}
+
+static void test_block_status(void **state)
+{
+	static const char *const both[] = {"base:allocation",
+					   "qemu:dirty-bitmap:b0"};
+	static const uint32_t three[] = {8192, 0, 4096, 3, 4096, 0};
+	static const uint32_t one[] = {8192, 0};
+	static const uint32_t dirty[] = {16384, 1};
+	static const uint32_t tail[] = {512, 0};
+	static const uint32_t dirty_tail[] = {512, 1};
+	static uint32_t many[128 * 2];
+	char names[4][64];
+	uint32_t ids[4];
+	int n;
+	struct env e;
+
+	ram.bitmap = true;
+	ram.ext[0] = (struct td_extent){16, 0}; /* 8 KiB data */
+	ram.ext[1] = (struct td_extent){8, 3};	/* 4 KiB hole, zero */
+	ram.nr_ext = 2;
+	env_start(&e, NULL, false);
+	cl_greeting(&e, 3);
+	cl_structured(&e);
+	assert_int_equal(cl_meta(&e, 10, 2, both, names, ids, &n), 1);
+	assert_int_equal(n, 2);
+	assert_int_equal(cl_go_ok(&e), 0x16d);
+
+	/* One chunk per context, in id order, the last DONE. */
+	cl_req(&e, 0, 7, 1, 0, 16384);
+	cl_bs_chunk(&e, 1, 0, 1, three, 3);
+	cl_bs_chunk(&e, 1, 1, 2, dirty, 1);
+	assert_int_equal(ram.bs_sector, 0);
+	assert_int_equal(ram.bs_nr_sectors, 32);
+	/* REQ_ONE: one extent each. */
+	cl_req(&e, 0x8, 7, 2, 0, 16384);
+	cl_bs_chunk(&e, 2, 0, 1, one, 1);
+	cl_bs_chunk(&e, 2, 1, 2, dirty, 1);
+	/* Past the end: cut at the last sector. */
+	cl_req(&e, 0, 7, 3, RAM_SIZE - 512, 65536);
+	cl_bs_chunk(&e, 3, 0, 1, tail, 1);
+	cl_bs_chunk(&e, 3, 1, 2, dirty_tail, 1);
+	assert_int_equal(ram.bs_nr_sectors, 1);
+	/* At most 128 extents in a chunk: the client asks again. */
+	for (int i = 0; i < 128; i++) {
+		many[2 * i] = i % 2 ? 4096 : 8192;
+		many[2 * i + 1] = i % 2 ? 3 : 0;
+	}
+	cl_req(&e, 0, 7, 4, 0, RAM_SIZE);
+	cl_bs_chunk(&e, 4, 0, 1, many, 128);
+	cl_bs_chunk(&e, 4, 1, 2, (const uint32_t[]){RAM_SIZE, 1}, 1);
+	/* Refused: offset at the end, bad flags, unaligned. */
+	cl_req(&e, 0, 7, 5, RAM_SIZE, 512);
+	assert_int_equal(cl_chunk_error(&e, 5), 22);
+	cl_req(&e, 0x1, 7, 6, 0, 512);
+	assert_int_equal(cl_chunk_error(&e, 6), 22);
+	cl_req(&e, 0, 7, 7, 1, 512);
+	assert_int_equal(cl_chunk_error(&e, 7), 22);
+	/* A driver that fails: EIO, and the connection goes on. */
+	ram.bs_fail = -EIO;
+	cl_req(&e, 0, 7, 8, 0, 4096);
+	assert_int_equal(cl_chunk_error(&e, 8), 5);
+	ram.bs_fail = 0;
+	cl_req(&e, 0, 7, 9, 0, 8192);
+	cl_bs_chunk(&e, 9, 0, 1, one, 1);
+	cl_bs_chunk(&e, 9, 1, 2, (const uint32_t[]){8192, 1}, 1);
+	assert_int_equal(env_stats(&e).protocol_errors, 0);
+	env_stop(&e);
+}
+
+/* The smallest largest request (4 KiB) still holds a chunk of 128
+ * sector-sized extents. */
+static void test_block_status_small_buffer(void **state)
+{
+	static const char *const q[] = {"base:allocation"};
+	struct td_nbd_params p = {.max_request_bytes = 4096};
+	static uint32_t want[128 * 2];
+	char names[4][64];
+	uint32_t ids[4];
+	int n;
+	struct env e;
+
+	ram.ext[0] = (struct td_extent){1, 0};
+	ram.ext[1] = (struct td_extent){1, 3};
+	ram.nr_ext = 2;
+	env_start(&e, &p, false);
+	cl_greeting(&e, 3);
+	cl_structured(&e);
+	assert_int_equal(cl_meta(&e, 10, 1, q, names, ids, &n), 1);
+	assert_int_equal(cl_go_ok(&e), 0x16d);
+	for (int i = 0; i < 128; i++) {
+		want[2 * i] = 512;
+		want[2 * i + 1] = i % 2 ? 3 : 0;
+	}
+	cl_req(&e, 0, 7, 1, 0, 1u << 20);
+	cl_bs_chunk(&e, 1, 1, 1, want, 128);
 	env_stop(&e);
 }
 
@@ -1842,6 +2255,12 @@ int main(void)
 		T(test_abort),
 		T(test_abort_and_close),
 		T(test_unsupported_options),
+		T(test_structured_replies),
+		T(test_simple_client),
+		T(test_meta_contexts),
+		T(test_meta_hostile),
+		T(test_block_status),
+		T(test_block_status_small_buffer),
 		T(test_bad_client_flags),
 		T(test_bad_option_magic),
 		T(test_garbage),

@@ -51,6 +51,13 @@ static struct {
 	char *events[MAX_EVENTS][2]; /* queued (path, token) */
 	unsigned int nr_events;
 	int write_err;
+	/* transactions: the open one's writes, held until it ends */
+	bool tx_open;
+	uint32_t tx_id;
+	struct kv tx_writes[8];
+	unsigned int nr_tx_writes;
+	unsigned int tx_conflicts; /* the next tx_end calls answer EAGAIN */
+	unsigned int tx_commits;
 } xs;
 
 static struct kv *xs_find(const char *path)
@@ -232,6 +239,54 @@ static void f_close(void *h)
 {
 }
 
+static void tx_drop(void)
+{
+	for (unsigned int i = 0; i < xs.nr_tx_writes; i++) {
+		free(xs.tx_writes[i].path);
+		free(xs.tx_writes[i].value);
+	}
+	xs.nr_tx_writes = 0;
+	xs.tx_open = false;
+}
+
+/* One transaction at a time is all the backend needs. */
+static int f_tx_start(void *h, uint32_t *tx)
+{
+	assert_false(xs.tx_open);
+	xs.tx_open = true;
+	*tx = ++xs.tx_id;
+	return 0;
+}
+
+/* Held until the end: nobody sees it, no watch fires. */
+static int f_tx_write(void *h, uint32_t tx, const char *path, const char *value)
+{
+	struct kv *kv = &xs.tx_writes[xs.nr_tx_writes];
+
+	assert_true(xs.tx_open && tx == xs.tx_id);
+	assert_true(xs.nr_tx_writes < 8);
+	kv->path = strdup(path);
+	kv->value = strdup(value);
+	xs.nr_tx_writes++;
+	return 0;
+}
+
+/* Commit: every write at once, in order (their watches fire then). */
+static int f_tx_end(void *h, uint32_t tx, bool abort)
+{
+	assert_true(xs.tx_open && tx == xs.tx_id);
+	if (!abort && xs.tx_conflicts) {
+		xs.tx_conflicts--;
+		tx_drop();
+		return -EAGAIN;
+	}
+	for (unsigned int i = 0; !abort && i < xs.nr_tx_writes; i++)
+		put(xs.tx_writes[i].path, xs.tx_writes[i].value);
+	xs.tx_commits += !abort;
+	tx_drop();
+	return 0;
+}
+
 static const struct xen_store_ops fake_store = {
 	.read = f_read,
 	.write = f_write,
@@ -240,6 +295,9 @@ static const struct xen_store_ops fake_store = {
 	.directory = f_directory,
 	.rm = f_rm,
 	.close = f_close,
+	.tx_start = f_tx_start,
+	.tx_write = f_tx_write,
+	.tx_end = f_tx_end,
 };
 
 static unsigned int nr_watches(void)
@@ -300,10 +358,19 @@ static void f_quiesce(struct xen_ring *ring, void (*done)(void *), void *opaque)
 	io.done_opaque = opaque;
 }
 
+/* A connected ring's counters: 5 writes, as the real one would count. */
+static void f_add_stats(const struct xen_ring *ring,
+			struct blkif_ring_stats *sum)
+{
+	assert_ptr_equal(ring, FAKE_RING);
+	sum->reqs[BLKIF_OP_WRITE] += 5;
+}
+
 static const struct xen_io_ops fake_io = {
 	.connect = f_connect,
 	.disconnect = f_disconnect,
 	.quiesce = f_quiesce,
+	.add_stats = f_add_stats,
 };
 
 /* The I/O in flight has finished: the ring is gone. */
@@ -500,6 +567,19 @@ static void test_connect(void **state)
 	frontend_state("4");
 	assert_int_equal(io.connects, 1);
 	assert_string_equal(be_state(), "4");
+}
+
+/* tap-ctl stats counts a connected ring's requests, not only closed ones'. */
+static void test_stats_count_connected_rings(void **state)
+{
+	struct td_xen_stats st;
+
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_WRITE], 0);
+	connect_dev();
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_WRITE], 5);
+	assert_int_equal(T.srv.stats.ring.reqs[BLKIF_OP_WRITE], 0);
 }
 
 static void test_other_tapdisk(void **state)
@@ -1016,6 +1096,95 @@ static void test_vbd3_closed_kept(void **state)
 	assert_false(LIST_EMPTY(&T.srv.devs));
 }
 
+/* --- resize (issue #21) -------------------------------------------------------- */
+
+/* The vbd grows to sectors (tap-ctl resize); the frontends' answer line. */
+static void grow_to(uint64_t sectors, char *line, size_t len)
+{
+	struct td_strbuf out, why;
+	uint64_t old_sectors, new_sectors;
+
+	td_strbuf_init(&out);
+	td_strbuf_init(&why);
+	mock.size_sectors = sectors;
+	assert_int_equal(td_vbd_resize(T.vbd, &old_sectors, &new_sectors, &why),
+			 0);
+	assert_int_equal(new_sectors, sectors);
+	td_frontend_resized(&T.srv.fe, &out);
+	snprintf(line, len, "%.*s", (int)out.len, out.data);
+	td_strbuf_free(&out);
+	td_strbuf_free(&why);
+}
+
+/* The index of the first queued event for path, or -1. */
+static int event_at(const char *path)
+{
+	for (unsigned int i = 0; i < xs.nr_events; i++)
+		if (!strcmp(xs.events[i][0], path))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Connected: "sectors" and the state written again in one transaction
+ * (xen_vbd_resize), sectors first, so blkfront sees Connected and reads
+ * the new size; a conflict is retried.
+ */
+static void test_resize_connected(void **state)
+{
+	char line[256];
+
+	connect_dev();
+	assert_int_equal(xs.nr_events, 0);
+	xs.tx_conflicts = 2;
+	grow_to(4096, line, sizeof(line));
+	assert_int_equal(xs.tx_commits, 1);
+	assert_int_equal(xs.tx_id, 3); /* two conflicts, then the commit */
+	assert_string_equal(get(BE "/sectors"), "4096");
+	assert_string_equal(be_state(), "4");
+	assert_true(event_at(BE "/sectors") >= 0);
+	assert_true(event_at(BE "/state") > event_at(BE "/sectors"));
+	assert_non_null(strstr(line, "4096 sectors written; 1 connected"));
+	pump();
+	assert_string_equal(be_state(), "4"); /* still connected */
+	assert_int_equal(io.disconnects, 0);
+	assert_int_equal(io.connects, 1);
+}
+
+/* Not connected yet: "sectors" only, read when it connects; no state. */
+static void test_resize_not_connected(void **state)
+{
+	char line[256];
+
+	toolstack_attach((int)getpid());
+	assert_string_equal(be_state(), "2");
+	pump();
+	grow_to(8192, line, sizeof(line));
+	assert_int_equal(xs.tx_id, 0);
+	assert_string_equal(get(BE "/sectors"), "8192");
+	assert_int_equal(event_at(BE "/state"), -1);
+	assert_non_null(strstr(line, "0 connected frontends told; 1 will"));
+	frontend_init("x86_64-abi");
+	assert_string_equal(be_state(), "4");
+	assert_string_equal(get(BE "/sectors"), "8192");
+}
+
+/* A store that keeps failing: nothing half-written, the line says so. */
+static void test_resize_store_fails(void **state)
+{
+	char line[256];
+
+	connect_dev();
+	pump();
+	xs.tx_conflicts = 1000;
+	grow_to(4096, line, sizeof(line));
+	assert_int_equal(xs.tx_commits, 0);
+	assert_string_not_equal(get(BE "/sectors"), "4096");
+	assert_non_null(strstr(line, "0 connected frontends told"));
+	assert_non_null(strstr(line, "some writes failed"));
+	xs.tx_conflicts = 0;
+}
+
 #define TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1024,6 +1193,7 @@ int main(void)
 		TEST(test_advertise),
 		TEST(test_read_only_mode),
 		TEST(test_connect),
+		TEST(test_stats_count_connected_rings),
 		TEST(test_other_tapdisk),
 		TEST(test_frontend_elsewhere),
 		TEST(test_x86_32),
@@ -1051,6 +1221,9 @@ int main(void)
 		TEST(test_qdisk_frontend_gone),
 		TEST(test_qdisk_take_over),
 		TEST(test_vbd3_closed_kept),
+		TEST(test_resize_connected),
+		TEST(test_resize_not_connected),
+		TEST(test_resize_store_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

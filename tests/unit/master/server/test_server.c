@@ -255,6 +255,7 @@ static void test_denied_outside_allow_list(void **state)
 	char t[] = "iqn.x:y";
 	ms_server_add_args a = {t, t, t, 1, 64 * MiB, 512, "", "", ""};
 	ms_replica_state_args rs = {"d1", 0, 0, 0, true};
+	ms_grow_args grow = {"d1", 2};
 	ms_reply rep;
 
 	assert_int_equal(master_call_server_add(c, &a, &rep), -EPERM);
@@ -262,6 +263,9 @@ static void test_denied_outside_allow_list(void **state)
 	master_reply_free(&rep);
 	/* a replica state changes the master too */
 	assert_int_equal(master_call_replica_state(c, &rs, &rep), -EPERM);
+	master_reply_free(&rep);
+	/* and a grow (issue #21) */
+	assert_int_equal(master_call_vdisk_grow(c, &grow, &rep), -EPERM);
 	master_reply_free(&rep);
 	/* so do the lease calls, all but show */
 	assert_int_equal(master_call_lease_acquire(c, "d1", "A", &rep), -EPERM);
@@ -284,7 +288,7 @@ static void test_denied_outside_allow_list(void **state)
 	master_reply_free(&rep);
 	master_client_close(c);
 	stop(f);
-	assert_int_equal(f->stats.denied, 6);
+	assert_int_equal(f->stats.denied, 7);
 }
 
 static void test_undecodable_call_freed(void **state)
@@ -486,6 +490,45 @@ static void test_port_in_use(void **state)
 			 -EINVAL);
 }
 
+/* MS_VDISK_GROW over RPC: the old extents kept, a retry the same, a
+ * disk that does not exist refused (issue #21). */
+static void test_grow_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct master_client *c = client(f);
+	ms_alloc_args a = {"d1", 2, 1, 2, 1 * MiB};
+	ms_grow_args g = {"d1", 3};
+	ms_reply r0, r1, r2;
+
+	add_servers(c, 4);
+	assert_int_equal(master_call_vdisk_alloc(c, &a, &r0), 0);
+	assert_int_equal(master_call_vdisk_grow(c, &g, &r1), 0);
+	assert_true(r1.changed);
+	assert_int_equal(r1.body.ms_body_u.vdisk.extents_per_column, 3);
+	assert_int_equal(r1.body.ms_body_u.vdisk.extents.extents_len, 12);
+	/* column 0's first extent (slots 0, 1) and column 1's (6, 7) */
+	assert_memory_equal(r1.body.ms_body_u.vdisk.extents.extents_val,
+			    r0.body.ms_body_u.vdisk.extents.extents_val,
+			    2 * sizeof(ms_extent));
+	assert_memory_equal(&r1.body.ms_body_u.vdisk.extents.extents_val[6],
+			    &r0.body.ms_body_u.vdisk.extents.extents_val[2],
+			    2 * sizeof(ms_extent));
+	assert_int_equal(master_call_vdisk_grow(c, &g, &r2), 0);
+	assert_false(r2.changed);
+	assert_memory_equal(r1.body.ms_body_u.vdisk.extents.extents_val,
+			    r2.body.ms_body_u.vdisk.extents.extents_val,
+			    12 * sizeof(ms_extent));
+	master_reply_free(&r0);
+	master_reply_free(&r1);
+	master_reply_free(&r2);
+	g.id = "nope";
+	assert_int_equal(master_call_vdisk_grow(c, &g, &r1), -ENOENT);
+	assert_non_null(strstr(master_client_error(c), "no vdisk nope"));
+	master_reply_free(&r1);
+	master_client_close(c);
+	stop(f);
+}
+
 /* --- leases ------------------------------------------------------------------- */
 
 /* Every lease call over RPC; the refusals carry the lease as it is. */
@@ -630,6 +673,7 @@ int main(void)
 		T(test_second_server_refused, setup),
 		T(test_port_in_use, setup),
 		T(test_lease_round_trip, setup),
+		T(test_grow_round_trip, setup),
 		T(test_lease_two_hosts_race, setup),
 	};
 #undef T

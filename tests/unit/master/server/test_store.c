@@ -104,6 +104,11 @@ static int do_lookup(struct master_store *st, const void *id, ms_reply *rep)
 	return master_store_vdisk_lookup(st, id, rep);
 }
 
+static int do_grow(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_vdisk_grow(st, a, rep);
+}
+
 static int do_drain(struct master_store *st, const void *k, ms_reply *rep)
 {
 	return master_store_server_drain(st, k, rep);
@@ -701,6 +706,93 @@ static void test_replica_state_listed(void **state)
 	assert_int_equal(stale_mask(f->st, "d4"), 0);
 }
 
+/* --- grow (issue #21) ------------------------------------------------------------ */
+
+static ms_status grow(struct master_store *st, const char *id, u_int j,
+		      ms_reply *rep)
+{
+	ms_grow_args a = {(char *)id, j};
+
+	assert_int_equal(call(st, do_grow, &a, rep), 0);
+	return rep->status;
+}
+
+/*
+ * d1 (2 columns x 1 extent x 2 replicas) grown to 2 extents per column
+ * after d2 took server 1's extent 1: each (column, replica) stays on its
+ * server, server 1 gives its next free extent (2), nothing twice.
+ */
+static const struct where d1_grown[] = {
+	{1, 0}, {2, 0}, {1, 2}, {2, 1}, /* column 0 on servers 1 and 2 */
+	{3, 0}, {4, 0}, {3, 1}, {4, 1}, /* column 1 on servers 3 and 4 */
+};
+
+static void test_grow(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+	char msg[256];
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d2", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(grow(f->st, "d1", 2, &rep), MS_OK);
+	assert_true(rep.changed);
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents_per_column, 2);
+	expect_extents(&rep, d1_grown, ARRAY_SIZE(d1_grown));
+	master_reply_free(&rep);
+	/* a retry, and a smaller size: the disk as it is, nothing changed */
+	for (u_int j = 2; j >= 1; j--) {
+		assert_int_equal(grow(f->st, "d1", j, &rep), MS_OK);
+		assert_false(rep.changed);
+		expect_extents(&rep, d1_grown, ARRAY_SIZE(d1_grown));
+		master_reply_free(&rep);
+	}
+	call(f->st, do_lookup, "d1", &rep);
+	expect_extents(&rep, d1_grown, ARRAY_SIZE(d1_grown));
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
+static const struct where d1_one[] = {{1, 0}, {2, 0}, {3, 0}, {4, 0}};
+
+static void test_grow_refused(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+	char msg[256];
+
+	add_four(f->st);
+	assert_int_equal(grow(f->st, "nope", 2, &rep), MS_ENOENT);
+	assert_non_null(strstr(rep.message, "no vdisk nope"));
+	master_reply_free(&rep);
+	assert_int_equal(grow(f->st, "bad id", 2, &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "d1", 2, 1, 2, &rep), MS_OK);
+	master_reply_free(&rep);
+	/* 16 extents in all: 2 x 5 x 2 = 20 do not fit; nothing taken */
+	assert_int_equal(grow(f->st, "d1", 5, &rep), MS_ENOSPC);
+	master_reply_free(&rep);
+	assert_int_equal(grow(f->st, "d1", 300000, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "larger extents"));
+	master_reply_free(&rep);
+	assert_int_equal(master_store_set_max_alloc(f->st, 4), 0);
+	assert_int_equal(grow(f->st, "d1", 3, &rep), MS_EINVAL);
+	assert_non_null(strstr(rep.message, "smaller steps"));
+	master_reply_free(&rep);
+	call(f->st, do_lookup, "d1", &rep);
+	expect_extents(&rep, d1_one, ARRAY_SIZE(d1_one));
+	assert_int_equal(rep.body.ms_body_u.vdisk.extents_per_column, 1);
+	master_reply_free(&rep);
+	/* the free extents are all there: 2 x 4 x 2 - 4 fits exactly */
+	assert_int_equal(master_store_set_max_alloc(f->st, 65536), 0);
+	assert_int_equal(grow(f->st, "d1", 4, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(master_store_check(f->st, msg, sizeof(msg)), 0);
+}
+
 /* --- transactions, the check, the lock ------------------------------------------------ */
 
 static void test_rollback_leaves_nothing(void **state)
@@ -775,7 +867,9 @@ static void test_check_and_constraints(void **state)
 	/* the schema refuses a second owner of an extent */
 	assert_int_equal(raw_sql(f->path,
 				 "PRAGMA foreign_keys = ON; BEGIN;"
-				 "INSERT INTO vdisks VALUES ('x', 1, 1, 1);"
+				 "INSERT INTO vdisks (id, columns,"
+				 " extents_per_column, replicas)"
+				 " VALUES ('x', 1, 1, 1);"
 				 "INSERT INTO allocations (vdisk_id, col, ext,"
 				 " replica, server_id, idx) VALUES"
 				 " ('x', 0, 0, 0, 1, 0); COMMIT;"),
@@ -929,7 +1023,7 @@ static void test_schema_upgrade(void **state)
 	assert_int_equal(stale_mask(st, "old"), 1u << 1);
 	master_store_close(st);
 	/* the new version is stored; opened again, the state is there */
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -945,12 +1039,12 @@ static void test_schema_upgrade(void **state)
 					   " sqlite_master WHERE name ="
 					   " 'fenced_hosts'"));
 	/* a newer schema than this master's is refused */
-	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 8"),
+	assert_int_equal(raw_sql(path, "UPDATE meta SET schema_version = 9"),
 			 SQLITE_OK);
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)),
 			 -EINVAL);
-	assert_non_null(strstr(msg, "newer than this stripe-master's 7"));
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
+	assert_non_null(strstr(msg, "newer than this stripe-master's 8"));
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 9 FROM"
 					   " meta"));
 }
 
@@ -1808,7 +1902,7 @@ static void test_fence_schema3_upgrade(void **state)
 		MS_OK);
 	expect_hosts(st, "hostB:hostC:old:3");
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
 					   " meta"));
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_pending(st, "old", "hostC", 3, true);
@@ -2090,7 +2184,7 @@ static void test_labels_schema4_upgrade(void **state)
 	assert_string_equal(s[1].site, "");
 	master_reply_free(&rep);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) FROM"
 					   " sqlite_master WHERE name ="
@@ -2670,7 +2764,7 @@ static void test_moves_schema5_upgrade(void **state)
 	assert_int_equal(m.new_server, 3);
 	expect_consistent(st);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) = 1 FROM moves"));
 }
@@ -3031,7 +3125,7 @@ static void test_chap_schema6_upgrade(void **state)
 	master_reply_free(&rep);
 	expect_consistent(st);
 	master_store_close(st);
-	assert_true(raw_query_is_one(path, "SELECT schema_version = 7 FROM"
+	assert_true(raw_query_is_one(path, "SELECT schema_version = 8 FROM"
 					   " meta"));
 	assert_true(raw_query_is_one(path, "SELECT count(*) = 1 FROM servers"
 					   " WHERE chap_user != ''"));
@@ -3063,6 +3157,141 @@ static void test_chap_upgrade_all_or_nothing(void **state)
 	assert_int_equal(master_store_open(path, 0, &st, msg, sizeof(msg)), 0);
 	expect_consistent(st);
 	master_store_close(st);
+}
+
+/* --- snapshots (issue #21) ------------------------------------------------------- */
+
+static int do_snapshot(struct master_store *st, const void *a, ms_reply *rep)
+{
+	return master_store_vdisk_snapshot(st, a, rep);
+}
+
+static int do_snapshot_done(struct master_store *st, const void *id,
+			    ms_reply *rep)
+{
+	return master_store_vdisk_snapshot_done(st, id, rep);
+}
+
+static ms_status snapshot(struct master_store *st, const char *src,
+			  const char *id, ms_reply *rep)
+{
+	ms_snapshot_args a = {(char *)src, (char *)id};
+
+	assert_int_equal(call(st, do_snapshot, &a, rep), 0);
+	return rep->status;
+}
+
+/* The summary of id in vdisk list. */
+static void expect_listed(struct master_store *st, const char *id,
+			  const char *source, bool complete)
+{
+	ms_vdisk_list_args a = {.after = "", .limit = 100};
+	ms_vdisk_page *page;
+	ms_reply rep;
+	bool found = false;
+
+	call(st, do_vdisks, &a, &rep);
+	page = &rep.body.ms_body_u.vdisks;
+	for (u_int i = 0; i < page->vdisks.vdisks_len; i++) {
+		if (strcmp(page->vdisks.vdisks_val[i].id, id))
+			continue;
+		found = true;
+		assert_string_equal(page->vdisks.vdisks_val[i].source, source);
+		assert_int_equal(page->vdisks.vdisks_val[i].complete, complete);
+	}
+	assert_true(found);
+	master_reply_free(&rep);
+}
+
+static void test_snapshot_create_and_done(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep, again;
+	ms_vdisk *v;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "src", 2, 2, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(snapshot(f->st, "src", "snap", &rep), MS_OK);
+	assert_true(rep.changed);
+	v = &rep.body.ms_body_u.vdisk;
+	assert_string_equal(v->id, "snap");
+	assert_int_equal(v->columns, 2);
+	assert_int_equal(v->extents_per_column, 2);
+	assert_int_equal(v->replicas, 1);
+	assert_int_equal(v->extents.extents_len, 4);
+	expect_listed(f->st, "src", "", true);
+	expect_listed(f->st, "snap", "src", false);
+	/* Again: the same extents, nothing changed. */
+	assert_int_equal(snapshot(f->st, "src", "snap", &again), MS_OK);
+	assert_false(again.changed);
+	for (u_int i = 0; i < 4; i++) {
+		assert_int_equal(
+			again.body.ms_body_u.vdisk.extents.extents_val[i]
+				.server_id,
+			v->extents.extents_val[i].server_id);
+		assert_int_equal(
+			again.body.ms_body_u.vdisk.extents.extents_val[i]
+				.offset_bytes,
+			v->extents.extents_val[i].offset_bytes);
+	}
+	master_reply_free(&again);
+	master_reply_free(&rep);
+	/* Done: complete, and again changes nothing. */
+	call(f->st, do_snapshot_done, "snap", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_true(rep.changed);
+	master_reply_free(&rep);
+	expect_listed(f->st, "snap", "src", true);
+	call(f->st, do_snapshot_done, "snap", &rep);
+	assert_int_equal(rep.status, MS_OK);
+	assert_false(rep.changed);
+	master_reply_free(&rep);
+	{
+		char msg[256];
+
+		assert_int_equal(master_store_check(f->st, msg, sizeof(msg)),
+				 0);
+	}
+}
+
+static void test_snapshot_refused(void **state)
+{
+	struct fixture *f = *state;
+	ms_reply rep;
+
+	add_four(f->st);
+	assert_int_equal(alloc(f->st, "src", 1, 2, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(alloc(f->st, "other", 1, 1, 1, &rep), MS_OK);
+	master_reply_free(&rep);
+	/* NEW exists as a disk of its own. */
+	assert_int_equal(snapshot(f->st, "src", "other", &rep), MS_EEXIST);
+	assert_non_null(strstr(rep.message, "exists already as a disk of "
+					    "its own"));
+	master_reply_free(&rep);
+	/* NEW exists as a snapshot of another disk. */
+	assert_int_equal(snapshot(f->st, "other", "snap", &rep), MS_OK);
+	master_reply_free(&rep);
+	assert_int_equal(snapshot(f->st, "src", "snap", &rep), MS_EEXIST);
+	assert_non_null(strstr(rep.message, "a snapshot of other"));
+	master_reply_free(&rep);
+	/* No source; the same name twice; a bad name. */
+	assert_int_equal(snapshot(f->st, "nosuch", "x", &rep), MS_ENOENT);
+	master_reply_free(&rep);
+	assert_int_equal(snapshot(f->st, "src", "src", &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	assert_int_equal(snapshot(f->st, "src", "a b", &rep), MS_EINVAL);
+	master_reply_free(&rep);
+	/* Done on a disk that is no snapshot, or none. */
+	call(f->st, do_snapshot_done, "src", &rep);
+	assert_int_equal(rep.status, MS_EINVAL);
+	assert_non_null(strstr(rep.message, "is no snapshot"));
+	master_reply_free(&rep);
+	call(f->st, do_snapshot_done, "nosuch", &rep);
+	assert_int_equal(rep.status, MS_ENOENT);
+	master_reply_free(&rep);
+	expect_listed(f->st, "other", "", true);
 }
 
 int main(void)
@@ -3123,8 +3352,12 @@ int main(void)
 		T(test_chap_check),
 		T(test_chap_schema6_upgrade),
 		T(test_chap_upgrade_all_or_nothing),
+		T(test_grow),
+		T(test_grow_refused),
 		cmocka_unit_test(test_open_rejects),
 		cmocka_unit_test(test_vdisk_id_rule),
+		T(test_snapshot_create_and_done),
+		T(test_snapshot_refused),
 	};
 #undef T
 

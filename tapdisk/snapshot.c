@@ -1,0 +1,806 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * snapshot.c - the snapshot copy job of a vbd (snapshot.h): copy slots
+ * with their own buffers, a background cursor, and the copy-before-write
+ * gate the vbd asks for every write.  A chunk counts as copied only once
+ * its data is durable in the target and its bit durable in the job file;
+ * held writes are released only then.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tapdisk/snapshot-state.h"
+#include "tapdisk/snapshot.h"
+#include "tapdisk/vbd-int.h"
+
+/* The cursor copies runs of up to this many chunks (1 MiB of 64 KiB) in
+ * one I/O and one job-file sync; a held write copies only its chunks. */
+#define SNAP_RUN 16
+/* The cursor's slots (runs), then copy-before-write's (one chunk each):
+ * as many as a queue depth of 32 has writes waiting, so none waits for
+ * a slot (bench/snapshot.sh). */
+#define SNAP_BG_SLOTS  2
+#define SNAP_CBW_SLOTS 32
+#define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
+#define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
+#define SNAP_ALIGN     4096  /* buffers for O_DIRECT targets */
+#define SNAP_ERR_MAX   256
+
+enum snap_state {
+	SNAP_STARTING,
+	SNAP_COPYING,
+	SNAP_DONE,
+	SNAP_FAILED,
+	SNAP_CANCELLED
+};
+
+static const char *const snap_state_names[] = {"starting", "copying", "done",
+					       "failed", "cancelled"};
+
+struct snap_slot {
+	struct td_snap_job *job;
+	bool busy;
+	bool cbw; /* for a held write, not the cursor */
+	uint64_t chunk;
+	uint32_t nr_chunks; /* a run: 1 for a write, up to SNAP_RUN */
+	void *buf;
+	struct iovec iov;
+	struct td_vbd_io io; /* the read, then the write, then a flush */
+};
+
+TAILQ_HEAD(snap_held_list, td_vbd_io);
+
+struct td_snap_job {
+	struct td_vbd *vbd;
+	struct td_vbd *target; /* NULL once closed */
+	enum snap_state state;
+	struct td_snap_state st;
+	char path[PATH_MAX];
+	char error[SNAP_ERR_MAX];
+	struct snap_slot slots[SNAP_SLOTS];
+	unsigned int nr_busy;
+	unsigned int nr_bg;
+	uint64_t cursor;
+	bool cursor_stopped; /* the vbd shuts down: copy-before-write only */
+	uint64_t cbw_chunks;
+	struct snap_held_list held;
+	struct td_timer retry;
+	struct td_defer release_defer; /* held I/O goes, the job ended */
+	struct td_defer close_defer;   /* close the target */
+	td_snap_started_cb started_cb;
+	void *started_opaque;
+	struct td_vbd_io flush_io;
+};
+
+static void snap_pump(struct td_snap_job *job);
+static void snap_serve_held(struct td_snap_job *job);
+
+int td_snap_job_path(const char *name, char *out, size_t size)
+{
+	const char *dir = getenv("TAPSTRIPE_STATE_DIR");
+	int n;
+
+	if (!dir || !*dir)
+		dir = TAPSTRIPE_STATEDIR;
+	n = snprintf(out, size, "%s/snapshots/%s.job", dir, name);
+	return n > 0 && (size_t)n < size ? 0 : -ENAMETOOLONG;
+}
+
+/* mkdir -p of the folder of path, two levels (DIR and DIR/snapshots). */
+static int make_job_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if (!(slash = strrchr(dir, '/')))
+		return 0;
+	*slash = '\0';
+	if (!mkdir(dir, 0700) || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT || !(slash = strrchr(dir, '/')))
+		return -errno;
+	*slash = '\0';
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	*slash = '/';
+	return mkdir(dir, 0700) && errno != EEXIST ? -errno : 0;
+}
+
+/* --- life of the job ------------------------------------------------------- */
+
+static void snap_free(struct td_snap_job *job)
+{
+	td_loop_timer_cancel(&job->retry);
+	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->release_defer);
+	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->close_defer);
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
+		free(job->slots[i].buf);
+	td_snap_state_fini(&job->st);
+	free(job);
+}
+
+static void snap_close_target(struct td_defer *d, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+
+	if (job->target && td_vbd_close(job->target) == 0)
+		job->target = NULL;
+	else if (job->target) /* inside its callbacks still: next pass */
+		td_loop_defer(td_vbd_loop(job->vbd), &job->close_defer,
+			      snap_close_target, job);
+}
+
+/* The job ended (done, failed, cancelled): close once nothing is busy. */
+static void snap_maybe_close(struct td_snap_job *job)
+{
+	if (job->state <= SNAP_COPYING || job->nr_busy || !job->target)
+		return;
+	td_loop_defer(td_vbd_loop(job->vbd), &job->close_defer,
+		      snap_close_target, job);
+}
+
+static void snap_release_all(struct td_defer *d, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+	struct td_vbd_io *io;
+
+	while ((io = TAILQ_FIRST(&job->held))) {
+		TAILQ_REMOVE(&job->held, io, held_link);
+		vbd_io_release(job->vbd, io);
+	}
+	snap_maybe_close(job);
+}
+
+/* End the job in state, dropping its file; held writes go through. */
+static void snap_end(struct td_snap_job *job, enum snap_state state)
+{
+	int err;
+
+	job->state = state;
+	td_loop_timer_cancel(&job->retry);
+	err = td_snap_state_remove(&job->st);
+	if (err)
+		td_vbd_err(job->vbd, "removing the job file %s: %s", job->path,
+			   strerror(-err));
+	/* Maybe inside vbd_issue of a write the gate looks at: defer. */
+	td_loop_defer(td_vbd_loop(job->vbd), &job->release_defer,
+		      snap_release_all, job);
+}
+
+static void snap_fail(struct td_snap_job *job, int err, const char *what,
+		      uint64_t chunk)
+{
+	if (job->state != SNAP_COPYING)
+		return;
+	snprintf(job->error, sizeof(job->error),
+		 "%s chunk %" PRIu64 ": %s; the target is incomplete", what,
+		 chunk, strerror(-err));
+	td_vbd_err(job->vbd, "snapshot onto %s failed: %s", job->st.target,
+		   job->error);
+	snap_end(job, SNAP_FAILED);
+}
+
+static void snap_complete(struct td_snap_job *job)
+{
+	td_vbd_info(job->vbd,
+		    "snapshot onto %s complete: %" PRIu64 " chunks, %" PRIu64
+		    " copied before a write",
+		    job->st.target, job->st.nr_chunks, job->cbw_chunks);
+	snap_end(job, SNAP_DONE);
+}
+
+/* --- one chunk copy: read the source, write the target, mark ------------- */
+
+static void slot_io(struct snap_slot *slot, enum td_op op, uint32_t flags,
+		    td_vbd_io_cb cb)
+{
+	struct td_snap_state *st = &slot->job->st;
+	uint64_t last = slot->chunk + slot->nr_chunks - 1;
+	uint32_t nr = (uint32_t)((last - slot->chunk) * st->chunk_sectors) +
+		      td_snap_chunk_len(st, last);
+
+	memset(&slot->io, 0, sizeof(slot->io));
+	slot->io.op = op;
+	slot->io.flags = flags;
+	if (op != TD_OP_FLUSH) {
+		slot->io.sector = slot->chunk * st->chunk_sectors;
+		slot->io.nr_sectors = nr;
+		slot->iov.iov_base = slot->buf;
+		slot->iov.iov_len = (size_t)nr << TD_SECTOR_SHIFT;
+		slot->io.iov = &slot->iov;
+		slot->io.iovcnt = 1;
+	}
+	slot->io.cb = cb;
+	slot->io.opaque = slot;
+}
+
+static void slot_done(struct snap_slot *slot, int err, const char *what)
+{
+	struct td_snap_job *job = slot->job;
+
+	slot->busy = false;
+	job->nr_busy--;
+	if (!slot->cbw)
+		job->nr_bg--;
+	if (err)
+		snap_fail(job, err, what, slot->chunk);
+	else if (slot->cbw)
+		job->cbw_chunks++;
+	if (job->state == SNAP_COPYING) {
+		snap_serve_held(job);
+		snap_pump(job);
+	} else {
+		snap_maybe_close(job);
+	}
+	vbd_active_put(job->vbd); /* last: a drain may now finish */
+}
+
+/* The chunk is durable in the target: say so, durably, then release. */
+static void slot_mark(struct snap_slot *slot)
+{
+	struct td_snap_job *job = slot->job;
+	int err = 0;
+
+	if (job->state == SNAP_COPYING)
+		err = td_snap_state_mark_run(&job->st, slot->chunk,
+					     slot->nr_chunks);
+	slot_done(slot, err, "marking");
+}
+
+static void slot_flushed(struct td_vbd_io *io, int err)
+{
+	struct snap_slot *slot = io->opaque;
+
+	if (err)
+		slot_done(slot, err, "flushing the target after");
+	else
+		slot_mark(slot);
+}
+
+static void slot_written(struct td_vbd_io *io, int err)
+{
+	struct snap_slot *slot = io->opaque;
+	struct td_snap_job *job = slot->job;
+	const struct td_disk_info *ti = td_vbd_get_info(job->target);
+
+	if (err || (ti->features & TD_FEAT_FUA) ||
+	    !(ti->features & TD_FEAT_FLUSH)) {
+		if (err)
+			slot_done(slot, err, "writing the target at");
+		else
+			slot_mark(slot);
+		return;
+	}
+	slot_io(slot, TD_OP_FLUSH, 0, slot_flushed);
+	err = td_vbd_submit(job->target, &slot->io);
+	if (err)
+		slot_done(slot, err, "flushing the target after");
+}
+
+static void slot_read(struct td_vbd_io *io, int err)
+{
+	struct snap_slot *slot = io->opaque;
+	struct td_snap_job *job = slot->job;
+	const struct td_disk_info *ti;
+
+	if (err || job->state != SNAP_COPYING) {
+		slot_done(slot, err, "reading the source at");
+		return;
+	}
+	ti = td_vbd_get_info(job->target);
+	slot_io(slot, TD_OP_WRITE,
+		(ti->features & TD_FEAT_FUA) ? TD_REQ_FUA : 0, slot_written);
+	err = td_vbd_submit(job->target, &slot->io);
+	if (err)
+		slot_done(slot, err, "writing the target at");
+}
+
+static struct snap_slot *slot_free(struct td_snap_job *job, bool cbw)
+{
+	for (unsigned int i = cbw ? SNAP_BG_SLOTS : 0;
+	     i < (cbw ? SNAP_SLOTS : SNAP_BG_SLOTS); i++)
+		if (!job->slots[i].busy)
+			return &job->slots[i];
+	return NULL;
+}
+
+static bool chunk_in_flight(const struct td_snap_job *job, uint64_t c)
+{
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
+		if (job->slots[i].busy && c >= job->slots[i].chunk &&
+		    c < job->slots[i].chunk + job->slots[i].nr_chunks)
+			return true;
+	return false;
+}
+
+static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
+		       bool cbw)
+{
+	struct td_snap_job *job = slot->job;
+	int err;
+
+	slot->busy = true;
+	slot->cbw = cbw;
+	slot->chunk = chunk;
+	slot->nr_chunks = nr;
+	job->nr_busy++;
+	if (!cbw)
+		job->nr_bg++;
+	vbd_active_get(job->vbd);
+	slot_io(slot, TD_OP_READ, 0, slot_read);
+	err = vbd_submit_internal(job->vbd, &slot->io);
+	if (err) {
+		/* Only a bug gets here (the range is the disk's own). */
+		td_vbd_err(job->vbd, "reading chunk %" PRIu64 ": %s", chunk,
+			   strerror(-err));
+		slot->busy = false;
+		job->nr_busy--;
+		if (!cbw)
+			job->nr_bg--;
+		job->vbd->active--;
+		snap_fail(job, err, "reading the source at", chunk);
+	}
+}
+
+/* --- copy-before-write and the cursor ------------------------------------ */
+
+static bool io_writes(const struct td_vbd_io *io)
+{
+	return io->op == TD_OP_WRITE || io->op == TD_OP_WRITE_ZEROES ||
+	       io->op == TD_OP_DISCARD;
+}
+
+/* Start the copies io waits for; true when none is missing. */
+static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
+{
+	uint64_t first, last;
+	bool ready = true;
+
+	td_snap_chunk_range(&job->st, io->sector, io->nr_sectors, &first,
+			    &last);
+	for (uint64_t c = first; c <= last; c++) {
+		struct snap_slot *slot;
+
+		if (td_snap_copied(&job->st, c))
+			continue;
+		ready = false;
+		if (chunk_in_flight(job, c))
+			continue;
+		if (!(slot = slot_free(job, true)))
+			break;
+		slot_start(slot, c, 1, true);
+		if (job->state != SNAP_COPYING)
+			break;
+	}
+	return ready;
+}
+
+static void snap_serve_held(struct td_snap_job *job)
+{
+	struct td_vbd_io *io = TAILQ_FIRST(&job->held);
+
+	while (io && job->state == SNAP_COPYING) {
+		struct td_vbd_io *next = TAILQ_NEXT(io, held_link);
+
+		if (snap_io_ready(job, io)) {
+			TAILQ_REMOVE(&job->held, io, held_link);
+			vbd_io_release(job->vbd, io);
+		}
+		io = next;
+	}
+}
+
+bool vbd_snap_gate(struct td_snap_job *job, struct td_vbd_io *io)
+{
+	uint64_t first, last;
+
+	if (job->state != SNAP_COPYING || !io_writes(io))
+		return false;
+	td_snap_chunk_range(&job->st, io->sector, io->nr_sectors, &first,
+			    &last);
+	for (uint64_t c = first; c <= last; c++) {
+		if (td_snap_copied(&job->st, c))
+			continue;
+		TAILQ_INSERT_TAIL(&job->held, io, held_link);
+		snap_io_ready(job, io);
+		return true;
+	}
+	return false;
+}
+
+static void snap_retry(struct td_timer *t, void *opaque)
+{
+	snap_pump(opaque);
+}
+
+/* Keep SNAP_BG_SLOTS copies going from the cursor; finish at the end. */
+static void snap_pump(struct td_snap_job *job)
+{
+	struct td_snap_state *st = &job->st;
+	struct snap_slot *slot;
+	uint32_t nr;
+
+	if (job->state != SNAP_COPYING || job->cursor_stopped)
+		return;
+	if (job->vbd->state != VBD_RUNNING) {
+		td_loop_timer_arm(td_vbd_loop(job->vbd), &job->retry,
+				  SNAP_RETRY_US, snap_retry, job);
+		return;
+	}
+	while ((slot = slot_free(job, false))) {
+		uint64_t c = td_snap_next_uncopied(st, job->cursor);
+
+		while (c < st->nr_chunks && chunk_in_flight(job, c))
+			c = td_snap_next_uncopied(st, c + 1);
+		job->cursor = c;
+		if (c >= st->nr_chunks)
+			break;
+		nr = 1;
+		while (nr < SNAP_RUN && c + nr < st->nr_chunks &&
+		       !td_snap_copied(st, c + nr) &&
+		       !chunk_in_flight(job, c + nr))
+			nr++;
+		job->cursor = c + nr;
+		slot_start(slot, c, nr, false);
+		if (job->state != SNAP_COPYING)
+			return;
+	}
+	if (st->nr_copied == st->nr_chunks && !job->nr_busy)
+		snap_complete(job);
+}
+
+/* --- start, resume, cancel, status ---------------------------------------- */
+
+/* A job copying vbd onto an opened target; -errno with why. */
+static int snap_new(struct td_vbd *vbd, const char *target_chain,
+		    struct td_snap_job **out, struct td_strbuf *why)
+{
+	struct td_vbd_open_error oe;
+	char name[TD_VBD_NAME_MAX];
+	struct td_vbd_params vp = {
+		.name = name, .chain = target_chain, .error = &oe};
+	struct td_snap_job *job = calloc(1, sizeof(*job));
+	int err;
+
+	if (!job)
+		return -ENOMEM;
+	memset(&oe, 0, sizeof(oe));
+	job->vbd = vbd;
+	job->st.fd = -1;
+	TAILQ_INIT(&job->held);
+	snprintf(name, sizeof(name), "%.50s-snap", td_vbd_name(vbd));
+	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
+		job->slots[i].job = job;
+		if (posix_memalign(&job->slots[i].buf, SNAP_ALIGN,
+				   (i < SNAP_BG_SLOTS ? SNAP_RUN : 1) *
+					   TD_SNAP_CHUNK_BYTES)) {
+			snap_free(job);
+			return -ENOMEM;
+		}
+	}
+	err = td_vbd_open(td_vbd_loop(vbd), vbd->table, &vp, &job->target);
+	if (err) {
+		td_strbuf_printf(why, "cannot open the target %s: %s",
+				 target_chain,
+				 oe.reason[0] ? oe.reason : strerror(-err));
+		snap_free(job);
+		return err;
+	}
+	*out = job;
+	return 0;
+}
+
+static int snap_check_target(struct td_snap_job *job, struct td_strbuf *why)
+{
+	const struct td_disk_info *ti = td_vbd_get_info(job->target);
+	uint64_t need = job->vbd->info.size_sectors;
+
+	if (ti->read_only) {
+		td_strbuf_puts(why, "the target is read-only");
+		return -EROFS;
+	}
+	if (ti->size_sectors < need) {
+		td_strbuf_printf(why,
+				 "the target holds %" PRIu64 " bytes, "
+				 "the disk %" PRIu64 ": give a target "
+				 "at least as large",
+				 ti->size_sectors << TD_SECTOR_SHIFT,
+				 need << TD_SECTOR_SHIFT);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Drop a job that never started (the target has no I/O in flight). */
+static void snap_discard(struct td_snap_job *job)
+{
+	if (job->target)
+		td_vbd_close(job->target);
+	snap_free(job);
+}
+
+/* A previous job that ended: forget it, or -EBUSY while it winds down. */
+static int snap_forget_ended(struct td_vbd *vbd, struct td_strbuf *why)
+{
+	struct td_snap_job *job = vbd->snap;
+
+	if (!job)
+		return 0;
+	if (job->state <= SNAP_COPYING || job->nr_busy || job->target ||
+	    !TAILQ_EMPTY(&job->held)) {
+		td_strbuf_printf(why,
+				 "a snapshot job onto %s is %s: wait for "
+				 "it or cancel it (snapshot cancel)",
+				 job->st.target, snap_state_names[job->state]);
+		return -EBUSY;
+	}
+	snap_free(job);
+	vbd->snap = NULL;
+	return 0;
+}
+
+static void snap_started(struct td_snap_job *job, int err, const char *why)
+{
+	struct td_vbd *vbd = job->vbd;
+	td_snap_started_cb cb = job->started_cb;
+	void *opaque = job->started_opaque;
+
+	if (err) {
+		vbd->snap = NULL;
+		snap_discard(job);
+	} else {
+		job->state = SNAP_COPYING;
+		td_vbd_info(vbd, "snapshot onto %s: %" PRIu64 " chunks to copy",
+			    job->st.target, job->st.nr_chunks);
+	}
+	td_vbd_resume(vbd);
+	if (!err)
+		snap_pump(job);
+	if (cb)
+		cb(vbd, err, why, opaque);
+}
+
+/* Every acknowledged write is durable: the instant.  Write the job file. */
+static void snap_instant(struct td_snap_job *job)
+{
+	struct td_strbuf why;
+	int err;
+
+	td_strbuf_init(&why);
+	err = make_job_dir(job->path);
+	if (err)
+		td_strbuf_printf(&why, "cannot make the folder of %s: %s",
+				 job->path, strerror(-err));
+	if (!err)
+		err = td_snap_state_init(&job->st, td_vbd_chain(job->target),
+					 job->vbd->info.size_sectors,
+					 TD_SNAP_CHUNK_BYTES >> TD_SECTOR_SHIFT,
+					 &why);
+	if (!err)
+		err = td_snap_state_create(&job->st, job->path, &why);
+	snap_started(job, err, td_strbuf_str(&why));
+	td_strbuf_free(&why);
+}
+
+static void snap_flushed(struct td_vbd_io *io, int err)
+{
+	struct td_snap_job *job = io->opaque;
+
+	if (err)
+		snap_started(job, err,
+			     "flushing the disk before the snapshot failed");
+	else
+		snap_instant(job);
+}
+
+static void snap_drained(struct td_vbd *vbd, void *opaque)
+{
+	struct td_snap_job *job = opaque;
+	int err;
+
+	if (vbd->info.read_only || !(vbd->info.features & TD_FEAT_FLUSH)) {
+		snap_instant(job);
+		return;
+	}
+	memset(&job->flush_io, 0, sizeof(job->flush_io));
+	job->flush_io.op = TD_OP_FLUSH;
+	job->flush_io.cb = snap_flushed;
+	job->flush_io.opaque = job;
+	err = vbd_submit_internal(vbd, &job->flush_io);
+	if (err)
+		snap_started(job, err, "cannot flush the disk");
+}
+
+int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
+			  td_snap_started_cb cb, void *opaque,
+			  struct td_strbuf *why)
+{
+	struct td_snap_job *job;
+	char path[PATH_MAX];
+	int err = snap_forget_ended(vbd, why);
+
+	if (err)
+		return err;
+	if ((err = td_snap_job_path(td_vbd_name(vbd), path, sizeof(path))))
+		return err;
+	if (!access(path, F_OK)) {
+		td_strbuf_printf(why,
+				 "a snapshot job file %s exists: resume "
+				 "that job (restart tapdisk) or drop it "
+				 "(remove the file)",
+				 path);
+		return -EEXIST;
+	}
+	if (vbd->state != VBD_RUNNING) {
+		td_strbuf_puts(why, "the disk is paused: resume it first");
+		return -EBUSY;
+	}
+	if ((err = snap_new(vbd, target, &job, why)))
+		return err;
+	if ((err = snap_check_target(job, why))) {
+		snap_discard(job);
+		return err;
+	}
+	snprintf(job->path, sizeof(job->path), "%s", path);
+	snprintf(job->st.target, sizeof(job->st.target), "%s", target);
+	job->started_cb = cb;
+	job->started_opaque = opaque;
+	job->state = SNAP_STARTING;
+	vbd->snap = job;
+	return td_vbd_pause(vbd, snap_drained, job); /* RUNNING: cannot fail */
+}
+
+int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
+			   struct td_strbuf *why)
+{
+	struct td_snap_state st;
+	struct td_snap_job *job;
+	int err = td_snap_state_load(&st, path, why);
+
+	if (err)
+		return err;
+	if (st.size_sectors != vbd->info.size_sectors) {
+		td_strbuf_printf(why,
+				 "snapshot job file %s: the disk had %" PRIu64
+				 " sectors when the job began, "
+				 "now %" PRIu64 "; drop the job",
+				 path, st.size_sectors, vbd->info.size_sectors);
+		td_snap_state_fini(&st);
+		return -EINVAL;
+	}
+	err = snap_new(vbd, st.target, &job, why);
+	if (!err && (err = snap_check_target(job, why)))
+		snap_discard(job);
+	if (err) {
+		td_snap_state_fini(&st);
+		return err;
+	}
+	job->st = st;
+	snprintf(job->path, sizeof(job->path), "%s", path);
+	job->state = SNAP_COPYING;
+	vbd->snap = job;
+	td_vbd_info(vbd,
+		    "snapshot onto %s resumed: %" PRIu64 " of %" PRIu64
+		    " chunks copied",
+		    st.target, st.nr_copied, st.nr_chunks);
+	td_loop_timer_arm(td_vbd_loop(vbd), &job->retry, 0, snap_retry, job);
+	return 0;
+}
+
+int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why)
+{
+	struct td_snap_job *job = vbd->snap;
+
+	if (!job || job->state != SNAP_COPYING) {
+		td_strbuf_puts(why, job && job->state == SNAP_STARTING
+					    ? "the snapshot is starting: "
+					      "cancel it once it copies"
+					    : "no snapshot job is copying");
+		return job ? -EBUSY : -ENOENT;
+	}
+	td_vbd_info(vbd,
+		    "snapshot onto %s cancelled at %" PRIu64 " of %" PRIu64
+		    " chunks; the target is incomplete",
+		    job->st.target, job->st.nr_copied, job->st.nr_chunks);
+	snap_end(job, SNAP_CANCELLED);
+	return 0;
+}
+
+void td_vbd_snapshot_stop_cursor(struct td_vbd *vbd)
+{
+	if (!vbd->snap)
+		return;
+	vbd->snap->cursor_stopped = true;
+	td_loop_timer_cancel(&vbd->snap->retry);
+}
+
+bool td_vbd_snapshot_running(const struct td_vbd *vbd)
+{
+	return vbd->snap && vbd->snap->state <= SNAP_COPYING;
+}
+
+bool vbd_snap_busy(const struct td_snap_job *job)
+{
+	return job->nr_busy || !TAILQ_EMPTY(&job->held);
+}
+
+void vbd_snap_close(struct td_vbd *vbd)
+{
+	struct td_snap_job *job = vbd->snap;
+
+	if (!job)
+		return;
+	if (job->state == SNAP_COPYING)
+		td_vbd_info(vbd,
+			    "snapshot onto %s stopped at %" PRIu64
+			    " of %" PRIu64 " chunks; %s resumes it",
+			    job->st.target, job->st.nr_copied,
+			    job->st.nr_chunks, job->path);
+	if (job->target)
+		td_vbd_close(job->target);
+	vbd->snap = NULL;
+	snap_free(job); /* closes the job file, leaves it */
+}
+
+static uint64_t snap_bytes_copied(const struct td_snap_state *st)
+{
+	uint64_t b = st->nr_copied * st->chunk_sectors;
+
+	return (b < st->size_sectors ? b : st->size_sectors) << TD_SECTOR_SHIFT;
+}
+
+void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
+			    struct td_strbuf *out)
+{
+	struct td_snap_job *job = vbd->snap;
+	const struct td_snap_state *st = job ? &job->st : NULL;
+	const char *state = job ? snap_state_names[job->state] : "none";
+	struct td_json j;
+
+	if (!json) {
+		td_strbuf_printf(out, "state %s\n", state);
+		if (!job)
+			return;
+		td_strbuf_printf(
+			out,
+			"target %s\nchunk_bytes %" PRIu64
+			"\nchunks_copied %" PRIu64 "\nchunks_total %" PRIu64
+			"\nbytes_copied %" PRIu64 "\nbytes_total %" PRIu64
+			"\ncbw_chunks %" PRIu64 "\njob_file %s\n",
+			st->target,
+			(uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT,
+			st->nr_copied, st->nr_chunks, snap_bytes_copied(st),
+			st->size_sectors << TD_SECTOR_SHIFT, job->cbw_chunks,
+			job->path);
+		if (job->error[0])
+			td_strbuf_printf(out, "error %s\n", job->error);
+		return;
+	}
+	td_json_init(&j, out);
+	td_json_begin_object(&j, NULL);
+	td_json_str(&j, "state", state);
+	if (job) {
+		td_json_str(&j, "target", st->target);
+		td_json_u64(&j, "chunk_bytes",
+			    (uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT);
+		td_json_u64(&j, "chunks_copied", st->nr_copied);
+		td_json_u64(&j, "chunks_total", st->nr_chunks);
+		td_json_u64(&j, "bytes_copied", snap_bytes_copied(st));
+		td_json_u64(&j, "bytes_total",
+			    st->size_sectors << TD_SECTOR_SHIFT);
+		td_json_u64(&j, "cbw_chunks", job->cbw_chunks);
+		td_json_str(&j, "job_file", job->path);
+		td_json_str(&j, "error", job->error);
+	}
+	td_json_end_object(&j);
+	td_json_finish(&j);
+}
