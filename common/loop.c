@@ -337,7 +337,8 @@ static int loop_poll_step(struct td_loop *loop)
 	int err = 0;
 
 	loop->polling = loop->window_us > 0;
-	while (loop->polling && !loop->stop && !err) {
+	/* budget_us: switched off (0) at run time, the window ends now. */
+	while (loop->polling && loop->budget_us && !loop->stop && !err) {
 		err = loop_pass(loop, 0, &work);
 		now = td_now_ns();
 		loop->rounds++;

@@ -1467,6 +1467,72 @@ static void test_poll_budget_bounds_and_self_delete(void **state)
 	assert_int_equal(td_loop_set_poll_budget(f->loop, 0), 0);
 }
 
+/* A timer that sets the polling budget, then stops the loop later. */
+struct switcher {
+	struct td_loop *loop;
+	struct td_timer t;
+	struct poll_probe *pr;
+	uint32_t budget_us;
+	unsigned int fired, polls_at_switch, arms_at_switch;
+};
+
+static void switcher_cb(struct td_timer *t, void *opaque)
+{
+	struct switcher *sw = opaque;
+
+	if (++sw->fired == 1) {
+		assert_int_equal(
+			td_loop_set_poll_budget(sw->loop, sw->budget_us), 0);
+		sw->polls_at_switch = sw->pr->polls;
+		sw->arms_at_switch = sw->pr->arms;
+		td_loop_timer_arm(sw->loop, t, 5 * US_PER_MS, switcher_cb, sw);
+	} else {
+		td_loop_stop(sw->loop);
+	}
+}
+
+/*
+ * Switched off at run time while a poller always finds work: the window
+ * ends at once, the poller is armed (its notifications asked for again)
+ * and never polled again; the loop sleeps until the stop timer.
+ */
+static void test_poll_switch_off_at_run_time(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = UINT32_MAX};
+	struct switcher sw = {.loop = f->loop, .pr = &pr, .budget_us = 0};
+	struct td_loop_poll_stats st;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 500), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &sw.t, 2 * US_PER_MS, switcher_cb, &sw);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_true(sw.polls_at_switch > 0);
+	assert_int_equal(sw.arms_at_switch, 0);
+	assert_int_equal(pr.polls, sw.polls_at_switch);
+	assert_int_equal(pr.arms, 1);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.budget_us, 0);
+	assert_int_equal(st.window_us, 0);
+	td_loop_del_poller(&pr.p);
+}
+
+/* Switched on at run time: the next pass after the switch polls. */
+static void test_poll_switch_on_at_run_time(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = 10};
+	struct switcher sw = {.loop = f->loop, .pr = &pr, .budget_us = 100};
+
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &sw.t, 2 * US_PER_MS, switcher_cb, &sw);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_int_equal(sw.polls_at_switch, 0);
+	assert_true(pr.polls > 10);
+	assert_true(pr.arms >= 1);
+	td_loop_del_poller(&pr.p);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1522,6 +1588,8 @@ int main(void)
 		T(test_poll_window_shrinks_when_idle),
 		T(test_poll_window_grows_on_short_sleeps),
 		T(test_poll_budget_bounds_and_self_delete),
+		T(test_poll_switch_off_at_run_time),
+		T(test_poll_switch_on_at_run_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
