@@ -40,6 +40,7 @@ struct td_loop {
 	struct td_poller *poller_next; /* td_loop_del_poller moves it on */
 	uint32_t budget_us, window_us;
 	bool polling;
+	bool arm_work; /* an arm saw work: the next step polls for it */
 	uint64_t rounds, hits, sleeps, poll_ns;
 };
 
@@ -333,10 +334,15 @@ int td_loop_run_once(struct td_loop *loop, int timeout_ms)
 static int loop_poll_step(struct td_loop *loop)
 {
 	uint64_t start = td_now_ns(), last = start, now = start, t0;
+	uint32_t window = loop->window_us;
 	bool work, hit = false;
 	int err = 0;
 
-	loop->polling = loop->window_us > 0;
+	/* Work seen by an arm is taken by polling, even with no window. */
+	if (loop->arm_work && !window)
+		window = TD_LOOP_POLL_GROW_US;
+	loop->arm_work = false;
+	loop->polling = window > 0;
 	/* budget_us: switched off (0) at run time, the window ends now. */
 	while (loop->polling && loop->budget_us && !loop->stop && !err) {
 		err = loop_pass(loop, 0, &work);
@@ -346,7 +352,7 @@ static int loop_poll_step(struct td_loop *loop)
 			loop->hits++;
 			last = now;
 			hit = true;
-		} else if (now - last >= (uint64_t)loop->window_us * 1000) {
+		} else if (now - last >= (uint64_t)window * 1000) {
 			break;
 		}
 	}
@@ -356,8 +362,12 @@ static int loop_poll_step(struct td_loop *loop)
 			loop->window_us /= 2;
 	}
 	loop->polling = false;
-	if (err || loop->stop || loop_call_pollers(loop, true))
+	if (err || loop->stop)
 		return err;
+	if (loop_call_pollers(loop, true)) {
+		loop->arm_work = true;
+		return 0;
+	}
 	loop->sleeps++;
 	t0 = td_now_ns();
 	err = loop_pass(loop, -1, &work);

@@ -1419,6 +1419,37 @@ static void test_poll_window_shrinks_when_idle(void **state)
 }
 
 /*
+ * Work seen while arming with the window shrunk to 0: the loop polls for
+ * it (once it spun between arms, never taking the work).
+ */
+static void test_poll_arm_work_with_no_window(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop};
+	struct stopper s = {.loop = f->loop, .stop_at = 12};
+	struct td_loop_poll_stats st;
+	unsigned int polls;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 64), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.window_us, 0);
+	polls = pr.polls;
+	pr.arm_work = 1;
+	pr.work = 1;
+	s.fired = 0;
+	s.stop_at = 3;
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_int_equal(pr.arm_work, 0);
+	assert_int_equal(pr.work, 0);
+	assert_true(pr.polls > polls);
+	td_loop_del_poller(&pr.p);
+}
+
+/*
  * Long sleeps shrink the window to 0; sleeps shorter than the budget (a
  * timer 1 ms apart under a 4 ms budget) grow it again.
  */
@@ -1590,6 +1621,7 @@ int main(void)
 		T(test_poll_budget_bounds_and_self_delete),
 		T(test_poll_switch_off_at_run_time),
 		T(test_poll_switch_on_at_run_time),
+		T(test_poll_arm_work_with_no_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
