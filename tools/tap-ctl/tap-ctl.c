@@ -562,12 +562,13 @@ static const struct subcommand subcommands[] = {
 	{"poll", OPT_ID | OPT_JSON | OPT_ARGS, "poll -i ID [US] [--json]",
 	 "Show tapdisk ID's polling budget and what polling did, or set the\n"
 	 "budget to US microseconds (0: off; as tapdisk --poll-us).  After\n"
-	 "work, tapdisk polls its rings that long before sleeping, so that a\n"
-	 "frontend need not notify it and it need not wake; the window\n"
-	 "adapts (it shrinks when polling finds nothing, grows when sleeps\n"
-	 "are short).  Shows budget_us, window_us, rounds (non-blocking\n"
-	 "passes), hits (rounds that found work), sleeps and poll_us (time\n"
-	 "spent polling).\n",
+	 "work, tapdisk polls its rings and the aio completion ring that\n"
+	 "long before sleeping, so that a frontend need not notify it and it\n"
+	 "need not wake; the window adapts (it shrinks when polling finds\n"
+	 "nothing, grows when sleeps are short).  Shows budget_us,\n"
+	 "window_us, rounds (non-blocking passes), hits (rounds that found\n"
+	 "work), sleeps and poll_us (time spent polling).  See\n"
+	 "doc/tapdisk.md, \"Polling instead of sleeping\".\n",
 	 cmd_poll},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
