@@ -311,6 +311,16 @@ int tdf_poll(struct tdf_dev *dev)
 	return take_responses(dev, true);
 }
 
+/* A hint to the CPU that this is a spin loop (none where there is none). */
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 /* Spin on rsp_prod for dev->poll_us: the I/Os completed, or 0. */
 static int poll_responses(struct tdf_dev *dev)
 {
@@ -322,7 +332,7 @@ static int poll_responses(struct tdf_dev *dev)
 			dev->stats.poll_hits += n > 0;
 			return n;
 		}
-		__builtin_ia32_pause();
+		spin_pause();
 	} while (td_now_ns() < end);
 	return 0;
 }
