@@ -17,6 +17,7 @@
 TAILQ_HEAD(td_timer_list, td_timer);
 TAILQ_HEAD(td_defer_list, td_defer);
 TAILQ_HEAD(td_hook_list, td_hook);
+TAILQ_HEAD(td_poller_list, td_poller);
 
 struct td_loop {
 	int epfd;
@@ -34,6 +35,13 @@ struct td_loop {
 	struct td_hook *hook_next;
 	/* Last timer due in the running step; later ones wait a pass. */
 	struct td_timer *timer_last;
+	/* Busy polling (td_loop_set_poll_budget). */
+	struct td_poller_list pollers;
+	struct td_poller *poller_next; /* td_loop_del_poller moves it on */
+	uint32_t budget_us, window_us;
+	bool polling;
+	bool arm_work; /* an arm saw work: the next step polls for it */
+	uint64_t rounds, hits, sleeps, poll_ns;
 };
 
 int td_loop_create(struct td_loop **out)
@@ -52,6 +60,7 @@ int td_loop_create(struct td_loop **out)
 	TAILQ_INIT(&loop->timers);
 	TAILQ_INIT(&loop->deferred);
 	TAILQ_INIT(&loop->hooks);
+	TAILQ_INIT(&loop->pollers);
 	*out = loop;
 	return 0;
 }
@@ -251,7 +260,28 @@ static void loop_run_hooks(struct td_loop *loop)
 	}
 }
 
-int td_loop_run_once(struct td_loop *loop, int timeout_ms)
+/* Every poller's poll (or arm); true when one of them said so. */
+static bool loop_call_pollers(struct td_loop *loop, bool arm)
+{
+	struct td_poller *p;
+	bool any = false;
+
+	for (p = TAILQ_FIRST(&loop->pollers); p; p = loop->poller_next) {
+		td_poller_cb cb = arm ? p->arm : p->poll;
+
+		loop->poller_next = TAILQ_NEXT(p, link);
+		if (cb && cb(p, p->opaque))
+			any = true;
+	}
+	return any;
+}
+
+/*
+ * One pass: wait at most timeout_ms, dispatch the fds, then (while
+ * polling) the pollers, then timers, deferred calls and hooks.  *work is
+ * true when an fd or a poller had something.
+ */
+static int loop_pass(struct td_loop *loop, int timeout_ms, bool *work)
 {
 	struct epoll_event events[LOOP_MAX_EVENTS];
 	int timer_ms = loop_timer_timeout_ms(loop);
@@ -280,22 +310,139 @@ int td_loop_run_once(struct td_loop *loop, int timeout_ms)
 	}
 	loop->batch = NULL;
 	loop->batch_len = 0;
+	*work = n > 0;
+	if (loop->polling && loop_call_pollers(loop, false))
+		*work = true;
 	loop_run_timers(loop);
 	loop_run_deferred(loop);
 	loop_run_hooks(loop);
 	return 0;
 }
 
+int td_loop_run_once(struct td_loop *loop, int timeout_ms)
+{
+	bool work;
+
+	return loop_pass(loop, timeout_ms, &work);
+}
+
+/*
+ * A polling window (non-blocking passes until window_us pass without
+ * work), then, unless a poller saw work while arming, one sleeping pass;
+ * the window adapts to what the sleep shows.
+ */
+static int loop_poll_step(struct td_loop *loop)
+{
+	uint64_t start = td_now_ns(), last = start, now = start, t0;
+	uint32_t window = loop->window_us;
+	bool work, hit = false;
+	int err = 0;
+
+	/* Work seen by an arm is taken by polling, even with no window. */
+	if (loop->arm_work && !window)
+		window = TD_LOOP_POLL_GROW_US;
+	loop->arm_work = false;
+	loop->polling = window > 0;
+	/* budget_us: switched off (0) at run time, the window ends now. */
+	while (loop->polling && loop->budget_us && !loop->stop && !err) {
+		err = loop_pass(loop, 0, &work);
+		now = td_now_ns();
+		loop->rounds++;
+		if (work) {
+			loop->hits++;
+			last = now;
+			hit = true;
+		} else if (now - last >= (uint64_t)window * 1000) {
+			break;
+		}
+	}
+	if (loop->polling) {
+		loop->poll_ns += now - start;
+		if (!hit)
+			loop->window_us /= 2;
+	}
+	loop->polling = false;
+	if (err || loop->stop)
+		return err;
+	if (loop_call_pollers(loop, true)) {
+		loop->arm_work = true;
+		return 0;
+	}
+	loop->sleeps++;
+	t0 = td_now_ns();
+	err = loop_pass(loop, -1, &work);
+	now = td_now_ns();
+	if (now - t0 <= (uint64_t)loop->budget_us * 1000) {
+		uint32_t w = loop->window_us ? loop->window_us * 2
+					     : TD_LOOP_POLL_GROW_US;
+		loop->window_us = w < loop->budget_us ? w : loop->budget_us;
+	} else {
+		loop->window_us /= 2;
+	}
+	return err;
+}
+
 int td_loop_run(struct td_loop *loop)
 {
 	loop->stop = false;
 	while (!loop->stop) {
-		int err = td_loop_run_once(loop, -1);
+		int err = loop->budget_us ? loop_poll_step(loop)
+					  : td_loop_run_once(loop, -1);
 
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+void td_loop_add_poller(struct td_loop *loop, struct td_poller *p,
+			td_poller_cb poll, td_poller_cb arm, void *opaque)
+{
+	p->loop = loop;
+	p->poll = poll;
+	p->arm = arm;
+	p->opaque = opaque;
+	TAILQ_INSERT_TAIL(&loop->pollers, p, link);
+}
+
+void td_loop_del_poller(struct td_poller *p)
+{
+	if (!p->loop)
+		return;
+	if (p->loop->poller_next == p)
+		p->loop->poller_next = TAILQ_NEXT(p, link);
+	TAILQ_REMOVE(&p->loop->pollers, p, link);
+	p->loop = NULL;
+}
+
+int td_loop_set_poll_budget(struct td_loop *loop, uint32_t budget_us)
+{
+	if (budget_us > TD_LOOP_POLL_MAX_US)
+		return -EINVAL;
+	loop->budget_us = budget_us;
+	loop->window_us = budget_us;
+	return 0;
+}
+
+uint32_t td_loop_poll_budget(const struct td_loop *loop)
+{
+	return loop->budget_us;
+}
+
+bool td_loop_polling(const struct td_loop *loop)
+{
+	return loop->polling;
+}
+
+void td_loop_get_poll_stats(const struct td_loop *loop,
+			    struct td_loop_poll_stats *out)
+{
+	out->budget_us = loop->budget_us;
+	out->window_us = loop->window_us;
+	out->rounds = loop->rounds;
+	out->hits = loop->hits;
+	out->sleeps = loop->sleeps;
+	out->poll_ns = loop->poll_ns;
 }
 
 void td_loop_stop(struct td_loop *loop)

@@ -119,6 +119,69 @@ void td_loop_add_hook(struct td_loop *loop, struct td_hook *h, td_hook_cb cb,
 		      void *opaque);
 void td_loop_del_hook(struct td_hook *h);
 
+/* --- pollers: busy polling instead of sleeping (issue #22) ------------------ */
+
+/*
+ * A poller looks for work where no file descriptor would say there is
+ * some: a shared ring's producer index, a completion ring in user memory.
+ * While the loop polls (td_loop_polling), its owner may leave the
+ * notifications it would otherwise ask for unarmed (blkif's req_event), so
+ * that the other side need not make a system call to wake it.
+ *
+ *   poll(p, opaque): find and do work without a system call; true when
+ *                    there was some.
+ *   arm(p, opaque):  the loop is about to sleep in epoll_wait: ask for
+ *                    the notifications polling let lapse, then look once
+ *                    more; true when work arrived meanwhile (the loop
+ *                    then polls again instead of sleeping).
+ * Either may be NULL.  Both run in the loop's thread.
+ */
+struct td_poller;
+typedef bool (*td_poller_cb)(struct td_poller *p, void *opaque);
+
+struct td_poller {
+	TAILQ_ENTRY(td_poller) link;
+	struct td_loop *loop;
+	td_poller_cb poll;
+	td_poller_cb arm;
+	void *opaque;
+};
+
+void td_loop_add_poller(struct td_loop *loop, struct td_poller *p,
+			td_poller_cb poll, td_poller_cb arm, void *opaque);
+/* Harmless on a poller never added or already removed. */
+void td_loop_del_poller(struct td_poller *p);
+
+/*
+ * The polling budget: after a pass that did work, td_loop_run keeps
+ * running non-blocking passes (epoll_wait with a zero timeout, then every
+ * poller) for up to a window of budget_us before it sleeps.  The window
+ * adapts, as KVM's halt polling does: it doubles (from
+ * TD_LOOP_POLL_GROW_US up to the budget) after a sleep shorter than the
+ * budget, which polling would have caught, and is halved after a sleep
+ * longer than the budget or a window that ended with nothing found, so an
+ * idle or slow disk costs almost no CPU.  0 (the default) never polls:
+ * the loop is then exactly the event loop it always was.
+ */
+#define TD_LOOP_POLL_MAX_US  100000u
+#define TD_LOOP_POLL_GROW_US 10u
+int td_loop_set_poll_budget(struct td_loop *loop, uint32_t budget_us);
+uint32_t td_loop_poll_budget(const struct td_loop *loop);
+
+/* True while td_loop_run is in a polling window (see td_poller). */
+bool td_loop_polling(const struct td_loop *loop);
+
+struct td_loop_poll_stats {
+	uint32_t budget_us;
+	uint32_t window_us; /* the adaptive window now */
+	uint64_t rounds;    /* non-blocking passes run while polling */
+	uint64_t hits;	    /* of which found work */
+	uint64_t sleeps;    /* times the loop slept in epoll_wait */
+	uint64_t poll_ns;   /* time spent in polling windows */
+};
+void td_loop_get_poll_stats(const struct td_loop *loop,
+			    struct td_loop_poll_stats *out);
+
 /* --- the loop ------------------------------------------------------------- */
 
 /* Returns 0 and *out, or -errno. */

@@ -34,6 +34,87 @@ static void aio_ring_reap(struct td_fd *fde, uint32_t events, void *opaque)
 		r->drained(r->opaque);
 }
 
+int aio_ring_user_reap(io_context_t ctx, struct io_event *ev, int max)
+{
+	struct aio_ring_user *ring = (struct aio_ring_user *)ctx;
+	unsigned int head, tail;
+	int n = 0;
+
+	if (!ring || ring->magic != AIO_RING_USER_MAGIC ||
+	    ring->incompat_features != AIO_RING_USER_INCOMPAT_FEATURES ||
+	    ring->header_length != sizeof(*ring) || !ring->nr)
+		return -EOPNOTSUPP;
+	head = ring->head;
+	/* The kernel writes the event, then (release) the tail. */
+	tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+	if (head >= ring->nr || tail >= ring->nr)
+		return -EOPNOTSUPP;
+	while (head != tail && n < max) {
+		ev[n++] = ring->io_events[head];
+		head = (head + 1) % ring->nr;
+	}
+	if (n)
+		__atomic_store_n(&ring->head, head, __ATOMIC_RELEASE);
+	return n;
+}
+
+/* Every finished event, by the user ring or else io_getevents: how many. */
+static int aio_ring_take(struct aio_ring *r)
+{
+	struct io_event ev[AIO_RING_REAP_MAX];
+	struct timespec zero = {0, 0};
+	int n, total = 0;
+
+	do {
+		n = aio_ring_user_reap(r->ctx, ev, AIO_RING_REAP_MAX);
+		if (n == -EOPNOTSUPP)
+			n = io_getevents(r->ctx, 0, AIO_RING_REAP_MAX, ev,
+					 &zero);
+		for (int i = 0; i < n; i++)
+			r->event(r->opaque, &ev[i]);
+		if (n > 0)
+			total += n;
+	} while (n == AIO_RING_REAP_MAX);
+	if (n < 0)
+		td_err("%s: io_getevents: %s", r->who, strerror(-n));
+	r->polled += total;
+	if (total && r->drained)
+		r->drained(r->opaque);
+	return total;
+}
+
+/* Poller: the eventfd out of epoll while polling; completions reaped. */
+static bool aio_ring_poll(struct td_poller *p, void *opaque)
+{
+	struct aio_ring *r = opaque;
+
+	(void)p;
+	if (!r->efd_off && !td_loop_mod_fd(&r->efd_event, 0))
+		r->efd_off = true;
+	return aio_ring_take(r) > 0;
+}
+
+/*
+ * Before the loop sleeps: the eventfd back in epoll and emptied, then the
+ * ring once more (the kernel puts an event in the ring before it signals
+ * the eventfd, so nothing finished after the read goes unnoticed).
+ */
+static bool aio_ring_arm(struct td_poller *p, void *opaque)
+{
+	struct aio_ring *r = opaque;
+	uint64_t count;
+
+	(void)p;
+	if (!r->efd_off)
+		return false;
+	if (td_loop_mod_fd(&r->efd_event, EPOLLIN))
+		return true; /* cannot sleep on it: keep polling */
+	r->efd_off = false;
+	if (read(r->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		td_err("%s: eventfd read: %s", r->who, strerror(errno));
+	return aio_ring_take(r) > 0;
+}
+
 int aio_ring_open(struct aio_ring *r, struct td_loop *loop, uint32_t depth,
 		  void (*event)(void *opaque, struct io_event *ev),
 		  void (*drained)(void *opaque), void *opaque, const char *who)
@@ -61,13 +142,17 @@ int aio_ring_open(struct aio_ring *r, struct td_loop *loop, uint32_t depth,
 	}
 	err = td_loop_add_fd(loop, &r->efd_event, r->efd, EPOLLIN,
 			     aio_ring_reap, r);
-	if (err)
+	if (err) {
 		aio_ring_close(r);
-	return err;
+		return err;
+	}
+	td_loop_add_poller(loop, &r->poller, aio_ring_poll, aio_ring_arm, r);
+	return 0;
 }
 
 void aio_ring_close(struct aio_ring *r)
 {
+	td_loop_del_poller(&r->poller);
 	td_loop_del_fd(&r->efd_event);
 	if (r->efd >= 0)
 		close(r->efd);

@@ -67,6 +67,7 @@ TAILQ_HEAD(blkif_slot_list, blkif_slot);
 struct blkif_ring {
 	struct td_vbd *vbd;
 	struct td_loop *loop;
+	struct td_poller poller; /* busy polling: req_prod seen moving */
 	const struct blkif_transport_ops *ops;
 	void *opaque;
 	uint32_t queue;
@@ -134,6 +135,10 @@ int16_t blkif_parse_request(struct blkif_ring *ring,
  */
 void blkif_slot_done(struct blkif_slot *slot, int16_t status);
 void blkif_ring_respond(struct td_hook *h, void *opaque);
+
+/* The ring's poller (registered by create; td_loop_set_poll_budget). */
+bool blkif_ring_poll(struct td_poller *p, void *opaque);
+bool blkif_ring_arm(struct td_poller *p, void *opaque);
 void blkif_ring_check_drained(struct blkif_ring *ring);
 
 /*

@@ -230,6 +230,8 @@ int blkif_ring_create(struct td_vbd *vbd, const struct blkif_config *cfg,
 	}
 	td_loop_add_hook(ring->loop, &ring->respond_hook, blkif_ring_respond,
 			 ring);
+	td_loop_add_poller(ring->loop, &ring->poller, blkif_ring_poll,
+			   blkif_ring_arm, ring);
 	*out = ring;
 	return 0;
 }
@@ -268,6 +270,7 @@ int blkif_ring_destroy(struct blkif_ring *ring)
 	if (ring->nr_busy)
 		return -EBUSY;
 	td_loop_del_hook(&ring->respond_hook);
+	td_loop_del_poller(&ring->poller);
 	td_loop_defer_cancel(ring->loop, &ring->kick_defer);
 	td_loop_defer_cancel(ring->loop, &ring->drained_defer);
 	ring_free(ring);

@@ -323,10 +323,42 @@ static void ring_consume(struct blkif_ring *ring)
 			if (!ring_can_take(ring) || !ring_take(ring, prod))
 				return;
 		}
-		if (!ring_can_take(ring))
+		/*
+		 * While the loop polls, req_event is left behind so that the
+		 * frontend need not notify: the poller sees req_prod move, and
+		 * arms req_event again before the loop sleeps.
+		 */
+		if (!ring_can_take(ring) || td_loop_polling(ring->loop))
 			return;
 		RING_FINAL_CHECK_FOR_REQUESTS(&ring->back, more);
 	} while (more);
+}
+
+/* Poller: requests the frontend produced without notifying. */
+bool blkif_ring_poll(struct td_poller *p, void *opaque)
+{
+	struct blkif_ring *ring = opaque;
+	RING_IDX cons = ring->back.req_cons;
+
+	(void)p;
+	if (!ring_can_take(ring) ||
+	    *(volatile RING_IDX *)&ring->back.sring->req_prod == cons)
+		return false;
+	blkif_ring_kick(ring);
+	return ring->back.req_cons != cons;
+}
+
+/* Before the loop sleeps: ask for notifications again, look once more. */
+bool blkif_ring_arm(struct td_poller *p, void *opaque)
+{
+	struct blkif_ring *ring = opaque;
+	int more = 0;
+
+	(void)p;
+	if (!ring_can_take(ring))
+		return false;
+	RING_FINAL_CHECK_FOR_REQUESTS(&ring->back, more);
+	return more;
 }
 
 /* copy_in for every request of the ready list; errors in batch_errs. */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -383,6 +384,61 @@ static int cmd_resize(struct ctl_client *c, struct ctl_req *req)
 	return err;
 }
 
+/* "poll [US] [json]": the polling budget, set when US is given. */
+static int cmd_poll(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_loop *loop = c->ctl->loop;
+	struct td_loop_poll_stats st;
+	bool json = req->argc > 1 && !strcmp(req->argv[req->argc - 1], "json");
+	int nargs = req->argc - 1 - json;
+	struct td_json j;
+	char *end;
+	unsigned long us;
+
+	if (nargs > 1) {
+		snprintf(req->msg, sizeof(req->msg), "usage: poll [US] [json]");
+		return -EINVAL;
+	}
+	if (nargs == 1) {
+		errno = 0;
+		us = strtoul(req->argv[1], &end, 10);
+		if (errno || *end || req->argv[1][0] < '0' ||
+		    req->argv[1][0] > '9' ||
+		    td_loop_set_poll_budget(loop, us > UINT32_MAX
+							  ? UINT32_MAX
+							  : (uint32_t)us)) {
+			snprintf(req->msg, sizeof(req->msg),
+				 "poll: '%.32s' is not microseconds from 0 "
+				 "(off) to %u",
+				 req->argv[1], TD_LOOP_POLL_MAX_US);
+			return -EINVAL;
+		}
+		td_info("%s: polling budget %lu us%s", td_vbd_name(c->ctl->vbd),
+			us, us ? "" : " (polling off)");
+	}
+	td_loop_get_poll_stats(loop, &st);
+	if (!json) {
+		td_strbuf_printf(
+			req->payload,
+			"budget_us: %u\nwindow_us: %u\nrounds: %" PRIu64
+			"\nhits: %" PRIu64 "\nsleeps: %" PRIu64
+			"\npoll_us: %" PRIu64 "\n",
+			st.budget_us, st.window_us, st.rounds, st.hits,
+			st.sleeps, st.poll_ns / 1000);
+		return 0;
+	}
+	td_json_init(&j, req->payload);
+	td_json_begin_object(&j, NULL);
+	td_json_u64(&j, "budget_us", st.budget_us);
+	td_json_u64(&j, "window_us", st.window_us);
+	td_json_u64(&j, "rounds", st.rounds);
+	td_json_u64(&j, "hits", st.hits);
+	td_json_u64(&j, "sleeps", st.sleeps);
+	td_json_u64(&j, "poll_us", st.poll_ns / 1000);
+	td_json_end_object(&j);
+	return td_json_finish(&j);
+}
+
 /* The snapshot's instant is marked, or its start failed: answer. */
 static void ctl_snap_started(struct td_vbd *vbd, int err, const char *why,
 			     void *opaque)
@@ -539,6 +595,9 @@ static const struct ctl_command {
 	 "copy the disk as of now onto a chain (start TARGET-CHAIN, status "
 	 "[json], speed BPS [BUSY-BPS], cancel)",
 	 3, false, cmd_snapshot},
+	{"poll", "poll [US] [json]",
+	 "the polling budget in microseconds (0: off), set when US is given", 2,
+	 true, cmd_poll},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

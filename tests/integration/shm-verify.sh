@@ -20,6 +20,11 @@
 #  4. Garbage on the shm socket, before and after negotiating, is dropped
 #     while another td-front keeps working; tapdisk counts it.
 #  5. tap-ctl create --shm, info, stats, destroy.
+#  6. Busy polling (tapdisk --poll-us, td-front --poll-us): --verify over
+#     aio: and sort|aio: with both sides polling, one side only, and the
+#     budget switched off and on again (tap-ctl poll) while a td-front
+#     runs; tap-ctl poll shows the polling found work; the backing file is
+#     checked directly.
 #
 # Prints one line per case and "N passed, N failed"; exits 0 when all
 # pass, 1 otherwise, 77 (automake's skip) when python3 is missing.
@@ -393,6 +398,69 @@ if id=$("$TAPCTL" create -a "aio:$DISK" --shm "$WORK/ctl.sock" \
 	fi
 else
 	fail "tap-ctl create --shm --max-indirect-segments" "$id"
+fi
+
+# --- 6. busy polling ------------------------------------------------------------
+
+echo "# 6. busy polling"
+PDISK=$WORK/poll.img
+truncate -s $((8 * REGION)) "$PDISK"
+start_tapdisk poll "aio:$PDISK" --poll-us 200
+POLL_PID=$TD_PID
+start_tapdisk pollsort "sort|aio:$PDISK" --poll-us 50
+PSORT_PID=$TD_PID
+pregions=()
+n=0
+for cfg in "poll 200 rand 1" "poll 200 seq 16" "poll 0 rand 4" \
+	"pollsort 50 seq 1" "pollsort 0 rand 32"; do
+	read -r name fpoll pattern qd <<<"$cfg"
+	what="$name: verify $pattern, QD $qd, td-front --poll-us $fpoll"
+	gen=$((n % 7 + 1)) seed=$((n + 900)) offset=$((n * REGION))
+	if front "$WORK/$name.sock" --verify --pattern "$pattern" --bs "$SIZES" \
+		--qd "$qd" --offset $offset --size $REGION --generation $gen \
+		--seed $seed --poll-us "$fpoll" --max-segments 256 \
+		--ring-order 4 --no-backend-stats; then
+		pass "$what"
+		pregions+=("$offset:$REGION:$gen:$seed")
+	else
+		fail "$what" "$OUT"
+	fi
+	n=$((n + 1))
+done
+# The budget switched off, then on, while a td-front verifies.
+gen=$((n % 7 + 1)) seed=$((n + 900)) offset=$((n * REGION))
+front_bg_out=$WORK/poll-switch.out
+timeout 120 "$TDFRONT" --shm "$WORK/poll.sock" --quiet --no-progress --verify \
+	--pattern rand --bs 4k --qd 2 --offset $offset --size $REGION \
+	--generation $gen --seed $seed --passes 16 --poll-us 100 \
+	--no-backend-stats >"$front_bg_out" 2>&1 &
+fpid=$!
+sleep 0.2
+off=$("$TAPCTL" poll -i "$POLL_PID" 0 2>&1)
+sleep 0.2
+on=$("$TAPCTL" poll -i "$POLL_PID" 200 2>&1)
+kill -0 $fpid 2>/dev/null || echo "note: td-front ended before the switch" >&2
+if wait $fpid && grep -qx "budget_us: 0" <<<"$off" &&
+	grep -qx "budget_us: 200" <<<"$on"; then
+	pass "poll: budget switched off and on during a verify"
+	pregions+=("$offset:$REGION:$((gen + 15)):$seed") # the last pass's
+else
+	fail "poll: budget switched off and on during a verify" \
+		"$(cat "$front_bg_out"); $off; $on"
+fi
+OUT=$("$TAPCTL" poll -i "$POLL_PID" --json 2>&1)
+hits=$(json_get hits 2>/dev/null)
+if [ "${hits:-0}" -gt 0 ] && [ "$(json_get budget_us)" = 200 ]; then
+	pass "tap-ctl poll: polling found work ($hits hits)"
+else
+	fail "tap-ctl poll: polling found work" "$OUT"
+fi
+stop_tapdisk "$POLL_PID" poll
+stop_tapdisk "$PSORT_PID" pollsort
+if out=$(python3 "$PATTERN" "$PDISK" "${pregions[@]}" 2>&1); then
+	pass "polling: the backing file holds every pattern ($out)"
+else
+	fail "polling: the backing file holds every pattern" "$out"
 fi
 
 echo "$PASSED passed, $FAILED failed"

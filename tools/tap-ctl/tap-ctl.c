@@ -227,6 +227,24 @@ static int cmd_resize(struct cmd_opts *o)
 	return simple_command(o, o->json ? "resize json" : "resize");
 }
 
+/* "poll [US] [json]": show the polling budget, or set it. */
+static int cmd_poll(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("poll");
+	char line[TD_CTL_LINE_MAX];
+
+	if (o->nr_args > 1)
+		return usage_errorf(sc, "give at most one budget, in "
+					"microseconds");
+	if (o->nr_args == 1 &&
+	    (!*o->args[0] ||
+	     strspn(o->args[0], "0123456789") != strlen(o->args[0])))
+		return usage_errorf(sc, "'%s' is not microseconds", o->args[0]);
+	snprintf(line, sizeof(line), "poll%s%s%s", o->nr_args ? " " : "",
+		 o->nr_args ? o->args[0] : "", o->json ? " json" : "");
+	return simple_command(o, line);
+}
+
 static int cmd_resume(struct cmd_opts *o)
 {
 	return simple_command(o, "resume");
@@ -573,6 +591,17 @@ static const struct subcommand subcommands[] = {
 	 "A job survives a tapdisk restart (its job file); cancel drops it,\n"
 	 "leaving the target incomplete.  See doc/snapshots.md.\n",
 	 cmd_snapshot},
+	{"poll", OPT_ID | OPT_JSON | OPT_ARGS, "poll -i ID [US] [--json]",
+	 "Show tapdisk ID's polling budget and what polling did, or set the\n"
+	 "budget to US microseconds (0: off; as tapdisk --poll-us).  After\n"
+	 "work, tapdisk polls its rings and the aio completion ring that\n"
+	 "long before sleeping, so that a frontend need not notify it and it\n"
+	 "need not wake; the window adapts (it shrinks when polling finds\n"
+	 "nothing, grows when sleeps are short).  Shows budget_us,\n"
+	 "window_us, rounds (non-blocking passes), hits (rounds that found\n"
+	 "work), sleeps and poll_us (time spent polling).  See\n"
+	 "doc/tapdisk.md, \"Polling instead of sleeping\".\n",
+	 cmd_poll},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 

@@ -119,6 +119,14 @@ const struct cli_option tapdisk_options[] = {
 	 "requests in flight per driver layer ({min}-{max},\n"
 	 "default {default})",
 	 1, MAX_INFLIGHT_LIMIT, TD_VBD_DEFAULT_MAX_INFLIGHT, CREATE},
+	{"poll-us", TAPDISK_KEY_POLL_US, "US",
+	 "after work, poll the rings and the disk's\n"
+	 "completions for US microseconds before sleeping,\n"
+	 "so that a frontend need not notify and tapdisk\n"
+	 "need not wake ({min}-{max};\n"
+	 "default {default}: off; the window adapts to the\n"
+	 "load; `tap-ctl poll -i ID US` changes it)",
+	 0, TD_LOOP_POLL_MAX_US, 0, CREATE},
 	{"log-level", TAPDISK_KEY_LOG_LEVEL, "LEVEL",
 	 "err, warn, info (default) or debug",
 	 0, 0, 0, CREATE},

@@ -215,6 +215,13 @@ static int parse_value(struct options *o, const struct cli_option *opt,
 					   opt->min, opt->max, arg);
 		o->max_inflight = (uint32_t)v;
 		return GO_ON;
+	case TAPDISK_KEY_POLL_US:
+		if (v < 0)
+			return usage_error("--poll-us wants microseconds from "
+					   "%lld (off) to %lld, not '%s'",
+					   opt->min, opt->max, arg);
+		o->poll_us = (uint32_t)v;
+		return GO_ON;
 	case TAPDISK_KEY_NBD_MAX_CLIENTS:
 	case TAPDISK_KEY_NBD_HS_TIMEOUT:
 	case TAPDISK_KEY_NBD_IO_TIMEOUT:

@@ -35,6 +35,7 @@ enum {
 	TAPDISK_KEY_NBD_IDLE_TIMEOUT,
 	TAPDISK_KEY_DISK,
 	TAPDISK_KEY_DISK_DIR,
+	TAPDISK_KEY_POLL_US,
 	TAPDISK_KEY_END, /* one past the last: where other tables go on */
 };
 

@@ -420,6 +420,7 @@ static int tapdisk_start(struct tapdisk *td)
 	if ((err = td_loop_create(&td->loop)))
 		return fail(td, err, "cannot create the event loop: %s",
 			    strerror(-err));
+	td_loop_set_poll_budget(td->loop, td->opt.poll_us);
 	if ((err = open_vbd(td)) || (err = resume_snapshot(td)))
 		return err;
 	stop_signals(SIG_BLOCK);

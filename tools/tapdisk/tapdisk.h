@@ -35,6 +35,7 @@ struct options {
 	const char *log_target; /* --log: stderr, syslog[:SOCKET], file:PATH */
 	const char *run_dir;
 	uint32_t max_inflight;
+	uint32_t poll_us; /* --poll-us: the event loop's polling budget */
 	/* --nbd-*: 0 is the server's default (the idle timeout's: never) */
 	uint32_t nbd_max_clients;
 	uint32_t nbd_handshake_timeout_s;

@@ -47,6 +47,7 @@ struct tdf_dev {
 	int sock;
 	uint32_t pages_per_ibuf; /* indirect descriptor pages per slot */
 	bool broken;		 /* -EPROTO seen: refuse everything */
+	uint32_t poll_us;	 /* tdf_config.poll_us */
 	struct tdf_stats stats;	 /* over every ring */
 	struct tdf_ring rings[SHM_MAX_QUEUES];
 };

@@ -398,6 +398,7 @@ int tdf_open(const struct tdf_config *cfg, struct tdf_dev **out, char *why,
 		dev->rings[q].kick_fd = dev->rings[q].notify_fd = -1;
 		TAILQ_INIT(&dev->rings[q].queue);
 	}
+	dev->poll_us = cfg->poll_us;
 	err = connect_unix(cfg->path, &dev->sock);
 	if (err) {
 		cli_explain(why, why_len, err, CLI_SHM_SOCKET,

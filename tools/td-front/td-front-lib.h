@@ -59,6 +59,13 @@ struct tdf_config {
 	 * cut to the backend's multi-queue-max-queues, as blkfront cuts
 	 * its one ring per vCPU.  Each ring has data_pages of its own. */
 	uint32_t queues;
+
+	/*
+	 * tdf_wait polls the response ring this long (microseconds) before
+	 * it sleeps on the notification, leaving rsp_event unarmed so that
+	 * the backend need not notify; 0: never (blkfront's way).
+	 */
+	uint32_t poll_us;
 };
 
 /* What was negotiated. */
@@ -111,6 +118,7 @@ struct tdf_stats {
 	uint64_t pushes;	    /* tdf_kick calls that pushed requests */
 	uint64_t kicks;		    /* notifications sent to the backend */
 	uint64_t wakeups;	    /* notifications received */
+	uint64_t poll_hits;	    /* tdf_wait calls answered by polling */
 	uint64_t errors;	    /* responses other than BLKIF_RSP_OKAY */
 };
 

@@ -65,6 +65,12 @@ static void usage(FILE *out)
 "                          cut to the backend's multi-queue-max-queues.\n"
 "                          Each ring gets --qd I/Os of its own (I/O k goes\n"
 "                          to ring k mod N), its own pool and eventfds\n"
+"    --poll-us US          wait for responses by polling the ring for US\n"
+"                          microseconds before sleeping on the notification,\n"
+"                          leaving rsp_event unarmed meanwhile so that the\n"
+"                          backend need not notify (0-100000; default 0:\n"
+"                          off, blkfront's way); pair with tapdisk\n"
+"                          --poll-us; costs a CPU while it spins\n"
 "\n"
 "WORKLOAD\n"
 "    --rw read|write|mixed what the I/Os do (default read)\n"
@@ -157,6 +163,7 @@ static void usage(FILE *out)
 
 enum {
 	OPT_RING_ORDER = 256,
+	OPT_POLL_US,
 	OPT_MAX_SEGMENTS,
 	OPT_RW,
 	OPT_RWMIX,
@@ -188,6 +195,7 @@ enum {
 static const struct option long_options[] = {
 	{"shm", required_argument, NULL, 's'},
 	{"ring-order", required_argument, NULL, OPT_RING_ORDER},
+	{"poll-us", required_argument, NULL, OPT_POLL_US},
 	{"max-segments", required_argument, NULL, OPT_MAX_SEGMENTS},
 	{"queues", required_argument, NULL, OPT_QUEUES},
 	{"rw", required_argument, NULL, OPT_RW},
@@ -358,6 +366,10 @@ static int parse_ring(struct front_opts *o, int c, const char *arg)
 		status = number_arg("--ring-order", arg, 0,
 				    SHM_MAX_RING_PAGE_ORDER, &v);
 		o->ring_order = (uint32_t)v;
+		break;
+	case OPT_POLL_US:
+		status = number_arg("--poll-us", arg, 0, 100000, &v);
+		o->poll_us = (uint32_t)v;
 		break;
 	case OPT_MAX_SEGMENTS:
 		status = number_arg("--max-segments", arg, TDF_DIRECT_SEGMENTS,

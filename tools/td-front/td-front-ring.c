@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "tools/td-front/td-front-int.h"
 
 #define TDF_KICK_VALUE 1
@@ -281,7 +282,11 @@ static int take_response(struct tdf_ring *r, const blkif_response_t *rsp)
 	return 1;
 }
 
-static int ring_poll(struct tdf_ring *r)
+/*
+ * Take the responses ring r has; with arm, ask for a notification
+ * (rsp_event) and look once more, as blkfront does before it sleeps.
+ */
+static int ring_take(struct tdf_ring *r, bool arm)
 {
 	int done = 0, more;
 
@@ -306,25 +311,60 @@ static int ring_poll(struct tdf_ring *r)
 				return n;
 			done += n;
 		}
+		if (!arm)
+			return done;
 		RING_FINAL_CHECK_FOR_RESPONSES(&r->front, more);
 	} while (more);
 	return done;
 }
 
-int tdf_poll(struct tdf_dev *dev)
+/* Every ring's responses (ring_take); -EPROTO once one broke. */
+static int take_responses(struct tdf_dev *dev, bool arm)
 {
 	int done = 0;
 
 	if (dev->broken)
 		return -EPROTO;
 	for (uint32_t q = 0; q < dev->info.nr_queues; q++) {
-		int n = ring_poll(&dev->rings[q]);
+		int n = ring_take(&dev->rings[q], arm);
 
 		if (n < 0)
 			return n;
 		done += n;
 	}
 	return done;
+}
+
+int tdf_poll(struct tdf_dev *dev)
+{
+	return take_responses(dev, true);
+}
+
+/* A hint to the CPU that this is a spin loop (none where there is none). */
+static inline void spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+/* Spin on every ring's rsp_prod for dev->poll_us: the I/Os completed,
+ * or 0. */
+static int poll_responses(struct tdf_dev *dev)
+{
+	uint64_t end = td_now_ns() + (uint64_t)dev->poll_us * 1000;
+	int n;
+
+	do {
+		if ((n = take_responses(dev, false))) {
+			dev->stats.poll_hits += n > 0;
+			return n;
+		}
+		spin_pause();
+	} while (td_now_ns() < end);
+	return 0;
 }
 
 /*
@@ -350,8 +390,10 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 	struct pollfd pfd[SHM_MAX_QUEUES + 1];
 	uint32_t nq = dev->info.nr_queues;
 	uint64_t count;
-	int n = tdf_poll(dev);
+	int n = dev->poll_us ? poll_responses(dev) : 0;
 
+	if (!n)
+		n = tdf_poll(dev);
 	if (n || !tdf_inflight(dev))
 		return n;
 	for (uint32_t q = 0; q < nq; q++)

@@ -134,6 +134,7 @@ static int run(struct front_opts *o, struct front_result *res)
 		.max_segments = o->max_segments,
 		.data_pages = front_data_pages(o),
 		.queues = o->queues,
+		.poll_us = o->poll_us,
 	};
 	struct tdf_backend_stats before, after;
 	char why[TDF_WHY_MAX];

@@ -29,6 +29,7 @@ enum { FRONT_PROGRESS_AUTO = -1, FRONT_PROGRESS_OFF, FRONT_PROGRESS_ON };
 struct front_opts {
 	const char *shm;
 	uint32_t ring_order;
+	uint32_t poll_us; /* --poll-us */
 	uint32_t max_segments;
 	uint32_t queues; /* rings asked for (--queues), 1 by default */
 	enum front_rw rw;

@@ -1185,6 +1185,7 @@ struct stopper {
 	struct td_loop *loop;
 	struct td_timer t;
 	unsigned int fired, stop_at;
+	uint64_t step_us; /* between firings; 0: 1 ms */
 };
 
 static void stopper_cb(struct td_timer *t, void *opaque)
@@ -1194,7 +1195,8 @@ static void stopper_cb(struct td_timer *t, void *opaque)
 	if (++s->fired == s->stop_at)
 		td_loop_stop(s->loop);
 	else
-		td_loop_timer_arm(s->loop, t, 1 * US_PER_MS, stopper_cb, s);
+		td_loop_timer_arm(s->loop, t, s->step_us ?: 1 * US_PER_MS,
+				  stopper_cb, s);
 }
 
 static void test_run_until_stop_from_timer(void **state)
@@ -1286,6 +1288,282 @@ static void test_destroy_null_is_harmless(void **state)
 	td_loop_destroy(NULL);
 }
 
+/* --- busy polling (td_loop_set_poll_budget) ------------------------------- */
+
+struct poll_probe {
+	struct td_loop *loop;
+	struct td_poller p;
+	unsigned int polls, arms, work; /* work: polls left that find work */
+	unsigned int arm_work;		/* arms left that find work */
+	bool del_self;
+};
+
+static bool probe_poll(struct td_poller *p, void *opaque)
+{
+	struct poll_probe *pr = opaque;
+
+	assert_true(td_loop_polling(pr->loop));
+	pr->polls++;
+	if (pr->del_self)
+		td_loop_del_poller(p);
+	if (!pr->work)
+		return false;
+	pr->work--;
+	return true;
+}
+
+static bool probe_arm(struct td_poller *p, void *opaque)
+{
+	struct poll_probe *pr = opaque;
+
+	(void)p;
+	assert_false(td_loop_polling(pr->loop));
+	pr->arms++;
+	if (!pr->arm_work)
+		return false;
+	pr->arm_work--;
+	return true;
+}
+
+/* Budget 0 (the default): pollers are never called, the loop sleeps. */
+static void test_poll_off_never_polls(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = 100};
+	struct stopper s = {.loop = f->loop, .stop_at = 3};
+	struct td_loop_poll_stats st;
+
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_int_equal(pr.polls, 0);
+	assert_int_equal(pr.arms, 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.rounds, 0);
+	assert_int_equal(st.sleeps, 0);
+	td_loop_del_poller(&pr.p);
+}
+
+/*
+ * A poller that finds work 50 times in a row keeps the loop awake (no
+ * sleep while it does), then the window runs out, arm is called, and the
+ * loop sleeps until the stopper's timer.
+ */
+static void test_poll_work_keeps_polling(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = 50};
+	struct stopper s = {.loop = f->loop, .stop_at = 2};
+	struct td_loop_poll_stats st;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 200), 0);
+	assert_int_equal(td_loop_poll_budget(f->loop), 200);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &s.t, 20 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_true(pr.polls > 50);
+	assert_true(st.hits >= 50);
+	assert_true(st.rounds >= pr.polls);
+	assert_true(pr.arms >= 1);
+	assert_true(st.sleeps >= 1);
+	assert_true(st.poll_ns > 0);
+	td_loop_del_poller(&pr.p);
+}
+
+/* Work seen while arming: the loop polls again instead of sleeping. */
+static void test_poll_arm_work_skips_sleep(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .arm_work = 3};
+	struct stopper s = {.loop = f->loop, .stop_at = 1};
+	struct td_loop_poll_stats st;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 50), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &s.t, 30 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	/* Three arms found work, the fourth let the loop sleep. */
+	assert_true(pr.arms >= 4);
+	assert_int_equal(st.sleeps, pr.arms - 3);
+	td_loop_del_poller(&pr.p);
+}
+
+/*
+ * Sleeps far longer than the budget halve the window until polling
+ * stops; an idle loop then costs no poll at all.
+ */
+static void test_poll_window_shrinks_when_idle(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop};
+	struct stopper s = {.loop = f->loop, .stop_at = 12};
+	struct td_loop_poll_stats st;
+	unsigned int polls;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 64), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	/* 1 ms apart: each sleep is 15 times the budget. */
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.window_us, 0);
+	polls = pr.polls;
+	s.fired = 0;
+	s.stop_at = 3;
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_int_equal(pr.polls, polls);
+	td_loop_del_poller(&pr.p);
+}
+
+/*
+ * Work seen while arming with the window shrunk to 0: the loop polls for
+ * it (once it spun between arms, never taking the work).
+ */
+static void test_poll_arm_work_with_no_window(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop};
+	struct stopper s = {.loop = f->loop, .stop_at = 12};
+	struct td_loop_poll_stats st;
+	unsigned int polls;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 64), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.window_us, 0);
+	polls = pr.polls;
+	pr.arm_work = 1;
+	pr.work = 1;
+	s.fired = 0;
+	s.stop_at = 3;
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_int_equal(pr.arm_work, 0);
+	assert_int_equal(pr.work, 0);
+	assert_true(pr.polls > polls);
+	td_loop_del_poller(&pr.p);
+}
+
+/*
+ * Long sleeps shrink the window to 0; sleeps shorter than the budget (a
+ * timer 1 ms apart under a 4 ms budget) grow it again.
+ */
+static void test_poll_window_grows_on_short_sleeps(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop};
+	struct stopper s = {.loop = f->loop, .stop_at = 16};
+	struct td_loop_poll_stats st;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 4000), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	s.step_us = 10 * US_PER_MS;
+	td_loop_timer_arm(f->loop, &s.t, s.step_us, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.window_us, 0);
+	s.fired = 0;
+	s.stop_at = 4;
+	s.step_us = 1 * US_PER_MS;
+	td_loop_timer_arm(f->loop, &s.t, s.step_us, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_true(st.window_us >= TD_LOOP_POLL_GROW_US);
+	td_loop_del_poller(&pr.p);
+}
+
+static void test_poll_budget_bounds_and_self_delete(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = 5, .del_self = true};
+	struct stopper s = {.loop = f->loop, .stop_at = 1};
+
+	assert_int_equal(
+		td_loop_set_poll_budget(f->loop, TD_LOOP_POLL_MAX_US + 1),
+		-EINVAL);
+	assert_int_equal(td_loop_poll_budget(f->loop), 0);
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 100), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &s.t, 5 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	/* It removed itself in its first poll: called once, armed never. */
+	assert_int_equal(pr.polls, 1);
+	assert_int_equal(pr.arms, 0);
+	td_loop_del_poller(&pr.p); /* harmless again */
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 0), 0);
+}
+
+/* A timer that sets the polling budget, then stops the loop later. */
+struct switcher {
+	struct td_loop *loop;
+	struct td_timer t;
+	struct poll_probe *pr;
+	uint32_t budget_us;
+	unsigned int fired, polls_at_switch, arms_at_switch;
+};
+
+static void switcher_cb(struct td_timer *t, void *opaque)
+{
+	struct switcher *sw = opaque;
+
+	if (++sw->fired == 1) {
+		assert_int_equal(
+			td_loop_set_poll_budget(sw->loop, sw->budget_us), 0);
+		sw->polls_at_switch = sw->pr->polls;
+		sw->arms_at_switch = sw->pr->arms;
+		td_loop_timer_arm(sw->loop, t, 5 * US_PER_MS, switcher_cb, sw);
+	} else {
+		td_loop_stop(sw->loop);
+	}
+}
+
+/*
+ * Switched off at run time while a poller always finds work: the window
+ * ends at once, the poller is armed (its notifications asked for again)
+ * and never polled again; the loop sleeps until the stop timer.
+ */
+static void test_poll_switch_off_at_run_time(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = UINT32_MAX};
+	struct switcher sw = {.loop = f->loop, .pr = &pr, .budget_us = 0};
+	struct td_loop_poll_stats st;
+
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 500), 0);
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &sw.t, 2 * US_PER_MS, switcher_cb, &sw);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_true(sw.polls_at_switch > 0);
+	assert_int_equal(sw.arms_at_switch, 0);
+	assert_int_equal(pr.polls, sw.polls_at_switch);
+	assert_int_equal(pr.arms, 1);
+	td_loop_get_poll_stats(f->loop, &st);
+	assert_int_equal(st.budget_us, 0);
+	assert_int_equal(st.window_us, 0);
+	td_loop_del_poller(&pr.p);
+}
+
+/* Switched on at run time: the next pass after the switch polls. */
+static void test_poll_switch_on_at_run_time(void **state)
+{
+	struct fixture *f = *state;
+	struct poll_probe pr = {.loop = f->loop, .work = 10};
+	struct switcher sw = {.loop = f->loop, .pr = &pr, .budget_us = 100};
+
+	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
+	td_loop_timer_arm(f->loop, &sw.t, 2 * US_PER_MS, switcher_cb, &sw);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	assert_int_equal(sw.polls_at_switch, 0);
+	assert_true(pr.polls > 10);
+	assert_true(pr.arms >= 1);
+	td_loop_del_poller(&pr.p);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1335,6 +1613,15 @@ int main(void)
 		T(test_passes_count),
 		T(test_run_once_eintr_is_not_an_error),
 		T(test_destroy_null_is_harmless),
+		T(test_poll_off_never_polls),
+		T(test_poll_work_keeps_polling),
+		T(test_poll_arm_work_skips_sleep),
+		T(test_poll_window_shrinks_when_idle),
+		T(test_poll_window_grows_on_short_sleeps),
+		T(test_poll_budget_bounds_and_self_delete),
+		T(test_poll_switch_off_at_run_time),
+		T(test_poll_switch_on_at_run_time),
+		T(test_poll_arm_work_with_no_window),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

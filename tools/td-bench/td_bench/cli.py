@@ -67,6 +67,18 @@ def positive_int(text):
     return v
 
 
+def poll_us_arg(text):
+    """A polling budget: 0 (off) to 100000 microseconds, as tapdisk takes."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if not 0 <= v <= 100000:
+        raise argparse.ArgumentTypeError("want microseconds from 0 (off) to 100000, not %r"
+                                         % text)
+    return v
+
+
 def positive_float(text):
     try:
         v = float(text)
@@ -120,6 +132,11 @@ def io_options(p, default_dir, default_size, default_reps, runtime=None):
     g.add_argument("--tapdisk-opt", action="append", default=[], metavar="ARG",
                    help="an extra argument for every tapdisk td-bench starts (repeatable), "
                         "e.g. --tapdisk-opt=--max-indirect-segments=11")
+    g.add_argument("--poll-us", type=poll_us_arg, default=0, metavar="US",
+                   help="busy polling on both sides of the shm ring: tapdisk --poll-us US "
+                        "and td-front --poll-us US (default 0: off, both sleep until "
+                        "notified); the tables then show the CPU each side spent per "
+                        "request either way")
 
 
 def script_options(p, quick_help, runtime=True, dirs=False):
@@ -266,6 +283,8 @@ class Context:
         if hasattr(args, "max_segments"):
             self.frontend = ["--max-segments", str(args.max_segments),
                              "--ring-order", str(args.ring_order)]
+        if getattr(args, "poll_us", 0):
+            self.frontend += ["--poll-us", str(args.poll_us)]
         self.script_output = {}
         self.failed_checks = []
         self.prefix = ""
@@ -339,7 +358,10 @@ def run_suite(suite, a, env, results, base, prefix=""):
     if suite == "peers":
         core.need_tool("qemu-nbd", "qemu-utils")
     check_args(a)
-    lab = Lab(env, None, getattr(a, "tapdisk_opt", []), keep=a.keep_work)
+    tapdisk_opts = list(getattr(a, "tapdisk_opt", []))
+    if getattr(a, "poll_us", 0):
+        tapdisk_opts.append("--poll-us=%d" % a.poll_us)
+    lab = Lab(env, None, tapdisk_opts, keep=a.keep_work)
     progress = Progress(1, enabled=not a.no_progress)
     ctx = Context(a, env, lab, results, progress, base)
     ctx.prefix = prefix

@@ -13,6 +13,9 @@ virtual:  the same I/O sizes, QD 1, through tapdisk -a aio:BACKING: over the
           shm blkif ring with td-front (--via shm), or NBD with fio's nbd
           engine (--via nbd).
 Then a data-size sweep at 1 MiB blocks, to show where the figures settle.
+The block-size tables also show the CPU time tapdisk and td-front spent
+per request on the shm path (utime + stime over each run / requests): with
+--poll-us both sides poll instead of sleeping, which buys latency with CPU.
 Every repetition runs every cell; targets alternate their order.
 """
 from .core import (MIB, drop_caches, fmt_num, fmt_size, fmt_spread, median,
@@ -67,7 +70,9 @@ def run(ctx):
         "virtual": "tapdisk -a aio:BACKING over %s" % (
             "the shm ring (td-front %s)" % " ".join(ctx.frontend) if a.via == "shm"
             else "NBD (fio nbd engine)"),
-        "data size": fmt_size(a.size), "repetitions": a.reps})
+        "data size": fmt_size(a.size), "repetitions": a.reps,
+        "polling": "--poll-us %d (tapdisk and td-front)" % a.poll_us if a.poll_us
+        else "off"})
     ctx.cache_dropped = True
     td = Tapdisk(ctx.lab, "aio:" + backing.path)
     cells = _cells(ctx, bss, sizes)
@@ -116,6 +121,20 @@ def _figs(ctx, got, prefix, key_p, key_v):
     return p, v, fp, fv, fr
 
 
+def _cpu_figs(ctx, prefix, v):
+    """The CPU per request of each side of the shm ring, as table cells."""
+    cells = []
+    for who, key in (("tapdisk", "tapdisk_cpu_us_per_req"),
+                     ("td-front", "td_front_cpu_us_per_req")):
+        reps = [r.cpu_us_per_io(who) for r in v or []]
+        if not reps or None in reps:
+            cells.append("n/a")
+            continue
+        fig = ctx.results.add(prefix + "." + key, reps, "µs", better="lower")
+        cells.append("%.1f" % fig["value"])
+    return cells
+
+
 def _report(ctx, got, bss, sizes):
     a = ctx.args
     res = ctx.results
@@ -129,16 +148,22 @@ def _report(ctx, got, bss, sizes):
             p, v, fp, fv, fr = _figs(ctx, got, "sweep.%s.%s" % (mode, short_size(bs)),
                                      ("bs", mode, "physical", bs, a.size),
                                      ("bs", mode, "virtual", bs, a.size))
+            cpu = _cpu_figs(ctx, "sweep.%s.%s" % (mode, short_size(bs)), v)
             rows.append([fmt_size(bs), "{:,}".format(a.size // bs),
                          "%.3f" % median([r.seconds for r in p]), fmt_num(fp["value"]),
                          fmt_spread(fp),
                          "%.3f" % median([r.seconds for r in v]) if v else "n/a",
                          fmt_num(fv["value"]) if fv else "n/a", fmt_spread(fv),
-                         "**%.2f**" % fr["value"] if fr else "n/a"])
+                         "**%.2f**" % fr["value"] if fr else "n/a"] + cpu)
             series.setdefault((mode, "physical"), []).append((bs / 1024, fp["value"]))
             if fv:
                 series.setdefault((mode, "virtual"), []).append((bs / 1024, fv["value"]))
         n = list(notes)
+        if mode != "bwrite" and a.via == "shm":
+            n.append("CPU µs/req: utime + stime of tapdisk and of td-front over each "
+                     "virtual run, divided by its requests (polling %s)." % (
+                         "on, --poll-us %d on both sides" % a.poll_us if a.poll_us
+                         else "off"))
         if mode == "bwrite":
             n.append("Virtual: n/a, the %s path has no page cache (tapdisk's aio is O_DIRECT). "
                      "Page cache %s before each run." % (
@@ -147,7 +172,8 @@ def _report(ctx, got, bss, sizes):
         res.table("sweep: %s, %s per run (%s)" % (MODES[mode], fmt_size(a.size),
                                                  res.data["settings"]["backing"].split(",")[0]),
                   ["block size", "count", "physical s", "physical MiB/s", "±",
-                   "virtual s", "virtual MiB/s", "±", "virtual/physical"], rows, n)
+                   "virtual s", "virtual MiB/s", "±", "virtual/physical",
+                   "tapdisk CPU µs/req", "td-front CPU µs/req"], rows, n)
     if sizes:
         rows = []
         for s in sizes:

@@ -10,11 +10,13 @@
             Unix socket (fio's nbd engine) at once
   QemuNbd   qemu-nbd --cache=none --aio=native on the same backing
   dd(), fio(), td_front()  one run, returning a Run (seconds, bytes, ios,
-            MiB/s, IOPS, and the backend's counters when tapdisk served it)
+            MiB/s, IOPS, and the backend's counters when tapdisk served it;
+            td_front also the CPU seconds tapdisk and td-front spent)
 """
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import tempfile
@@ -31,6 +33,12 @@ class Run:
         self.seconds, self.bytes, self.ios = seconds, nbytes, ios
         self.backend = backend or {}
         self.raw = raw
+        self.cpu = {}  # td_front: {"tapdisk": s, "td-front": s} over the run
+
+    def cpu_us_per_io(self, who):
+        """CPU microseconds process who spent per request, or None."""
+        s = self.cpu.get(who)
+        return s * 1e6 / self.ios if s is not None and self.ios else None
 
     @property
     def mib_s(self):
@@ -96,6 +104,17 @@ def cpu_ticks(pid):
         s = f.read()
     f = s[s.rfind(")") + 2:].split()
     return int(f[11]) + int(f[12])
+
+
+def cpu_seconds(pid):
+    """utime + stime of process pid (/proc/PID/stat), in seconds."""
+    return cpu_ticks(pid) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds():
+    """utime + stime of every child waited for so far (ours: td-front)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 class Backing:
@@ -263,12 +282,16 @@ def td_front(lab, td, args, seed=1):
     options.  The backend's counters come with the result."""
     argv = [lab.env.program("td-front"), "--shm", td.shm, "--control", td.control,
             "--json", "--quiet", "--no-progress", "--seed", str(seed)] + list(args)
+    td0, front0 = cpu_seconds(td.pid), children_cpu_seconds()
     p = run_cmd(argv, "td-front")
+    td1, front1 = cpu_seconds(td.pid), children_cpu_seconds()
     j = json.loads(p.stdout)
     if j.get("io_errors"):
         raise BenchError("td-front: %d I/O errors" % j["io_errors"])
-    return Run(j["elapsed_us"] / 1e6, j["read_bytes"] + j["write_bytes"], j["ios"],
-               backend=j.get("backend") or {}, raw=j)
+    r = Run(j["elapsed_us"] / 1e6, j["read_bytes"] + j["write_bytes"], j["ios"],
+            backend=j.get("backend") or {}, raw=j)
+    r.cpu = {"tapdisk": td1 - td0, "td-front": front1 - front0}
+    return r
 
 
 def td_front_workload(workload, bs, qd, runtime=None, nbytes=None, frontend=()):

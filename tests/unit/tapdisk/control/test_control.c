@@ -1305,6 +1305,29 @@ static void test_stats_frontends(void **state)
 	td_strbuf_free(&sb);
 }
 
+/* "poll [US] [json]": the loop's polling budget, switched at run time. */
+static void test_poll_command(void **state)
+{
+	struct fixture *fx = *state;
+	struct client *cl;
+
+	start(fx, "null:size=1M", NULL);
+	cl = connect_client(fx);
+	expect_contains(call(fx, cl, "poll\n"), "budget_us: 0\n");
+	expect_contains(call(fx, cl, "poll 150\n"), "budget_us: 150\n");
+	assert_int_equal(td_loop_poll_budget(fx->loop), 150);
+	expect_contains(call(fx, cl, "poll json\n"), "\"budget_us\"");
+	expect_contains(call(fx, cl, "poll json\n"), "\"poll_us\"");
+	expect_prefix(call(fx, cl, "poll 100001\n"),
+		      "ERR EINVAL poll: '100001'");
+	expect_prefix(call(fx, cl, "poll -5\n"), "ERR EINVAL");
+	expect_prefix(call(fx, cl, "poll 1x\n"), "ERR EINVAL");
+	expect_prefix(call(fx, cl, "poll 1 2\n"), "ERR EINVAL");
+	assert_int_equal(td_loop_poll_budget(fx->loop), 150);
+	expect_contains(call(fx, cl, "poll 0 json\n"), "\"budget_us\"");
+	assert_int_equal(td_loop_poll_budget(fx->loop), 0);
+}
+
 /* "frontend KIND WORD...": the frontend's control op, or why not. */
 static void test_frontend_command(void **state)
 {
@@ -1367,6 +1390,7 @@ int main(void)
 		T(test_frontend_limits),
 		T(test_stats_frontends),
 		T(test_frontend_command),
+		T(test_poll_command),
 		cmocka_unit_test(test_parse_status),
 		cmocka_unit_test(test_client_reads_refusal),
 		cmocka_unit_test(test_errno_names_and_paths),

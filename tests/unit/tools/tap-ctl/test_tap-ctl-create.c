@@ -143,6 +143,7 @@ static void test_every_option_decided(void **state)
 		"nbd-handshake-timeout",
 		"nbd-io-timeout",
 		"nbd-idle-timeout",
+		"poll-us",
 	};
 	static const char *const own[] = {
 		"run-dir",    /* tap-ctl's own --run-dir, always passed on */
