@@ -42,7 +42,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # disks needs none of the packages below.
 BUILD_PACKAGES="build-essential autoconf automake pkg-config python3
 libaio-dev libcmocka-dev libxen-dev libtirpc-dev rpcsvc-proto libsqlite3-dev
-libiscsi-dev libgnutls28-dev libsystemd-dev"
+libiscsi-dev libgnutls28-dev libsystemd-dev libcurl4-openssl-dev"
 # What `demo` adds: NBD clients, and for the striped part the lab's tgtd
 # servers (tests/lab/lab.sh runs tgtd itself, in network namespaces).
 DEMO_PACKAGES="libnbd-bin qemu-utils procps tgt iproute2"
@@ -50,7 +50,7 @@ DEMO_PACKAGES="libnbd-bin qemu-utils procps tgt iproute2"
 TEST_PACKAGES="fio valgrind clang clang-format libclang-rt-14-dev
 python3-libnbd qemu-system-x86 cpio bc gnuplot-nox libiscsi-bin open-iscsi
 libfuse3-dev fuse3 gnutls-bin python3-prometheus-client man-db groff-base
-debhelper lintian systemd"
+debhelper lintian systemd etcd-server etcd-client"
 # Packages that enable a service at boot when installed: tgt (an iSCSI
 # target on port 3260) and open-iscsi (iscsid).  The demo and the tests
 # start the daemons they need themselves, so when this script installs
