@@ -206,8 +206,17 @@ else
 	fail "an endpoint without http://" "rc $rc: $(cat "$WORK/err")"
 fi
 
-# --- every member down ---------------------------------------------------------
+# --- a member without quorum, then every member down ---------------------------
 etcd_member_kill 1 KILL
+start=$(date +%s%N)
+"$CLI" --endpoints "${ETCD_URLS[2]}" --timeout 1000 put head 99 >/dev/null 2>"$WORK/err"
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+if [ $rc -eq 1 ] && [ $ms -lt 5000 ] && grep -Eq "(ETIMEDOUT|EHOSTUNREACH).*${ETCD_URLS[2]}" "$WORK/err"; then
+	pass "a member without quorum refuses a put within the timeout"
+else
+	fail "a member without quorum" "rc $rc, $ms ms: $(cat "$WORK/err")"
+fi
 etcd_member_kill 2 KILL
 cli get head
 rc=$?
