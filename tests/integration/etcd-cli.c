@@ -38,6 +38,7 @@ static const char cli_usage[] =
 	"  cas-rev KEY REV VALUE    put only if KEY's mod_revision is REV\n"
 	"  range PREFIX LIMIT       the pairs under PREFIX (a txn)\n"
 	"  delete PREFIX            delete every key under PREFIX\n"
+	"  puts N                   one txn of N puts (many/0 ...; N <= 1024)\n"
 	"  bench KEY COUNT LATFILE  COUNT compare-and-swap increments of KEY,\n"
 	"                           each call's latency (us) a line of "
 	"LATFILE\n"
@@ -298,6 +299,26 @@ static int cli_bench(struct etcd_client *c, const struct cli_bytes *key,
 }
 
 /* argc - first must be n; the first nr_bytes of them are bytes into b. */
+/* One txn of n puts (keys many/0, many/1, ...): past etcd's limit. */
+static int cli_puts(struct etcd_client *c, unsigned long n)
+{
+	static char keys[1024][16];
+	static struct etcd_op ops[1024];
+	unsigned long k;
+
+	if (n > 1024)
+		n = 1024;
+	for (k = 0; k < n; k++) {
+		snprintf(keys[k], sizeof(keys[k]), "many/%lu", k);
+		ops[k] = (struct etcd_op){.kind = ETCD_OP_PUT,
+					  .key = keys[k],
+					  .key_len = strlen(keys[k]),
+					  .value = "v",
+					  .value_len = 1};
+	}
+	return cli_txn(c, NULL, 0, ops, n, NULL, 0);
+}
+
 static int cli_args(int argc, char **argv, int first, int n, int nr_bytes,
 		    struct cli_bytes *b)
 {
@@ -368,6 +389,8 @@ static int cli_run(struct etcd_client *c, const char *cmd, int argc,
 			cli_prefix_op(ETCD_OP_DELETE, &a[0], &end, 0);
 		return cli_txn(c, NULL, 0, &op, 1, NULL, 0);
 	}
+	if (!strcmp(cmd, "puts") && !cli_args(argc, argv, i, 1, 0, a))
+		return cli_puts(c, strtoul(argv[i], NULL, 10));
 	if (!strcmp(cmd, "bench") && !cli_args(argc, argv, i, 3, 1, a))
 		return cli_bench(c, &a[0], strtoul(argv[i + 1], NULL, 10),
 				 argv[i + 2]);

@@ -159,6 +159,17 @@ check "a prefix of 0xff bytes ranges to the end" 'j["ranges"][0]["count"] == 0'
 cli delete p/ && cli range p/ 0
 check "a prefix delete" 'j["ranges"][0]["count"] == 0'
 
+# --- etcd's own refusal, its message passed on -------------------------------
+cli puts 3
+check "a txn of 3 puts" 'j["succeeded"]'
+cli puts 200
+rc=$?
+if [ $rc -eq 1 ] && [[ $ERR == *"EINVAL"*"etcdserver: too many operations in txn request"* ]]; then
+	pass "etcd refuses a txn of 200 ops: EINVAL with etcd's message"
+else
+	fail "a txn past etcd's op limit" "rc $rc: $ERR"
+fi
+
 # --- fail-over -------------------------------------------------------------------
 # An election may follow (member 0 may have led): etcd holds the request
 # until a leader is there, so these calls get a longer timeout.
