@@ -10,12 +10,15 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "master/etcd/etcd-int.h"
 
+/* Longest endpoint URL (scheme, host, port). */
+#define ETCD_MAX_ENDPOINT_LEN 256
 /* Room for the reason of a failure over every endpoint. */
 #define ETCD_ERR_LEN 2048
 
@@ -27,6 +30,7 @@ struct etcd_client {
 	CURL *curl;
 	struct curl_slist *headers;
 	struct td_strbuf body;	  /* the answer being received */
+	bool too_big;		  /* it passed ETCD_MAX_RESPONSE_BYTES */
 	char tried[ETCD_ERR_LEN]; /* what each endpoint tried did */
 	char error[ETCD_ERR_LEN + 64];
 };
@@ -79,7 +83,8 @@ static int etcd_parse_endpoints(struct etcd_client *c, const char *list,
 		while (len > 0 && p[len - 1] == '/')
 			len--;
 		if ((strncmp(p, "http://", 7) && strncmp(p, "https://", 8)) ||
-		    len <= 8 || memchr(p, '/', len) != p + 5) {
+		    len <= 8 || len > ETCD_MAX_ENDPOINT_LEN ||
+		    memchr(p + 8, '/', len - 8)) {
 			etcd_set_error(errbuf, errlen,
 				       "etcd endpoint '%.*s' is not "
 				       "http://HOST:PORT or https://HOST:PORT",
@@ -107,8 +112,10 @@ static size_t etcd_curl_write(char *data, size_t size, size_t nmemb,
 {
 	struct etcd_client *c = opaque;
 
-	if (c->body.len + size * nmemb > ETCD_MAX_RESPONSE_BYTES)
+	if (c->body.len + size * nmemb > ETCD_MAX_RESPONSE_BYTES) {
+		c->too_big = true;
 		return 0; /* curl fails the transfer: CURLE_WRITE_ERROR */
+	}
 	td_strbuf_append(&c->body, data, size * nmemb);
 	return td_strbuf_error(&c->body) ? 0 : size * nmemb;
 }
@@ -262,13 +269,14 @@ static enum etcd_outcome etcd_post_one(struct etcd_client *c, const char *path,
 				       const struct td_strbuf *body,
 				       struct td_jval **doc, int *err)
 {
-	char url[512];
+	char url[ETCD_MAX_ENDPOINT_LEN + 32];
 	CURLcode cc;
 	long status = 0;
 
 	*doc = NULL;
 	snprintf(url, sizeof(url), "%s%s", c->endpoints[c->current], path);
 	td_strbuf_reset(&c->body);
+	c->too_big = false;
 	if (curl_easy_setopt(c->curl, CURLOPT_URL, url) ||
 	    curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS,
 			     td_strbuf_str(body)) ||
@@ -277,8 +285,13 @@ static enum etcd_outcome etcd_post_one(struct etcd_client *c, const char *path,
 		return ETCD_REFUSED;
 	}
 	cc = curl_easy_perform(c->curl);
-	if (cc == CURLE_WRITE_ERROR && td_strbuf_error(&c->body)) {
-		*err = -ENOMEM;
+	if (cc == CURLE_WRITE_ERROR &&
+	    (c->too_big || td_strbuf_error(&c->body))) {
+		etcd_add_error(c, "%s%s (an answer over %u bytes)",
+			       c->tried[0] ? ", " : "",
+			       c->endpoints[c->current],
+			       ETCD_MAX_RESPONSE_BYTES);
+		*err = c->too_big ? -EFBIG : -ENOMEM;
 		return ETCD_REFUSED;
 	}
 	if (cc != CURLE_OK)

@@ -11,6 +11,8 @@
  *   -EPROTO        an endpoint answered but is not etcd's gateway;
  *   -EINVAL        etcd refused the request (its message is quoted);
  *   -EIO           another error etcd reported (its message is quoted);
+ *   -EFBIG         etcd's answer exceeds ETCD_MAX_RESPONSE_BYTES (a range
+ *                  to cut with a limit);
  *   -ENOMEM.
  * A connection error, a timeout, an answer that is not etcd's or etcd's
  * "unavailable" (no leader, a member cut off from the quorum) moves to the
