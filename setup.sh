@@ -23,10 +23,11 @@
 #   ./setup.sh deps    only install the Debian packages (all of them)
 #   ./setup.sh build   only install the build packages and build (in ./build)
 #
-# Only `demo` and `test` install tgt and open-iscsi, and never start or
-# enable their services (an iSCSI target on port 3260 has no place on a
-# host that serves disks): the demo's and the tests' tgtd run in the
-# foreground, started and stopped by tests/lab/lab.sh and the tests.
+# Only `demo` and `test` install tgt and open-iscsi (and `test`
+# etcd-server), and never start or enable their services (an iSCSI target
+# on port 3260 has no place on a host that serves disks): the demo's and
+# the tests' tgtd and etcd run in the foreground, started and stopped by
+# tests/lab/lab.sh, tests/lab/etcd-lib.sh and the tests.
 #
 # Needs Debian 12 (bookworm) and root (or sudo) for apt-get.  Build trees go
 # to ./build (and ./build-san for the sanitizer build); nothing is installed
@@ -42,7 +43,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # disks needs none of the packages below.
 BUILD_PACKAGES="build-essential autoconf automake pkg-config python3
 libaio-dev libcmocka-dev libxen-dev libtirpc-dev rpcsvc-proto libsqlite3-dev
-libiscsi-dev libgnutls28-dev libsystemd-dev"
+libiscsi-dev libgnutls28-dev libsystemd-dev libcurl4-openssl-dev"
 # What `demo` adds: NBD clients, and for the striped part the lab's tgtd
 # servers (tests/lab/lab.sh runs tgtd itself, in network namespaces).
 DEMO_PACKAGES="libnbd-bin qemu-utils procps tgt iproute2"
@@ -50,17 +51,19 @@ DEMO_PACKAGES="libnbd-bin qemu-utils procps tgt iproute2"
 TEST_PACKAGES="fio valgrind clang clang-format libclang-rt-14-dev
 python3-libnbd qemu-system-x86 cpio bc gnuplot-nox libiscsi-bin open-iscsi
 libfuse3-dev fuse3 gnutls-bin python3-prometheus-client man-db groff-base
-debhelper lintian systemd"
+debhelper lintian systemd etcd-server etcd-client"
 # Packages that enable a service at boot when installed: tgt (an iSCSI
-# target on port 3260) and open-iscsi (iscsid).  The demo and the tests
-# start the daemons they need themselves, so when this script installs
-# these it neither starts nor enables their services.
-SERVICE_PACKAGES="tgt open-iscsi"
+# target on port 3260), open-iscsi (iscsid) and etcd-server (a member on
+# ports 2379/2380).  The demo and the tests start the daemons they need
+# themselves, so when this script installs these it neither starts nor
+# enables their services.
+SERVICE_PACKAGES="tgt open-iscsi etcd-server"
 # service_units PACKAGE: the units its installation enables.
 service_units() {
 	case $1 in
 	tgt) echo tgt.service ;;
 	open-iscsi) echo open-iscsi.service iscsid.service iscsid.socket ;;
+	etcd-server) echo etcd.service ;;
 	esac
 }
 
