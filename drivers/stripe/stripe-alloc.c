@@ -108,7 +108,14 @@ static void scan_done(struct stripe_cmd *sc, int err)
 		return;
 	if (err) {
 		/* Not known: these extents stay allocated (the safe answer). */
-		if (!a->logged_error)
+		if (!a->logged_error && err == -EOPNOTSUPP)
+			td_info("stripe: %s: server %u's LUN does not say "
+				"that deallocated blocks read as zeroes (no "
+				"LBPME and LBPRZ; tgtd: --params "
+				"thin_provisioning=1): its extents count as "
+				"allocated",
+				dev->path, srv->index);
+		else if (!a->logged_error)
 			td_info("stripe: %s: server %u does not report "
 				"allocation (%s): its extents count as "
 				"allocated",
@@ -160,16 +167,15 @@ static void scan_issue(struct stripe_dev *dev)
 		}
 		rep = stripe_map_slot(&dev->map, c, j, (uint32_t)r);
 		srv = &dev->servers[rep->server];
-		left = (dev->layout.extent_size_bytes - a->cursor) /
-		       srv->block_size;
+		left = dev->layout.extent_size_bytes - a->cursor;
+		if (left > STRIPE_ALLOC_MAX_BYTES)
+			left = STRIPE_ALLOC_MAX_BYTES;
 		memset(&a->cmd.io, 0, sizeof(a->cmd.io));
 		a->cmd.srv = srv;
 		a->cmd.done = scan_done;
 		a->cmd.io.op = ISCSI_CMD_GET_LBA_STATUS;
 		a->cmd.io.lba = rep->lba + a->cursor / srv->block_size;
-		a->cmd.io.nr_blocks = left > STRIPE_ALLOC_MAX_BLOCKS
-					      ? STRIPE_ALLOC_MAX_BLOCKS
-					      : (uint32_t)left;
+		a->cmd.io.nr_blocks = (uint32_t)(left / srv->block_size);
 		a->answer.room = STRIPE_ALLOC_EXTENTS;
 		a->answer.nr = 0;
 		a->answer.ext = a->ext;

@@ -618,8 +618,13 @@ struct stripe_lease {
 #define STRIPE_ALLOC_CHUNK_BYTES (64ull << 10)
 /* GET LBA STATUS descriptors asked per command (16 bytes each). */
 #define STRIPE_ALLOC_EXTENTS 128u
-/* Blocks one command covers at most (the rest: the next command). */
-#define STRIPE_ALLOC_MAX_BLOCKS (1u << 30)
+/*
+ * Bytes of an extent one command covers at most (the rest: the next
+ * command): bounds the chunks one answer marks (16384 of 64 KiB), so an
+ * answer costs the loop microseconds, not the milliseconds of a 1 TiB
+ * extent's 16 M chunks.
+ */
+#define STRIPE_ALLOC_MAX_BYTES (1ull << 30)
 
 /*
  * What is known of the disk's allocation, per chunk of chunk_bytes of

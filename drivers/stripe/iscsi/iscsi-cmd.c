@@ -85,7 +85,9 @@ static void cmd_account(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 	uint64_t us = (td_now_ns() - cmd->start_ns) / 1000;
 
 	if (err) {
-		st->errors++;
+		/* Not asked of a LUN without LBPRZ: not an error. */
+		if (cmd->op != ISCSI_CMD_GET_LBA_STATUS || err != -EOPNOTSUPP)
+			st->errors++;
 		return;
 	}
 	switch (cmd->op) {
