@@ -531,6 +531,7 @@ static void stripe_close(struct td_driver *drv)
 	stripe_lease_close(dev); /* the lease itself stays with this host */
 	stripe_resync_close(dev);
 	stripe_scrub_close(dev);
+	stripe_alloc_close(dev);
 	stripe_stale_stop(dev); /* writes pending marks, drops the lock */
 	stripe_al_close(dev);	/* clean, when no write was cut short */
 	stripe_notify_stop(dev->notify);
@@ -584,6 +585,10 @@ static int stripe_open(struct td_driver *drv, const char *args)
 	stripe_stale_told(dev,
 			  dev->al.told); /* what the log's recovery marked */
 	stripe_resync_auto_start(dev);
+	if ((ret = stripe_alloc_start(dev))) {
+		stripe_close(drv);
+		return ret;
+	}
 	drv->info.size_sectors = dev->map.size_bytes >> TD_SECTOR_SHIFT;
 	drv->info.sector_size = max_bs;
 	drv->info.boundary_sectors =
@@ -740,6 +745,7 @@ static void stripe_report_json(struct td_driver *drv, struct td_json *j)
 	stripe_lease_report_json(dev, j);
 	report_resync_json(dev, j);
 	stripe_scrub_report_json(dev, j);
+	stripe_alloc_report_json(dev, j);
 	td_json_begin_array(j, "servers");
 	for (uint32_t i = 0; i < dev->nr_servers; i++) {
 		const struct stripe_server *srv = &dev->servers[i];
@@ -1034,4 +1040,5 @@ const struct td_driver_ops td_stripe_ops = {
 	.info_text = stripe_info_text,
 	.control = stripe_control,
 	.refresh_size = stripe_grow_refresh,
+	.block_status = stripe_alloc_block_status,
 };

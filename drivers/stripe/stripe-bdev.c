@@ -18,6 +18,8 @@
  *                   bytes at a time, one after the other
  *   UNMAP           -EOPNOTSUPP (can_unmap is false, so the stripe driver
  *                   skips discards that would reach this replica)
+ *   GET_LBA_STATUS  -EOPNOTSUPP (the stripe driver then reports the
+ *                   replica's extents allocated)
  *
  * At most queue_depth iocbs (the driver's option) are in the kernel at once;
  * the rest wait in FIFO order.  Submissions of one loop pass are handed to
@@ -205,7 +207,7 @@ static int bdev_check(const struct stripe_bdev *b, const struct iscsi_cmd *cmd)
 
 	if (cmd->op == ISCSI_CMD_SYNC)
 		return 0;
-	if (cmd->op == ISCSI_CMD_UNMAP)
+	if (cmd->op == ISCSI_CMD_UNMAP || cmd->op == ISCSI_CMD_GET_LBA_STATUS)
 		return -EOPNOTSUPP;
 	if (!cmd->nr_blocks || cmd->lba > b->nr_blocks ||
 	    cmd->nr_blocks > b->nr_blocks - cmd->lba)

@@ -612,6 +612,41 @@ struct stripe_lease {
 	struct stripe_handover *ho; /* NULL until the first hand-over */
 };
 
+/* --- allocation (stripe-alloc.c; doc/stripe-driver.md "Allocation") ------ */
+
+/* The finest region base:allocation tells apart (smaller with U). */
+#define STRIPE_ALLOC_CHUNK_BYTES (64ull << 10)
+/* GET LBA STATUS descriptors asked per command (16 bytes each). */
+#define STRIPE_ALLOC_EXTENTS 128u
+/*
+ * Bytes of an extent one command covers at most (the rest: the next
+ * command): bounds the chunks one answer marks (16384 of 64 KiB), so an
+ * answer costs the loop microseconds, not the milliseconds of a 1 TiB
+ * extent's 16 M chunks.
+ */
+#define STRIPE_ALLOC_MAX_BYTES (1ull << 30)
+
+/*
+ * What is known of the disk's allocation, per chunk of chunk_bytes of
+ * virtual space: hole = a fresh replica said deallocated and reads as
+ * zeroes, written = written (or discarded, zeroed) since open.  A chunk
+ * is a hole when hole and not written; everything else is allocated.
+ */
+struct stripe_alloc {
+	bool chunks_inited;
+	uint64_t chunk_bytes;
+	uint64_t nr_chunks; /* at open: a grown disk's new part is allocated */
+	uint64_t *hole, *written;
+	/* the scan: extent index k = j * S + c, bytes [0, cursor) asked */
+	uint32_t extent, scan_extents;
+	uint64_t cursor;
+	bool busy, done, logged_error;
+	struct stripe_cmd cmd;
+	struct iscsi_lba_answer answer;
+	struct iscsi_lba_extent ext[STRIPE_ALLOC_EXTENTS];
+	uint64_t extents_scanned, extents_unknown;
+};
+
 struct stripe_dev {
 	struct td_driver *drv;
 	char *path; /* the mapping file */
@@ -654,6 +689,7 @@ struct stripe_dev {
 	uint64_t reservation_conflicts; /* requests failed with EACCES */
 	uint64_t moves_added, moves_done;
 	uint32_t servers_cap; /* dev->servers' room: new servers of moves */
+	struct stripe_alloc alloc;
 };
 
 /* --- block-stripe.c ------------------------------------------------------ */
@@ -676,6 +712,20 @@ static inline bool stripe_slot_usable(const struct stripe_map *m, size_t slot)
  * replica of its extent (a resync can copy it all).
  */
 bool stripe_slot_has_source(const struct stripe_dev *dev, size_t slot);
+
+/* --- stripe-alloc.c ---------------------------------------------------- */
+/* Start the allocation scan (open, after the servers): 0 or -ENOMEM. */
+int stripe_alloc_start(struct stripe_dev *dev);
+/* Free its state (close, after the servers were destroyed). */
+void stripe_alloc_close(struct stripe_dev *dev);
+/* A write, discard or zeroing of the range was submitted. */
+void stripe_alloc_write(struct stripe_dev *dev, uint64_t sector,
+			uint64_t nr_sectors);
+/* td_driver_ops.block_status: base:allocation from what the scan learnt. */
+int stripe_alloc_block_status(struct td_driver *drv, const char *ctx,
+			      uint64_t sector, uint64_t nr_sectors,
+			      struct td_extent *ext, unsigned int *nr);
+void stripe_alloc_report_json(const struct stripe_dev *dev, struct td_json *j);
 
 /* --- stripe-io.c ------------------------------------------------------- */
 int stripe_io_submit(struct td_driver *drv, struct td_request *req);

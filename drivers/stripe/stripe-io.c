@@ -995,6 +995,9 @@ int stripe_io_submit(struct td_driver *drv, struct td_request *req)
 	sr->extent = loc.extent;
 	sr->ext_off = loc.extent_offset;
 	sr->bytes = td_request_bytes(req);
+	if (req->op != TD_OP_READ)
+		stripe_alloc_write(dev, req->sector,
+				   sr->bytes >> TD_SECTOR_SHIFT);
 	if (req->op == TD_OP_READ)
 		read_issue(dev, sr);
 	else if (!stripe_al_enter(dev, sr))

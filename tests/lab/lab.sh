@@ -68,6 +68,9 @@
 #                (default 4000 + 32 * NET's second number)
 #   LAB_IQN=iqn.2026-11.org.tapstripe.lab *  target I is IQN:NAME-srvI, LUN 1
 #   LAB_CHAP= *       USER:SECRET: every target gets this CHAP account
+#   LAB_THIN=0 *      1: LUNs are thin (tgtd's thin_provisioning=1: READ
+#                CAPACITY(16) says LBPME and LBPRZ, GET LBA STATUS and UNMAP
+#                work on the sparse file)
 #                (tgtadm --mode account, bound to the target: initiators
 #                must log in with it) and is registered with it (server
 #                add --chap-user USER --chap-secret-file STATE/chap.secret,
@@ -192,6 +195,7 @@ load_env() {
 	# shellcheck source=/dev/null
 	. "$STATE/env"
 	CHAP_USER=${CHAP_USER:-} # a lab made before LAB_CHAP
+	THIN=${THIN:-0}         # a lab made before LAB_THIN
 }
 
 # --- network ---------------------------------------------------------------------
@@ -317,6 +321,12 @@ tgtadm_i() { # I ARGS...
 	tgtadm -C "$(cport "$i")" --lld iscsi "$@"
 }
 
+lun_thin() { # I: make LUN 1 thin when LAB_THIN=1
+	[ "$THIN" = 1 ] || return 0
+	tgtadm_i "$1" --op update --mode logicalunit --tid 1 --lun 1 \
+		--params thin_provisioning=1 || die "server $1: cannot make LUN 1 thin"
+}
+
 # Start server I's tgtd (in its namespace, in its cgroup when capped) and
 # give it its target and LUN.  tgtd keeps nothing on disk: revive does the same.
 tgtd_up() {
@@ -348,6 +358,7 @@ tgtd_up() {
 	tgtadm_i "$i" --op new --mode logicalunit --tid 1 --lun 1 --bstype "$BSTYPE" \
 		${oflags:+--bsoflags "$oflags"} -b "$LUN_PATH" ||
 		die "server $i: cannot create LUN 1 on $LUN_PATH (bstype $BSTYPE)"
+	lun_thin "$i"
 	if [ "$TUNE" = 1 ]; then
 		for kv in MaxRecvDataSegmentLength=262144 MaxXmitDataSegmentLength=262144 \
 			MaxBurstLength=1048576 FirstBurstLength=262144; do
@@ -603,6 +614,7 @@ cmd_up() {
 	CPORT=${LAB_CPORT:-$((4000 + 32 * ${NET#*.}))}
 	IQN=${LAB_IQN:-iqn.2026-11.org.tapstripe.lab}
 	DISK_BPS=${LAB_DISK_BPS:-} DISK_IOPS=${LAB_DISK_IOPS:-}
+	THIN=${LAB_THIN:-0}
 	EXTENT=${LAB_EXTENT:-64M}
 	CHAP_USER=''
 	if [ -n "${LAB_CHAP:-}" ]; then
@@ -616,7 +628,7 @@ cmd_up() {
 	fi
 	{
 		for k in N NET NAME SIZE DIR BSTYPE BSOFLAGS THREADS MTU TUNE CPORT IQN \
-			DISK_BPS DISK_IOPS EXTENT CTL CHAP_USER; do
+			DISK_BPS DISK_IOPS EXTENT CTL CHAP_USER THIN; do
 			printf '%s=%q\n' "$k" "${!k}"
 		done
 		printf 'EXTERNAL_MASTER=%q\n' "${MASTER:-}"
@@ -733,6 +745,7 @@ cmd_lun() {
 	out=$(tgtadm_i "$1" --op new --mode logicalunit --tid 1 --lun 1 --bstype "$BSTYPE" \
 		${BSOFLAGS:+--bsoflags "$BSOFLAGS"} -b "$2" 2>&1) ||
 		die "server $1: cannot make LUN 1 on $2: $out"
+	lun_thin "$1"
 	echo "srv$1 LUN 1 now on $2 ($(stat -Lc %s "$2" 2>/dev/null) bytes)" >&2
 }
 

@@ -85,7 +85,9 @@ static void cmd_account(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 	uint64_t us = (td_now_ns() - cmd->start_ns) / 1000;
 
 	if (err) {
-		st->errors++;
+		/* Not asked of a LUN without LBPRZ: not an error. */
+		if (cmd->op != ISCSI_CMD_GET_LBA_STATUS || err != -EOPNOTSUPP)
+			st->errors++;
 		return;
 	}
 	switch (cmd->op) {
@@ -109,6 +111,9 @@ static void cmd_account(struct iscsi_conn *c, struct iscsi_cmd *cmd, int err)
 	case ISCSI_CMD_PR_IN:
 	case ISCSI_CMD_PR_OUT:
 		st->pr_commands++;
+		return;
+	case ISCSI_CMD_GET_LBA_STATUS:
+		st->lba_status++;
 		return;
 	}
 	st->latency_sum_us += us;
@@ -265,6 +270,27 @@ static void cmd_busy_end_cb(struct td_timer *t, void *opaque)
 
 /* --- issuing ---------------------------------------------------------- */
 
+/*
+ * GET LBA STATUS is asked only of a LUN that says a deallocated block
+ * reads as zeroes (LBPME and LBPRZ in READ CAPACITY(16)): without LBPRZ a
+ * hole's content is not known, and reporting it as a hole could make a
+ * backup skip data.
+ */
+static int cmd_check_lba_status(const struct iscsi_conn *c,
+				const struct iscsi_cmd *cmd)
+{
+	const struct iscsi_lba_answer *a = cmd->lba_status;
+
+	if (!a || !a->ext || a->room == 0 ||
+	    a->room > ISCSI_CONN_MAX_LBA_EXTENTS || cmd->nr_blocks == 0 ||
+	    cmd->lba >= c->nr_blocks ||
+	    cmd->nr_blocks > c->nr_blocks - cmd->lba)
+		return -EINVAL;
+	if (!c->lbpme || !c->lbprz)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
 /* The checks that need the block size; 0 or the errno to complete with. */
 static int cmd_check(const struct iscsi_conn *c, const struct iscsi_cmd *cmd)
 {
@@ -274,6 +300,8 @@ static int cmd_check(const struct iscsi_conn *c, const struct iscsi_cmd *cmd)
 		return iscsi_pr_check(cmd);
 	if (cmd->op == ISCSI_CMD_SYNC)
 		return 0;
+	if (cmd->op == ISCSI_CMD_GET_LBA_STATUS)
+		return cmd_check_lba_status(c, cmd);
 	if (cmd->op > ISCSI_CMD_WRITE_ZEROES || cmd->nr_blocks == 0 ||
 	    cmd->lba > c->nr_blocks || cmd->nr_blocks > c->nr_blocks - cmd->lba)
 		return -EINVAL;
@@ -450,6 +478,11 @@ static struct scsi_task *cmd_new_task(struct iscsi_conn *c,
 	case ISCSI_CMD_PR_IN:
 	case ISCSI_CMD_PR_OUT:
 		return iscsi_pr_new_task(c, cmd, cmd_task_cb);
+	case ISCSI_CMD_GET_LBA_STATUS:
+		/* 8 bytes of header, 16 per descriptor (SBC-3 5.6). */
+		return iscsi_get_lba_status_task(c->ctx, c->lun, cmd->lba,
+						 8 + 16 * cmd->lba_status->room,
+						 cmd_task_cb, cmd);
 	}
 	return NULL;
 }
@@ -591,6 +624,48 @@ static int cmd_task_result(struct iscsi_conn *c, struct iscsi_cmd *cmd,
 	return err;
 }
 
+/*
+ * GET LBA STATUS's parameter data into cmd->lba_status: the descriptors
+ * that start at cmd->lba and follow one another, clipped to the range
+ * asked.  The target's answer is input from the network: a descriptor
+ * that does not continue the previous one ends the answer, and an answer
+ * with none that does is -EIO.
+ */
+static int cmd_lba_status_answer(struct iscsi_conn *c, struct iscsi_cmd *cmd,
+				 struct scsi_task *task)
+{
+	struct iscsi_lba_answer *a = cmd->lba_status;
+	struct scsi_get_lba_status *gls = scsi_datain_unmarshall(task);
+	uint64_t next = cmd->lba, end = cmd->lba + cmd->nr_blocks;
+
+	a->nr = 0;
+	for (uint32_t i = 0; gls && i < gls->num_descriptors; i++) {
+		const struct scsi_lba_status_descriptor *d =
+			&gls->descriptors[i];
+		uint64_t d_end = d->lba + d->num_blocks;
+
+		if (a->nr == a->room || next == end || d->num_blocks == 0 ||
+		    d->lba > next || d_end <= next)
+			break;
+		if (d_end > end)
+			d_end = end;
+		a->ext[a->nr].lba = next;
+		a->ext[a->nr].nr_blocks = (uint32_t)(d_end - next);
+		a->ext[a->nr].hole =
+			d->provisioning == SCSI_PROVISIONING_TYPE_DEALLOCATED ||
+			d->provisioning == SCSI_PROVISIONING_TYPE_ANCHORED;
+		a->nr++;
+		next = d_end;
+	}
+	if (a->nr)
+		return 0;
+	conn_err(c,
+		 "lba %llu: GET LBA STATUS answer without a descriptor "
+		 "for it",
+		 (unsigned long long)cmd->lba);
+	return -EIO;
+}
+
 /* What comes after a successful step of WRITE_ZEROES; true if more. */
 static bool cmd_zeroes_next(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 {
@@ -666,6 +741,9 @@ static void cmd_task_cb(struct iscsi_context *ctx, int status, void *data,
 	if (cmd->pr && !cmd->expired && !retry &&
 	    (!err || err == -EACCES || err == -EOPNOTSUPP))
 		more = iscsi_pr_answer(c, cmd, task, &err);
+	if (cmd->op == ISCSI_CMD_GET_LBA_STATUS && !err && !retry &&
+	    !cmd->expired && status == SCSI_STATUS_GOOD)
+		err = cmd_lba_status_answer(c, cmd, task);
 	scsi_free_scsi_task(data);
 	if (cmd->expired) {
 		cmd_time_out(c, cmd);

@@ -630,6 +630,7 @@ void iscsi_conn_report(const struct iscsi_conn *c, struct td_json *j,
 	td_json_u64(j, "login_failures", st.login_failures);
 	td_json_u64(j, "splits", st.splits);
 	td_json_u64(j, "pr_commands", st.pr_commands);
+	td_json_u64(j, "lba_status", st.lba_status);
 	td_json_u64(j, "reservation_conflicts", st.reservation_conflicts);
 	td_json_u64(j, "unit_attentions", st.unit_attentions);
 	td_json_u64(j, "in_flight", st.in_flight);

@@ -38,7 +38,8 @@
 #define ISCSI_CONN_MAX_IOV		    1024 /* entries per READ/WRITE */
 #define ISCSI_CONN_BUSY_PAUSE_MS	    10
 #define ISCSI_CONN_ZERO_CHUNK_BYTES	    (256u << 10)
-#define ISCSI_CONN_PIECE_IOV		    64 /* iovec entries per piece */
+#define ISCSI_CONN_PIECE_IOV		    64	 /* iovec entries per piece */
+#define ISCSI_CONN_MAX_LBA_EXTENTS	    1024 /* GET LBA STATUS descriptors */
 
 struct iscsi_conn;
 
@@ -90,6 +91,28 @@ enum iscsi_cmd_op {
 				   by iscsi-pr.h's calls (cmd->pr set);
 				   -EINVAL otherwise */
 	ISCSI_CMD_PR_OUT,
+	ISCSI_CMD_GET_LBA_STATUS, /* GET LBA STATUS from lba, at most
+				     nr_blocks, into cmd->lba_status;
+				     -EOPNOTSUPP unless the LUN reports
+				     LBPME and LBPRZ (a hole reads zeroes) */
+};
+
+/* One run of GET LBA STATUS's answer: blocks lba.. in one state. */
+struct iscsi_lba_extent {
+	uint64_t lba;
+	uint32_t nr_blocks;
+	bool hole; /* deallocated or anchored: reads as zeroes (LBPRZ) */
+};
+
+/*
+ * GET_LBA_STATUS's answer, owned by the caller: room entries in ext, nr
+ * filled on success (>= 1), in order from cmd->lba, contiguous, clipped
+ * to cmd->nr_blocks; they may cover less.
+ */
+struct iscsi_lba_answer {
+	uint32_t room;
+	uint32_t nr;
+	struct iscsi_lba_extent *ext;
 };
 
 struct iscsi_cmd;
@@ -111,6 +134,7 @@ struct iscsi_cmd {
 	bool fua;	/* WRITE, WRITE_ZEROES: durable on completion */
 	bool no_hole;	/* WRITE_ZEROES: allocate, never unmap */
 	bool admission; /* issued while ADMITTING (cfg.admit's commands) */
+	struct iscsi_lba_answer *lba_status; /* GET_LBA_STATUS only */
 	iscsi_cmd_done_fn done;
 	void *opaque;
 
@@ -150,6 +174,7 @@ struct iscsi_conn_stats {
 	uint64_t login_failures;
 	uint64_t splits;      /* READ/WRITE done in pieces (the LUN's limit) */
 	uint64_t pr_commands; /* PERSISTENT RESERVE IN/OUT done */
+	uint64_t lba_status;  /* GET LBA STATUS done */
 	uint64_t reservation_conflicts; /* commands refused: fenced (a
 					   RESERVATION CONFLICT, or FENCED) */
 	uint64_t unit_attentions;	/* taken and retried */

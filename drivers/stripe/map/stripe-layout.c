@@ -75,3 +75,12 @@ void stripe_layout_locate(const struct stripe_layout *l, uint64_t v,
 	loc->extent = (uint32_t)(loc->column_offset / l->extent_size_bytes);
 	loc->extent_offset = loc->column_offset % l->extent_size_bytes;
 }
+
+uint64_t stripe_layout_virtual(const struct stripe_layout *l, uint32_t column,
+			       uint64_t column_offset)
+{
+	uint64_t row = column_offset / l->stripe_unit_bytes;
+
+	return (row * l->columns + column) * l->stripe_unit_bytes +
+	       column_offset % l->stripe_unit_bytes;
+}

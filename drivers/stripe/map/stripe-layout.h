@@ -76,4 +76,12 @@ int stripe_layout_init(struct stripe_layout *l, uint64_t size_bytes,
 void stripe_layout_locate(const struct stripe_layout *l, uint64_t v,
 			  struct stripe_loc *loc);
 
+/*
+ * The inverse: the virtual offset of byte column_offset of column c,
+ * ((off / U) * S + c) * U + off % U (it may lie past the disk's end: the
+ * last stripe of a column is padded).  c < S; l as above.
+ */
+uint64_t stripe_layout_virtual(const struct stripe_layout *l, uint32_t column,
+			       uint64_t column_offset);
+
 #endif

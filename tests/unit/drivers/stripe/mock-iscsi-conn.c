@@ -154,6 +154,10 @@ static bool move_data(struct iscsi_conn *c, struct iscsi_cmd *cmd, bool write)
 
 static int scripted_error(struct iscsi_conn *c, const struct iscsi_cmd *cmd)
 {
+	/* The allocation scan's command fails only when named. */
+	if (cmd->op == ISCSI_CMD_GET_LBA_STATUS && c->fail_err &&
+	    !(c->fail_ops & MOCK_ISCSI_OP(cmd->op)))
+		return 0;
 	if (!c->fail_err ||
 	    (c->fail_ops && !(c->fail_ops & MOCK_ISCSI_OP(cmd->op))))
 		return 0;
@@ -164,6 +168,40 @@ static int scripted_error(struct iscsi_conn *c, const struct iscsi_cmd *cmd)
 		return err;
 	}
 	return c->fail_err;
+}
+
+/* GET LBA STATUS: a block of zeroes counts as deallocated (LBPRZ). */
+static bool block_is_zero(const struct iscsi_conn *c, uint64_t lba)
+{
+	const unsigned char *p = c->data + lba * c->block_size;
+
+	for (uint32_t i = 0; i < c->block_size; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static int mock_lba_status(struct iscsi_conn *c, struct iscsi_cmd *cmd)
+{
+	struct iscsi_lba_answer *a = cmd->lba_status;
+	uint64_t lba = cmd->lba, end = cmd->lba + cmd->nr_blocks;
+
+	c->st.lba_status++;
+	if (!a || !a->room || !cmd->nr_blocks || end > c->nr_blocks)
+		return -EINVAL;
+	a->nr = 0;
+	while (lba < end && a->nr < a->room) {
+		bool hole = block_is_zero(c, lba);
+		uint64_t from = lba;
+
+		while (lba < end && block_is_zero(c, lba) == hole)
+			lba++;
+		a->ext[a->nr].lba = from;
+		a->ext[a->nr].nr_blocks = (uint32_t)(lba - from);
+		a->ext[a->nr].hole = hole;
+		a->nr++;
+	}
+	return 0;
 }
 
 static int perform(struct iscsi_conn *c, struct iscsi_cmd *cmd)
@@ -197,6 +235,8 @@ static int perform(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	case ISCSI_CMD_PR_IN:
 	case ISCSI_CMD_PR_OUT:
 		return -EOPNOTSUPP; /* the stripe driver does not use them yet */
+	case ISCSI_CMD_GET_LBA_STATUS:
+		return mock_lba_status(c, cmd);
 	}
 	return -EIO;
 }
@@ -239,7 +279,9 @@ static bool pr_conflict(const struct iscsi_conn *c, const struct iscsi_cmd *cmd)
 
 void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 {
-	if (mock_iscsi.nr_log < MOCK_ISCSI_MAX_LOG) {
+	bool scan = cmd->op == ISCSI_CMD_GET_LBA_STATUS;
+
+	if (!scan && mock_iscsi.nr_log < MOCK_ISCSI_MAX_LOG) {
 		struct mock_iscsi_rec *r = &mock_iscsi.log[mock_iscsi.nr_log++];
 
 		r->conn = c->index;
@@ -257,7 +299,7 @@ void iscsi_conn_submit(struct iscsi_conn *c, struct iscsi_cmd *cmd)
 	else if (c->state == ISCSI_CONN_CONNECTING ||
 		 c->state == ISCSI_CONN_ADMITTING)
 		TAILQ_INSERT_TAIL(&c->connecting, cmd, link);
-	else if (c->hold)
+	else if (c->hold && !scan)
 		TAILQ_INSERT_TAIL(&c->held, cmd, link);
 	else
 		make_ready(c, cmd, pr_conflict(c, cmd) ? -EACCES : 0);

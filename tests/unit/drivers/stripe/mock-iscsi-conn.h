@@ -11,7 +11,11 @@
  * fails every command with -EIO, a CONNECTING one keeps them until it is
  * set UP), its geometry, errors (every command of some ops, or the next
  * N), and holding commands until it releases them.  Every command
- * submitted is logged.
+ * submitted is logged, except GET LBA STATUS: the allocation scan's
+ * commands (answered from the bytes, a zero block being deallocated) are
+ * neither logged nor held, and fail only when their op is named in
+ * mock_iscsi_fail's mask, so the request path's tests see their own
+ * commands only.
  */
 #ifndef TAPSTRIPE_MOCK_ISCSI_CONN_H
 #define TAPSTRIPE_MOCK_ISCSI_CONN_H

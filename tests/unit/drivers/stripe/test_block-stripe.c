@@ -3282,6 +3282,139 @@ static void test_handover_uncertain(void **state)
 	td_strbuf_free(&out);
 }
 
+/* --- base:allocation (stripe-alloc.c) ------------------------------------ */
+
+/* One extent of an expected block status answer (512-byte sectors). */
+struct bs_row {
+	uint64_t nr_sectors;
+	uint32_t flags;
+};
+
+#define HOLE_Z (TD_EXTENT_HOLE | TD_EXTENT_ZERO)
+
+static void expect_status(uint64_t off, uint64_t len, const struct bs_row *exp,
+			  unsigned int nr_exp)
+{
+	struct td_extent ext[16];
+	unsigned int nr = 16;
+
+	assert_int_equal(td_vbd_block_status(fx->vbd, TD_CTX_BASE_ALLOCATION,
+					     off >> 9, len >> 9, ext, &nr),
+			 0);
+	assert_int_equal(nr, nr_exp);
+	for (unsigned int i = 0; i < nr; i++) {
+		assert_int_equal(ext[i].nr_sectors, exp[i].nr_sectors);
+		assert_int_equal(ext[i].flags, exp[i].flags);
+	}
+}
+
+/*
+ * G2 (S=2, U=64K, E=128K, R=2): data at column 1's offset 64K (extent 0,
+ * row 1), on both replicas: server 2 LBA 256 + 128 and server 0 LBA 256
+ * + 128 (512-byte blocks).  Row 1 of column 1 is virtual 192K..256K.
+ */
+static void seed_col1_row1(bool replica0, bool replica1)
+{
+	if (replica0)
+		mock_iscsi_data(2)[(256 + 128) * 512 + 100] = 0x77;
+	if (replica1)
+		mock_iscsi_data(0)[(256 + 128) * 512 + 100] = 0x77;
+}
+
+static void test_alloc_map_g2(void **state)
+{
+	static const struct bs_row before[] = {
+		{384, HOLE_Z}, {128, 0}, {512, HOLE_Z}};
+	/* A write of 4K at 448K (row 3, column 1) makes chunk 7 data. */
+	static const struct bs_row after[] = {
+		{384, HOLE_Z}, {128, 0}, {384, HOLE_Z}, {128, 0}};
+	/* From 200K for 100K: the rest of the data chunk, then 44K hole. */
+	static const struct bs_row part[] = {{112, 0}, {88, HOLE_Z}};
+
+	(void)state;
+	start(&g2, NULL, NULL);
+	seed_col1_row1(true, true);
+	RUN_UNTIL(dev()->alloc.done);
+	assert_int_equal(dev()->alloc.extents_scanned, 4);
+	assert_int_equal(dev()->alloc.extents_unknown, 0);
+	assert_int_equal(dev()->alloc.chunk_bytes, 64 * KiB);
+	expect_status(0, 512 * KiB, before, 3);
+	expect_status(200 * KiB, 100 * KiB, part, 2);
+	fill(0, 3, 4096);
+	assert_int_equal(do_io(0, TD_OP_WRITE, 448 * KiB, 4096), 0);
+	expect_status(0, 512 * KiB, after, 4);
+}
+
+/* Room for one extent: the first only; another context: not answered. */
+static void test_alloc_room_and_context(void **state)
+{
+	static const struct bs_row first[] = {{384, HOLE_Z}};
+	struct td_extent ext[1];
+	unsigned int nr = 1;
+
+	(void)state;
+	start(&g2, NULL, NULL);
+	seed_col1_row1(true, true);
+	RUN_UNTIL(dev()->alloc.done);
+	expect_status(0, 192 * KiB, first, 1);
+	assert_int_equal(td_vbd_block_status(fx->vbd, TD_CTX_BASE_ALLOCATION, 0,
+					     1024, ext, &nr),
+			 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(ext[0].nr_sectors, 384);
+	nr = 1;
+	assert_int_equal(td_vbd_block_status(fx->vbd, "qemu:dirty-bitmap:x", 0,
+					     1024, ext, &nr),
+			 -ENOENT);
+}
+
+/*
+ * Replica 0 of extent (1, 0) (server 2) is stale and holds nothing; the
+ * fresh replica 1 (server 0) holds the data: the scan asks the fresh one.
+ * The other way round, a stale replica's data is not reported.
+ */
+static void test_alloc_fresh_replica_only(void **state)
+{
+	static const bool stale_10_0[8] = {[4] = true};
+	static const struct bs_row data[] = {
+		{384, HOLE_Z}, {128, 0}, {512, HOLE_Z}};
+	static const struct bs_row none[] = {{1024, HOLE_Z}};
+
+	(void)state;
+	start(&g2, stale_10_0, ",auto_resync=off");
+	seed_col1_row1(false, true);
+	RUN_UNTIL(dev()->alloc.done);
+	expect_status(0, 512 * KiB, data, 3);
+	stripe_teardown(state);
+	stripe_setup(state);
+	start(&g2, stale_10_0, ",auto_resync=off");
+	seed_col1_row1(true, false);
+	RUN_UNTIL(dev()->alloc.done);
+	expect_status(0, 512 * KiB, none, 1);
+}
+
+/*
+ * Server 2 does not answer GET LBA STATUS (a LUN without LBPRZ): extent
+ * (1, 0), whose first fresh replica is there, counts as allocated: rows
+ * 0 and 1 of column 1 = 64K..128K and 192K..256K.
+ */
+static void test_alloc_unknown_is_data(void **state)
+{
+	static const struct bs_row exp[] = {{128, HOLE_Z},
+					    {128, 0},
+					    {128, HOLE_Z},
+					    {128, 0},
+					    {512, HOLE_Z}};
+
+	(void)state;
+	start(&g2, NULL, NULL);
+	mock_iscsi_fail(2, -EOPNOTSUPP, MOCK_ISCSI_OP(ISCSI_CMD_GET_LBA_STATUS),
+			0);
+	RUN_UNTIL(dev()->alloc.done);
+	assert_int_equal(dev()->alloc.extents_unknown, 1);
+	expect_status(0, 512 * KiB, exp, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -3372,6 +3505,10 @@ int main(void)
 		T(test_handover),
 		T(test_handover_refused),
 		T(test_handover_uncertain),
+		T(test_alloc_map_g2),
+		T(test_alloc_room_and_context),
+		T(test_alloc_fresh_replica_only),
+		T(test_alloc_unknown_is_data),
 #undef T
 	};
 

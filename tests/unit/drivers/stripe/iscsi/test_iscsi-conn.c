@@ -42,7 +42,8 @@ enum fake_kind {
 	K_UNMAP,
 	K_WS,
 	K_PR_IN,
-	K_PR_OUT
+	K_PR_OUT,
+	K_GLS
 };
 
 #define FAKE_MAX_TASKS 64
@@ -95,6 +96,9 @@ static struct {
 } fake;
 
 static struct scsi_readcapacity16 fake_rc;
+/* GET LBA STATUS's parameter data, as the test sets it. */
+static struct scsi_lba_status_descriptor fake_gls_desc[8];
+static struct scsi_get_lba_status fake_gls = {.descriptors = fake_gls_desc};
 static struct scsi_inquiry_logical_block_provisioning fake_lbp;
 static struct scsi_inquiry_block_limits fake_bl;
 
@@ -316,6 +320,8 @@ void *scsi_datain_unmarshall(struct scsi_task *task)
 		fake_rc.lbprz = fake.lbprz;
 		return &fake_rc;
 	}
+	if (t->kind == K_GLS)
+		return &fake_gls;
 	if (t->kind == K_BL) {
 		fake_bl.max_xfer_len = fake.max_xfer;
 		fake_bl.opt_xfer_len = fake.opt_xfer;
@@ -415,6 +421,18 @@ struct scsi_task *iscsi_synchronizecache16_task(struct iscsi_context *ctx,
 
 	t->lba = lba;
 	t->len = num_blocks;
+	return &t->task;
+}
+
+struct scsi_task *iscsi_get_lba_status_task(struct iscsi_context *ctx, int lun,
+					    uint64_t starting_lba,
+					    uint32_t alloc_len,
+					    iscsi_command_cb cb, void *priv)
+{
+	struct fake_task *t = fake_task(ctx, K_GLS, cb, priv);
+
+	t->lba = starting_lba;
+	t->len = alloc_len;
 	return &t->task;
 }
 
@@ -1881,6 +1899,124 @@ static void test_admission_deadline_and_destroy(void **state)
 	assert_int_equal(tc[1].err, -ECANCELED);
 }
 
+/* --- GET LBA STATUS --------------------------------------------------------- */
+
+static void gls_desc(unsigned int i, uint64_t lba, uint32_t n, int prov)
+{
+	fake_gls_desc[i].lba = lba;
+	fake_gls_desc[i].num_blocks = n;
+	fake_gls_desc[i].provisioning = prov;
+}
+
+/* Ask lba..+nr with room entries; the answer's status; tc[0].err. */
+static int gls_run(struct iscsi_conn *c, struct iscsi_lba_answer *a,
+		   uint64_t lba, uint32_t nr, unsigned int nr_desc)
+{
+	prep(0, ISCSI_CMD_GET_LBA_STATUS, lba, nr);
+	tc[0].cmd.lba_status = a;
+	fake_gls.num_descriptors = nr_desc;
+	sub(c, 0);
+	if (task_of(0)) {
+		assert_int_equal(task_of(0)->kind, K_GLS);
+		assert_int_equal(task_of(0)->lba, lba);
+		assert_int_equal(task_of(0)->len, 8 + 16 * a->room);
+		fake_due(task_of(0), SCSI_STATUS_GOOD);
+	}
+	run(50, 0);
+	assert_int_equal(tc[0].calls, 1);
+	return tc[0].err;
+}
+
+static void test_lba_status_needs_lbprz(void **state)
+{
+	struct iscsi_lba_extent ext[4];
+	struct iscsi_lba_answer a = {.room = 4, .ext = ext};
+	struct iscsi_conn_stats st;
+	struct iscsi_conn *c;
+
+	(void)state;
+	fake.lbpme = true; /* LBPRZ 0: a hole's content is not promised */
+	c = up_conn(8, 10000);
+	prep(0, ISCSI_CMD_GET_LBA_STATUS, 0, 8);
+	tc[0].cmd.lba_status = &a;
+	sub(c, 0);
+	run(50, 0);
+	assert_int_equal(tc[0].err, -EOPNOTSUPP);
+	assert_int_equal(fake.ctx->nr_tasks, 0); /* never sent */
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.errors, 0);
+	/* No answer buffer, or a range past the LUN: -EINVAL. */
+	prep(1, ISCSI_CMD_GET_LBA_STATUS, 0, 8);
+	sub(c, 1);
+	run(50, 1);
+	assert_int_equal(tc[1].err, -EINVAL);
+	prep(2, ISCSI_CMD_GET_LBA_STATUS, (1 << 20) - 4, 8);
+	tc[2].cmd.lba_status = &a;
+	sub(c, 2);
+	run(50, 2);
+	assert_int_equal(tc[2].err, -EINVAL);
+	iscsi_conn_destroy(c);
+}
+
+static void test_lba_status_answers(void **state)
+{
+	struct iscsi_lba_extent ext[4];
+	struct iscsi_lba_answer a = {.room = 4, .ext = ext};
+	struct iscsi_conn_stats st;
+	struct iscsi_conn *c;
+
+	(void)state;
+	fake.lbpme = fake.lbprz = true;
+	c = up_conn(8, 10000);
+
+	/* Clipped to 100..1100; anchored counts as a hole (LBPRZ). */
+	gls_desc(0, 100, 50, SCSI_PROVISIONING_TYPE_DEALLOCATED);
+	gls_desc(1, 150, 30, SCSI_PROVISIONING_TYPE_MAPPED);
+	gls_desc(2, 180, 2000, SCSI_PROVISIONING_TYPE_ANCHORED);
+	assert_int_equal(gls_run(c, &a, 100, 1000, 3), 0);
+	assert_int_equal(a.nr, 3);
+	assert_int_equal(ext[0].lba, 100);
+	assert_int_equal(ext[0].nr_blocks, 50);
+	assert_true(ext[0].hole);
+	assert_int_equal(ext[1].lba, 150);
+	assert_int_equal(ext[1].nr_blocks, 30);
+	assert_false(ext[1].hole);
+	assert_int_equal(ext[2].lba, 180);
+	assert_int_equal(ext[2].nr_blocks, 920);
+	assert_true(ext[2].hole);
+
+	/* A first descriptor that began before the LBA asked: from it on. */
+	gls_desc(0, 0, 300, SCSI_PROVISIONING_TYPE_MAPPED);
+	assert_int_equal(gls_run(c, &a, 200, 50, 1), 0);
+	assert_int_equal(a.nr, 1);
+	assert_int_equal(ext[0].lba, 200);
+	assert_int_equal(ext[0].nr_blocks, 50);
+
+	/* Hostile: a gap ends the answer; more runs than room: cut. */
+	gls_desc(0, 10, 5, SCSI_PROVISIONING_TYPE_DEALLOCATED);
+	gls_desc(1, 20, 5, SCSI_PROVISIONING_TYPE_MAPPED);
+	assert_int_equal(gls_run(c, &a, 10, 100, 2), 0);
+	assert_int_equal(a.nr, 1);
+	assert_int_equal(ext[0].nr_blocks, 5);
+	a.room = 2;
+	for (unsigned int i = 0; i < 5; i++)
+		gls_desc(i, 10 + i, 1, (int)(i % 2));
+	assert_int_equal(gls_run(c, &a, 10, 100, 5), 0);
+	assert_int_equal(a.nr, 2);
+	a.room = 4;
+
+	/* No descriptor for the LBA asked (none, one after it, one of
+	 * zero blocks): -EIO. */
+	assert_int_equal(gls_run(c, &a, 10, 100, 0), -EIO);
+	gls_desc(0, 11, 5, SCSI_PROVISIONING_TYPE_MAPPED);
+	assert_int_equal(gls_run(c, &a, 10, 100, 1), -EIO);
+	gls_desc(0, 10, 0, SCSI_PROVISIONING_TYPE_MAPPED);
+	assert_int_equal(gls_run(c, &a, 10, 100, 1), -EIO);
+	iscsi_conn_get_stats(c, &st);
+	assert_int_equal(st.lba_status, 4);
+	iscsi_conn_destroy(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1944,6 +2080,10 @@ int main(void)
 			test_admission_deadline_and_destroy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pr_reissued_after_loss,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lba_status_needs_lbprz,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lba_status_answers, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -254,6 +254,51 @@ static void test_locate_geometries(void **state)
 	}
 }
 
+/*
+ * stripe_layout_virtual, the inverse of locate (used to turn a server's
+ * GET LBA STATUS answer into virtual ranges): (column, column offset) ->
+ * virtual offset, worked out by hand.  Geometry: 3 columns, 64 KiB units,
+ * 256 KiB extents, 2 MiB disk.
+ */
+struct virt_row {
+	uint32_t column;
+	uint64_t column_offset, v;
+};
+
+static void test_virtual(void **state)
+{
+	static const struct virt_row rows[] = {
+		{0, 0, 0},
+		{1, 0, 64 * KiB},
+		{2, 0, 128 * KiB},
+		{2, 64 * KiB - 512, 192 * KiB - 512},
+		/* row 1 of column 0 follows column 2's row 0 */
+		{0, 64 * KiB, 192 * KiB},
+		{1, 64 * KiB + 4 * KiB, 256 * KiB + 4 * KiB},
+		/* extent 1 of column 1 starts at its 256 KiB: row 4 */
+		{1, 256 * KiB, 4 * 192 * KiB + 64 * KiB},
+		{2, 256 * KiB + 100, 4 * 192 * KiB + 128 * KiB + 100},
+		/* the last row (10) of column 2: past the 2 MiB end */
+		{2, 640 * KiB, 10 * 192 * KiB + 128 * KiB},
+	};
+	struct stripe_layout l;
+	struct stripe_loc loc;
+
+	(void)state;
+	assert_int_equal(
+		stripe_layout_init(&l, 2 * MiB, 64 * KiB, 3, 256 * KiB), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		assert_int_equal(stripe_layout_virtual(&l, rows[i].column,
+						       rows[i].column_offset),
+				 rows[i].v);
+		if (rows[i].v >= l.size_bytes)
+			continue;
+		stripe_layout_locate(&l, rows[i].v, &loc);
+		assert_int_equal(loc.column, rows[i].column);
+		assert_int_equal(loc.column_offset, rows[i].column_offset);
+	}
+}
+
 static void test_unit_ok(void **state)
 {
 	assert_true(stripe_layout_unit_ok(4 * KiB));
@@ -284,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_locate_geometries),
 		cmocka_unit_test(test_unit_ok),
 		cmocka_unit_test(test_init_rejects),
+		cmocka_unit_test(test_virtual),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
