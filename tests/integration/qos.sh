@@ -3,14 +3,16 @@
 # qos.sh - the qos filter end to end: `tapdisk -a 'qos:...|null:size=1G'`
 # over NBD, driven by fio's nbd engine.
 #
-# Cases: 2000 4 KiB writes at depth 32 under write_iops=200 take at least
-# the time the limit implies (a lower bound: it cannot fail on a slow
-# machine) and the measured rate is at most 5 % over the limit; a limit
+# Every limit case moves what the limit lets through in 10 s at least
+# (issue #21: "limits hold within 5 % over 10 s"), checked two ways: the
+# run takes at least the time the limit implies (a lower bound: it cannot
+# fail on a slow machine) and the measured rate is at most 5 % over the
+# limit.  Cases: 2021 4 KiB writes at depth 32 under write_iops=200; a limit
 # raised at run time (`tap-ctl driver -i ID qos set`) lets a throttled
 # run finish within a second or so; a malformed qos command is refused
-# and changes nothing; tap-ctl stats shows qos's counters; read_bps
-# holds like write_iops; two tapdisks in one group (group=NAME,
-# group_write_iops=400) share one budget: 2 x 1000 writes take at least
+# and changes nothing; tap-ctl stats shows qos's counters; read_bps=8M
+# holds like write_iops (81 MiB); two tapdisks in one group (group=NAME,
+# group_write_iops=400) share one budget: 2 x 2011 writes take at least
 # the time 400 IOPS implies and run at most 5 % over it together.
 #
 # Exits 0 when all pass, 1 when one fails, 77 when a client is missing.
@@ -95,8 +97,8 @@ if ! nbdinfo --can connect "$URI" 2>/dev/null; then
 	exit 1
 fi
 
-# --- the limit holds: 2000 writes at 200 IOPS, burst 20 --------------------
-N=2000
+# --- the limit holds: 2021 writes at 200 IOPS, burst 20: 10 s --------------
+N=2021
 t0=$(now_ms)
 if fio_writes $N >"$WORK/out.log" 2>&1; then
 	# At most burst + rate * t requests by time t: t >= (N - 21) / 200.
@@ -155,15 +157,15 @@ else
 	fail "tap-ctl stats: qos_delayed" "'$delayed'"
 fi
 
-# --- read_bps=8M: 48 MiB of 64 KiB reads, burst 100 ms ---------------------
+# --- read_bps=8M: 81 MiB of 64 KiB reads, burst 100 ms: 10 s --------------
 qos set write_iops=0 read_bps=8M >/dev/null
 t0=$(now_ms)
 if (cd "$WORK" && fio --output="$WORK/fio.log" --ioengine=nbd --uri="$URI" \
 	--name=job --rw=randread --bs=64k --iodepth=8 --size=512M \
-	--io_size=48M) >"$WORK/out.log" 2>&1; then
-	# At most 0.8 MiB of burst + 8 MiB/s: t >= (48 - 0.8 - 0.0625) / 8 s.
+	--io_size=81M) >"$WORK/out.log" 2>&1; then
+	# At most 0.8 MiB of burst + 8 MiB/s: t >= (81 - 0.8 - 0.0625) / 8 s.
 	check_limit read_bps=8M $(($(now_ms) - t0)) \
-		"$(python3 -c "print(int((48 - 0.8 - 0.0625) * 1000 / 8))")" 48 MiB 8
+		"$(python3 -c "print(int((81 - 0.8 - 0.0625) * 1000 / 8))")" 81 MiB 8
 else
 	fail "fio under read_bps=8M" "$(tail -3 "$WORK/out.log" | tr '\n' ' ')"
 fi
@@ -191,7 +193,7 @@ done
 member_writes() { # NAME
 	(cd "$WORK" && fio --output="$WORK/$1.fio" --ioengine=nbd \
 		--uri="nbd+unix:///?socket=$WORK/$1.sock" --name=job \
-		--rw=randwrite --bs=4k --iodepth=32 --size=64M --io_size=4000k)
+		--rw=randwrite --bs=4k --iodepth=32 --size=64M --io_size=8044k)
 }
 t0=$(now_ms)
 member_writes m1 >"$WORK/m1.out" 2>&1 &
@@ -204,9 +206,9 @@ ms=$(($(now_ms) - t0))
 if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
 	fail "group: fio on two members" "rc $rc1 $rc2: $(tail -2 "$WORK/m2.out" "$WORK/m1.log" | tr '\n' ' ')"
 else
-	# 2000 writes, burst 20 + 1 per member at once: t >= (2000 - 22) / 400.
+	# 4022 writes, burst 20 + 1 per member at once: t >= (4022 - 22) / 400.
 	check_limit "group_write_iops=400 over two disks" "$ms" \
-		$(((2000 - 22) * 1000 / 400)) 2000 writes 400
+		$(((4022 - 22) * 1000 / 400)) 4022 writes 400
 fi
 # The second member sees the limit the first set, and a member outside a
 # group cannot set group limits.
