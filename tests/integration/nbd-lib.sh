@@ -11,10 +11,11 @@
 #   nbd_built "$TAPDISK" "$TAPCTL" # exit 1 unless built
 #   nbd_workdir cbt                # WORK=/tmp/cbt.XXXXXX, SOCK, URI, trap
 #   nbd_start "aio:$DISK" --name x # TD_PID; 0 once $URI answers
+#   nbd_serve SOCKET CHAIN ...     # another one: NBD_STARTED
 #   nbd_stop                       # SIGTERM, wait: tapdisk's exit status
 #   nbd_summary                    # "N passed, N failed"; 0 when none failed
 #
-# A test adds the pids of other processes it starts to NBD_PIDS (killed at
+# KEEP=1 in the environment keeps WORK.  A test adds the pids of other processes it starts to NBD_PIDS (killed at
 # exit) and may define nbd_cleanup_more (called at exit before WORK goes).
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
@@ -79,7 +80,11 @@ nbd_cleanup() {
 			wait "$p" 2>/dev/null
 		fi
 	done
-	[ -n "$WORK" ] && rm -rf "$WORK"
+	if [ -n "${KEEP:-}" ]; then
+		echo "kept $WORK"
+	elif [ -n "$WORK" ]; then
+		rm -rf "$WORK"
+	fi
 }
 
 # nbd_workdir NAME: WORK (/tmp/NAME.XXXXXX), SOCK and URI (its NBD
@@ -108,28 +113,38 @@ nbd_wait() {
 	return 1
 }
 
-# nbd_start CHAIN [TAPDISK OPTIONS...]: tapdisk serving CHAIN over NBD on
-# SOCK, its control socket in WORK, its log in WORK/tapdisk.log (unless
-# the options give --log-file), in the background: TD_PID.  0 once URI
-# answers; 1 with the log printed when it does not.
-nbd_start() {
-	local chain=$1 log=$WORK/tapdisk.log a
-	shift
+# nbd_serve SOCKET CHAIN [TAPDISK OPTIONS...]: a tapdisk serving CHAIN
+# over NBD on the Unix socket SOCKET, its control socket in WORK, its log
+# in WORK/tapdisk.log (unless the options give --log-file), in the
+# background: its pid in NBD_STARTED.  0 once the socket answers; 1 with
+# the log printed when it does not (the tapdisk killed, NBD_STARTED empty).
+nbd_serve() {
+	local sock=$1 chain=$2 log=$WORK/tapdisk.log a prev=
+	shift 2
 	for a in "$@"; do
-		[ "$a" = --log-file ] && log=
+		[ "$prev" = --log-file ] && log=$a
+		prev=$a
 	done
-	if [ -n "$log" ]; then
-		set -- --log-file "$log" "$@"
-	else
-		log=$WORK/tapdisk.log
-	fi
-	"$TAPDISK" --foreground -a "$chain" --nbd "unix:$SOCK" \
+	[ "$log" = "$WORK/tapdisk.log" ] && set -- --log-file "$log" "$@"
+	"$TAPDISK" --foreground -a "$chain" --nbd "unix:$sock" \
 		--run-dir "$WORK" "$@" &
-	TD_PID=$!
-	nbd_wait "$URI" "$TD_PID" && return 0
+	NBD_STARTED=$!
+	nbd_wait "nbd+unix:///?socket=$sock" "$NBD_STARTED" && return 0
+	kill -KILL "$NBD_STARTED" 2>/dev/null
+	wait "$NBD_STARTED" 2>/dev/null
+	NBD_STARTED=
 	echo "FAIL: tapdisk did not start on $chain"
 	cat "$log" 2>/dev/null
 	return 1
+}
+
+# nbd_start CHAIN [TAPDISK OPTIONS...]: nbd_serve on SOCK (URI), the
+# tapdisk's pid in TD_PID.
+nbd_start() {
+	local rc=0
+	nbd_serve "$SOCK" "$@" || rc=$?
+	TD_PID=$NBD_STARTED
+	return $rc
 }
 
 # nbd_stop [SIGNAL]: the tapdisk of nbd_start sent SIGNAL (TERM) and
