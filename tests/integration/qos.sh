@@ -18,48 +18,14 @@
 # Exits 0 when all pass, 1 when one fails, 77 when a client is missing.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-TAPCTL=$BUILDDIR/bin/tap-ctl
-PASSED=0
-FAILED=0
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 
-for tool in nbdinfo fio python3; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin fio)"
-		exit 77
-	fi
-done
-if ! fio --enghelp=nbd >/dev/null 2>&1; then
-	echo "SKIP: this fio has no nbd engine"
-	exit 77
-fi
-
-WORK=$(mktemp -d /tmp/qos.XXXXXX)
-SOCK=$WORK/nbd.sock
-URI="nbd+unix:///?socket=$SOCK"
-TD_PID=
+nbd_need nbdinfo fio python3
+nbd_workdir qos
 FIO_PID=
+TD2_PID=
+nbd_cleanup_more() { NBD_PIDS="$FIO_PID $TD2_PID"; }
 
-cleanup() {
-	for p in $FIO_PID $TD_PID ${TD2_PID:-}; do
-		if kill -0 "$p" 2>/dev/null; then
-			kill -KILL "$p" 2>/dev/null
-			wait "$p" 2>/dev/null
-		fi
-	done
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # check_limit WHAT MS MIN_MS AMOUNT UNIT LIMIT: AMOUNT moved in MS ms must
 # take at least MIN_MS (what the limit implies) and run at most 5 % over
@@ -83,19 +49,7 @@ fio_writes() {
 		--size=64M --io_size=$(($1 * 4))k)
 }
 
-"$TAPDISK" --foreground -a "qos:write_iops=200,burst_ms=100|null:size=1G" \
-	--nbd "unix:$SOCK" --run-dir "$WORK" --name qos \
-	--log-file "$WORK/tapdisk.log" &
-TD_PID=$!
-for _ in $(seq 100); do
-	nbdinfo --can connect "$URI" 2>/dev/null && break
-	sleep 0.1
-done
-if ! nbdinfo --can connect "$URI" 2>/dev/null; then
-	echo "FAIL: tapdisk did not start"
-	cat "$WORK/tapdisk.log"
-	exit 1
-fi
+nbd_start "qos:write_iops=200,burst_ms=100|null:size=1G" --name qos || exit 1
 
 # --- the limit holds: 2021 writes at 200 IOPS, burst 20: 10 s --------------
 N=2021
@@ -172,24 +126,15 @@ fi
 
 # --- a group: two tapdisks share group_write_iops=400 ------------------------
 GROUP="group=g$$,group_dir=$WORK/qos"
-TD2_PID=
 start_member() { # NAME OPTIONS
-	"$TAPDISK" --foreground -a "qos:$GROUP$2|null:size=1G" \
-		--nbd "unix:$WORK/$1.sock" --run-dir "$WORK" --name "$1" \
-		--log-file "$WORK/$1.log" &
+	nbd_serve "$WORK/$1.sock" "qos:$GROUP$2|null:size=1G" --name "$1" \
+		--log-file "$WORK/$1.log"
 }
 start_member m1 ",group_write_iops=400,group_burst_ms=50"
-M1_PID=$!
+M1_PID=$NBD_STARTED
 start_member m2 ""
-M2_PID=$!
+M2_PID=$NBD_STARTED
 TD2_PID="$M1_PID $M2_PID"
-for m in m1 m2; do
-	for _ in $(seq 100); do
-		nbdinfo --can connect "nbd+unix:///?socket=$WORK/$m.sock" \
-			2>/dev/null && break
-		sleep 0.1
-	done
-done
 member_writes() { # NAME
 	(cd "$WORK" && fio --output="$WORK/$1.fio" --ioengine=nbd \
 		--uri="nbd+unix:///?socket=$WORK/$1.sock" --name=job \
@@ -239,5 +184,4 @@ for p in $TD2_PID; do
 done
 TD2_PID=
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+nbd_summary
