@@ -16,54 +16,14 @@
 # Exits 0 when all pass, 1 when one fails, 77 when a client is missing.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-TAPCTL=$BUILDDIR/bin/tap-ctl
-PASSED=0
-FAILED=0
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 
-for tool in nbdinfo nbdcopy qemu-io qemu-img python3 cmp; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin qemu-utils)"
-		exit 77
-	fi
-done
-
-WORK=$(mktemp -d /tmp/cbt.XXXXXX)
+nbd_need nbdinfo nbdcopy qemu-io qemu-img python3 cmp
+nbd_workdir cbt
 DISK=$WORK/disk.img
-SOCK=$WORK/nbd.sock
-URI="nbd+unix:///?socket=$SOCK"
-TD_PID=
 
-cleanup() {
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill -KILL "$TD_PID" 2>/dev/null
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
 start() {
-	"$TAPDISK" --foreground -a "cbt:dir=$WORK/bitmaps|aio:$DISK" \
-		--nbd "unix:$SOCK" --run-dir "$WORK" --name cbt \
-		--log-file "$WORK/tapdisk.log" &
-	TD_PID=$!
-	for _ in $(seq 100); do
-		nbdinfo --can connect "$URI" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "FAIL: tapdisk did not start"
-	cat "$WORK/tapdisk.log"
-	exit 1
+	nbd_start "cbt:dir=$WORK/bitmaps|aio:$DISK" --name cbt || exit 1
 }
 cbt() { "$TAPCTL" --run-dir "$WORK" driver -i "$TD_PID" cbt "$@"; }
 # dirty BITMAP: the dirty extents nbdinfo reads, "offset length" lines.
@@ -110,8 +70,7 @@ print("\n".join("%d %d" % (e["offset"], e["length"]) for e in json.load(sys.stdi
 writes $((30 << 20)):4096 || fail "qemu-io write before the kill"
 want="$want
 31457280 65536"
-kill -KILL "$TD_PID"
-wait "$TD_PID" 2>/dev/null
+nbd_stop KILL
 start
 got=$(dirty b1)
 if [ "$got" = "$want" ]; then
@@ -168,5 +127,4 @@ else
 	fail "the export after an unknown bitmap" "gone"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+nbd_summary

@@ -18,79 +18,28 @@
 # BUILDDIR (set by make check) is where bin/ was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-TAPCTL=$BUILDDIR/bin/tap-ctl
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 OLD_MIB=32
 NEW_MIB=48
-PASSED=0
-FAILED=0
 
-for tool in nbdinfo nbdcopy qemu-io cmp; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin qemu-utils)"
-		exit 77
-	fi
-done
-for prog in "$TAPDISK" "$TAPCTL"; do
-	if [ ! -x "$prog" ]; then
-		echo "FAIL: $prog not built"
-		exit 1
-	fi
-done
-
-WORK=$(mktemp -d /tmp/grow.XXXXXX)
+nbd_need nbdinfo nbdcopy qemu-io cmp
+nbd_built "$TAPDISK" "$TAPCTL"
+nbd_workdir grow
 DISK=$WORK/disk.img
 SRC=$WORK/src.img
-SOCK=$WORK/nbd.sock
-URI="nbd+unix:///?socket=$SOCK"
-TD_PID=
 NULL_PID=
 FILT_PID=
 SHM_PID=
 FRONT_PID=
 COPY_PID=
-
-stop() {
-	if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-		kill -KILL "$1" 2>/dev/null
-		wait "$1" 2>/dev/null
-	fi
-}
-cleanup() {
-	stop "$COPY_PID"
-	stop "$TD_PID"
-	stop "$NULL_PID"
-	stop "$FILT_PID"
-	stop "$FRONT_PID"
-	stop "$SHM_PID"
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
+nbd_cleanup_more() {
+	NBD_PIDS="$COPY_PID $NULL_PID $FILT_PID $FRONT_PID $SHM_PID"
 }
 
 # start NAME CHAIN SOCKET: a tapdisk in the background, its PID in STARTED.
 start() {
-	"$TAPDISK" --foreground -a "$2" --nbd "unix:$3" --run-dir "$WORK" \
-		--name "$1" --log-file "$WORK/$1.log" &
-	STARTED=$!
-	for _ in $(seq 100); do
-		nbdinfo --can connect "nbd+unix:///?socket=$3" 2>/dev/null &&
-			return 0
-		sleep 0.1
-	done
-	echo "FAIL: tapdisk $1 did not start"
-	cat "$WORK/$1.log"
-	exit 1
+	nbd_serve "$3" "$2" --name "$1" --log-file "$WORK/$1.log" || exit 1
+	STARTED=$NBD_STARTED
 }
 
 size_of() {
@@ -238,5 +187,4 @@ else
 	fail "a busy shm frontend takes the notice and goes on" "$(tr '\n' ' ' <"$WORK/busy.out")"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+nbd_summary

@@ -20,62 +20,27 @@
 # make check) is where bin/tapdisk was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-TAPCTL=$BUILDDIR/bin/tap-ctl
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 HOLD=$(cd "$(dirname "$0")" && pwd)/nbd-admission.py
 TIMEOUT_S=2
-PASSED=0
-FAILED=0
 
-for tool in nbdinfo python3; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin python3)"
-		exit 77
-	fi
-done
-for bin in "$TAPDISK" "$TAPCTL"; do
-	[ -x "$bin" ] || { echo "FAIL: $bin not built"; exit 1; }
-done
-
-WORK=$(mktemp -d /tmp/nbd-admission.XXXXXX)
-TD_PID= HOLD_PID= OPTS_PID=
-cleanup() {
+nbd_need nbdinfo python3
+nbd_built "$TAPDISK" "$TAPCTL"
+nbd_workdir nbd-admission
+HOLD_PID= OPTS_PID=
+nbd_cleanup_more() {
 	[ -n "$OPTS_PID" ] && kill -KILL "$OPTS_PID" 2>/dev/null
 	[ -n "$HOLD_PID" ] && kill "$HOLD_PID" 2>/dev/null && wait "$HOLD_PID" 2>/dev/null
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill -KILL "$TD_PID"
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
 }
 
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-PORT=$(free_port) || { echo "FAIL: no free port"; exit 1; }
+PORT=$(nbd_free_port) || { echo "FAIL: no free port"; exit 1; }
 ADDR=tcp:127.0.0.1:$PORT
 URI=nbd://127.0.0.1:$PORT
 "$TAPDISK" --foreground -a null:size=64M --nbd "$ADDR" --run-dir "$WORK" \
 	--name admission --nbd-handshake-timeout $TIMEOUT_S \
 	--nbd-io-timeout $TIMEOUT_S --log-file "$WORK/tapdisk.log" &
 TD_PID=$!
-for _ in $(seq 100); do
-	nbdinfo --can connect "$URI" 2>/dev/null && break
-	sleep 0.1
-done
+nbd_wait "$URI" "$TD_PID"
 if ! nbdinfo --size "$URI" >/dev/null 2>&1; then
 	echo "FAIL: tapdisk did not start"
 	cat "$WORK/tapdisk.log"
@@ -220,11 +185,8 @@ else
 	fail "tap-ctl create with --nbd-* options" "$id"
 fi
 
-kill -TERM "$TD_PID"
 RC=0
-wait "$TD_PID" || RC=$?
-TD_PID=
+nbd_stop || RC=$?
 [ "$RC" = 0 ] && pass "SIGTERM: clean exit" || fail "SIGTERM: clean exit" "rc $RC"
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+nbd_summary

@@ -17,51 +17,16 @@
 # Exits 0 when all pass, 1 when one fails, 77 when a client is missing.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-PASSED=0
-FAILED=0
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 
-for tool in nbdinfo nbdcopy qemu-img python3 cmp; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin qemu-utils)"
-		exit 77
-	fi
-done
-if [ ! -x "$TAPDISK" ]; then
-	echo "FAIL: $TAPDISK not built"
-	exit 1
-fi
-
-WORK=$(mktemp -d /tmp/nbd-block-status.XXXXXX)
+nbd_need nbdinfo nbdcopy qemu-img python3 cmp
+nbd_built "$TAPDISK"
+nbd_workdir nbd-block-status
 DISK=$WORK/disk.img
-SOCK=$WORK/nbd.sock
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-UNIX_URI="nbd+unix:///?socket=$SOCK"
+PORT=$(nbd_free_port)
+UNIX_URI=$URI
 TCP_URI="nbd://127.0.0.1:$PORT/"
-TD_PID=
 
-cleanup() {
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill -KILL "$TD_PID" 2>/dev/null
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
-
-# 16 MiB, data at [128 KiB, 320 KiB), [10 MiB, 11 MiB) and the last
-# 64 KiB; everything else never written (holes).
 truncate -s 16M "$DISK"
 dd if=/dev/urandom of="$DISK" bs=64K seek=2 count=3 conv=notrunc status=none
 dd if=/dev/urandom of="$DISK" bs=1M seek=10 count=1 conv=notrunc status=none
@@ -92,19 +57,7 @@ EOF
 	exit 77
 fi
 
-"$TAPDISK" --foreground -a "aio:$DISK" --nbd "unix:$SOCK" \
-	--nbd "tcp:127.0.0.1:$PORT" --run-dir "$WORK" --name nbdbs \
-	--log-file "$WORK/tapdisk.log" &
-TD_PID=$!
-for _ in $(seq 100); do
-	nbdinfo --can connect "$UNIX_URI" 2>/dev/null && break
-	sleep 0.1
-done
-if ! nbdinfo --can connect "$UNIX_URI" 2>/dev/null; then
-	echo "FAIL: tapdisk did not start"
-	cat "$WORK/tapdisk.log"
-	exit 1
-fi
+nbd_start "aio:$DISK" --nbd "tcp:127.0.0.1:$PORT" --name nbdbs || exit 1
 
 # data_of: "start length" of the runs with data in a map given as
 # "start length type" lines (type bit 0: hole), adjacent runs joined.
@@ -231,9 +184,6 @@ if kill -0 "$TD_PID" 2>/dev/null; then
 else
 	fail "tapdisk still serving" "it exited"
 fi
-kill -TERM "$TD_PID"
-wait "$TD_PID" 2>/dev/null
-TD_PID=
+nbd_stop
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+nbd_summary

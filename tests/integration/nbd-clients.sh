@@ -13,55 +13,17 @@
 # BUILDDIR (set by make check) is where bin/tapdisk was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 DISK_MIB=64
-PASSED=0
-FAILED=0
 
-for tool in nbdinfo nbdcopy qemu-img qemu-io fio python3 cmp; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin" \
-			"qemu-utils fio)"
-		exit 77
-	fi
-done
-if ! fio --enghelp=nbd >/dev/null 2>&1; then
-	echo "SKIP: this fio has no nbd engine"
-	exit 77
-fi
-if [ ! -x "$TAPDISK" ]; then
-	echo "FAIL: $TAPDISK not built"
-	exit 1
-fi
-
-WORK=$(mktemp -d /tmp/nbd-clients.XXXXXX)
+nbd_need nbdinfo nbdcopy qemu-img qemu-io fio python3 cmp
+nbd_built "$TAPDISK"
+nbd_workdir nbd-clients
 DISK=$WORK/disk.img
 EXPECTED=$WORK/expected.img
-SOCK=$WORK/nbd.sock
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-UNIX_URI="nbd+unix:///?socket=$SOCK"
+PORT=$(nbd_free_port)
+UNIX_URI=$URI
 TCP_URI="nbd://127.0.0.1:$PORT/"
-TD_PID=
-
-cleanup() {
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill -KILL "$TD_PID" 2>/dev/null
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
 
 # check NAME COMMAND...: the command must succeed and the disk must equal
 # EXPECTED afterwards.
@@ -97,19 +59,8 @@ sys.stdout.buffer.write(r.randbytes($2 << 20))" >"$1"
 }
 
 start_tapdisk() {
-	"$TAPDISK" --foreground -a "aio:$DISK" --nbd "unix:$SOCK" \
-		--nbd "tcp:127.0.0.1:$PORT" --run-dir "$WORK" --name nbdclients \
-		--log-file "$WORK/tapdisk.log" &
-	TD_PID=$!
-	for _ in $(seq 100); do
-		if nbdinfo --can connect "$UNIX_URI" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "FAIL: tapdisk did not start"
-	cat "$WORK/tapdisk.log"
-	exit 1
+	nbd_start "aio:$DISK" --nbd "tcp:127.0.0.1:$PORT" --name nbdclients ||
+		exit 1
 }
 
 truncate -s ${DISK_MIB}M "$DISK"
@@ -222,14 +173,8 @@ if grep -q "protocol error\|disconnecting" "$WORK/tapdisk.log"; then
 else
 	pass "no protocol errors logged"
 fi
-kill -TERM "$TD_PID"
 RC=0
-for _ in $(seq 100); do
-	kill -0 "$TD_PID" 2>/dev/null || break
-	sleep 0.1
-done
-wait "$TD_PID" || RC=$?
-TD_PID=
+nbd_stop || RC=$?
 if [ "$RC" = 0 ] && [ ! -e "$SOCK" ]; then
 	pass "SIGTERM: exit 0, socket removed"
 else
@@ -241,5 +186,4 @@ else
 	fail "backing file after shutdown"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+nbd_summary

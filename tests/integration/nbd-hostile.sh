@@ -17,53 +17,19 @@
 # BUILDDIR (set by make check) is where bin/tapdisk was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 HOSTILE=$(cd "$(dirname "$0")" && pwd)/nbd-hostile.py
 STORM=${STORM:-1000}
 RSS_SLACK_KIB=${RSS_SLACK_KIB:-4096}
-PASSED=0
-FAILED=0
 
-for tool in nbdinfo qemu-io python3; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin qemu-utils)"
-		exit 77
-	fi
-done
+nbd_need nbdinfo qemu-io python3
 if ! python3 -c 'import random; random.Random(1).randbytes(1)' 2>/dev/null; then
 	echo "SKIP: python3 is older than 3.9"
 	exit 77
 fi
-if [ ! -x "$TAPDISK" ]; then
-	echo "FAIL: $TAPDISK not built"
-	exit 1
-fi
-
-WORK=$(mktemp -d /tmp/nbd-hostile.XXXXXX)
+nbd_built "$TAPDISK"
+nbd_workdir nbd-hostile
 DISK=$WORK/disk.img
-SOCK=$WORK/nbd.sock
-URI="nbd+unix:///?socket=$SOCK"
-TD_PID=
-
-cleanup() {
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill -KILL "$TD_PID" 2>/dev/null
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
 
 # nbd_clients: connections tapdisk holds now (closed ones whose I/O or
 # teardown is still under way included), from its control socket.
@@ -109,13 +75,7 @@ hostile() {
 }
 
 truncate -s 64M "$DISK"
-"$TAPDISK" --foreground -a "aio:$DISK" --nbd "unix:$SOCK" --run-dir "$WORK" \
-	--name hostile --log-file "$WORK/tapdisk.log" &
-TD_PID=$!
-for _ in $(seq 100); do
-	nbdinfo --can connect "$URI" 2>/dev/null && break
-	sleep 0.1
-done
+nbd_start "aio:$DISK" --name hostile
 if ! qemu-io -f raw -c "write -P 0x5a 0 64k" "$URI" >/dev/null; then
 	echo "FAIL: tapdisk did not start"
 	cat "$WORK/tapdisk.log"
@@ -163,15 +123,12 @@ else
 	fail "hostile clients logged, rate-limited"
 fi
 
-kill -TERM "$TD_PID"
 RC=0
-wait "$TD_PID" || RC=$?
-TD_PID=
+nbd_stop || RC=$?
 if [ "$RC" = 0 ]; then
 	pass "SIGTERM: clean exit"
 else
 	fail "SIGTERM: clean exit" "rc $RC"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" = 0 ]
+nbd_summary

@@ -16,56 +16,14 @@
 # BUILDDIR (set by make check) is where bin/ was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-TAPCTL=$BUILDDIR/bin/tap-ctl
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 DISK_MIB=64
-PASSED=0
-FAILED=0
 
-for tool in nbdinfo qemu-io fio python3 cmp; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin" \
-			"qemu-utils fio)"
-		exit 77
-	fi
-done
-if ! fio --enghelp=nbd >/dev/null 2>&1; then
-	echo "SKIP: this fio has no nbd engine"
-	exit 77
-fi
-for prog in "$TAPDISK" "$TAPCTL"; do
-	if [ ! -x "$prog" ]; then
-		echo "FAIL: $prog not built"
-		exit 1
-	fi
-done
-
-WORK=$(mktemp -d /tmp/nbd-sort.XXXXXX)
+nbd_need nbdinfo qemu-io fio python3 cmp
+nbd_built "$TAPDISK" "$TAPCTL"
+nbd_workdir nbd-sort
 DISK=$WORK/disk.img
 EXPECTED=$WORK/expected.img
-SOCK=$WORK/nbd.sock
-URI="nbd+unix:///?socket=$SOCK"
-TD_PID=
-
-cleanup() {
-	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
-		kill -KILL "$TD_PID" 2>/dev/null
-		wait "$TD_PID" 2>/dev/null
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
 
 # check NAME COMMAND...: the command must succeed and the disk must equal
 # EXPECTED afterwards.
@@ -98,18 +56,7 @@ counter() {
 
 truncate -s ${DISK_MIB}M "$DISK"
 truncate -s ${DISK_MIB}M "$EXPECTED"
-"$TAPDISK" --foreground -a "sort|aio:$DISK" --nbd "unix:$SOCK" \
-	--run-dir "$WORK" --name nbdsort --log-file "$WORK/tapdisk.log" &
-TD_PID=$!
-for _ in $(seq 100); do
-	nbdinfo --can connect "$URI" 2>/dev/null && break
-	sleep 0.1
-done
-if ! nbdinfo --can connect "$URI" 2>/dev/null; then
-	echo "FAIL: tapdisk did not start"
-	cat "$WORK/tapdisk.log"
-	exit 1
-fi
+nbd_start "sort|aio:$DISK" --name nbdsort || exit 1
 
 # --- qemu-io: requests issued together (aio_write), then checked -----------
 # Blocks 0, 2, ..., 26 then 1, 3, ..., 27 of 4 KiB, block k filled with
@@ -169,15 +116,12 @@ if [ "${in:-0}" -gt 0 ] && [ "${merges:-0}" -gt 0 ]; then
 else
 	fail "tap-ctl stats: sort counters" "sort_in '$in' sort_merges '$merges'"
 fi
-kill -TERM "$TD_PID"
 RC=0
-wait "$TD_PID" || RC=$?
-TD_PID=
+nbd_stop || RC=$?
 if [ "$RC" = 0 ] && cmp -s "$DISK" "$EXPECTED"; then
 	pass "SIGTERM: exit 0, backing file as expected"
 else
 	fail "SIGTERM: exit 0, backing file as expected" "rc $RC"
 fi
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+nbd_summary

@@ -17,28 +17,15 @@
 # BUILDDIR (set by make check) is where bin/tapdisk was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 DISK_MIB=32
-PASSED=0
-FAILED=0
 
-for tool in nbdinfo nbdcopy qemu-img psktool certtool python3 cmp; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin" \
-			"qemu-utils gnutls-bin)"
-		exit 77
-	fi
-done
-if [ ! -x "$TAPDISK" ]; then
-	echo "FAIL: $TAPDISK not built"
-	exit 1
-fi
-
-WORK=$(mktemp -d /tmp/nbd-tls.XXXXXX)
+nbd_need nbdinfo nbdcopy qemu-img psktool certtool python3 cmp
+nbd_built "$TAPDISK"
+nbd_workdir nbd-tls
 DISK=$WORK/disk.img
-TD_PID=
 
+# The TLS cases' own stop: SIGTERM, SIGKILL after 5 s.
 stop_tapdisk() {
 	if [ -n "$TD_PID" ] && kill -0 "$TD_PID" 2>/dev/null; then
 		kill -TERM "$TD_PID" 2>/dev/null
@@ -51,22 +38,7 @@ stop_tapdisk() {
 	fi
 	TD_PID=
 }
-
-cleanup() {
-	stop_tapdisk
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
+nbd_cleanup_more() { stop_tapdisk; }
 
 # check NAME COMMAND...: the command must succeed.
 check() {
@@ -97,10 +69,6 @@ logged() {
 	else
 		fail "$1" "no '$2' in the log: $(tail -2 "$WORK/tapdisk.log" | tr '\n' ' ')"
 	fi
-}
-
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # start_tapdisk NAME ADDR OPTIONS...: serve DISK on ADDR (tcp:...).
@@ -156,7 +124,7 @@ if [ ! -s "$PKI/server/server-cert.pem" ]; then
 fi
 
 # --- PSK, TLS required -----------------------------------------------------------
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 start_tapdisk tlspsk "tcp:127.0.0.1:$PORT" --nbd-tls require \
 	--nbd-tls-psk "$WORK/keys.psk"
 PSK_URI="nbds://alice@127.0.0.1:$PORT/?tls-psk-file=$WORK/keys.psk"
@@ -199,7 +167,7 @@ refused "a plaintext qemu-img is refused under require" \
 stop_tapdisk
 
 # --- TLS optional: both kinds of client ------------------------------------------------
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 start_tapdisk tlson "tcp:127.0.0.1:$PORT" --nbd-tls on \
 	--nbd-tls-psk "$WORK/keys.psk"
 check "--nbd-tls on: a plaintext client is served" \
@@ -209,7 +177,7 @@ check "--nbd-tls on: a TLS client is served" bash -c \
 stop_tapdisk
 
 # --- X.509 ---------------------------------------------------------------------------------
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 start_tapdisk tlsx509 "tcp:127.0.0.1:$PORT" --nbd-tls-x509 "$PKI/server"
 X509_URI="nbds://127.0.0.1:$PORT/?tls-certificates=$PKI/client"
 check "nbdinfo over TLS (X.509, CA made by certtool)" bash -c \
@@ -228,7 +196,7 @@ refused "a plaintext client is refused (X.509, require by default)" \
 stop_tapdisk
 
 # --- allow-list ------------------------------------------------------------------------------
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 start_tapdisk allow "tcp:127.0.0.1:$PORT" --nbd-allow 127.0.0.1/32 \
 	--nbd-allow 10.0.0.0/8
 # peer SOURCE: the server's first bytes to a client bound to SOURCE.
@@ -250,7 +218,7 @@ logged "with the reason" "not in the allowed addresses"
 stop_tapdisk
 
 # --- the plaintext warning -------------------------------------------------------------------
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 start_tapdisk lo "tcp:127.0.0.1:$PORT"
 if grep -q "reachable from the network" "$WORK/tapdisk.log"; then
 	fail "no warning for plaintext on loopback"
@@ -258,7 +226,7 @@ else
 	pass "no warning for plaintext on loopback"
 fi
 stop_tapdisk
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 # Every address, but only loopback peers let in, for the test's sake.
 start_tapdisk plainnet "tcp::$PORT" --nbd-allow 127.0.0.1/32
 logged "plaintext TCP on every address is warned about" \
@@ -268,7 +236,7 @@ stop_tapdisk
 
 # --- refused credentials: the first line says why, naming the file ----------------------
 printf 'alice:not-hex\n' >"$WORK/bad.psk"
-PORT=$(free_port)
+PORT=$(nbd_free_port)
 first=$("$TAPDISK" --foreground -a "aio:$DISK" --nbd "tcp:127.0.0.1:$PORT" \
 	--run-dir "$WORK" --nbd-tls-psk "$WORK/bad.psk" 2>&1 >/dev/null |
 	grep -v '^[0-9-]* [0-9:.]* err ' | head -n 1)
@@ -278,5 +246,4 @@ case $first in
 *) fail "a bad PSK file's first line names the file and the line (got: $first)" ;;
 esac
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+nbd_summary

@@ -14,8 +14,14 @@
 #   - NEW served afterwards reads exactly pattern A (the instant), SRC
 #     reads pattern B where the writer wrote it;
 #   - `vdisk list` shows NEW as snapshot-of=SRC, complete;
-#   - a snapshot onto an existing complete file, onto SRC itself, of a
-#     disk no tapdisk serves: refused, nothing changed.
+#   - a snapshot onto an existing complete file, onto SRC itself:
+#     refused, nothing changed;
+#   - SRC served by no tapdisk: stripe-ctl serves it itself for the copy
+#     (--json "mode": "offline"), NEW equals SRC byte for byte; a larger
+#     one with stripe-ctl (the process serving it) killed with -9 mid-copy
+#     stays incomplete, is not servable, and the same command again
+#     finishes it, byte for byte; SRC leased by another host: refused,
+#     nothing changed.
 #
 # Prints one line per check and "N passed, N failed"; exits 0 when all
 # pass, 1 when one fails, 77 when root, tgt or libnbd is missing.
@@ -42,7 +48,9 @@ head -c $((16 << 20)) /dev/urandom >"$WORK/a.data"
 out=$(nbdcopy "$WORK/a.data" "$SRC_URI" 2>&1) &&
 	pass "pattern A written to SRC" || fail "nbdcopy A" "$out"
 
-snap "$SRC" n1 -o "$NEW" >"$WORK/snap.out" 2>&1 &
+# Not through snap(): $! must be stripe-ctl's own pid, not a subshell's.
+"$CTL" --master "$LAB_MASTER" --timeout 10 --retries 0 vdisk snapshot "$SRC" n1 \
+	-o "$NEW" >"$WORK/snap.out" 2>&1 &
 SNAP_PID=$!
 for _ in $(seq 100); do
 	[ -e "$NEW.incomplete" ] && [ -e "$NEW" ] && break
@@ -99,7 +107,68 @@ out=$(snap "$SRC" s1 -o "$WORK/s1b.map")
 [ $? -ne 0 ] && [ ! -e "$WORK/s1b.map" ] && pass "a disk as its own snapshot refused" ||
 	fail "its own snapshot" "$out"
 unserve "$SRC_PID" s1
-out=$(snap "$SRC" n2 -o "$WORK/n2.map")
-[ $? -ne 0 ] && grep -q "no tapdisk" <<<"$out" && [ ! -e "$WORK/n2.map" ] &&
-	pass "a disk no tapdisk serves refused: nothing changed" || fail "unserved SRC" "$out"
+
+# --- a disk no tapdisk serves: stripe-ctl serves it itself for the copy ---
+out=$("$CTL" --master "$LAB_MASTER" --timeout 10 --retries 0 --json \
+	vdisk snapshot "$SRC" n2 -o "$WORK/n2.map" 2>"$WORK/n2.err")
+rc=$?
+[ $rc -eq 0 ] && grep -q '"mode": *"offline"' <<<"$out" && [ ! -e "$WORK/n2.map.incomplete" ] &&
+	pass "unserved SRC: copied offline, --json mode offline, NEW complete" ||
+	fail "offline snapshot of unserved SRC" "rc $rc: $out $(cat "$WORK/n2.err")"
+serve n2 "stripe:$WORK/n2.map" || { summary; exit 1; }
+out=$(nbdcopy "$URI" "$WORK/n2.read" 2>&1) || fail "reading n2" "$out"
+unserve "$TD_PID" n2
+cmp -s "$WORK/n2.read" "$WORK/s1.read" && pass "offline NEW equals SRC byte for byte" ||
+	fail "offline NEW equals SRC" "$(cmp "$WORK/n2.read" "$WORK/s1.read" 2>&1 | head -1)"
+
+# A larger disk never served (its lease free), so that the copy lasts:
+# stripe-ctl (the process serving it for the copy) killed with -9 at once.
+make_disk s2 128M 2 64K 1 || { summary; exit 1; }
+serve s2 "stripe:$WORK/s2.map" || { summary; exit 1; }
+head -c $((128 << 20)) /dev/urandom >"$WORK/s2.data"
+out=$(nbdcopy "$WORK/s2.data" "$URI" 2>&1) && pass "128 MiB written to s2" || fail "nbdcopy s2" "$out"
+unserve "$TD_PID" s2
+"$CTL" --master "$LAB_MASTER" vdisk lease release s2 >/dev/null 2>&1
+JOB=$WORK/snapshots/stripe-ctl-snapshot-n3.job
+"$CTL" --master "$LAB_MASTER" --timeout 10 --retries 0 vdisk snapshot "$WORK/s2.map" n3 \
+	-o "$WORK/n3.map" >"$WORK/n3.out" 2>&1 &
+SNAP_PID=$!
+for _ in $(seq 1000); do
+	[ -e "$JOB" ] && break
+	kill -0 "$SNAP_PID" 2>/dev/null || break
+	sleep 0.01
+done
+kill -KILL "$SNAP_PID" 2>/dev/null
+wait "$SNAP_PID" 2>/dev/null
+[ -e "$WORK/n3.map.incomplete" ] && pass "offline copy, stripe-ctl killed -9 mid-copy: NEW incomplete" ||
+	fail "offline kill -9 mid-copy" "job file $([ -e "$JOB" ] && echo there || echo absent): $(cat "$WORK/n3.out")"
+out=$("$TAPDISK" --foreground -a "stripe:$WORK/n3.map,lease=off" --name probe3 \
+	--nbd "unix:$WORK/probe3.nbd" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && grep -q "incomplete snapshot" <<<"$out" &&
+	pass "the killed offline snapshot is not servable" || fail "serving n3 refused" "rc $rc: $out"
+out=$("$CTL" --master "$LAB_MASTER" vdisk list 2>&1)
+grep "^n3 " <<<"$out" | grep -q incomplete && pass "vdisk list: n3 (incomplete)" || fail "vdisk list n3" "$out"
+if out=$(snap "$WORK/s2.map" n3 -o "$WORK/n3.map"); then
+	pass "the same command again finishes it: $(grep -m1 "^vdisk" <<<"$out")"
+else
+	fail "offline snapshot, run again" "$out"
+fi
+[ ! -e "$WORK/n3.map.incomplete" ] && [ ! -e "$JOB" ] &&
+	pass "marker and job file gone" || fail "marker and job file gone" "$(ls "$WORK" "$WORK/snapshots")"
+serve n3 "stripe:$WORK/n3.map" || { summary; exit 1; }
+out=$(nbdcopy "$URI" "$WORK/n3.read" 2>&1) || fail "reading n3" "$out"
+unserve "$TD_PID" n3
+cmp -s "$WORK/n3.read" "$WORK/s2.data" && pass "n3 equals s2 byte for byte" ||
+	fail "n3 equals s2" "$(cmp "$WORK/n3.read" "$WORK/s2.data" 2>&1 | head -1)"
+
+# Another host holds the lease: refused, nothing opened, NEW not made.
+make_disk s3 8M 2 64K 1 || { summary; exit 1; }
+"$CTL" --master "$LAB_MASTER" --host-id other-host vdisk lease acquire s3 >/dev/null 2>&1
+out=$(snap "$WORK/s3.map" n4 -o "$WORK/n4.map")
+rc=$?
+lst=$("$CTL" --master "$LAB_MASTER" vdisk list 2>&1)
+[ $rc -ne 0 ] && grep -q "held by host other-host" <<<"$out" && [ ! -e "$WORK/n4.map" ] &&
+	! grep -q "^n4 " <<<"$lst" && pass "unserved SRC leased by another host refused: nothing changed" ||
+	fail "SRC held by another host" "rc $rc: $out"
 summary

@@ -23,68 +23,20 @@
 # BUILDDIR (set by make check) is where bin/ was built.
 set -u
 
-BUILDDIR=${BUILDDIR:-$(pwd)}
-TAPDISK=$BUILDDIR/bin/tapdisk
-TAPCTL=$BUILDDIR/bin/tap-ctl
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
 MIB=48
-PASSED=0
-FAILED=0
 
-for tool in qemu-io nbdinfo python3; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "SKIP: $tool not found (apt-get install libnbd-bin qemu-utils)"
-		exit 77
-	fi
-done
-for prog in "$TAPDISK" "$TAPCTL"; do
-	if [ ! -x "$prog" ]; then
-		echo "FAIL: $prog not built"
-		exit 1
-	fi
-done
-
-WORK=$(mktemp -d /tmp/snapshot.XXXXXX)
+nbd_need qemu-io nbdinfo python3
+nbd_built "$TAPDISK" "$TAPCTL"
+nbd_workdir snapshot
 export TAPSTRIPE_STATE_DIR=$WORK/state
 SRC=$WORK/src.img
 ORIG=$WORK/orig.img
 TGT=$WORK/tgt.img
-SOCK=$WORK/nbd.sock
-URI="nbd+unix:///?socket=$SOCK"
-TD_PID=
-
-stop() {
-	if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
-		kill -KILL "$1" 2>/dev/null
-		wait "$1" 2>/dev/null
-	fi
-}
-cleanup() {
-	stop "$TD_PID"
-	[ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-pass() {
-	echo "PASS: $1"
-	PASSED=$((PASSED + 1))
-}
-
-fail() {
-	echo "FAIL: $1${2:+ ($2)}"
-	FAILED=$((FAILED + 1))
-}
 
 # start NAME CHAIN: a tapdisk in the background, its PID in TD_PID.
 start() {
-	"$TAPDISK" --foreground -a "$2" --nbd "unix:$SOCK" --run-dir "$WORK" \
-		--name "$1" --log-file "$WORK/$1.log" &
-	TD_PID=$!
-	for _ in $(seq 100); do
-		nbdinfo --can connect "$URI" 2>/dev/null && return 0
-		kill -0 "$TD_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	return 1
+	nbd_start "$2" --name "$1" --log-file "$WORK/$1.log"
 }
 
 ctl() {
@@ -233,7 +185,7 @@ fi
 OUT=$(ctl cancel 2>&1) && fail "cancel with no job refused" "exit 0"
 grep -q "no snapshot job is copying" <<<"$OUT" && pass "cancel with no job refused" ||
 	fail "cancel with no job refused" "$OUT"
-stop "$TD_PID"
+nbd_stop KILL
 
 # --- kill -9 mid-copy, then resume --------------------------------------------
 cp "$ORIG" "$SRC"
@@ -247,9 +199,7 @@ ctl start "aio:$TGT" >/dev/null 2>&1 || fail "snapshot start (s2)"
 writes "$WORK/during.log" 4 4 0 || fail "writes during (s2)"
 COPIED=$(status_field chunks_copied)
 TOTAL=$(status_field chunks_total)
-kill -KILL "$TD_PID"
-wait "$TD_PID" 2>/dev/null
-TD_PID=
+nbd_stop KILL
 if [ -f "$TAPSTRIPE_STATE_DIR/snapshots/s2.job" ] && [ "$COPIED" -lt "$TOTAL" ]; then
 	pass "kill -9 mid-copy leaves the job file ($COPIED of $TOTAL chunks)"
 else
@@ -272,8 +222,7 @@ expect "$WORK/exp-target" "$WORK/before.log"
 same "target after kill -9 and resume = source at the instant" "$WORK/exp-target" "$TGT"
 expect "$WORK/exp-source" "$WORK/before.log" "$WORK/during.log" "$WORK/after.log"
 same "source has every write (s2)" "$WORK/exp-source" "$SRC"
-stop "$TD_PID"
-TD_PID=
+nbd_stop KILL
 
 # --- a graceful stop mid-copy keeps the job for the next tapdisk ----------------
 rm -f "$WORK/tgt2.img"
@@ -293,8 +242,7 @@ if wait_state done && cmp -s "$SRC" "$WORK/tgt2.img"; then
 else
 	fail "resumed after destroy, target = source" "$(ctl status 2>&1 | tr '\n' ' ')"
 fi
-stop "$TD_PID"
-TD_PID=
+nbd_stop KILL
 
 # --- a damaged job file: tapdisk does not serve the disk -----------------------
 printf 'garbage\n' >"$TAPSTRIPE_STATE_DIR/snapshots/s3.job"
@@ -313,5 +261,4 @@ fi
 wait "$TD_PID" 2>/dev/null
 TD_PID=
 
-echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ]
+nbd_summary

@@ -44,6 +44,7 @@
 #define NS_PER_MS 1000000ull
 #define VBD_NAME  "stripe-ctl"
 #define MSG_SIZE  (PATH_MAX + 1024)
+#define DRAIN_MS  10000 /* at most, for the run's I/O to end at the close */
 
 volatile sig_atomic_t ctl_interrupted;
 
@@ -347,13 +348,28 @@ static int open_failed(const struct ctl_serve *s, const char *chain, int err,
 	return ctl_fail("%s", msg);
 }
 
+/*
+ * The vbd has no frontend: what may still be in flight is the run's own
+ * I/O (a snapshot job's last chunks), driven to its end by the loop.
+ */
+static int close_drained(struct ctl_serve *s)
+{
+	uint64_t end = td_now_ns() + DRAIN_MS * NS_PER_MS;
+	int err;
+
+	while ((err = td_vbd_close(s->vbd)) == -EBUSY && td_now_ns() < end)
+		td_loop_run_once(s->loop, 50);
+	return err;
+}
+
 /* -EBUSY when a tapdisk took the file meanwhile; else 0 or exit status. */
 static int run_offline(struct ctl_serve *s)
 {
 	char chain[PATH_MAX + 80];
 	struct td_vbd_open_error oe = {.reason = ""};
-	struct td_vbd_params vp = {
-		.name = VBD_NAME, .chain = chain, .error = &oe};
+	struct td_vbd_params vp = {.name = s->name ? s->name : VBD_NAME,
+				   .chain = chain,
+				   .error = &oe};
 	enum td_log_level level = td_log_get_level();
 	int err, status;
 
@@ -385,8 +401,7 @@ static int run_offline(struct ctl_serve *s)
 	fprintf(stderr, "stripe-ctl: no tapdisk serves %s: %s offline\n",
 		s->path, s->doing);
 	status = s->run(s);
-	/* Nothing of the vbd's is in flight: only the driver's run. */
-	if ((err = td_vbd_close(s->vbd)) && !status)
+	if ((err = close_drained(s)) && !status)
 		status = ctl_fail("cannot close %s: %s", chain, strerror(-err));
 	s->vbd = NULL;
 	td_loop_destroy(s->loop);

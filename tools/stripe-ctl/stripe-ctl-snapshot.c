@@ -13,9 +13,11 @@
  *      copy onto "stripe:NEW,snapshot_target=on" (control "snapshot
  *      start": it marks the instant before it answers, then copies in the
  *      background with copy-before-write; doc/snapshots.md); a copy of NEW
- *      already running there is followed instead;
+ *      already running there is followed instead.  No tapdisk serves SRC:
+ *      stripe-ctl serves it itself for the copy (stripe-ctl-serve.c, with
+ *      its lease rules) and runs the same job in this process, afresh;
  *   4. its progress is followed ("snapshot status json"), with a progress
- *      line on a terminal;
+ *      line on stderr once it lasts;
  *   5. done: the master marks NEW complete (MS_VDISK_SNAPSHOT_DONE), then
  *      the marker is removed.
  * A stripe-ctl killed anywhere leaves NEW incomplete and never served as
@@ -38,20 +40,33 @@
 
 #include "common/json-read.h"
 #include "common/log.h"
+#include "common/util.h"
 #include "tapdisk/control/control.h"
 #include "tapdisk/control/ctl-client.h"
+#include "tapdisk/snapshot.h"
 #include "tools/stripe-ctl/stripe-ctl.h"
 
-#define POLL_MS 250
+#define NS_PER_S	   1000000000ull
+#define PROGRESS_AFTER_NS  (2 * NS_PER_S) /* no line for a short copy */
+#define PROGRESS_EVERY_NS  (5 * NS_PER_S) /* a new line when not a tty */
+#define OFFLINE_NAME_SIZE  (STRIPE_MAP_NAME_SIZE + 32)
+#define OFFLINE_NAME_FIRST "stripe-ctl-snapshot-"
 
 struct snap {
+	struct ctl_serve s; /* first: run's s is the snap */
 	struct ctl_opts *o;
 	char src_path[PATH_MAX];
 	char new_path[PATH_MAX];
 	char marker[PATH_MAX + 16];
 	struct stripe_map src;
-	int pid; /* the tapdisk serving SRC */
-	char sock[PATH_MAX];
+	char name[OFFLINE_NAME_SIZE]; /* offline: the vbd's, the job file's */
+	/* offline: the job's start */
+	bool started;
+	int start_err;
+	char start_why[256];
+	/* the progress line */
+	uint64_t start_ns, line_ns;
+	bool line_open;
 };
 
 static void print_map_error(const char *path, const struct stripe_map_error *e)
@@ -67,30 +82,11 @@ static int ask(struct snap *sn, const char *line, struct td_ctl_reply *r)
 {
 	int fd, err;
 
-	if ((err = td_ctl_connect(sn->sock, &fd)))
+	if ((err = td_ctl_connect(sn->s.sock, &fd)))
 		return err;
 	err = td_ctl_request(fd, line, (int)sn->o->timeout_s * 1000, r);
 	close(fd);
 	return err ? err : r->err;
-}
-
-static int find_tapdisk(struct snap *sn)
-{
-	const char *run_dir = td_ctl_run_dir(sn->o->run_dir);
-	int err = td_ctl_find_serving(run_dir, "stripe", sn->src_path,
-				      (int)sn->o->timeout_s * 1000, &sn->pid,
-				      NULL);
-
-	if (err)
-		return ctl_fail(
-			"no tapdisk in %s serves %s: a snapshot is "
-			"taken by the tapdisk serving the disk (serve "
-			"it with 'tap-ctl create -a stripe:%s', or give "
-			"--run-dir); nothing was changed",
-			run_dir, sn->src_path, sn->src_path);
-	if (td_ctl_socket_path(sn->sock, sizeof(sn->sock), run_dir, sn->pid))
-		return ctl_fail("run directory path too long");
-	return 0;
 }
 
 /* Steps 1 and 2: NEW at the master, its marker, its map. */
@@ -143,6 +139,16 @@ struct job_status {
 	uint64_t copied, total;
 };
 
+/* The job's status text: from the tapdisk, or from the vbd served here. */
+static int status_text(struct snap *sn, struct td_ctl_reply *r)
+{
+	if (sn->s.vbd) {
+		td_vbd_snapshot_status(sn->s.vbd, true, &r->payload);
+		return 0;
+	}
+	return ask(sn, "snapshot status json", r);
+}
+
 static int job_status(struct snap *sn, struct job_status *js)
 {
 	struct td_ctl_reply r;
@@ -152,7 +158,7 @@ static int job_status(struct snap *sn, struct job_status *js)
 
 	memset(js, 0, sizeof(*js));
 	td_ctl_reply_init(&r);
-	err = ask(sn, "snapshot status json", &r);
+	err = status_text(sn, &r);
 	if (!err && td_json_parse(td_strbuf_str(&r.payload), &v))
 		err = -EPROTO;
 	if (!err && td_jval_get_str(v, "state", &str))
@@ -181,43 +187,116 @@ static bool targets_new(const struct snap *sn, const struct job_status *js)
 	       (js->target[7 + n] == ',' || !js->target[7 + n]);
 }
 
+static void offline_started(struct td_vbd *vbd, int err, const char *why,
+			    void *opaque)
+{
+	struct snap *sn = opaque;
+
+	(void)vbd;
+	sn->started = true;
+	sn->start_err = err;
+	snprintf(sn->start_why, sizeof(sn->start_why), "%s", why ? why : "");
+}
+
+/*
+ * Offline: the job in this process, afresh.  A job file of an earlier
+ * run killed on the way is dropped first: SRC may have been served and
+ * written since, so its bits no longer say what NEW holds.
+ */
+static int start_offline(struct snap *sn, const char *target)
+{
+	char path[PATH_MAX];
+	struct td_strbuf why;
+	int err;
+
+	if ((err = td_snap_job_path(sn->name, path, sizeof(path))))
+		return ctl_fail("the job file's path: %s", strerror(-err));
+	if (unlink(path) && errno != ENOENT)
+		return ctl_fail("cannot remove the stale job file %s: %s", path,
+				strerror(errno));
+	td_strbuf_init(&why);
+	err = td_vbd_snapshot_start(sn->s.vbd, target, offline_started, sn,
+				    &why);
+	if (err)
+		ctl_fail("cannot start the copy: %s",
+			 why.len ? td_strbuf_str(&why) : strerror(-err));
+	td_strbuf_free(&why);
+	if (err)
+		return EXIT_FAILURE;
+	while (!sn->started && !ctl_interrupted)
+		ctl_serve_wait(&sn->s);
+	if (sn->started && sn->start_err)
+		return ctl_fail("cannot start the copy: %s",
+				sn->start_why[0] ? sn->start_why
+						 : strerror(-sn->start_err));
+	return sn->started ? 0 : ctl_fail("interrupted: NEW stays incomplete");
+}
+
+/* Online: the tapdisk serving SRC is asked to start the copy. */
+static int start_online(struct snap *sn, const char *line)
+{
+	struct td_ctl_reply r;
+	int err;
+
+	td_ctl_reply_init(&r);
+	err = ask(sn, line, &r);
+	if (err)
+		ctl_fail("tapdisk %d cannot start the copy: %s", sn->s.pid,
+			 r.err ? r.message : strerror(-err));
+	td_ctl_reply_free(&r);
+	return err ? EXIT_FAILURE : 0;
+}
+
 /* Step 3: start the copy, unless one of NEW runs already. */
 static int start_copy(struct snap *sn, const struct job_status *js)
 {
 	char line[TD_CTL_LINE_MAX];
-	struct td_ctl_reply r;
-	int err;
+	const char *verb = "snapshot start ";
 
 	if (!strcmp(js->state, "copying") || !strcmp(js->state, "starting")) {
 		if (targets_new(sn, js))
 			return 0;
 		return ctl_fail("tapdisk %d is copying to %s: one snapshot at "
 				"a time; run this again when it is done",
-				sn->pid, js->target);
+				sn->s.pid, js->target);
 	}
-	if (snprintf(line, sizeof(line),
-		     "snapshot start stripe:%s,snapshot_target=on",
+	if (snprintf(line, sizeof(line), "%sstripe:%s,snapshot_target=on", verb,
 		     sn->new_path) >= (int)sizeof(line))
 		return ctl_fail("%s: path too long for a control line",
 				sn->new_path);
-	td_ctl_reply_init(&r);
-	err = ask(sn, line, &r);
-	if (err)
-		ctl_fail("tapdisk %d cannot start the copy: %s", sn->pid,
-			 r.err ? r.message : strerror(-err));
-	td_ctl_reply_free(&r);
-	return err ? EXIT_FAILURE : 0;
+	sn->start_ns = td_now_ns();
+	if (sn->s.vbd)
+		return start_offline(sn, line + strlen(verb));
+	return start_online(sn, line);
 }
 
-static void progress(const struct snap *sn, const struct job_status *js,
-		     bool end)
+/*
+ * On stderr once the copy lasts PROGRESS_AFTER_NS: one line redrawn in
+ * place on a terminal, else a line every PROGRESS_EVERY_NS.
+ */
+static void progress(struct snap *sn, const struct job_status *js, bool end)
 {
-	if (!isatty(STDERR_FILENO) || sn->o->json)
+	uint64_t now = td_now_ns();
+	bool tty = isatty(STDERR_FILENO);
+	char copied[32], total[32];
+
+	if (end) {
+		if (sn->line_open)
+			fputc('\n', stderr);
+		sn->line_open = false;
 		return;
-	fprintf(stderr,
-		"\rsnapshot %s: %" PRIu64 " of %" PRIu64 " MiB copied%s",
-		sn->o->extra[0], js->copied >> 20, js->total >> 20,
-		end ? "\n" : "");
+	}
+	if (now - sn->start_ns < PROGRESS_AFTER_NS ||
+	    (!tty && sn->line_ns && now - sn->line_ns < PROGRESS_EVERY_NS))
+		return;
+	sn->line_ns = now;
+	ctl_format_bytes(js->copied, copied, sizeof(copied));
+	ctl_format_bytes(js->total, total, sizeof(total));
+	fprintf(stderr, "%ssnapshot %s: %s of %s copied (%" PRIu64 " %%)%s",
+		tty ? "\r" : "", sn->o->extra[0], copied, total,
+		js->total ? js->copied * 100 / js->total : 0,
+		tty ? "\033[K" : "\n");
+	sn->line_open = tty;
 }
 
 /* Step 4: follow the job until it is done (0) or failed. */
@@ -226,24 +305,63 @@ static int follow(struct snap *sn)
 	struct job_status js;
 	int err;
 
+	if (!sn->start_ns)
+		sn->start_ns = td_now_ns();
 	for (;;) {
 		if ((err = job_status(sn, &js)))
 			return ctl_fail(
 				"tapdisk %d stopped answering (%s): run "
 				"this again to resume the snapshot",
-				sn->pid, strerror(-err));
-		if (!strcmp(js.state, "done") && targets_new(sn, &js)) {
-			progress(sn, &js, true);
+				sn->s.pid, strerror(-err));
+		if (!strcmp(js.state, "done") && targets_new(sn, &js))
 			return 0;
-		}
 		if (strcmp(js.state, "copying") && strcmp(js.state, "starting"))
 			return ctl_fail(
 				"the copy %s%s%s: NEW stays incomplete; "
 				"run this again to copy it afresh",
 				js.state, js.error[0] ? ": " : "", js.error);
+		if (ctl_interrupted)
+			return ctl_fail(
+				"interrupted: NEW stays incomplete; run "
+				"this again to finish it");
 		progress(sn, &js, false);
-		poll(NULL, 0, POLL_MS);
+		ctl_serve_wait(&sn->s);
 	}
+}
+
+/* Offline, interrupted: no more chunks, so the vbd can drain and close. */
+static void stop_offline(struct snap *sn)
+{
+	if (sn->s.vbd && td_vbd_snapshot_running(sn->s.vbd))
+		td_vbd_snapshot_stop_cursor(sn->s.vbd);
+}
+
+static int print_done(struct snap *sn)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	if (sn->o->json) {
+		td_strbuf_init(&sb);
+		td_json_init(&j, &sb);
+		td_json_begin_object(&j, NULL);
+		td_json_str(&j, "vdisk", sn->o->extra[0]);
+		td_json_str(&j, "file", sn->new_path);
+		td_json_bool(&j, "changed", true);
+		td_json_str(&j, "source", sn->src.vdisk);
+		td_json_str(&j, "mode", sn->s.vbd ? "offline" : "online");
+		if (!sn->s.vbd)
+			td_json_u64(&j, "tapdisk", (uint64_t)sn->s.pid);
+		td_json_u64(&j, "elapsed_ms",
+			    (td_now_ns() - sn->start_ns) / 1000000);
+		td_json_end_object(&j);
+		return ctl_print_json(&j, &sb);
+	}
+	printf("vdisk %s: a complete snapshot of %s as of the instant the copy "
+	       "began (%s)\nmapping file: %s\n",
+	       sn->o->extra[0], sn->src.vdisk,
+	       sn->s.vbd ? "copied offline" : "copied online", sn->new_path);
+	return 0;
 }
 
 /* Step 5: complete at the master, then the marker goes. */
@@ -260,16 +378,13 @@ static int finish(struct snap *sn, struct master_client *c)
 	if (unlink(sn->marker) && errno != ENOENT)
 		return ctl_fail("cannot remove %s: %s", sn->marker,
 				strerror(errno));
-	if (sn->o->json)
-		return ctl_print_result(sn->o->extra[0], sn->new_path, true);
-	printf("vdisk %s: a complete snapshot of %s as of the instant the copy "
-	       "began\nmapping file: %s\n",
-	       sn->o->extra[0], sn->src.vdisk, sn->new_path);
-	return 0;
+	return print_done(sn);
 }
 
-static int run(struct snap *sn)
+/* SRC reached (served by a tapdisk, or here): steps 1 to 5. */
+static int run(struct ctl_serve *s)
 {
+	struct snap *sn = (struct snap *)s;
 	struct ctl_opts o = *sn->o;
 	struct master_client *c;
 	struct job_status js;
@@ -281,51 +396,91 @@ static int run(struct snap *sn)
 		return EXIT_FAILURE;
 	status = make_new(sn, c);
 	if (!status && (err = job_status(sn, &js)))
-		status = ctl_fail("tapdisk %d does not answer: %s", sn->pid,
+		status = ctl_fail("tapdisk %d does not answer: %s", sn->s.pid,
 				  strerror(-err));
 	if (!status && !(!strcmp(js.state, "done") && targets_new(sn, &js)))
 		status = start_copy(sn, &js);
 	if (!status)
 		status = follow(sn);
-	if (!status)
+	progress(sn, NULL, true);
+	if (status)
+		stop_offline(sn);
+	else
 		status = finish(sn, c);
 	master_client_close(c);
 	return status;
 }
 
+/* Whether a tapdisk of this host holds SRC open (its lock). */
+static bool src_busy(const char *path)
+{
+	struct stripe_map_error err;
+	struct stripe_map m;
+	int lock_fd, ret = stripe_map_open(path, &m, &lock_fd, &err);
+
+	if (!ret) {
+		stripe_map_close(lock_fd);
+		stripe_map_free(&m);
+	}
+	return ret == -EBUSY;
+}
+
+static int snapshot(struct snap *sn)
+{
+	sn->s.o = sn->o;
+	sn->s.what = "snapshot";
+	sn->s.doing = "copying";
+	sn->s.run = run;
+	sn->s.name = sn->name;
+	snprintf(sn->s.path, sizeof(sn->s.path), "%s", sn->src_path);
+	snprintf(sn->s.vdisk, sizeof(sn->s.vdisk), "%s", sn->src.vdisk);
+	snprintf(sn->s.master, sizeof(sn->s.master), "%s", sn->src.master);
+	snprintf(sn->name, sizeof(sn->name), OFFLINE_NAME_FIRST "%s",
+		 sn->o->extra[0]);
+	return ctl_serve_run(&sn->s, src_busy(sn->src_path));
+}
+
 int ctl_cmd_vdisk_snapshot(struct ctl_opts *o)
 {
-	struct snap sn = {.o = o};
+	struct snap *sn = calloc(1, sizeof(*sn));
 	struct stripe_map_error err;
 	struct stat st;
 	int status;
 
+	if (!sn)
+		return ctl_fail("out of memory");
+	sn->o = o;
 	if (!stripe_map_name_ok(o->extra[0]))
-		return ctl_fail("'%s' is not a vdisk name: use 1-63 letters, "
-				"digits, '.', '_' or '-'",
-				o->extra[0]);
-	if ((status = ctl_serve_path(o->arg, sn.src_path)))
-		return status;
-	if (o->output)
-		snprintf(sn.new_path, sizeof(sn.new_path), "%s", o->output);
+		status = ctl_fail("'%s' is not a vdisk name: use 1-63 letters, "
+				  "digits, '.', '_' or '-'",
+				  o->extra[0]);
 	else
-		snprintf(sn.new_path, sizeof(sn.new_path), "%s/%s.map",
-			 CTL_MAP_DIR, o->extra[0]);
-	snprintf(sn.marker, sizeof(sn.marker), "%s" STRIPE_INCOMPLETE_SUFFIX,
-		 sn.new_path);
-	if (!stat(sn.new_path, &st) && stat(sn.marker, &st))
-		return ctl_fail("%s exists and is no incomplete snapshot: "
-				"choose another name or -o FILE; nothing was "
-				"changed",
-				sn.new_path);
-	if (stripe_map_read(sn.src_path, &sn.src, &err)) {
-		print_map_error(sn.src_path, &err);
-		return EXIT_FAILURE;
+		status = ctl_serve_path(o->arg, sn->src_path);
+	if (status) {
+		free(sn);
+		return status;
 	}
-	if (!strcmp(sn.src.vdisk, o->extra[0]))
+	if (o->output)
+		snprintf(sn->new_path, sizeof(sn->new_path), "%s", o->output);
+	else
+		snprintf(sn->new_path, sizeof(sn->new_path), "%s/%s.map",
+			 CTL_MAP_DIR, o->extra[0]);
+	snprintf(sn->marker, sizeof(sn->marker), "%s" STRIPE_INCOMPLETE_SUFFIX,
+		 sn->new_path);
+	if (!stat(sn->new_path, &st) && stat(sn->marker, &st))
+		status = ctl_fail("%s exists and is no incomplete snapshot: "
+				  "choose another name or -o FILE; nothing "
+				  "was changed",
+				  sn->new_path);
+	else if (stripe_map_read(sn->src_path, &sn->src, &err)) {
+		print_map_error(sn->src_path, &err);
+		free(sn);
+		return EXIT_FAILURE;
+	} else if (!strcmp(sn->src.vdisk, o->extra[0]))
 		status = ctl_fail("a disk cannot be its own snapshot");
-	else if (!(status = find_tapdisk(&sn)))
-		status = run(&sn);
-	stripe_map_free(&sn.src);
+	else
+		status = snapshot(sn);
+	stripe_map_free(&sn->src);
+	free(sn);
 	return status;
 }

@@ -647,8 +647,8 @@ static const struct command commands[] = {
 	 "    --run-dir DIR        where to look for the tapdisk serving the\n"
 	 "                         disk (its control socket)\n",
 	 ctl_cmd_vdisk_resize, NULL, 0},
-	{"vdisk", "snapshot", O_OUTPUT | O_RUN_DIR, 0, "SRC",
-	 "vdisk snapshot SRC NEW [-o FILE] [--run-dir DIR]",
+	{"vdisk", "snapshot", O_OUTPUT | O_RUN_DIR | O_HOST_ID, 0, "SRC",
+	 "vdisk snapshot SRC NEW [-o FILE] [--run-dir DIR] [--host-id ID]",
 	 "Make NEW a point-in-time copy of the striped disk SRC (a mapping\n"
 	 "file, or NAME for " CTL_MAP_DIR "/NAME.map) while SRC stays in\n"
 	 "use (issue #21).  The master gives NEW extents of its own, recorded\n"
@@ -657,19 +657,27 @@ static const struct command commands[] = {
 	 "serve such a map); the tapdisk serving SRC marks the instant (every\n"
 	 "acknowledged write made durable) and copies SRC onto NEW in the\n"
 	 "background with copy-before-write (doc/snapshots.md); this command\n"
-	 "follows the copy (a progress line on a terminal), then marks NEW\n"
-	 "complete at the master and removes the marker.  SRC must be served\n"
-	 "by a tapdisk of this host.  Interrupted anywhere (even kill -9 of\n"
-	 "stripe-ctl or of the tapdisk), NEW stays incomplete and is never\n"
-	 "served as complete: run the same command again to finish it (a\n"
-	 "copy that ended copies afresh, as of a new instant), or drop it\n"
-	 "('tap-ctl snapshot -i ID cancel', then 'vdisk destroy').  NEW\n"
-	 "existing as another disk, or its file as a complete one, is refused\n"
-	 "with nothing changed.  'vdisk list' shows snapshot-of=SRC.\n\n"
+	 "follows the copy (a progress line on stderr once it lasts a few\n"
+	 "seconds), then marks NEW complete at the master and removes the\n"
+	 "marker.  SRC served by no tapdisk of this host: stripe-ctl serves\n"
+	 "it itself for the copy, as this host (its lease: refused when\n"
+	 "another host holds it; taken and released again when free, kept\n"
+	 "when this host's), as 'vdisk resync' does offline.  Interrupted\n"
+	 "anywhere (even kill -9 of stripe-ctl or of the tapdisk), NEW stays\n"
+	 "incomplete and is never served as complete: run the same command\n"
+	 "again to finish it (a copy still running is followed; one that\n"
+	 "ended, or an offline one, copies afresh, as of a new instant), or\n"
+	 "drop it ('tap-ctl snapshot -i ID cancel' if it copies, then 'vdisk\n"
+	 "destroy').  NEW existing as another disk, or its file as a complete\n"
+	 "one, is refused with nothing changed.  'vdisk list' shows\n"
+	 "snapshot-of=SRC.\n"
+	 "--json: \"vdisk\", \"file\", \"changed\", \"source\", \"mode\"\n"
+	 "(online or offline), \"tapdisk\" (online), \"elapsed_ms\".\n\n"
 	 "    -o FILE              NEW's mapping file (default\n"
 	 "                         " CTL_MAP_DIR "/NEW.map)\n"
 	 "    --run-dir DIR        where the tapdisk serving SRC has its\n"
-	 "                         control socket\n",
+	 "                         control socket\n"
+	 "    --host-id ID         as for vdisk resync\n",
 	 ctl_cmd_vdisk_snapshot, "NEW", 1},
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))

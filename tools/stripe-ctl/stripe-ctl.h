@@ -201,7 +201,8 @@ struct ctl_serve {
 	const char *doing;		 /* "resynchronising" */
 	uint64_t rate_bytes_per_s;	 /* offline: resync_rate (0: default) */
 	int (*run)(struct ctl_serve *s); /* 0 or an exit status printed */
-	char path[PATH_MAX];		 /* FILE's realpath */
+	const char *name;    /* offline: the vbd's (NULL: default) */
+	char path[PATH_MAX]; /* FILE's realpath */
 	char vdisk[STRIPE_MAP_NAME_SIZE];
 	char master[STRIPE_MAP_MASTER_SIZE];
 	/* online: the tapdisk's pid and control socket */
