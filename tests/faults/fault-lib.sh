@@ -78,16 +78,21 @@ print(find(json.load(sys.stdin), sys.argv[1]))' "$2"
 }
 
 resync_all() { # PID MAP: start an online resync and wait for its end
-	local t out
+	local t try out
 	# A resync may have started on its own (auto_resync): wait for it.
-	out=$("$TAPCTL" driver -i "$1" stripe resync 64M 2>&1) ||
-		grep -q "already running" <<<"$out" || { echo "$out"; return 1; }
-	for ((t = 0; t < 300; t++)); do
-		[ -z "$("$PY" "$STRIPE_IO" stale "$2")" ] && return 0
-		"$TAPCTL" driver -i "$1" stripe status 2>/dev/null | grep -q '^resync: failed' && break
-		sleep 0.2
+	# One that started before the fault was repaired (a full filesystem
+	# grown meanwhile) may fail: start a new one, as an operator would.
+	for ((try = 0; try < 3; try++)); do
+		out=$("$TAPCTL" driver -i "$1" stripe resync 64M 2>&1) ||
+			grep -q "already running" <<<"$out" || { echo "$out"; return 1; }
+		for ((t = 0; t < 300; t++)); do
+			[ -z "$("$PY" "$STRIPE_IO" stale "$2")" ] && return 0
+			"$TAPCTL" driver -i "$1" stripe status 2>/dev/null |
+				grep -q '^resync: failed' && break
+			sleep 0.2
+		done
+		"$TAPCTL" driver -i "$1" stripe status 2>&1 | grep -i resync
 	done
-	"$TAPCTL" driver -i "$1" stripe status 2>&1 | grep -i resync
 	return 1
 }
 
