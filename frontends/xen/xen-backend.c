@@ -211,12 +211,14 @@ static void dev_connect(struct xen_dev *dev, bool resume)
 		return;
 	}
 	srv->stats.connects++;
+	/* "connected, ring order N" and "resumed, ring order N" are what
+	 * operators and the e2e (dd-init.sh) read: kept as they were. */
 	td_vbd_info(srv->vbd,
-		    "%s: %s, %" PRIu32 " ring(s) of order %" PRIu32
-		    ", event channel %" PRIu32 "%s",
-		    dev->fe, resume ? "resumed" : "connected", q.nr_queues,
+		    "%s: %s, ring order %" PRIu32 ", event channel %" PRIu32
+		    "%s; %" PRIu32 " ring(s)",
+		    dev->fe, resume ? "resumed" : "connected",
 		    q.q[0].ring_order, q.q[0].event_channel,
-		    q.nr_queues > 1 ? " (ring 0)" : "");
+		    q.nr_queues > 1 ? " (ring 0)" : "", q.nr_queues);
 	dev_switch(dev, XenbusStateConnected);
 }
 
