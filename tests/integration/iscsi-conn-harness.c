@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1020,6 +1021,9 @@ int main(int argc, char **argv)
 	const char *what;
 	int r;
 
+	/* As tapdisk does: a write to a connection tgtd dropped (killed in
+	 * kill-restart) must be an EPIPE, not a silent death. */
+	signal(SIGPIPE, SIG_IGN);
 	parse(argc, argv);
 	what = argv[optind];
 	if (!strcmp(what, "keyof")) {

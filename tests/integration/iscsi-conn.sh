@@ -140,7 +140,7 @@ pass() {
 }
 
 fail() {
-	echo "FAIL: $1"
+	echo "FAIL: $1${2:+ ($2)}"
 	FAILED=$((FAILED + 1))
 }
 
@@ -208,7 +208,7 @@ fi
 if wait "$H_PID"; then
 	pass kill-restart
 else
-	fail kill-restart
+	fail kill-restart "the harness exited with status $?"
 	grep -v '^  "' "$WORK/kill-restart.log" | tail -25
 fi
 H_PID=
