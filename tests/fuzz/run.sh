@@ -93,7 +93,8 @@ archive libmaster.a "$RPC_CFLAGS -Wno-unused-variable -Wno-unused-parameter" \
 # libcore.a's control server reports the Xen transport's counters, so a
 # harness that pulls in the control code needs Xen's libraries too; the
 # NBD server's TLS needs GnuTLS (libgnutls28-dev).
-XEN_LIBS="$(pkg-config --libs xenstore xengnttab xenevtchn) $(pkg-config --libs gnutls)"
+# The snapshot job's commit (tapdisk/fsync-async.c) syncs through libaio.
+XEN_LIBS="$(pkg-config --libs xenstore xengnttab xenevtchn) $(pkg-config --libs gnutls) -laio"
 # fuzz_nbd-tls replaces GnuTLS's handshake and record layer with
 # pass-through stubs, at the library boundary.
 TLS_WRAP=-Wl
