@@ -345,6 +345,47 @@ static unsigned long job_syncs(void)
 /* Group commit: two copies written to the target in the same pass get
  * one flush of the target and their bits in one sync of the job file;
  * their writes go only after. */
+/* The commit's flush of the target fails: the job fails with the
+ * reason, no bit is set, and the held write still goes (to the disk,
+ * which the target no longer follows). */
+static void test_commit_flush_fails(void **state)
+{
+	struct td_strbuf out;
+	int rd, wr, fl;
+
+	start_job();
+	td_vbd_snapshot_stop_cursor(fx->vbd);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	run(2);
+	rd = seen(TD_OP_READ, 1000 * CHUNK, CHUNK, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(3);
+	wr = seen(TD_OP_WRITE, 1000 * CHUNK, CHUNK, 0);
+	assert_true(wr >= 0);
+	done(wr);
+	run(3);
+	fl = held_flush();
+	assert_true(fl >= 0);
+	{
+		struct td_request *r = mock.held[fl];
+
+		mock.held[fl] = NULL;
+		td_complete(r, -EIO);
+	}
+	run(3);
+	td_strbuf_init(&out);
+	td_vbd_snapshot_status(fx->vbd, false, &out);
+	assert_non_null(strstr(td_strbuf_str(&out), "state failed"));
+	assert_non_null(strstr(td_strbuf_str(&out), "marking"));
+	td_strbuf_free(&out);
+	assert_int_equal(access(job, F_OK), -1); /* dropped with the job */
+	drain_all(4);
+	assert_int_equal(fx->calls[0], 1);
+}
+
 static void test_group_commit(void **state)
 {
 	int r1, r2, w1, w2;
@@ -584,6 +625,8 @@ int main(void)
 						snap_teardown),
 		cmocka_unit_test_setup_teardown(test_busy_speed, snap_setup,
 						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_commit_flush_fails,
+						snap_setup, snap_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
 	};
