@@ -266,44 +266,52 @@ sanitized_check() {
 }
 
 run_tests() {
-	local b=$top/build s=$top/build-san failed=0
+	local b=$top/build s=$top/build-san failed=0 fails=()
+	# fail STEP: note that STEP failed; the list is printed at the end.
+	fail() { failed=1; fails+=("$1"); }
 	say "format check (clang-format, .clang-format)"
-	"$top/tests/check-format.sh" || failed=1
-	"$top/tests/check-layers.py" || failed=1
+	"$top/tests/check-format.sh" || fail "format check"
+	"$top/tests/check-layers.py" || fail "layer check"
 	say "unit and integration tests (make check)"
-	(cd "$b" && make -j"$jobs" check) || { failed_logs "$b"; failed=1; }
+	(cd "$b" && make -j"$jobs" check) || { failed_logs "$b"; fail "make check"; }
 	if [ "${E2E:-1}" = 0 ]; then
 		say "end-to-end test under Xen: LEFT OUT (E2E=0)"
 	else
 		say "end-to-end test: Xen 4.17 and a dom0 under QEMU (tests/e2e/run.sh)"
 		# 77 (qemu could not be installed) is a failure here: deps
 		# installed it, and CI must boot Xen every run.
-		BUILDDIR=$b "$top/tests/e2e/run.sh" || failed=1
+		BUILDDIR=$b "$top/tests/e2e/run.sh" || fail "e2e under Xen"
 	fi
 	say "unit, integration and fault tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 	build "$s" --enable-sanitizers
-	sanitized_check "$s" || failed=1
+	sanitized_check "$s" || fail "make check under ASan+UBSan"
 	say "unit tests under valgrind memcheck"
-	"$top/tests/valgrind-unit.sh" "$b" || failed=1
+	"$top/tests/valgrind-unit.sh" "$b" || fail "unit tests under valgrind"
 	say "integration and fault tests with tapdisk, stripe-master and the tools under valgrind"
-	"$top/tests/valgrind-integration.sh" "$b" || failed=1
+	"$top/tests/valgrind-integration.sh" "$b" || fail "integration tests under valgrind"
 	say "fuzzers, ${FUZZ_SECONDS:-30} s each (libFuzzer + ASan + UBSan)"
 	FUZZ_OUT=$top/build-fuzz FUZZ_CONFIG_H=$b/config.h \
-		"$top/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" || failed=1
+		"$top/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" || fail "fuzzers"
 	say "throughput regression, quick (td-bench regress --quick, ~1 minute)"
 	BUILDDIR=$b "$top/tools/td-bench/td-bench" regress --quick \
-		--results-dir "$b/td-bench-results" || failed=1
+		--results-dir "$b/td-bench-results" || fail "td-bench regress"
 	say "Linux patches: apply, build, modinfo, checkpatch (patches/verify)"
-	"$top/patches/verify" || failed=1
+	"$top/patches/verify" || fail "Linux patches"
 	say "make distcheck"
-	(cd "$b" && make -j"$jobs" distcheck >"$b/distcheck.out" 2>&1) || { tail -60 "$b/distcheck.out"; failed=1; }
+	(cd "$b" && make -j"$jobs" distcheck >"$b/distcheck.out" 2>&1) || { tail -60 "$b/distcheck.out"; fail "make distcheck"; }
 	if [ "${PACKAGES_TEST:-1}" = 0 ]; then
 		say "Debian packages: LEFT OUT (PACKAGES_TEST=0)"
 	elif [ "$(id -u)" -ne 0 ]; then
 		say "Debian packages: LEFT OUT (dpkg -i needs root)"
 	else
 		say "Debian packages: build, lintian, dpkg -i, the demo with the installed programs, units, man pages, purge (tests/packages/run.sh, about 1 minute)"
-		"$top/tests/packages/run.sh" || failed=1
+		"$top/tests/packages/run.sh" || fail "Debian packages"
+	fi
+	if [ $failed -ne 0 ]; then
+		# CI keeps only the end of the output: repeat what failed here.
+		say "what failed (details above)"
+		printf '  - %s\n' "${fails[@]}"
+		{ failed_logs "$b"; failed_logs "$s"; } | tail -n 80
 	fi
 	[ $failed -eq 0 ] && say "all tests passed" || say "SOME TESTS FAILED"
 	return $failed
