@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * poll-gate.c - the back-off of busy polling on a contended CPU.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "common/poll-gate.h"
+
+#define NS_PER_US 1000ull
+#define NS_PER_MS 1000000ull
+/* A period in which the thread wanted the CPU for less than this share of
+ * it says little (it mostly slept): it is not judged. */
+#define GATE_MIN_BUSY_DIV 4u
+
+void td_poll_gate_init(struct td_poll_gate *g)
+{
+	memset(g, 0, sizeof(*g));
+}
+
+bool td_poll_gate_open(struct td_poll_gate *g, uint64_t now_ns)
+{
+	if (!g->closed_until_ns)
+		return true;
+	if (now_ns < g->closed_until_ns)
+		return false;
+	g->closed_until_ns = 0;
+	g->based = false;
+	return true;
+}
+
+bool td_poll_gate_due(const struct td_poll_gate *g, uint64_t now_ns)
+{
+	return !g->based ||
+	       now_ns - g->base_wall_ns >= TD_POLL_GATE_PERIOD_US * NS_PER_US;
+}
+
+static void gate_base(struct td_poll_gate *g, uint64_t now_ns, uint64_t cpu_ns,
+		      uint64_t sleep_ns)
+{
+	g->based = true;
+	g->base_wall_ns = now_ns;
+	g->base_cpu_ns = cpu_ns;
+	g->base_sleep_ns = sleep_ns;
+}
+
+/* Close for the hold time, and double the next one. */
+static void gate_close(struct td_poll_gate *g, uint64_t now_ns)
+{
+	uint32_t hold = g->hold_ms ? g->hold_ms : TD_POLL_GATE_HOLD_MIN_MS;
+
+	g->closed_until_ns = now_ns + hold * NS_PER_MS;
+	g->hold_ms = hold * 2 < TD_POLL_GATE_HOLD_MAX_MS
+			     ? hold * 2
+			     : TD_POLL_GATE_HOLD_MAX_MS;
+	g->backoffs++;
+	g->based = false;
+}
+
+bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
+			  uint64_t cpu_ns, uint64_t sleep_ns)
+{
+	uint64_t wall, slept, busy, cpu;
+
+	if (!g->based || now_ns < g->base_wall_ns || cpu_ns < g->base_cpu_ns ||
+	    sleep_ns < g->base_sleep_ns) {
+		gate_base(g, now_ns, cpu_ns, sleep_ns);
+		return false;
+	}
+	wall = now_ns - g->base_wall_ns;
+	slept = sleep_ns - g->base_sleep_ns;
+	cpu = cpu_ns - g->base_cpu_ns;
+	busy = wall > slept ? wall - slept : 0;
+	gate_base(g, now_ns, cpu_ns, sleep_ns);
+	if (busy < TD_POLL_GATE_PERIOD_US * NS_PER_US / GATE_MIN_BUSY_DIV)
+		return false;
+	g->periods++;
+	g->last_pct = cpu >= busy ? 100u : (uint32_t)(cpu * 100 / busy);
+	if (g->last_pct >= TD_POLL_GATE_MIN_PCT) {
+		g->hold_ms = 0;
+		return false;
+	}
+	gate_close(g, now_ns);
+	return true;
+}
+
+uint64_t td_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_poll-gate.c - the back-off of busy polling (common/poll-gate.c):
+ * clock readings injected from hand-written tables.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "common/poll-gate.h"
+
+#define MS 1000000ull /* ns */
+#define US 1000ull    /* ns */
+
+/* One measurement and what the gate must say after it. */
+struct step {
+	uint64_t now_ms, cpu_us, sleep_us;
+	bool closed;	   /* td_poll_gate_measure's answer */
+	uint64_t backoffs; /* after it */
+	uint64_t periods;
+	uint32_t pct;
+};
+
+static void run_steps(struct td_poll_gate *g, const struct step *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool closed = td_poll_gate_measure(g, s[i].now_ms * MS,
+						   s[i].cpu_us * US,
+						   s[i].sleep_us * US);
+
+		assert_int_equal(closed, s[i].closed);
+		assert_int_equal(g->backoffs, s[i].backoffs);
+		assert_int_equal(g->periods, s[i].periods);
+		assert_int_equal(g->last_pct, s[i].pct);
+	}
+}
+
+/* A thread that got all, or 90 %, of the CPU it wanted keeps polling. */
+static void test_free_cpu_stays_open(void **state)
+{
+	static const struct step steps[] = {
+		{1000, 0, 0, false, 0, 0, 0},	    /* baseline only */
+		{1010, 10000, 0, false, 0, 1, 100}, /* all of it */
+		{1020, 19000, 0, false, 0, 2, 90},  /* 9 of 10 ms */
+		{1030, 27000, 0, false, 0, 3, 80},  /* the limit */
+	};
+	struct td_poll_gate g;
+
+	(void)state;
+	td_poll_gate_init(&g);
+	run_steps(&g, steps, sizeof(steps) / sizeof(steps[0]));
+	assert_true(td_poll_gate_open(&g, 1030 * MS));
+}
+
+/*
+ * Half a CPU: the gate closes for 20 ms, then 40, 80, ... up to 1 s while
+ * the CPU stays contended; each reopening first takes a baseline.
+ */
+static void test_contended_cpu_backs_off_doubling(void **state)
+{
+	static const struct {
+		uint64_t closed_at_ms, hold_ms;
+	} holds[] = {
+		{1010, 20},  {1050, 40},  {1110, 80},	{1210, 160},
+		{1390, 320}, {1730, 640}, {2390, 1000}, {3410, 1000},
+	};
+	struct td_poll_gate g;
+	uint64_t cpu_us = 0;
+
+	(void)state;
+	td_poll_gate_init(&g);
+	assert_false(td_poll_gate_measure(&g, 1000 * MS, 0, 0));
+	for (size_t i = 0; i < sizeof(holds) / sizeof(holds[0]); i++) {
+		uint64_t t = holds[i].closed_at_ms,
+			 until = t + holds[i].hold_ms;
+
+		cpu_us += 5000; /* 5 of the last 10 ms */
+		assert_true(td_poll_gate_measure(&g, t * MS, cpu_us * US, 0));
+		assert_int_equal(g.backoffs, i + 1);
+		assert_int_equal(g.last_pct, 50);
+		assert_false(td_poll_gate_open(&g, t * MS));
+		assert_false(td_poll_gate_open(&g, until * MS - 1));
+		assert_true(td_poll_gate_open(&g, until * MS));
+		/* Reopened: the next measurement is a baseline. */
+		assert_true(td_poll_gate_due(&g, until * MS));
+		assert_false(td_poll_gate_measure(&g, until * MS + 10 * MS,
+						  cpu_us * US, 0));
+	}
+}
+
+/* One free period after a back-off resets the hold to its minimum. */
+static void test_free_period_resets_hold(void **state)
+{
+	static const struct step steps[] = {
+		{0, 0, 0, false, 0, 0, 0},
+		{10, 5000, 0, true, 1, 1, 50},	/* closed until 30 */
+		{30, 5000, 0, false, 1, 1, 50}, /* baseline */
+		{40, 10000, 0, true, 2, 2, 50}, /* 40 ms: until 80 */
+		{80, 10000, 0, false, 2, 2, 50},
+		{90, 20000, 0, false, 2, 3, 100}, /* free: hold reset */
+		{100, 25000, 0, true, 3, 4, 50},  /* 20 ms again */
+	};
+	struct td_poll_gate g;
+
+	(void)state;
+	td_poll_gate_init(&g);
+	run_steps(&g, steps, sizeof(steps) / sizeof(steps[0]));
+	assert_false(td_poll_gate_open(&g, 119 * MS));
+	assert_true(td_poll_gate_open(&g, 120 * MS));
+}
+
+/*
+ * Time slept is not time the thread wanted the CPU: 4.5 ms of CPU in a
+ * 10 ms period with 5 ms asleep is 90 %, not 45 %.  A period spent mostly
+ * asleep (busy under a quarter of it) is not judged at all; 3 ms busy
+ * is, and 1 ms of CPU in it closes the gate.
+ */
+static void test_sleep_is_not_wanted_cpu(void **state)
+{
+	static const struct step steps[] = {
+		{0, 0, 0, false, 0, 0, 0},
+		{10, 4500, 5000, false, 0, 1, 90},
+		{20, 4600, 14000, false, 0, 1, 90}, /* 1 ms busy: unjudged */
+		{30, 5600, 21000, true, 1, 2, 33},  /* 1 of 3 ms: closed */
+	};
+	struct td_poll_gate g;
+
+	(void)state;
+	td_poll_gate_init(&g);
+	run_steps(&g, steps, sizeof(steps) / sizeof(steps[0]));
+}
+
+/* due: with no baseline at once; then a whole period after it. */
+static void test_due_once_a_period(void **state)
+{
+	struct td_poll_gate g;
+
+	(void)state;
+	td_poll_gate_init(&g);
+	assert_true(td_poll_gate_due(&g, 5 * MS));
+	assert_false(td_poll_gate_measure(&g, 5 * MS, 0, 0));
+	assert_false(td_poll_gate_due(&g, 5 * MS));
+	assert_false(
+		td_poll_gate_due(&g, 5 * MS + TD_POLL_GATE_PERIOD_US * US - 1));
+	assert_true(td_poll_gate_due(&g, 5 * MS + TD_POLL_GATE_PERIOD_US * US));
+	assert_true(td_poll_gate_open(&g, 0));
+}
+
+/* A clock that went back (a new thread's CPU clock): a new baseline. */
+static void test_clock_backwards_rebases(void **state)
+{
+	static const struct step steps[] = {
+		{100, 50000, 0, false, 0, 0, 0},
+		{110, 1000, 0, false, 0, 0, 0}, /* CPU clock went back */
+		{120, 1000, 0, false, 0, 0, 0}, /* 0 of 10 ms: would close */
+	};
+	struct td_poll_gate g;
+
+	(void)state;
+	td_poll_gate_init(&g);
+	run_steps(&g, steps, 2);
+	/* The third is contended indeed: judged against the new base. */
+	assert_true(td_poll_gate_measure(&g, steps[2].now_ms * MS,
+					 steps[2].cpu_us * US, 0));
+	assert_int_equal(g.last_pct, 0);
+}
+
+/* The thread's CPU clock moves when the thread spins. */
+static void test_thread_cpu_clock(void **state)
+{
+	uint64_t a = td_thread_cpu_ns(), b;
+	volatile uint64_t x = 0;
+
+	(void)state;
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += i;
+		b = td_thread_cpu_ns();
+	} while (b == a);
+	assert_true(b > a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_free_cpu_stays_open),
+		cmocka_unit_test(test_contended_cpu_backs_off_doubling),
+		cmocka_unit_test(test_free_period_resets_hold),
+		cmocka_unit_test(test_sleep_is_not_wanted_cpu),
+		cmocka_unit_test(test_due_once_a_period),
+		cmocka_unit_test(test_clock_backwards_rebases),
+		cmocka_unit_test(test_thread_cpu_clock),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
