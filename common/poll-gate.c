@@ -79,7 +79,11 @@ bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
 	g->periods++;
 	g->last_pct = cpu >= busy ? 100u : (uint32_t)(cpu * 100 / busy);
 	if (g->last_pct >= TD_POLL_GATE_MIN_PCT) {
-		g->hold_ms = 0;
+		/* Halved, not reset: a load that comes and goes keeps the
+		 * holds long enough that probing costs little. */
+		g->hold_ms = g->hold_ms / 2 < TD_POLL_GATE_HOLD_MIN_MS
+				     ? 0
+				     : g->hold_ms / 2;
 		return false;
 	}
 	gate_close(g, now_ns);

@@ -11,7 +11,7 @@
  * TD_POLL_GATE_MIN_PCT percent, it was kept waiting for a CPU, and the gate
  * closes: no polling for a hold time, doubled at every period found
  * contended again (from TD_POLL_GATE_HOLD_MIN_MS to TD_POLL_GATE_HOLD_MAX_MS)
- * and reset by one found free.  doc/tapdisk.md says why this signal.
+ * and halved by one found free.  doc/tapdisk.md says why this signal.
  *
  * Pure logic: the caller passes every clock reading in, so tests inject
  * them.  One gate per polling thread, not thread-safe.

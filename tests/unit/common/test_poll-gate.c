@@ -94,25 +94,37 @@ static void test_contended_cpu_backs_off_doubling(void **state)
 	}
 }
 
-/* One free period after a back-off resets the hold to its minimum. */
-static void test_free_period_resets_hold(void **state)
+/*
+ * A free period after back-offs halves the next hold (80 -> 40 ms), so a
+ * load that comes and goes does not make the gate probe every 20 ms;
+ * free periods in a row bring it back to the minimum.
+ */
+static void test_free_period_halves_hold(void **state)
 {
 	static const struct step steps[] = {
 		{0, 0, 0, false, 0, 0, 0},
-		{10, 5000, 0, true, 1, 1, 50},	/* closed until 30 */
-		{30, 5000, 0, false, 1, 1, 50}, /* baseline */
-		{40, 10000, 0, true, 2, 2, 50}, /* 40 ms: until 80 */
-		{80, 10000, 0, false, 2, 2, 50},
-		{90, 20000, 0, false, 2, 3, 100}, /* free: hold reset */
-		{100, 25000, 0, true, 3, 4, 50},  /* 20 ms again */
+		{10, 5000, 0, true, 1, 1, 50},	   /* 20 ms: until 30 */
+		{30, 5000, 0, false, 1, 1, 50},	   /* baseline */
+		{40, 10000, 0, true, 2, 2, 50},	   /* 40 ms: until 80 */
+		{80, 10000, 0, false, 2, 2, 50},   /* baseline */
+		{90, 20000, 0, false, 2, 3, 100},  /* free: next 80 -> 40 */
+		{100, 25000, 0, true, 3, 4, 50},   /* 40 ms: until 140 */
+		{140, 25000, 0, false, 3, 4, 50},  /* baseline; next 80 */
+		{150, 35000, 0, false, 3, 5, 100}, /* -> 40 */
+		{160, 45000, 0, false, 3, 6, 100}, /* -> 20 */
+		{170, 55000, 0, false, 3, 7, 100}, /* -> the minimum */
+		{180, 60000, 0, true, 4, 8, 50},   /* 20 ms: until 200 */
 	};
 	struct td_poll_gate g;
 
 	(void)state;
 	td_poll_gate_init(&g);
-	run_steps(&g, steps, sizeof(steps) / sizeof(steps[0]));
-	assert_false(td_poll_gate_open(&g, 119 * MS));
-	assert_true(td_poll_gate_open(&g, 120 * MS));
+	run_steps(&g, steps, 7);
+	assert_false(td_poll_gate_open(&g, 139 * MS));
+	assert_true(td_poll_gate_open(&g, 140 * MS));
+	run_steps(&g, steps + 7, 5);
+	assert_false(td_poll_gate_open(&g, 199 * MS));
+	assert_true(td_poll_gate_open(&g, 200 * MS));
 }
 
 /*
@@ -191,7 +203,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_free_cpu_stays_open),
 		cmocka_unit_test(test_contended_cpu_backs_off_doubling),
-		cmocka_unit_test(test_free_period_resets_hold),
+		cmocka_unit_test(test_free_period_halves_hold),
 		cmocka_unit_test(test_sleep_is_not_wanted_cpu),
 		cmocka_unit_test(test_due_once_a_period),
 		cmocka_unit_test(test_clock_backwards_rebases),
