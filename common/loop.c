@@ -45,8 +45,9 @@ struct td_loop {
 	uint64_t rounds, hits, sleeps, poll_ns;
 	/* The back-off on a contended CPU (common/poll-gate.h). */
 	struct td_poll_gate gate;
-	uint64_t slept_ns;	     /* time spent in sleeping passes */
-	uint64_t (*cpu_clock)(void); /* td_thread_cpu_ns; tests inject */
+	uint64_t slept_ns;		 /* time spent in sleeping passes */
+	uint64_t (*cpu_clock)(void);	 /* td_thread_cpu_ns; tests inject */
+	uint32_t (*host_runnable)(void); /* td_host_runnable; likewise */
 };
 
 int td_loop_create(struct td_loop **out)
@@ -67,6 +68,8 @@ int td_loop_create(struct td_loop **out)
 	TAILQ_INIT(&loop->hooks);
 	TAILQ_INIT(&loop->pollers);
 	loop->cpu_clock = td_thread_cpu_ns;
+	loop->host_runnable = td_host_runnable;
+	td_poll_gate_init(&loop->gate, td_host_cpus());
 	*out = loop;
 	return 0;
 }
@@ -341,7 +344,7 @@ static bool loop_gate_closed(struct td_loop *loop, uint64_t now)
 	if (!td_poll_gate_due(&loop->gate, now))
 		return false;
 	return td_poll_gate_measure(&loop->gate, now, loop->cpu_clock(),
-				    loop->slept_ns);
+				    loop->slept_ns, loop->host_runnable());
 }
 
 /*
@@ -449,7 +452,7 @@ int td_loop_set_poll_budget(struct td_loop *loop, uint32_t budget_us)
 	loop->window_us = budget_us;
 	/* A new budget starts unjudged: a hold is forgotten, not counted. */
 	backoffs = loop->gate.backoffs;
-	td_poll_gate_init(&loop->gate);
+	td_poll_gate_init(&loop->gate, loop->gate.cpus);
 	loop->gate.backoffs = backoffs;
 	return 0;
 }
@@ -476,11 +479,15 @@ void td_loop_get_poll_stats(const struct td_loop *loop,
 	out->backoffs = loop->gate.backoffs;
 	out->backoff = loop->gate.closed_until_ns > td_now_ns();
 	out->cpu_pct = loop->gate.last_pct;
+	out->runnable = loop->gate.last_runnable;
+	out->cpus = loop->gate.cpus;
 }
 
-void td_loop_set_cpu_clock(struct td_loop *loop, uint64_t (*cpu_clock)(void))
+void td_loop_set_gate_probes(struct td_loop *loop, uint64_t (*cpu_clock)(void),
+			     uint32_t (*host_runnable)(void))
 {
 	loop->cpu_clock = cpu_clock ? cpu_clock : td_thread_cpu_ns;
+	loop->host_runnable = host_runnable ? host_runnable : td_host_runnable;
 }
 
 void td_loop_stop(struct td_loop *loop)

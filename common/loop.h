@@ -163,8 +163,9 @@ void td_loop_del_poller(struct td_poller *p);
  * idle or slow disk costs almost no CPU.  And it backs off when the CPU
  * is wanted elsewhere: while polling, once every TD_POLL_GATE_PERIOD_US,
  * the loop compares the CPU time its thread got with the time it wanted
- * one (common/poll-gate.h); below TD_POLL_GATE_MIN_PCT polling stops for
- * a hold time that doubles while the CPU stays contended.  0 (the
+ * one, and the host's runnable threads with its CPUs (common/poll-gate.h);
+ * when either says the CPU is contended polling stops for a hold time
+ * that doubles while it stays so.  0 (the
  * default) never polls:
  * the loop is then exactly the event loop it always was.
  */
@@ -185,20 +186,25 @@ struct td_loop_poll_stats {
 	uint64_t poll_ns;   /* time spent in polling windows */
 	/* The back-off (common/poll-gate.h): times polling was suspended
 	 * because the loop's thread got less than TD_POLL_GATE_MIN_PCT of
-	 * a CPU while it polled, whether it is suspended now, and the CPU
-	 * share (percent) of the last period measured. */
+	 * a CPU while it polled or more threads were runnable than there
+	 * are CPUs, whether it is suspended now, the CPU share (percent)
+	 * and the host's runnable threads last measured, its CPUs. */
 	uint64_t backoffs;
 	bool backoff;
 	uint32_t cpu_pct;
+	uint32_t runnable;
+	uint32_t cpus;
 };
 void td_loop_get_poll_stats(const struct td_loop *loop,
 			    struct td_loop_poll_stats *out);
 
 /*
- * The clock of the thread's CPU time the back-off reads (default
- * td_thread_cpu_ns; NULL restores it).  For tests.
+ * What the back-off reads: the thread's CPU time (default
+ * td_thread_cpu_ns) and the host's runnable threads (default
+ * td_host_runnable); NULL restores the default.  For tests.
  */
-void td_loop_set_cpu_clock(struct td_loop *loop, uint64_t (*cpu_clock)(void));
+void td_loop_set_gate_probes(struct td_loop *loop, uint64_t (*cpu_clock)(void),
+			     uint32_t (*host_runnable)(void));
 
 /* --- the loop ------------------------------------------------------------- */
 

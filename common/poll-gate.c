@@ -4,8 +4,11 @@
  */
 #include "config.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/poll-gate.h"
 
@@ -15,9 +18,10 @@
  * it says little (it mostly slept): it is not judged. */
 #define GATE_MIN_BUSY_DIV 4u
 
-void td_poll_gate_init(struct td_poll_gate *g)
+void td_poll_gate_init(struct td_poll_gate *g, uint32_t cpus)
 {
 	memset(g, 0, sizeof(*g));
+	g->cpus = cpus;
 }
 
 bool td_poll_gate_open(struct td_poll_gate *g, uint64_t now_ns)
@@ -60,7 +64,7 @@ static void gate_close(struct td_poll_gate *g, uint64_t now_ns)
 }
 
 bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
-			  uint64_t cpu_ns, uint64_t sleep_ns)
+			  uint64_t cpu_ns, uint64_t sleep_ns, uint32_t runnable)
 {
 	uint64_t wall, slept, busy, cpu;
 
@@ -78,7 +82,9 @@ bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
 		return false;
 	g->periods++;
 	g->last_pct = cpu >= busy ? 100u : (uint32_t)(cpu * 100 / busy);
-	if (g->last_pct >= TD_POLL_GATE_MIN_PCT) {
+	g->last_runnable = runnable;
+	if (g->last_pct >= TD_POLL_GATE_MIN_PCT &&
+	    !(g->cpus && runnable > g->cpus)) {
 		/* Halved, not reset: a load that comes and goes keeps the
 		 * holds long enough that probing costs little. */
 		g->hold_ms = g->hold_ms / 2 < TD_POLL_GATE_HOLD_MIN_MS
@@ -97,4 +103,35 @@ uint64_t td_thread_cpu_ns(void)
 	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t td_host_runnable(void)
+{
+	/* One descriptor for the process, opened on first use and kept:
+	 * the callers are the polling threads, once a period each. */
+	static int fd = -2;
+	char buf[128], *p;
+	ssize_t n;
+
+	if (fd == -2)
+		fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "0.52 0.58 0.59 3/131 4567": runnable/threads is the fourth. */
+	p = buf;
+	for (int field = 0; field < 3 && p; field++)
+		if ((p = strchr(p, ' ')))
+			p++;
+	return p ? (uint32_t)strtoul(p, NULL, 10) : 0;
+}
+
+uint32_t td_host_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (uint32_t)n : 1;
 }

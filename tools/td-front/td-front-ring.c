@@ -358,7 +358,7 @@ static void poll_gate_measure(struct tdf_dev *dev, uint64_t now)
 {
 	if (td_poll_gate_due(&dev->gate, now) &&
 	    td_poll_gate_measure(&dev->gate, now, td_thread_cpu_ns(),
-				 dev->slept_ns))
+				 dev->slept_ns, td_host_runnable()))
 		dev->stats.poll_backoffs++;
 }
 

@@ -1578,6 +1578,17 @@ static uint64_t cpu_clock_half(void)
 	return td_now_ns() / 2;
 }
 
+/* The host's runnable threads: the loop's alone, or a crowd. */
+static uint32_t runnable_one(void)
+{
+	return 1;
+}
+
+static uint32_t runnable_crowd(void)
+{
+	return 1000;
+}
+
 /* A poller that always finds work and notes the longest gap between two
  * of its polls across a back-off. */
 struct gap_probe {
@@ -1606,7 +1617,8 @@ static bool gap_poll(struct td_poller *p, void *opaque)
 }
 
 static void run_gap_probe(struct fixture *f, uint64_t (*clock)(void),
-			  struct gap_probe *g, struct td_loop_poll_stats *st)
+			  uint32_t (*runnable)(void), struct gap_probe *g,
+			  struct td_loop_poll_stats *st)
 {
 	/*
 	 * Ticks every 1 ms (shorter than the budget, so that the window does
@@ -1615,14 +1627,14 @@ static void run_gap_probe(struct fixture *f, uint64_t (*clock)(void),
 	struct stopper s = {.loop = f->loop, .stop_at = 60};
 
 	g->loop = f->loop;
-	td_loop_set_cpu_clock(f->loop, clock);
+	td_loop_set_gate_probes(f->loop, clock, runnable);
 	assert_int_equal(td_loop_set_poll_budget(f->loop, 4000), 0);
 	td_loop_add_poller(f->loop, &g->p, gap_poll, NULL, g);
 	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
 	assert_int_equal(td_loop_run(f->loop), 0);
 	td_loop_get_poll_stats(f->loop, st);
 	td_loop_del_poller(&g->p);
-	td_loop_set_cpu_clock(f->loop, NULL);
+	td_loop_set_gate_probes(f->loop, NULL, NULL);
 }
 
 /*
@@ -1633,7 +1645,7 @@ static void test_poll_free_cpu_no_backoff(void **state)
 	struct gap_probe g = {0};
 	struct td_loop_poll_stats st;
 
-	run_gap_probe(*state, cpu_clock_full, &g, &st);
+	run_gap_probe(*state, cpu_clock_full, runnable_one, &g, &st);
 	assert_int_equal(st.backoffs, 0);
 	assert_false(st.backoff);
 	assert_true(st.cpu_pct >= 99); /* the two clocks are read apart */
@@ -1650,7 +1662,7 @@ static void test_poll_contended_cpu_backs_off(void **state)
 	struct gap_probe g = {0};
 	struct td_loop_poll_stats st;
 
-	run_gap_probe(*state, cpu_clock_half, &g, &st);
+	run_gap_probe(*state, cpu_clock_half, runnable_one, &g, &st);
 	assert_true(st.backoffs >= 1);
 	assert_true(st.cpu_pct >= 49 && st.cpu_pct <= 51);
 	/* It polled again after the hold, not before. */
@@ -1660,6 +1672,23 @@ static void test_poll_contended_cpu_backs_off(void **state)
 	td_loop_get_poll_stats(g.loop, &st);
 	assert_false(st.backoff);
 	assert_true(st.backoffs >= 1);
+}
+
+/*
+ * A thread that gets all its CPU on a host with more runnable threads than
+ * CPUs backs off too: its spin may be what keeps one of them waiting.
+ */
+static void test_poll_crowded_host_backs_off(void **state)
+{
+	struct gap_probe g = {0};
+	struct td_loop_poll_stats st;
+
+	run_gap_probe(*state, cpu_clock_full, runnable_crowd, &g, &st);
+	assert_true(st.backoffs >= 1);
+	assert_true(st.cpu_pct >= 99);
+	assert_int_equal(st.runnable, 1000);
+	assert_true(st.cpus >= 1);
+	assert_true(g.gap_ns >= TD_POLL_GATE_HOLD_MIN_MS * NS_PER_MS);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1722,6 +1751,7 @@ int main(void)
 		T(test_poll_arm_work_with_no_window),
 		T(test_poll_free_cpu_no_backoff),
 		T(test_poll_contended_cpu_backs_off),
+		T(test_poll_crowded_host_backs_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

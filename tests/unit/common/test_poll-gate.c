@@ -32,7 +32,7 @@ static void run_steps(struct td_poll_gate *g, const struct step *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		bool closed = td_poll_gate_measure(g, s[i].now_ms * MS,
 						   s[i].cpu_us * US,
-						   s[i].sleep_us * US);
+						   s[i].sleep_us * US, 0);
 
 		assert_int_equal(closed, s[i].closed);
 		assert_int_equal(g->backoffs, s[i].backoffs);
@@ -53,7 +53,7 @@ static void test_free_cpu_stays_open(void **state)
 	struct td_poll_gate g;
 
 	(void)state;
-	td_poll_gate_init(&g);
+	td_poll_gate_init(&g, 0);
 	run_steps(&g, steps, sizeof(steps) / sizeof(steps[0]));
 	assert_true(td_poll_gate_open(&g, 1030 * MS));
 }
@@ -74,14 +74,15 @@ static void test_contended_cpu_backs_off_doubling(void **state)
 	uint64_t cpu_us = 0;
 
 	(void)state;
-	td_poll_gate_init(&g);
-	assert_false(td_poll_gate_measure(&g, 1000 * MS, 0, 0));
+	td_poll_gate_init(&g, 0);
+	assert_false(td_poll_gate_measure(&g, 1000 * MS, 0, 0, 0));
 	for (size_t i = 0; i < sizeof(holds) / sizeof(holds[0]); i++) {
 		uint64_t t = holds[i].closed_at_ms,
 			 until = t + holds[i].hold_ms;
 
 		cpu_us += 5000; /* 5 of the last 10 ms */
-		assert_true(td_poll_gate_measure(&g, t * MS, cpu_us * US, 0));
+		assert_true(
+			td_poll_gate_measure(&g, t * MS, cpu_us * US, 0, 0));
 		assert_int_equal(g.backoffs, i + 1);
 		assert_int_equal(g.last_pct, 50);
 		assert_false(td_poll_gate_open(&g, t * MS));
@@ -90,7 +91,7 @@ static void test_contended_cpu_backs_off_doubling(void **state)
 		/* Reopened: the next measurement is a baseline. */
 		assert_true(td_poll_gate_due(&g, until * MS));
 		assert_false(td_poll_gate_measure(&g, until * MS + 10 * MS,
-						  cpu_us * US, 0));
+						  cpu_us * US, 0, 0));
 	}
 }
 
@@ -118,7 +119,7 @@ static void test_free_period_halves_hold(void **state)
 	struct td_poll_gate g;
 
 	(void)state;
-	td_poll_gate_init(&g);
+	td_poll_gate_init(&g, 0);
 	run_steps(&g, steps, 7);
 	assert_false(td_poll_gate_open(&g, 139 * MS));
 	assert_true(td_poll_gate_open(&g, 140 * MS));
@@ -144,7 +145,7 @@ static void test_sleep_is_not_wanted_cpu(void **state)
 	struct td_poll_gate g;
 
 	(void)state;
-	td_poll_gate_init(&g);
+	td_poll_gate_init(&g, 0);
 	run_steps(&g, steps, sizeof(steps) / sizeof(steps[0]));
 }
 
@@ -154,9 +155,9 @@ static void test_due_once_a_period(void **state)
 	struct td_poll_gate g;
 
 	(void)state;
-	td_poll_gate_init(&g);
+	td_poll_gate_init(&g, 0);
 	assert_true(td_poll_gate_due(&g, 5 * MS));
-	assert_false(td_poll_gate_measure(&g, 5 * MS, 0, 0));
+	assert_false(td_poll_gate_measure(&g, 5 * MS, 0, 0, 0));
 	assert_false(td_poll_gate_due(&g, 5 * MS));
 	assert_false(
 		td_poll_gate_due(&g, 5 * MS + TD_POLL_GATE_PERIOD_US * US - 1));
@@ -175,12 +176,53 @@ static void test_clock_backwards_rebases(void **state)
 	struct td_poll_gate g;
 
 	(void)state;
-	td_poll_gate_init(&g);
+	td_poll_gate_init(&g, 0);
 	run_steps(&g, steps, 2);
 	/* The third is contended indeed: judged against the new base. */
 	assert_true(td_poll_gate_measure(&g, steps[2].now_ms * MS,
-					 steps[2].cpu_us * US, 0));
+					 steps[2].cpu_us * US, 0, 0));
 	assert_int_equal(g.last_pct, 0);
+}
+
+/*
+ * More threads runnable than CPUs (blktap3's test) closes the gate even
+ * when this thread got all its CPU: someone else waits for one.  As many
+ * as the CPUs, or an unknown count (0), does not; nor does any count when
+ * the gate was given no CPUs to compare with.
+ */
+static void test_runnable_above_cpus_closes(void **state)
+{
+	static const struct {
+		uint32_t cpus, runnable;
+		bool closed;
+	} rows[] = {
+		{2, 0, false}, {2, 1, false}, {2, 2, false}, {2, 3, true},
+		{4, 4, false}, {4, 5, true},  {4, 9, true},  {0, 9, false},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct td_poll_gate g;
+
+		td_poll_gate_init(&g, rows[i].cpus);
+		assert_false(
+			td_poll_gate_measure(&g, 0, 0, 0, rows[i].runnable));
+		/* All of the 10 ms on a CPU. */
+		assert_int_equal(td_poll_gate_measure(&g, 10 * MS, 10 * MS, 0,
+						      rows[i].runnable),
+				 rows[i].closed);
+		assert_int_equal(g.last_pct, 100);
+		assert_int_equal(g.last_runnable, rows[i].runnable);
+		assert_int_equal(g.backoffs, rows[i].closed);
+	}
+}
+
+/* The host's figures are there: at least this thread runs, on >= 1 CPU. */
+static void test_host_runnable_and_cpus(void **state)
+{
+	(void)state;
+	assert_true(td_host_runnable() >= 1);
+	assert_true(td_host_cpus() >= 1);
 }
 
 /* The thread's CPU clock moves when the thread spins. */
@@ -208,6 +250,8 @@ int main(void)
 		cmocka_unit_test(test_due_once_a_period),
 		cmocka_unit_test(test_clock_backwards_rebases),
 		cmocka_unit_test(test_thread_cpu_clock),
+		cmocka_unit_test(test_runnable_above_cpus_closes),
+		cmocka_unit_test(test_host_runnable_and_cpus),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
