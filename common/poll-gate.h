@@ -25,9 +25,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define TD_POLL_GATE_PERIOD_US	 10000u
+#define TD_POLL_GATE_PERIOD_US	 5000u
 #define TD_POLL_GATE_MIN_PCT	 80u
-#define TD_POLL_GATE_HOLD_MIN_MS 20u
+#define TD_POLL_GATE_HOLD_MIN_MS 50u
 #define TD_POLL_GATE_HOLD_MAX_MS 1000u
 
 struct td_poll_gate {

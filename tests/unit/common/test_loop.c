@@ -1624,7 +1624,7 @@ static void run_gap_probe(struct fixture *f, uint64_t (*clock)(void),
 	 * Ticks every 1 ms (shorter than the budget, so that the window does
 	 * not shrink to 0) wake the loop while polling is held off.
 	 */
-	struct stopper s = {.loop = f->loop, .stop_at = 60};
+	struct stopper s = {.loop = f->loop, .stop_at = 100};
 
 	g->loop = f->loop;
 	td_loop_set_gate_probes(f->loop, clock, runnable);

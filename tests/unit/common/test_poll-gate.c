@@ -59,7 +59,7 @@ static void test_free_cpu_stays_open(void **state)
 }
 
 /*
- * Half a CPU: the gate closes for 20 ms, then 40, 80, ... up to 1 s while
+ * Half a CPU: the gate closes for 50 ms, then 100, 200, ... up to 1 s while
  * the CPU stays contended; each reopening first takes a baseline.
  */
 static void test_contended_cpu_backs_off_doubling(void **state)
@@ -67,8 +67,8 @@ static void test_contended_cpu_backs_off_doubling(void **state)
 	static const struct {
 		uint64_t closed_at_ms, hold_ms;
 	} holds[] = {
-		{1010, 20},  {1050, 40},  {1110, 80},	{1210, 160},
-		{1390, 320}, {1730, 640}, {2390, 1000}, {3410, 1000},
+		{1010, 50},  {1080, 100},  {1200, 200},	 {1420, 400},
+		{1840, 800}, {2660, 1000}, {3680, 1000}, {4700, 1000},
 	};
 	struct td_poll_gate g;
 	uint64_t cpu_us = 0;
@@ -96,43 +96,43 @@ static void test_contended_cpu_backs_off_doubling(void **state)
 }
 
 /*
- * A free period after back-offs halves the next hold (80 -> 40 ms), so a
- * load that comes and goes does not make the gate probe every 20 ms;
+ * A free period after back-offs halves the next hold (200 -> 100 ms), so
+ * a load that comes and goes does not make the gate probe every 50 ms;
  * free periods in a row bring it back to the minimum.
  */
 static void test_free_period_halves_hold(void **state)
 {
 	static const struct step steps[] = {
 		{0, 0, 0, false, 0, 0, 0},
-		{10, 5000, 0, true, 1, 1, 50},	   /* 20 ms: until 30 */
-		{30, 5000, 0, false, 1, 1, 50},	   /* baseline */
-		{40, 10000, 0, true, 2, 2, 50},	   /* 40 ms: until 80 */
-		{80, 10000, 0, false, 2, 2, 50},   /* baseline */
-		{90, 20000, 0, false, 2, 3, 100},  /* free: next 80 -> 40 */
-		{100, 25000, 0, true, 3, 4, 50},   /* 40 ms: until 140 */
-		{140, 25000, 0, false, 3, 4, 50},  /* baseline; next 80 */
-		{150, 35000, 0, false, 3, 5, 100}, /* -> 40 */
-		{160, 45000, 0, false, 3, 6, 100}, /* -> 20 */
-		{170, 55000, 0, false, 3, 7, 100}, /* -> the minimum */
-		{180, 60000, 0, true, 4, 8, 50},   /* 20 ms: until 200 */
+		{10, 5000, 0, true, 1, 1, 50},	   /* 50 ms: until 60 */
+		{60, 5000, 0, false, 1, 1, 50},	   /* baseline */
+		{70, 10000, 0, true, 2, 2, 50},	   /* 100 ms: until 170 */
+		{170, 10000, 0, false, 2, 2, 50},  /* baseline */
+		{180, 20000, 0, false, 2, 3, 100}, /* free: next 200 -> 100 */
+		{190, 25000, 0, true, 3, 4, 50},   /* 100 ms: until 290 */
+		{290, 25000, 0, false, 3, 4, 50},  /* baseline; next 200 */
+		{300, 35000, 0, false, 3, 5, 100}, /* -> 100 */
+		{310, 45000, 0, false, 3, 6, 100}, /* -> 50 */
+		{320, 55000, 0, false, 3, 7, 100}, /* -> the minimum */
+		{330, 60000, 0, true, 4, 8, 50},   /* 50 ms: until 380 */
 	};
 	struct td_poll_gate g;
 
 	(void)state;
 	td_poll_gate_init(&g, 0);
 	run_steps(&g, steps, 7);
-	assert_false(td_poll_gate_open(&g, 139 * MS));
-	assert_true(td_poll_gate_open(&g, 140 * MS));
+	assert_false(td_poll_gate_open(&g, 289 * MS));
+	assert_true(td_poll_gate_open(&g, 290 * MS));
 	run_steps(&g, steps + 7, 5);
-	assert_false(td_poll_gate_open(&g, 199 * MS));
-	assert_true(td_poll_gate_open(&g, 200 * MS));
+	assert_false(td_poll_gate_open(&g, 379 * MS));
+	assert_true(td_poll_gate_open(&g, 380 * MS));
 }
 
 /*
  * Time slept is not time the thread wanted the CPU: 4.5 ms of CPU in a
  * 10 ms period with 5 ms asleep is 90 %, not 45 %.  A period spent mostly
- * asleep (busy under a quarter of it) is not judged at all; 3 ms busy
- * is, and 1 ms of CPU in it closes the gate.
+ * asleep (busy under a quarter of a 5 ms period) is not judged at all;
+ * 3 ms busy is, and 1 ms of CPU in it closes the gate.
  */
 static void test_sleep_is_not_wanted_cpu(void **state)
 {
