@@ -601,8 +601,10 @@ static const struct subcommand subcommands[] = {
 	 "window_us, rounds (non-blocking passes), hits (rounds that found\n"
 	 "work), sleeps, poll_us (time spent polling), backoffs (times\n"
 	 "polling was suspended because tapdisk got less than 80% of a CPU\n"
-	 "while it polled: other threads wanted it), backoff (suspended\n"
-	 "now) and cpu_pct (the CPU share last measured while polling).\n"
+	 "while it polled, or more threads were runnable than CPUs),\n"
+	 "backoff (suspended now), cpu_pct (the CPU share last measured\n"
+	 "while polling), runnable and cpus (the host's runnable threads\n"
+	 "last seen, its CPUs).\n"
 	 "See doc/tapdisk.md, \"Polling instead of sleeping\".\n",
 	 cmd_poll},
 };
