@@ -61,6 +61,7 @@ static void gate_close(struct td_poll_gate *g, uint64_t now_ns)
 			     : TD_POLL_GATE_HOLD_MAX_MS;
 	g->backoffs++;
 	g->based = false;
+	g->crowded = 0;
 }
 
 bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
@@ -83,13 +84,16 @@ bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
 	g->periods++;
 	g->last_pct = cpu >= busy ? 100u : (uint32_t)(cpu * 100 / busy);
 	g->last_runnable = runnable;
+	g->crowded = g->cpus && runnable > g->cpus ? g->crowded + 1 : 0;
 	if (g->last_pct >= TD_POLL_GATE_MIN_PCT &&
-	    !(g->cpus && runnable > g->cpus)) {
-		/* Halved, not reset: a load that comes and goes keeps the
-		 * holds long enough that probing costs little. */
-		g->hold_ms = g->hold_ms / 2 < TD_POLL_GATE_HOLD_MIN_MS
-				     ? 0
-				     : g->hold_ms / 2;
+	    g->crowded < TD_POLL_GATE_CROWDED_PERIODS) {
+		/* Halved, not reset, by a free period: a load that comes
+		 * and goes keeps the holds long enough that probing costs
+		 * little. */
+		if (!g->crowded)
+			g->hold_ms = g->hold_ms / 2 < TD_POLL_GATE_HOLD_MIN_MS
+					     ? 0
+					     : g->hold_ms / 2;
 		return false;
 	}
 	gate_close(g, now_ns);

@@ -11,7 +11,8 @@
  * host against its CPUs (blktap3's test).  When the thread got less than
  * TD_POLL_GATE_MIN_PCT percent (it was kept waiting for a CPU), or more
  * threads are runnable than there are CPUs (someone waits for one, maybe
- * because of this spin), the CPU is contended and the gate closes: no
+ * because of this spin) at TD_POLL_GATE_CROWDED_PERIODS measurements in a
+ * row, the CPU is contended and the gate closes: no
  * polling for a hold time, doubled at every period found
  * contended again (from TD_POLL_GATE_HOLD_MIN_MS to TD_POLL_GATE_HOLD_MAX_MS)
  * and halved by one found free.  doc/tapdisk.md says why this signal.
@@ -29,6 +30,13 @@
 #define TD_POLL_GATE_MIN_PCT	 80u
 #define TD_POLL_GATE_HOLD_MIN_MS 50u
 #define TD_POLL_GATE_HOLD_MAX_MS 1000u
+/*
+ * Periods in a row that must find the host crowded before the gate
+ * closes: the runnable count is one sample, and with both sides of a ring
+ * spinning on a 2-CPU host one short-lived kernel worker would make it
+ * exceed the CPUs.
+ */
+#define TD_POLL_GATE_CROWDED_PERIODS 2u
 
 struct td_poll_gate {
 	bool based;	       /* a baseline was taken */
@@ -42,6 +50,7 @@ struct td_poll_gate {
 	uint64_t periods;	  /* periods measured */
 	uint32_t cpus;		  /* online CPUs; 0: runnable not compared */
 	uint32_t last_runnable;	  /* host's runnable threads, last measured */
+	uint32_t crowded;	  /* periods in a row that found it crowded */
 };
 
 /*

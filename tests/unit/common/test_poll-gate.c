@@ -185,10 +185,10 @@ static void test_clock_backwards_rebases(void **state)
 }
 
 /*
- * More threads runnable than CPUs (blktap3's test) closes the gate even
- * when this thread got all its CPU: someone else waits for one.  As many
- * as the CPUs, or an unknown count (0), does not; nor does any count when
- * the gate was given no CPUs to compare with.
+ * More threads runnable than CPUs (blktap3's test) at two periods in a row
+ * closes the gate even when this thread got all its CPU: someone else
+ * waits for one.  As many as the CPUs, or an unknown count (0), does not;
+ * nor does any count when the gate was given no CPUs to compare with.
  */
 static void test_runnable_above_cpus_closes(void **state)
 {
@@ -207,14 +207,43 @@ static void test_runnable_above_cpus_closes(void **state)
 		td_poll_gate_init(&g, rows[i].cpus);
 		assert_false(
 			td_poll_gate_measure(&g, 0, 0, 0, rows[i].runnable));
-		/* All of the 10 ms on a CPU. */
-		assert_int_equal(td_poll_gate_measure(&g, 10 * MS, 10 * MS, 0,
+		/* All of each 10 ms on a CPU; the first crowded one waits. */
+		assert_false(td_poll_gate_measure(&g, 10 * MS, 10 * MS, 0,
+						  rows[i].runnable));
+		assert_int_equal(td_poll_gate_measure(&g, 20 * MS, 20 * MS, 0,
 						      rows[i].runnable),
 				 rows[i].closed);
 		assert_int_equal(g.last_pct, 100);
 		assert_int_equal(g.last_runnable, rows[i].runnable);
 		assert_int_equal(g.backoffs, rows[i].closed);
 	}
+}
+
+/* One uncrowded period between two crowded ones: the count starts again
+ * (a kernel worker that ran at one sample is not a load). */
+static void test_crowded_must_be_in_a_row(void **state)
+{
+	static const struct {
+		uint64_t now_ms, cpu_us;
+		uint32_t runnable;
+		bool closed;
+	} rows[] = {
+		{0, 0, 2, false},      {10, 10000, 3, false},
+		{20, 20000, 2, false}, {30, 30000, 3, false},
+		{40, 40000, 3, true},
+	};
+	struct td_poll_gate g;
+
+	(void)state;
+	td_poll_gate_init(&g, 2);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(td_poll_gate_measure(&g, rows[i].now_ms * MS,
+						      rows[i].cpu_us * US, 0,
+						      rows[i].runnable),
+				 rows[i].closed);
+	assert_int_equal(g.backoffs, 1);
+	assert_false(td_poll_gate_open(&g, 89 * MS));
+	assert_true(td_poll_gate_open(&g, 90 * MS));
 }
 
 /* The host's figures are there: at least this thread runs, on >= 1 CPU. */
@@ -251,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_clock_backwards_rebases),
 		cmocka_unit_test(test_thread_cpu_clock),
 		cmocka_unit_test(test_runnable_above_cpus_closes),
+		cmocka_unit_test(test_crowded_must_be_in_a_row),
 		cmocka_unit_test(test_host_runnable_and_cpus),
 	};
 
