@@ -72,6 +72,9 @@ bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
 	if (!g->based || now_ns < g->base_wall_ns || cpu_ns < g->base_cpu_ns ||
 	    sleep_ns < g->base_sleep_ns) {
 		gate_base(g, now_ns, cpu_ns, sleep_ns);
+		/* The baseline's sample counts: a probe after a hold (or a
+		 * td-front run's start) then costs one period, not two. */
+		g->crowded = g->cpus && runnable > g->cpus;
 		return false;
 	}
 	wall = now_ns - g->base_wall_ns;

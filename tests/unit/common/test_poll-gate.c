@@ -185,10 +185,11 @@ static void test_clock_backwards_rebases(void **state)
 }
 
 /*
- * More threads runnable than CPUs (blktap3's test) at two periods in a row
- * closes the gate even when this thread got all its CPU: someone else
- * waits for one.  As many as the CPUs, or an unknown count (0), does not;
- * nor does any count when the gate was given no CPUs to compare with.
+ * More threads runnable than CPUs (blktap3's test) at two measurements in
+ * a row (the baseline's included) closes the gate even when this thread
+ * got all its CPU: someone else waits for one.  As many as the CPUs, or an
+ * unknown count (0), does not; nor does any count when the gate was given
+ * no CPUs to compare with.
  */
 static void test_runnable_above_cpus_closes(void **state)
 {
@@ -207,10 +208,8 @@ static void test_runnable_above_cpus_closes(void **state)
 		td_poll_gate_init(&g, rows[i].cpus);
 		assert_false(
 			td_poll_gate_measure(&g, 0, 0, 0, rows[i].runnable));
-		/* All of each 10 ms on a CPU; the first crowded one waits. */
-		assert_false(td_poll_gate_measure(&g, 10 * MS, 10 * MS, 0,
-						  rows[i].runnable));
-		assert_int_equal(td_poll_gate_measure(&g, 20 * MS, 20 * MS, 0,
+		/* All of the 10 ms on a CPU. */
+		assert_int_equal(td_poll_gate_measure(&g, 10 * MS, 10 * MS, 0,
 						      rows[i].runnable),
 				 rows[i].closed);
 		assert_int_equal(g.last_pct, 100);
@@ -219,8 +218,9 @@ static void test_runnable_above_cpus_closes(void **state)
 	}
 }
 
-/* One uncrowded period between two crowded ones: the count starts again
- * (a kernel worker that ran at one sample is not a load). */
+/* One uncrowded measurement between two crowded ones: the count starts
+ * again (a kernel worker that ran at one sample is not a load); after a
+ * hold, the baseline's crowded sample counts. */
 static void test_crowded_must_be_in_a_row(void **state)
 {
 	static const struct {
@@ -244,6 +244,9 @@ static void test_crowded_must_be_in_a_row(void **state)
 	assert_int_equal(g.backoffs, 1);
 	assert_false(td_poll_gate_open(&g, 89 * MS));
 	assert_true(td_poll_gate_open(&g, 90 * MS));
+	assert_false(td_poll_gate_measure(&g, 90 * MS, 50000 * US, 0, 3));
+	assert_true(td_poll_gate_measure(&g, 100 * MS, 60000 * US, 0, 3));
+	assert_int_equal(g.backoffs, 2);
 }
 
 /* The host's figures are there: at least this thread runs, on >= 1 CPU. */
