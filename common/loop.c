@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/poll-gate.h"
 
 #define LOOP_MAX_EVENTS 64
 
@@ -42,6 +43,11 @@ struct td_loop {
 	bool polling;
 	bool arm_work; /* an arm saw work: the next step polls for it */
 	uint64_t rounds, hits, sleeps, poll_ns;
+	/* The back-off on a contended CPU (common/poll-gate.h). */
+	struct td_poll_gate gate;
+	uint64_t slept_ns;		 /* time spent in sleeping passes */
+	uint64_t (*cpu_clock)(void);	 /* td_thread_cpu_ns; tests inject */
+	uint32_t (*host_runnable)(void); /* td_host_runnable; likewise */
 };
 
 int td_loop_create(struct td_loop **out)
@@ -61,6 +67,9 @@ int td_loop_create(struct td_loop **out)
 	TAILQ_INIT(&loop->deferred);
 	TAILQ_INIT(&loop->hooks);
 	TAILQ_INIT(&loop->pollers);
+	loop->cpu_clock = td_thread_cpu_ns;
+	loop->host_runnable = td_host_runnable;
+	td_poll_gate_init(&loop->gate, td_host_cpus());
 	*out = loop;
 	return 0;
 }
@@ -327,9 +336,22 @@ int td_loop_run_once(struct td_loop *loop, int timeout_ms)
 }
 
 /*
+ * Once a period while polling: measure the CPU the thread got; true when
+ * the gate closed (the window ends: polling takes a CPU others wait for).
+ */
+static bool loop_gate_closed(struct td_loop *loop, uint64_t now)
+{
+	if (!td_poll_gate_due(&loop->gate, now))
+		return false;
+	return td_poll_gate_measure(&loop->gate, now, loop->cpu_clock(),
+				    loop->slept_ns, loop->host_runnable());
+}
+
+/*
  * A polling window (non-blocking passes until window_us pass without
  * work), then, unless a poller saw work while arming, one sleeping pass;
- * the window adapts to what the sleep shows.
+ * the window adapts to what the sleep shows.  While the gate is closed
+ * the window is 0.
  */
 static int loop_poll_step(struct td_loop *loop)
 {
@@ -338,6 +360,8 @@ static int loop_poll_step(struct td_loop *loop)
 	bool work, hit = false;
 	int err = 0;
 
+	if (!td_poll_gate_open(&loop->gate, start))
+		window = 0;
 	/* Work seen by an arm is taken by polling, even with no window. */
 	if (loop->arm_work && !window)
 		window = TD_LOOP_POLL_GROW_US;
@@ -355,6 +379,8 @@ static int loop_poll_step(struct td_loop *loop)
 		} else if (now - last >= (uint64_t)window * 1000) {
 			break;
 		}
+		if (loop_gate_closed(loop, now))
+			break;
 	}
 	if (loop->polling) {
 		loop->poll_ns += now - start;
@@ -372,6 +398,7 @@ static int loop_poll_step(struct td_loop *loop)
 	t0 = td_now_ns();
 	err = loop_pass(loop, -1, &work);
 	now = td_now_ns();
+	loop->slept_ns += now - t0;
 	if (now - t0 <= (uint64_t)loop->budget_us * 1000) {
 		uint32_t w = loop->window_us ? loop->window_us * 2
 					     : TD_LOOP_POLL_GROW_US;
@@ -417,10 +444,16 @@ void td_loop_del_poller(struct td_poller *p)
 
 int td_loop_set_poll_budget(struct td_loop *loop, uint32_t budget_us)
 {
+	uint64_t backoffs;
+
 	if (budget_us > TD_LOOP_POLL_MAX_US)
 		return -EINVAL;
 	loop->budget_us = budget_us;
 	loop->window_us = budget_us;
+	/* A new budget starts unjudged: a hold is forgotten, not counted. */
+	backoffs = loop->gate.backoffs;
+	td_poll_gate_init(&loop->gate, loop->gate.cpus);
+	loop->gate.backoffs = backoffs;
 	return 0;
 }
 
@@ -443,6 +476,18 @@ void td_loop_get_poll_stats(const struct td_loop *loop,
 	out->hits = loop->hits;
 	out->sleeps = loop->sleeps;
 	out->poll_ns = loop->poll_ns;
+	out->backoffs = loop->gate.backoffs;
+	out->backoff = loop->gate.closed_until_ns > td_now_ns();
+	out->cpu_pct = loop->gate.last_pct;
+	out->runnable = loop->gate.last_runnable;
+	out->cpus = loop->gate.cpus;
+}
+
+void td_loop_set_gate_probes(struct td_loop *loop, uint64_t (*cpu_clock)(void),
+			     uint32_t (*host_runnable)(void))
+{
+	loop->cpu_clock = cpu_clock ? cpu_clock : td_thread_cpu_ns;
+	loop->host_runnable = host_runnable ? host_runnable : td_host_runnable;
 }
 
 void td_loop_stop(struct td_loop *loop)

@@ -160,7 +160,13 @@ void td_loop_del_poller(struct td_poller *p);
  * TD_LOOP_POLL_GROW_US up to the budget) after a sleep shorter than the
  * budget, which polling would have caught, and is halved after a sleep
  * longer than the budget or a window that ended with nothing found, so an
- * idle or slow disk costs almost no CPU.  0 (the default) never polls:
+ * idle or slow disk costs almost no CPU.  And it backs off when the CPU
+ * is wanted elsewhere: while polling, once every TD_POLL_GATE_PERIOD_US,
+ * the loop compares the CPU time its thread got with the time it wanted
+ * one, and the host's runnable threads with its CPUs (common/poll-gate.h);
+ * when either says the CPU is contended polling stops for a hold time
+ * that doubles while it stays so.  0 (the
+ * default) never polls:
  * the loop is then exactly the event loop it always was.
  */
 #define TD_LOOP_POLL_MAX_US  100000u
@@ -178,9 +184,27 @@ struct td_loop_poll_stats {
 	uint64_t hits;	    /* of which found work */
 	uint64_t sleeps;    /* times the loop slept in epoll_wait */
 	uint64_t poll_ns;   /* time spent in polling windows */
+	/* The back-off (common/poll-gate.h): times polling was suspended
+	 * because the loop's thread got less than TD_POLL_GATE_MIN_PCT of
+	 * a CPU while it polled or more threads were runnable than there
+	 * are CPUs, whether it is suspended now, the CPU share (percent)
+	 * and the host's runnable threads last measured, its CPUs. */
+	uint64_t backoffs;
+	bool backoff;
+	uint32_t cpu_pct;
+	uint32_t runnable;
+	uint32_t cpus;
 };
 void td_loop_get_poll_stats(const struct td_loop *loop,
 			    struct td_loop_poll_stats *out);
+
+/*
+ * What the back-off reads: the thread's CPU time (default
+ * td_thread_cpu_ns) and the host's runnable threads (default
+ * td_host_runnable); NULL restores the default.  For tests.
+ */
+void td_loop_set_gate_probes(struct td_loop *loop, uint64_t (*cpu_clock)(void),
+			     uint32_t (*host_runnable)(void));
 
 /* --- the loop ------------------------------------------------------------- */
 

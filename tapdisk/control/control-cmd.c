@@ -422,9 +422,12 @@ static int cmd_poll(struct ctl_client *c, struct ctl_req *req)
 			req->payload,
 			"budget_us: %u\nwindow_us: %u\nrounds: %" PRIu64
 			"\nhits: %" PRIu64 "\nsleeps: %" PRIu64
-			"\npoll_us: %" PRIu64 "\n",
+			"\npoll_us: %" PRIu64 "\nbackoffs: %" PRIu64
+			"\nbackoff: %s\ncpu_pct: %u\nrunnable: %u\ncpus: %u\n",
 			st.budget_us, st.window_us, st.rounds, st.hits,
-			st.sleeps, st.poll_ns / 1000);
+			st.sleeps, st.poll_ns / 1000, st.backoffs,
+			st.backoff ? "yes" : "no", st.cpu_pct, st.runnable,
+			st.cpus);
 		return 0;
 	}
 	td_json_init(&j, req->payload);
@@ -435,6 +438,11 @@ static int cmd_poll(struct ctl_client *c, struct ctl_req *req)
 	td_json_u64(&j, "hits", st.hits);
 	td_json_u64(&j, "sleeps", st.sleeps);
 	td_json_u64(&j, "poll_us", st.poll_ns / 1000);
+	td_json_u64(&j, "backoffs", st.backoffs);
+	td_json_bool(&j, "backoff", st.backoff);
+	td_json_u64(&j, "cpu_pct", st.cpu_pct);
+	td_json_u64(&j, "runnable", st.runnable);
+	td_json_u64(&j, "cpus", st.cpus);
 	td_json_end_object(&j);
 	return td_json_finish(&j);
 }

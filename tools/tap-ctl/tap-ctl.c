@@ -599,8 +599,13 @@ static const struct subcommand subcommands[] = {
 	 "need not wake; the window adapts (it shrinks when polling finds\n"
 	 "nothing, grows when sleeps are short).  Shows budget_us,\n"
 	 "window_us, rounds (non-blocking passes), hits (rounds that found\n"
-	 "work), sleeps and poll_us (time spent polling).  See\n"
-	 "doc/tapdisk.md, \"Polling instead of sleeping\".\n",
+	 "work), sleeps, poll_us (time spent polling), backoffs (times\n"
+	 "polling was suspended because tapdisk got less than 80% of a CPU\n"
+	 "while it polled, or more threads were runnable than CPUs),\n"
+	 "backoff (suspended now), cpu_pct (the CPU share last measured\n"
+	 "while polling), runnable and cpus (the host's runnable threads\n"
+	 "last seen, its CPUs).\n"
+	 "See doc/tapdisk.md, \"Polling instead of sleeping\".\n",
 	 cmd_poll},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))

@@ -125,7 +125,10 @@ const struct cli_option tapdisk_options[] = {
 	 "so that a frontend need not notify and tapdisk\n"
 	 "need not wake ({min}-{max};\n"
 	 "default {default}: off; the window adapts to the\n"
-	 "load; `tap-ctl poll -i ID US` changes it)",
+	 "load, and polling stops for a while when tapdisk\n"
+	 "gets less than 80% of a CPU or the host has more\n"
+	 "runnable threads than CPUs; `tap-ctl poll -i ID\n"
+	 "US` changes it)",
 	 0, TD_LOOP_POLL_MAX_US, 0, CREATE},
 	{"log-level", TAPDISK_KEY_LOG_LEVEL, "LEVEL",
 	 "err, warn, info (default) or debug",

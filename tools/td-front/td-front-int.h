@@ -7,6 +7,7 @@
 #ifndef TAPSTRIPE_TD_FRONT_INT_H
 #define TAPSTRIPE_TD_FRONT_INT_H
 
+#include "common/poll-gate.h"
 #include "frontends/blkif/xen-ring.h"
 #include "tools/td-front/td-front-lib.h"
 
@@ -45,10 +46,12 @@ struct tdf_ring {
 struct tdf_dev {
 	struct tdf_info info;
 	int sock;
-	uint32_t pages_per_ibuf; /* indirect descriptor pages per slot */
-	bool broken;		 /* -EPROTO seen: refuse everything */
-	uint32_t poll_us;	 /* tdf_config.poll_us */
-	struct tdf_stats stats;	 /* over every ring */
+	uint32_t pages_per_ibuf;  /* indirect descriptor pages per slot */
+	bool broken;		  /* -EPROTO seen: refuse everything */
+	uint32_t poll_us;	  /* tdf_config.poll_us */
+	struct td_poll_gate gate; /* the spin's back-off */
+	uint64_t slept_ns;	  /* time blocked in poll() */
+	struct tdf_stats stats;	  /* over every ring */
 	struct tdf_ring rings[SHM_MAX_QUEUES];
 };
 

@@ -399,6 +399,7 @@ int tdf_open(const struct tdf_config *cfg, struct tdf_dev **out, char *why,
 		TAILQ_INIT(&dev->rings[q].queue);
 	}
 	dev->poll_us = cfg->poll_us;
+	td_poll_gate_init(&dev->gate, td_host_cpus());
 	err = connect_unix(cfg->path, &dev->sock);
 	if (err) {
 		cli_explain(why, why_len, err, CLI_SHM_SOCKET,

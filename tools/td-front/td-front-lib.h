@@ -119,6 +119,7 @@ struct tdf_stats {
 	uint64_t kicks;		    /* notifications sent to the backend */
 	uint64_t wakeups;	    /* notifications received */
 	uint64_t poll_hits;	    /* tdf_wait calls answered by polling */
+	uint64_t poll_backoffs;	    /* times polling stopped: CPU contended */
 	uint64_t errors;	    /* responses other than BLKIF_RSP_OKAY */
 };
 

@@ -350,21 +350,36 @@ static inline void spin_pause(void)
 #endif
 }
 
-/* Spin on every ring's rsp_prod for dev->poll_us: the I/Os completed,
- * or 0. */
+/*
+ * After a spin, once a period: measure the CPU the thread got while it
+ * wanted one (common/poll-gate.h); a contended CPU closes the gate.
+ */
+static void poll_gate_measure(struct tdf_dev *dev, uint64_t now)
+{
+	if (td_poll_gate_due(&dev->gate, now) &&
+	    td_poll_gate_measure(&dev->gate, now, td_thread_cpu_ns(),
+				 dev->slept_ns, td_host_runnable()))
+		dev->stats.poll_backoffs++;
+}
+
+/* Spin on every ring's rsp_prod for dev->poll_us, unless the gate is
+ * closed: the I/Os completed, or 0. */
 static int poll_responses(struct tdf_dev *dev)
 {
-	uint64_t end = td_now_ns() + (uint64_t)dev->poll_us * 1000;
+	uint64_t now = td_now_ns(), end = now + (uint64_t)dev->poll_us * 1000;
 	int n;
 
+	if (!td_poll_gate_open(&dev->gate, now))
+		return 0;
 	do {
 		if ((n = take_responses(dev, false))) {
 			dev->stats.poll_hits += n > 0;
-			return n;
+			break;
 		}
 		spin_pause();
-	} while (td_now_ns() < end);
-	return 0;
+	} while ((now = td_now_ns()) < end);
+	poll_gate_measure(dev, n ? td_now_ns() : now);
+	return n;
 }
 
 /*
@@ -389,8 +404,8 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 {
 	struct pollfd pfd[SHM_MAX_QUEUES + 1];
 	uint32_t nq = dev->info.nr_queues;
-	uint64_t count;
-	int n = dev->poll_us ? poll_responses(dev) : 0;
+	uint64_t count, t0;
+	int rc, n = dev->poll_us ? poll_responses(dev) : 0;
 
 	if (!n)
 		n = tdf_poll(dev);
@@ -400,7 +415,11 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 		pfd[q] = (struct pollfd){.fd = dev->rings[q].notify_fd,
 					 .events = POLLIN};
 	pfd[nq] = (struct pollfd){.fd = dev->sock, .events = POLLIN};
-	if (poll(pfd, nq + 1, timeout_ms) < 0)
+	t0 = dev->poll_us ? td_now_ns() : 0;
+	rc = poll(pfd, nq + 1, timeout_ms);
+	if (dev->poll_us)
+		dev->slept_ns += td_now_ns() - t0;
+	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (uint32_t q = 0; q < nq; q++) {
 		if (!(pfd[q].revents & POLLIN))

@@ -27,6 +27,7 @@
 
 #include "common/log.h"
 #include "common/loop.h"
+#include "common/poll-gate.h"
 
 #define NS_PER_MS 1000000ull
 #define US_PER_MS 1000ull
@@ -1463,14 +1464,14 @@ static void test_poll_window_grows_on_short_sleeps(void **state)
 	assert_int_equal(td_loop_set_poll_budget(f->loop, 4000), 0);
 	td_loop_add_poller(f->loop, &pr.p, probe_poll, probe_arm, &pr);
 	s.step_us = 10 * US_PER_MS;
-	td_loop_timer_arm(f->loop, &s.t, s.step_us, stopper_cb, &s);
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
 	assert_int_equal(td_loop_run(f->loop), 0);
 	td_loop_get_poll_stats(f->loop, &st);
 	assert_int_equal(st.window_us, 0);
 	s.fired = 0;
 	s.stop_at = 4;
 	s.step_us = 1 * US_PER_MS;
-	td_loop_timer_arm(f->loop, &s.t, s.step_us, stopper_cb, &s);
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
 	assert_int_equal(td_loop_run(f->loop), 0);
 	td_loop_get_poll_stats(f->loop, &st);
 	assert_true(st.window_us >= TD_LOOP_POLL_GROW_US);
@@ -1564,6 +1565,132 @@ static void test_poll_switch_on_at_run_time(void **state)
 	td_loop_del_poller(&pr.p);
 }
 
+/* --- the back-off on a contended CPU (common/poll-gate.h) ---------------- */
+
+/* Injected thread CPU clocks: all of the wall time, or half of it. */
+static uint64_t cpu_clock_full(void)
+{
+	return td_now_ns();
+}
+
+static uint64_t cpu_clock_half(void)
+{
+	return td_now_ns() / 2;
+}
+
+/* The host's runnable threads: the loop's alone, or a crowd. */
+static uint32_t runnable_one(void)
+{
+	return 1;
+}
+
+static uint32_t runnable_crowd(void)
+{
+	return 1000;
+}
+
+/* A poller that always finds work and notes the longest gap between two
+ * of its polls across a back-off. */
+struct gap_probe {
+	struct td_loop *loop;
+	struct td_poller p;
+	unsigned int polls;
+	uint64_t last_ns, backoffs, gap_ns;
+};
+
+static bool gap_poll(struct td_poller *p, void *opaque)
+{
+	struct gap_probe *g = opaque;
+	struct td_loop_poll_stats st;
+	uint64_t now = td_now_ns();
+
+	(void)p;
+	td_loop_get_poll_stats(g->loop, &st);
+	if (st.backoffs != g->backoffs && g->last_ns) {
+		if (!g->gap_ns || now - g->last_ns < g->gap_ns)
+			g->gap_ns = now - g->last_ns;
+	}
+	g->backoffs = st.backoffs;
+	g->last_ns = now;
+	g->polls++;
+	return true;
+}
+
+static void run_gap_probe(struct fixture *f, uint64_t (*clock)(void),
+			  uint32_t (*runnable)(void), struct gap_probe *g,
+			  struct td_loop_poll_stats *st)
+{
+	/*
+	 * Ticks every 1 ms (shorter than the budget, so that the window does
+	 * not shrink to 0) wake the loop while polling is held off.
+	 */
+	struct stopper s = {.loop = f->loop, .stop_at = 100};
+
+	g->loop = f->loop;
+	td_loop_set_gate_probes(f->loop, clock, runnable);
+	assert_int_equal(td_loop_set_poll_budget(f->loop, 4000), 0);
+	td_loop_add_poller(f->loop, &g->p, gap_poll, NULL, g);
+	td_loop_timer_arm(f->loop, &s.t, 1 * US_PER_MS, stopper_cb, &s);
+	assert_int_equal(td_loop_run(f->loop), 0);
+	td_loop_get_poll_stats(f->loop, st);
+	td_loop_del_poller(&g->p);
+	td_loop_set_gate_probes(f->loop, NULL, NULL);
+}
+
+/*
+ * A thread that gets all the CPU it wants polls on and never backs off.
+ */
+static void test_poll_free_cpu_no_backoff(void **state)
+{
+	struct gap_probe g = {0};
+	struct td_loop_poll_stats st;
+
+	run_gap_probe(*state, cpu_clock_full, runnable_one, &g, &st);
+	assert_int_equal(st.backoffs, 0);
+	assert_false(st.backoff);
+	assert_true(st.cpu_pct >= 99); /* the two clocks are read apart */
+	assert_true(g.polls > 0);
+}
+
+/*
+ * A thread that gets half the CPU it wants while polling stops polling
+ * (poll_backoffs counts it) for at least the minimum hold, even though
+ * its poller always has work; then it tries again.
+ */
+static void test_poll_contended_cpu_backs_off(void **state)
+{
+	struct gap_probe g = {0};
+	struct td_loop_poll_stats st;
+
+	run_gap_probe(*state, cpu_clock_half, runnable_one, &g, &st);
+	assert_true(st.backoffs >= 1);
+	assert_true(st.cpu_pct >= 49 && st.cpu_pct <= 51);
+	/* It polled again after the hold, not before. */
+	assert_true(g.gap_ns >= TD_POLL_GATE_HOLD_MIN_MS * NS_PER_MS);
+	/* A new budget reopens the gate and keeps the count. */
+	assert_int_equal(td_loop_set_poll_budget(g.loop, 100), 0);
+	td_loop_get_poll_stats(g.loop, &st);
+	assert_false(st.backoff);
+	assert_true(st.backoffs >= 1);
+}
+
+/*
+ * A thread that gets all its CPU on a host with more runnable threads than
+ * CPUs backs off too: its spin may be what keeps one of them waiting.
+ */
+static void test_poll_crowded_host_backs_off(void **state)
+{
+	struct gap_probe g = {0};
+	struct td_loop_poll_stats st;
+
+	run_gap_probe(*state, cpu_clock_full, runnable_crowd, &g, &st);
+	assert_true(st.backoffs >= 1);
+	assert_true(st.cpu_pct >= 99);
+	assert_int_equal(st.runnable, 1000);
+	assert_true(st.cpus >= 1);
+	assert_true(g.gap_ns >= TD_POLL_GATE_HOLD_MIN_MS * NS_PER_MS);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -1622,6 +1749,9 @@ int main(void)
 		T(test_poll_switch_off_at_run_time),
 		T(test_poll_switch_on_at_run_time),
 		T(test_poll_arm_work_with_no_window),
+		T(test_poll_free_cpu_no_backoff),
+		T(test_poll_contended_cpu_backs_off),
+		T(test_poll_crowded_host_backs_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
