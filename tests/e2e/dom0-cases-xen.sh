@@ -650,9 +650,9 @@ case_tapstripe-xenwatch-dom0() {
 mq_keys() {
 	local fe=$1 n
 	n=$(xtool xenstore-read "$fe/multi-queue-num-queues" 2>/dev/null) || return 1
-	echo "multi-queue-num-queues=$n" \
-		"queue-0/ring-ref=$(xtool xenstore-read "$fe/queue-0/ring-ref" 2>/dev/null)" \
-		"queue-1/event-channel=$(xtool xenstore-read "$fe/queue-1/event-channel" 2>/dev/null)" >/tmp/mq-keys
+	echo "multi-queue-num-queues=$n;" \
+		"queue-0: $(xtool xenstore-list "$fe/queue-0" 2>/dev/null | tr '\n' ' ' | sed 's/ $//');" \
+		"queue-1: $(xtool xenstore-list "$fe/queue-1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')" >/tmp/mq-keys
 }
 
 td_writes_above() { [ "$(td_requests "$id" write)" -gt "$1" ]; }
@@ -677,7 +677,7 @@ mq_destroy() {
 }
 
 case_tapdisk-xen-multiqueue() {
-	local domid w con=/var/log/xen/console/guest-e2e-mq.log p b fe be keys line irqs n f errs
+	local domid w con=/var/log/xen/console/guest-e2e-mq.log p b fe be keys line irqs n f errs order
 	[ -f /etc/domu-mq.cfg ] || skip "no guest in this initramfs"
 	dev=$(loop_disk /tmp/mq.img 16) || fail "losetup"
 	id=$(tap-ctl create -a "aio:$dev" --name e2e-mq \
@@ -723,7 +723,10 @@ case_tapdisk-xen-multiqueue() {
 	[ "$p" = "$b" ] || fail "the backing file lacks the guest's pattern"
 	[[ "$line" == *"; 2 ring(s)" ]] ||
 		fail "tapdisk connected ${line##*; } (want 2 rings): $line"
-	[[ "$keys" == multi-queue-num-queues=2\ * ]] ||
+	order=$(grep -o 'e2e_ring_order=[0-9]*' /etc/domu-mq.cfg | cut -d= -f2)
+	[[ "$line" == *"ring order ${order:-0},"* ]] ||
+		fail "tapdisk connected rings of another order (want ${order:-0}): $line"
+	[[ "$keys" == "multi-queue-num-queues=2; queue-0: "*event-channel*"queue-1: "*event-channel* ]] ||
 		fail "the frontend's keys while connected: ${keys:-not read}"
 	grep -aqE 'hardware queues of xvda: 0 1 [^0-9]*$' "$con" ||
 		fail "the guest's xvda does not have 2 hardware queues"
@@ -743,5 +746,5 @@ case_tapdisk-xen-multiqueue() {
 	# The guest's grants go with it: a copy under way may fail.
 	errs=$(grep ' err ' "$TD_LOG" | grep -v 'grant copy of')
 	[ -z "$errs" ] || fail "tapdisk logged errors: $(echo "$errs" | head -1)"
-	detail "guest $domid with 2 vCPUs: tapdisk connected 2 rings ($keys), interrupts per ring: $irqs; 8 MiB written from both vCPUs at once (tapdisk had $w writes and $f flushes by then), read back on both and found in the backing file; destroyed while writing on both rings: $MQ_DESTROYED"
+	detail "guest $domid with 2 vCPUs: tapdisk connected 2 rings of order ${order:-0} ($keys), interrupts per ring: $irqs; 8 MiB written from both vCPUs at once (tapdisk had $w writes and $f flushes by then), read back on both and found in the backing file; destroyed while writing on both rings: $MQ_DESTROYED"
 }

@@ -27,7 +27,10 @@ mount -t devtmpfs devtmpfs /dev
 echo 1 >/proc/sys/kernel/printk
 say() { echo "DOMU [$(cut -d' ' -f1 /proc/uptime)s] $*"; }
 say "running: $(uname -r)"
-insmod /xen-blkfront.ko
+# e2e_ring_order=N (tapdisk-xen-multiqueue, TAPSTRIPE_E2E_MQ_ORDER):
+# rings of 2^N pages.
+order=$(grep -o 'e2e_ring_order=[0-9]*' /proc/cmdline | cut -d= -f2)
+insmod /xen-blkfront.ko ${order:+max_ring_page_order=$order}
 i=0
 while [ ! -b /dev/xvda ] && [ $i -lt 60 ]; do
 	sleep 0.5
@@ -56,13 +59,14 @@ fi
 # blk-mq hardware queue each, and blk-mq sends CPU n's requests to queue
 # n.  One writer pinned to each vCPU writes its 4 MiB half of the
 # pattern in 64 KiB O_DIRECT writes and an fsync (a flush on its own
-# ring), both at once; then one reader on
-# each reads its half back.  Prints the hardware queues and the CPUs
-# each serves, the interrupts of each ring ("mq: ring irq N: COUNT
-# responses' interrupts"), blk-mq's per-queue counts when debugfs is
-# there, and "md5 pattern=X readback=Y" of the 8 MiB.
+# ring), both at once; then one reader on each reads its half back.
+# Prints the hardware queues and the CPUs each serves, the interrupts
+# each ring's event channel brought ("mq: ring irq N: COUNT
+# interrupts": tapdisk's responses on that ring) and "md5 pattern=X
+# readback=Y" of the 8 MiB; then writes on both vCPUs until dom0
+# destroys it.
 mq_test() {
-	local q n w0 w1 r0 r1 h
+	local q n w0 w1 r0 r1
 	say "mq: $(nproc) CPUs; hardware queues of xvda: $(ls /sys/block/xvda/mq | tr '\n' ' ')"
 	for q in /sys/block/xvda/mq/*; do
 		say "mq: queue ${q##*/} serves CPUs $(cat "$q/cpu_list")"
@@ -87,11 +91,6 @@ mq_test() {
 	while read -r q n; do
 		say "mq: ring irq $q: $n interrupts"
 	done </irqs
-	mkdir -p /sys/kernel/debug
-	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
-	for h in /sys/kernel/debug/block/xvda/hctx*; do
-		[ -f "$h/queued" ] && say "mq: ${h##*/} queued $(cat "$h/queued") requests"
-	done
 	say "md5 pattern=$(md5sum </pattern | cut -c1-32) readback=$(md5sum </readback | cut -c1-32)"
 	# Then I/O on both rings, beyond the pattern (8-12 and 12-16 MiB),
 	# until dom0 destroys the guest.

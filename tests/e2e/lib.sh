@@ -281,10 +281,10 @@ e2e_rootfs_domu() {
 		'memory=160' 'vcpus=1' 'on_poweroff="destroy"' \
 		'on_crash="destroy"' >"$R/etc/domu.cfg"
 	# tapdisk-xen-multiqueue: the same guest with 2 vCPUs, whose blkfront
-	# opens 2 rings.
+	# opens 2 rings (of 2^TAPSTRIPE_E2E_MQ_ORDER pages each, when set).
 	sed -e 's/^name=.*/name="e2e-mq"/' -e 's/^vcpus=.*/vcpus=2/' \
-		-e 's/^extra=.*/extra="console=hvc0 e2e_mq"/' "$R/etc/domu.cfg" \
-		>"$R/etc/domu-mq.cfg"
+		-e "s/^extra=.*/extra=\"console=hvc0 e2e_mq${TAPSTRIPE_E2E_MQ_ORDER:+ e2e_ring_order=$TAPSTRIPE_E2E_MQ_ORDER}\"/" \
+		"$R/etc/domu.cfg" >"$R/etc/domu-mq.cfg"
 }
 
 # The modules that mount an ext2 root (Debian's ext4 driver and its
