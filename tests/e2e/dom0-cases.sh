@@ -14,7 +14,7 @@ CASES="dom0-boot xenstored tapdisk-nbd xl-block-attach-phy tapdisk-xen-attach
        tapdisk-xen-1mib tapdisk-xen-read-only tapdisk-xen-thesis
        tapdisk-xen-pause tapdisk-xen-grow tapdisk-xen-restart tapdisk-xen-frontend-close
        tapdisk-xen-bad-frontend tapdisk-xen-domu tapdisk-xen-driver-domain
-       tapstripe-xenwatch-dom0 patched-modules"
+       tapstripe-xenwatch-dom0 patched-modules tapdisk-xen-multiqueue"
 CASE_TIMEOUT=240
 MiB=1048576
 PATTERN_MIB=16

@@ -267,6 +267,9 @@ e2e_rootfs_domu() {
 	for a in switch_root mkdir umount dmesg tr tail; do
 		ln -s busybox "$d/bin/$a"
 	done
+	for a in taskset nproc awk; do
+		ln -s busybox "$d/bin/$a"
+	done
 	e2e_domu_ext4 "$d" "$kver"
 	cp "$here/domu-init.sh" "$d/init"
 	chmod +x "$d/init"
@@ -277,6 +280,11 @@ e2e_rootfs_domu() {
 		'ramdisk="/boot/domU.cpio.gz"' 'extra="console=hvc0"' \
 		'memory=160' 'vcpus=1' 'on_poweroff="destroy"' \
 		'on_crash="destroy"' >"$R/etc/domu.cfg"
+	# tapdisk-xen-multiqueue: the same guest with 2 vCPUs, whose blkfront
+	# opens 2 rings (of 2^TAPSTRIPE_E2E_MQ_ORDER pages each, when set).
+	sed -e 's/^name=.*/name="e2e-mq"/' -e 's/^vcpus=.*/vcpus=2/' \
+		-e "s/^extra=.*/extra=\"console=hvc0 e2e_mq${TAPSTRIPE_E2E_MQ_ORDER:+ e2e_ring_order=$TAPSTRIPE_E2E_MQ_ORDER}\"/" \
+		"$R/etc/domu.cfg" >"$R/etc/domu-mq.cfg"
 }
 
 # The modules that mount an ext2 root (Debian's ext4 driver and its
@@ -440,7 +448,8 @@ e2e_build_initrd() {
 	if [ -z "${1:-}" ] || [[ " $1 " == *" tapdisk-xen-domu "* ]] ||
 		[[ " $1 " == *" tapdisk-xen-driver-domain "* ]] ||
 		[[ " $1 " == *" tapstripe-xenwatch-dom0 "* ]] ||
-		[[ " $1 " == *" tools-stress "* ]]; then
+		[[ " $1 " == *" tools-stress "* ]] ||
+		[[ " $1 " == *" tapdisk-xen-multiqueue "* ]]; then
 		e2e_rootfs_domu
 	fi
 	if [ -z "${1:-}" ] || [[ " $1 " == *" tapdisk-xen-driver-domain "* ]]; then

@@ -24,6 +24,9 @@
 #                          (default "32"; e.g. "11 32 256", a minute each)
 #   TAPSTRIPE_E2E_KERNEL   the linux-image package to boot (default: what
 #                          linux-image-amd64 depends on)
+#   TAPSTRIPE_E2E_MQ_ORDER the ring order (max_ring_page_order) of the
+#                          blkfront of tapdisk-xen-multiqueue's guest
+#                          (default: blkfront's, 0)
 #
 # Prints one line per case and "N passed, N failed[, N skipped]".  Exit
 # status: 0 when every case passed (or was skipped), 1 when one failed or
@@ -45,7 +48,7 @@ while [ $# -gt 0 ]; do
 	--keep) keep=1 ;;
 	--verbose) verbose=1 ;;
 	-h | --help)
-		sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*)
