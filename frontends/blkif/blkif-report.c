@@ -64,5 +64,56 @@ void blkif_ring_report_json(const struct blkif_ring_stats *ring,
 	td_json_u64(j, "protocol_errors", ring->protocol_errors);
 	td_json_u64(j, "notifications", ring->notifications);
 	td_json_u64(j, "indirect_waits", ring->indirect_waits);
+	td_json_u64(j, "polled_requests", ring->polled_reqs);
 	td_json_end_object(j);
+}
+
+uint64_t blkif_ring_stats_requests(const struct blkif_ring_stats *ring)
+{
+	uint64_t total = 0;
+
+	for (unsigned int i = 0; i < NR_RING_OPS; i++)
+		total += ring->reqs[ring_ops[i].op];
+	return total;
+}
+
+void blkif_queue_report_text(const struct blkif_queue_report *q, uint32_t n,
+			     struct td_strbuf *sb)
+{
+	for (uint32_t i = 0; i < n; i++)
+		td_strbuf_printf(
+			sb,
+			"ring %" PRIu32 ": %" PRIu64 " requests (%" PRIu64
+			" reads, %" PRIu64 " writes), %" PRIu64
+			" segments, %" PRIu64 " in flight, %" PRIu64
+			" polled, %" PRIu64 " kicks, %" PRIu64
+			" notifications, %" PRIu64 " I/O errors\n",
+			q[i].queue, blkif_ring_stats_requests(&q[i].ring),
+			q[i].ring.reqs[BLKIF_OP_READ],
+			q[i].ring.reqs[BLKIF_OP_WRITE], q[i].ring.segments,
+			q[i].in_flight, q[i].ring.polled_reqs, q[i].kicks,
+			q[i].ring.notifications, q[i].ring.io_errors);
+}
+
+void blkif_queue_report_json(const struct blkif_queue_report *q, uint32_t n,
+			     struct td_json *j)
+{
+	td_json_begin_array(j, "queues");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct blkif_ring_stats *r = &q[i].ring;
+
+		td_json_begin_object(j, NULL);
+		td_json_u64(j, "queue", q[i].queue);
+		td_json_u64(j, "requests_total", blkif_ring_stats_requests(r));
+		td_json_u64(j, "read", r->reqs[BLKIF_OP_READ]);
+		td_json_u64(j, "write", r->reqs[BLKIF_OP_WRITE]);
+		td_json_u64(j, "segments", r->segments);
+		td_json_u64(j, "in_flight", q[i].in_flight);
+		td_json_u64(j, "polled_requests", r->polled_reqs);
+		td_json_u64(j, "kicks", q[i].kicks);
+		td_json_u64(j, "notifications", r->notifications);
+		td_json_u64(j, "io_errors", r->io_errors);
+		td_json_end_object(j);
+	}
+	td_json_end_array(j);
 }
