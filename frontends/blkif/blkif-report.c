@@ -117,3 +117,62 @@ void blkif_queue_report_json(const struct blkif_queue_report *q, uint32_t n,
 	}
 	td_json_end_array(j);
 }
+
+/* The families of blkif_queue_report_metrics, in this order. */
+enum { QM_REQUESTS, QM_SEGMENTS, QM_INFLIGHT, QM_POLLED, QM_KICKS, QM_NOTIFY };
+static const struct {
+	const char *name, *type, *help;
+} queue_metrics[] = {
+	[QM_REQUESTS] = {"tapstripe_ring_requests_total", "counter",
+			 "Requests taken off the ring, by ring"},
+	[QM_SEGMENTS] = {"tapstripe_ring_segments_total", "counter",
+			 "Segments of those requests"},
+	[QM_INFLIGHT] = {"tapstripe_ring_inflight", "gauge",
+			 "Requests taken and not answered yet"},
+	[QM_POLLED] = {"tapstripe_ring_polled_requests_total", "counter",
+		       "Requests the poller took (tapdisk --poll-us)"},
+	[QM_KICKS] = {"tapstripe_ring_kicks_total", "counter",
+		      "Notifications the frontend sent on the ring"},
+	[QM_NOTIFY] = {"tapstripe_ring_notifications_total", "counter",
+		       "Notifications sent to the frontend"},
+};
+
+static uint64_t queue_metric(const struct blkif_queue_report *q, unsigned int m)
+{
+	switch (m) {
+	case QM_REQUESTS:
+		return blkif_ring_stats_requests(&q->ring);
+	case QM_SEGMENTS:
+		return q->ring.segments;
+	case QM_INFLIGHT:
+		return q->in_flight;
+	case QM_POLLED:
+		return q->ring.polled_reqs;
+	case QM_KICKS:
+		return q->kicks;
+	default:
+		return q->ring.notifications;
+	}
+}
+
+void blkif_queue_report_metrics(const struct blkif_queue_report *q, uint32_t n,
+				const char *labels, const char *frontend,
+				struct td_strbuf *sb)
+{
+	if (!n)
+		return;
+	for (unsigned int m = 0;
+	     m < sizeof(queue_metrics) / sizeof(queue_metrics[0]); m++) {
+		const char *name = queue_metrics[m].name;
+
+		td_strbuf_printf(sb, "# HELP %s %s\n# TYPE %s %s\n", name,
+				 queue_metrics[m].help, name,
+				 queue_metrics[m].type);
+		for (uint32_t i = 0; i < n; i++)
+			td_strbuf_printf(sb,
+					 "%s{%s,frontend=\"%s\",ring=\"%" PRIu32
+					 "\"} %" PRIu64 "\n",
+					 name, labels, frontend, q[i].queue,
+					 queue_metric(&q[i], m));
+	}
+}

@@ -283,6 +283,14 @@ void blkif_queue_report_text(const struct blkif_queue_report *q, uint32_t n,
 			     struct td_strbuf *sb);
 void blkif_queue_report_json(const struct blkif_queue_report *q, uint32_t n,
 			     struct td_json *j);
+/*
+ * The same as Prometheus families tapstripe_ring_* (doc/metrics.md), each
+ * sample labelled {labels,frontend="FRONTEND",ring="N"}; nothing when n
+ * is 0.
+ */
+void blkif_queue_report_metrics(const struct blkif_queue_report *q, uint32_t n,
+				const char *labels, const char *frontend,
+				struct td_strbuf *sb);
 /* Requests of every operation in ring. */
 uint64_t blkif_ring_stats_requests(const struct blkif_ring_stats *ring);
 

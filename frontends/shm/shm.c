@@ -353,6 +353,15 @@ static void shm_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 		blkif_queue_report_text(s.queues, s.nr_queues, sb);
 }
 
+static void shm_report_metrics(struct td_frontend *fe, const char *labels,
+			       struct td_strbuf *sb)
+{
+	struct td_shm_stats s;
+
+	td_shm_server_get_stats(td_shm_server_of(fe), &s);
+	blkif_queue_report_metrics(s.queues, s.nr_queues, labels, "shm", sb);
+}
+
 /*
  * The frontend op: every connected frontend gets "resized sectors=N" on
  * its socket (doc/shm-protocol.md); one still negotiating gets it right
@@ -386,6 +395,7 @@ const struct td_frontend_ops td_shm_frontend = {
 	.report_json = shm_report_json,
 	.report_text = shm_report_text,
 	.resized = shm_resized,
+	.report_metrics = shm_report_metrics,
 };
 
 struct td_shm_server *td_shm_server_of(struct td_frontend *fe)

@@ -1138,6 +1138,19 @@ static void test_mq_per_ring_stats(void **state)
 	assert_non_null(strstr(sb.data, "\"queues\": ["));
 	assert_non_null(strstr(sb.data, "\"in_flight\": 2"));
 	assert_non_null(strstr(sb.data, "\"polled_requests\": 0"));
+	td_strbuf_reset(&sb);
+	assert_int_equal(td_format_stats_metrics(&r, &sb), 0);
+	assert_non_null(strstr(sb.data,
+			       "# TYPE tapstripe_ring_requests_total "
+			       "counter\n"
+			       "tapstripe_ring_requests_total{disk=\"v\","
+			       "frontend=\"shm\",ring=\"0\"} 2\n"
+			       "tapstripe_ring_requests_total{disk=\"v\","
+			       "frontend=\"shm\",ring=\"1\"} 1\n"));
+	assert_non_null(strstr(sb.data, "tapstripe_ring_inflight{disk=\"v\","
+					"frontend=\"shm\",ring=\"0\"} 2\n"));
+	assert_non_null(strstr(sb.data, "tapstripe_ring_kicks_total{disk=\"v\","
+					"frontend=\"shm\",ring=\"1\"} 1\n"));
 
 	mock_complete_held(0, 0);
 	mock_complete_held(1, 0);
