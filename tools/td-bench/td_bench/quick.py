@@ -47,9 +47,10 @@ crippled configuration:
  the physical side; their medians over 5 repetitions ranged 0.14-0.67 on
  the busy machine (bench/README.md).  They catch a QD 1 path 2.5 times
  slower.  Polling that silently stopped is caught by the polled fraction,
- a counter that the CPU's load moves little (0.79-0.96 under a load
- average of 6-11, the back-off included) and that falls to 0 without
- polling (POLLED_TOLERANCE, 50 %).
+ which is exactly 0 without polling and was 0.79-0.96 under a load
+ average of 6-11; its tolerance (POLLED_TOLERANCE, 90 %) leaves room for
+ the back-off under contention (0.25 and 0.63 were seen while the tree
+ was being compiled with make -j2 beside it).
 """
 import fnmatch
 
@@ -63,7 +64,7 @@ COUNTER_TOLERANCE = 0.1
 QD1_BYTES = 128 * MIB  # per run: 32768 requests of 4 KiB
 QD1_POLL_US = 200
 QD1_TOLERANCE = 0.6
-POLLED_TOLERANCE = 0.5
+POLLED_TOLERANCE = 0.9
 
 JOBS = [  # name, workload, block size, QD, virtual targets
     ("seqwrite1m-qd8", "seqwrite", MIB, 8, ("ring",)),
