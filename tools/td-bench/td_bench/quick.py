@@ -42,11 +42,12 @@ crippled configuration:
  (fio) and a two-process one (td-front + tapdisk) lose CPU to others
  differently.  They catch a virtual path that became several times slower,
  not one that lost 10 %: measure that with `td-bench mix` on a quiet
- machine.  The QD 1 ratios are noisier still (QD1_TOLERANCE, 60 %): on
+ machine.  The QD 1 ratios are noisier still (QD1_TOLERANCE, 75 %): on
  tmpfs dd's 4 KiB O_DIRECT request takes 1-5 us, so any preemption moves
- the physical side; their medians over 5 repetitions ranged 0.14-0.67 on
- the busy machine (bench/README.md).  They catch a QD 1 path 2.5 times
- slower.  Polling that silently stopped is caught by the polled fraction,
+ the physical side, and the two processes of the virtual side wake each
+ other once per request; their medians over 5 repetitions ranged
+ 0.08-0.67 on the busy machine (bench/README.md).  They catch a QD 1 path
+ 4 times slower.  Polling that silently stopped is caught by the polled fraction,
  which is exactly 0 without polling and was 0.79-0.96 under a load
  average of 6-11; its tolerance (POLLED_TOLERANCE, 90 %) leaves room for
  the back-off under contention (0.25 and 0.63 were seen while the tree
@@ -63,7 +64,7 @@ THROUGHPUT_TOLERANCE = 0.6
 COUNTER_TOLERANCE = 0.1
 QD1_BYTES = 128 * MIB  # per run: 32768 requests of 4 KiB
 QD1_POLL_US = 200
-QD1_TOLERANCE = 0.6
+QD1_TOLERANCE = 0.75
 POLLED_TOLERANCE = 0.9
 
 JOBS = [  # name, workload, block size, QD, virtual targets
