@@ -292,7 +292,7 @@ run_tests() {
 	say "fuzzers, ${FUZZ_SECONDS:-30} s each (libFuzzer + ASan + UBSan)"
 	FUZZ_OUT=$top/build-fuzz FUZZ_CONFIG_H=$b/config.h \
 		"$top/tests/fuzz/run.sh" "${FUZZ_SECONDS:-30}" || fail "fuzzers"
-	say "throughput regression, quick (td-bench regress --quick, ~1 minute)"
+	say "throughput regression, quick (td-bench regress --quick, ~1.5 minutes)"
 	BUILDDIR=$b "$top/tools/td-bench/td-bench" regress --quick \
 		--results-dir "$b/td-bench-results" || fail "td-bench regress"
 	say "Linux patches: apply, build, modinfo, checkpatch (patches/verify)"

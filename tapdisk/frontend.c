@@ -59,6 +59,13 @@ void td_frontend_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 		fe->ops->report_text(fe, sb);
 }
 
+void td_frontend_report_metrics(struct td_frontend *fe, const char *labels,
+				struct td_strbuf *sb)
+{
+	if (fe->ops->report_metrics)
+		fe->ops->report_metrics(fe, labels, sb);
+}
+
 void td_frontend_init(struct td_frontend *fe, const struct td_frontend_ops *ops,
 		      struct td_loop *loop)
 {

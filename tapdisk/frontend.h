@@ -101,6 +101,15 @@ struct td_frontend_ops {
 	 * clients are not told (td_frontend_resized says so in out).
 	 */
 	void (*resized)(struct td_frontend *fe, struct td_strbuf *out);
+
+	/*
+	 * Optional.  The frontend's families for "stats metrics"
+	 * (doc/metrics.md): Prometheus text appended to sb, each family's
+	 * "# HELP" and "# TYPE" once, every sample labelled with labels
+	 * (disk="NAME") first.  Must not fail, as report_json.
+	 */
+	void (*report_metrics)(struct td_frontend *fe, const char *labels,
+			       struct td_strbuf *sb);
 };
 
 /*
@@ -143,6 +152,8 @@ int td_frontend_control(struct td_frontend *fe, int argc, char **argv,
 /* The ops' reports; nothing when the op is NULL. */
 void td_frontend_report_json(struct td_frontend *fe, struct td_json *j);
 void td_frontend_report_text(struct td_frontend *fe, struct td_strbuf *sb);
+void td_frontend_report_metrics(struct td_frontend *fe, const char *labels,
+				struct td_strbuf *sb);
 
 /* --- for the servers: the shutdown they share ---------------------------------- */
 

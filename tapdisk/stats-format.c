@@ -515,6 +515,28 @@ static void metric_counter_cb(void *out, const char *name, uint64_t v)
 		      label, v);
 }
 
+/* The drivers' families (report_metrics ops), then the frontends'. */
+static void metrics_extensions(const struct td_report *r, struct td_strbuf *sb)
+{
+	struct td_strbuf labels;
+	const char *l;
+
+	td_strbuf_init(&labels);
+	td_strbuf_puts(&labels, "disk=\"");
+	metric_label(&labels, r->name);
+	td_strbuf_puts(&labels, "\"");
+	if (td_strbuf_error(&labels)) {
+		td_strbuf_free(&labels);
+		return;
+	}
+	l = td_strbuf_str(&labels);
+	if (r->vbd)
+		td_vbd_report_drivers_metrics(r->vbd, l, sb);
+	for (unsigned int i = 0; i < r->nr_servers; i++)
+		td_frontend_report_metrics(r->servers[i], l, sb);
+	td_strbuf_free(&labels);
+}
+
 int td_format_stats_metrics(const struct td_report *r, struct td_strbuf *sb)
 {
 	struct metric_ctx ctx = {sb, r->name};
@@ -529,17 +551,6 @@ int td_format_stats_metrics(const struct td_report *r, struct td_strbuf *sb)
 		      "Seconds since the tapdisk started");
 	metric_sample(sb, "tapstripe_uptime_seconds", r->name, NULL,
 		      r->uptime_us / US_PER_S);
-	if (r->vbd) {
-		struct td_strbuf labels;
-
-		td_strbuf_init(&labels);
-		td_strbuf_puts(&labels, "disk=\"");
-		metric_label(&labels, r->name);
-		td_strbuf_puts(&labels, "\"");
-		if (!td_strbuf_error(&labels))
-			td_vbd_report_drivers_metrics(
-				r->vbd, td_strbuf_str(&labels), sb);
-		td_strbuf_free(&labels);
-	}
+	metrics_extensions(r, sb);
 	return td_strbuf_error(sb);
 }

@@ -107,6 +107,7 @@ struct blkif_ring {
 	/* blkif_ring_quiesce(): take nothing more, answer what was taken. */
 	bool quiescing;
 	bool consuming; /* inside blkif_ring_kick: no re-entry */
+	bool polled;	/* inside blkif_ring_poll: count polled_reqs */
 	struct td_hook respond_hook;
 	struct td_defer kick_defer;
 	struct td_defer drained_defer;

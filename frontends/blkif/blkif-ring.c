@@ -292,3 +292,8 @@ void blkif_ring_get_stats(const struct blkif_ring *ring,
 {
 	*out = ring->stats;
 }
+
+uint32_t blkif_ring_in_flight(const struct blkif_ring *ring)
+{
+	return ring->nr_busy;
+}

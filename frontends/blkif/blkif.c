@@ -270,6 +270,8 @@ static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
 		return false;
 	}
 	ring->back.req_cons++;
+	if (ring->polled)
+		ring->stats.polled_reqs++;
 	/* Slot, indirect buffer and reservation go back in slot_put, after
 	 * the response. */
 	slot = slot_get(ring);
@@ -344,7 +346,9 @@ bool blkif_ring_poll(struct td_poller *p, void *opaque)
 	if (!ring_can_take(ring) ||
 	    *(volatile RING_IDX *)&ring->back.sring->req_prod == cons)
 		return false;
+	ring->polled = true;
 	blkif_ring_kick(ring);
+	ring->polled = false;
 	return ring->back.req_cons != cons;
 }
 

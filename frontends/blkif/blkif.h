@@ -250,6 +250,21 @@ struct blkif_ring_stats {
 	uint64_t indirect_waits;  /* times the ring waited for a buffer */
 	uint64_t data_waits;	  /* times it waited for ops->reserve */
 	uint64_t copy_batches;	  /* ops->copy_in and copy_out calls */
+	/* Requests taken by the loop's poller rather than after a
+	 * notification (tapdisk --poll-us). */
+	uint64_t polled_reqs;
+};
+
+/*
+ * One ring of a frontend that opened several (multi-queue), as "stats"
+ * shows it: its counters, the requests it holds now, and the
+ * notifications the frontend sent on it (counted by the transport).
+ */
+struct blkif_queue_report {
+	uint32_t queue;
+	uint64_t in_flight;
+	uint64_t kicks;
+	struct blkif_ring_stats ring;
 };
 
 /*
@@ -260,6 +275,24 @@ void blkif_ring_report_text(const struct blkif_ring_stats *ring,
 			    struct td_strbuf *sb);
 void blkif_ring_report_json(const struct blkif_ring_stats *ring,
 			    struct td_json *j);
+/*
+ * The rings of a frontend one by one: a line each, and a JSON array
+ * "queues" of objects added to the object that is open.
+ */
+void blkif_queue_report_text(const struct blkif_queue_report *q, uint32_t n,
+			     struct td_strbuf *sb);
+void blkif_queue_report_json(const struct blkif_queue_report *q, uint32_t n,
+			     struct td_json *j);
+/*
+ * The same as Prometheus families tapstripe_ring_* (doc/metrics.md), each
+ * sample labelled {labels,frontend="FRONTEND",ring="N"}; nothing when n
+ * is 0.
+ */
+void blkif_queue_report_metrics(const struct blkif_queue_report *q, uint32_t n,
+				const char *labels, const char *frontend,
+				struct td_strbuf *sb);
+/* Requests of every operation in ring. */
+uint64_t blkif_ring_stats_requests(const struct blkif_ring_stats *ring);
 
 /*
  * Attach to a shared ring the frontend has initialised (SHARED_RING_INIT)
@@ -311,5 +344,7 @@ uint32_t blkif_ring_size(const struct blkif_ring *ring);
 bool blkif_ring_dead(const struct blkif_ring *ring);
 void blkif_ring_get_stats(const struct blkif_ring *ring,
 			  struct blkif_ring_stats *out);
+/* Requests taken off the ring and not answered yet. */
+uint32_t blkif_ring_in_flight(const struct blkif_ring *ring);
 
 #endif

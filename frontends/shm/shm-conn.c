@@ -107,8 +107,13 @@ static void conn_drained(struct blkif_ring *ring, void *opaque)
 	struct blkif_ring_stats s;
 
 	if (conn->srv) {
+		struct td_shm_server *srv = conn->srv;
+
 		blkif_ring_get_stats(ring, &s);
-		shm_ring_stats_add(&conn->srv->closed_ring, &s);
+		shm_ring_stats_add(&srv->closed_ring, &s);
+		shm_queue_stats_add(&srv->closed_queues[q->index], q);
+		if (srv->closed_nr_queues <= q->index)
+			srv->closed_nr_queues = q->index + 1;
 	}
 	if (!blkif_ring_destroy(ring))
 		q->ring = NULL;
@@ -188,16 +193,33 @@ void shm_conn_quiesce(struct shm_conn *conn)
 		td_loop_del_fd(&conn->queues[i].kick_fde);
 }
 
-void shm_conn_add_stats(const struct shm_conn *conn,
-			struct blkif_ring_stats *sum)
+void shm_queue_stats_add(struct blkif_queue_report *sum,
+			 const struct shm_queue *q)
+{
+	struct blkif_ring_stats s;
+
+	sum->kicks += q->kicks;
+	if (!q->ring)
+		return;
+	blkif_ring_get_stats(q->ring, &s);
+	shm_ring_stats_add(&sum->ring, &s);
+}
+
+void shm_conn_add_stats(const struct shm_conn *conn, struct td_shm_stats *out)
 {
 	struct blkif_ring_stats s;
 
 	for (uint32_t i = 0; i < conn->nr_queues; i++) {
-		if (!conn->queues[i].ring)
+		const struct shm_queue *q = &conn->queues[i];
+
+		if (!q->ring)
 			continue;
-		blkif_ring_get_stats(conn->queues[i].ring, &s);
-		shm_ring_stats_add(sum, &s);
+		blkif_ring_get_stats(q->ring, &s);
+		shm_ring_stats_add(&out->ring, &s);
+		shm_queue_stats_add(&out->queues[i], q);
+		out->queues[i].in_flight += blkif_ring_in_flight(q->ring);
+		if (out->nr_queues <= i)
+			out->nr_queues = i + 1;
 	}
 }
 

@@ -103,6 +103,9 @@ struct td_shm_server {
 
 	struct td_shm_stats stats;	     /* ring: of closed rings only */
 	struct blkif_ring_stats closed_ring; /* summed at each ring's end */
+	/* The same ring by ring (queue index); in_flight unused. */
+	uint32_t closed_nr_queues;
+	struct blkif_queue_report closed_queues[SHM_MAX_QUEUES];
 };
 
 /* --- shm-conn.c ------------------------------------------------------------ */
@@ -144,9 +147,12 @@ uint32_t shm_conn_destroy_rings(struct shm_conn *conn);
 /* Rings of the connection that exist (not yet destroyed). */
 uint32_t shm_conn_nr_rings(const struct shm_conn *conn);
 
-/* Add the connection's ring counters to *sum. */
-void shm_conn_add_stats(const struct shm_conn *conn,
-			struct blkif_ring_stats *sum);
+/* Add the connection's ring counters to out->ring and out->queues. */
+void shm_conn_add_stats(const struct shm_conn *conn, struct td_shm_stats *out);
+
+/* Add ring q's counters (and its kicks) to *sum. */
+void shm_queue_stats_add(struct blkif_queue_report *sum,
+			 const struct shm_queue *q);
 
 /* --- shm.c --------------------------------------------------------------------- */
 

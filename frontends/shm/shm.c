@@ -39,6 +39,9 @@ void shm_ring_stats_add(struct blkif_ring_stats *a,
 	a->protocol_errors += b->protocol_errors;
 	a->notifications += b->notifications;
 	a->indirect_waits += b->indirect_waits;
+	a->data_waits += b->data_waits;
+	a->copy_batches += b->copy_batches;
+	a->polled_reqs += b->polled_reqs;
 }
 
 /* --- listeners -------------------------------------------------------------- */
@@ -284,10 +287,14 @@ void td_shm_server_get_stats(const struct td_shm_server *srv,
 
 	*out = srv->stats;
 	out->ring = srv->closed_ring;
+	out->nr_queues = srv->closed_nr_queues;
+	memcpy(out->queues, srv->closed_queues, sizeof(out->queues));
+	for (uint32_t i = 0; i < SHM_MAX_QUEUES; i++)
+		out->queues[i].queue = i;
 	out->clients = out->rings = 0;
 	TAILQ_FOREACH(conn, &srv->conns, link)
 	{
-		shm_conn_add_stats(conn, &out->ring);
+		shm_conn_add_stats(conn, out);
 		if (conn->state == SHM_CONN_CLOSING)
 			continue;
 		out->clients++;
@@ -325,6 +332,7 @@ static void shm_report_json(struct td_frontend *fe, struct td_json *j)
 	td_json_u64(j, "protocol_errors", s.protocol_errors);
 	td_json_u64(j, "kicks", s.kicks);
 	blkif_ring_report_json(&s.ring, j);
+	blkif_queue_report_json(s.queues, s.nr_queues, j);
 }
 
 static void shm_report_text(struct td_frontend *fe, struct td_strbuf *sb)
@@ -340,6 +348,18 @@ static void shm_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 			 s.clients, s.rings, s.clients_total, s.refused,
 			 s.protocol_errors, s.kicks);
 	blkif_ring_report_text(&s.ring, sb);
+	/* One ring: the lines above say it all. */
+	if (s.nr_queues > 1)
+		blkif_queue_report_text(s.queues, s.nr_queues, sb);
+}
+
+static void shm_report_metrics(struct td_frontend *fe, const char *labels,
+			       struct td_strbuf *sb)
+{
+	struct td_shm_stats s;
+
+	td_shm_server_get_stats(td_shm_server_of(fe), &s);
+	blkif_queue_report_metrics(s.queues, s.nr_queues, labels, "shm", sb);
 }
 
 /*
@@ -375,6 +395,7 @@ const struct td_frontend_ops td_shm_frontend = {
 	.report_json = shm_report_json,
 	.report_text = shm_report_text,
 	.resized = shm_resized,
+	.report_metrics = shm_report_metrics,
 };
 
 struct td_shm_server *td_shm_server_of(struct td_frontend *fe)

@@ -38,6 +38,7 @@
 
 #include "common/loop.h"
 #include "frontends/blkif/blkif.h"
+#include "frontends/shm/shm-proto.h"
 #include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
@@ -83,6 +84,13 @@ struct td_shm_stats {
 	uint64_t kicks;		  /* frontend notifications taken */
 	/* The rings' own counters, summed over open and closed rings. */
 	struct blkif_ring_stats ring;
+	/*
+	 * Ring by ring: queues[i] sums ring i of every frontend, open and
+	 * closed (in_flight: of the open ones), so that the queues add up
+	 * to ring.  nr_queues: the most rings a frontend opened.
+	 */
+	uint32_t nr_queues;
+	struct blkif_queue_report queues[SHM_MAX_QUEUES];
 };
 
 /*

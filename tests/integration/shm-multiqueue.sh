@@ -11,8 +11,10 @@
 #     backing file directly.
 #  2. The same through sort|aio at QD 32 per ring over 2 and 4 rings.
 #  3. Counters exact: 4 rings writing 1024 x 4 KiB are 1024 requests in
-#     tapdisk's vbd and ring counters; a frontend asking for 16 rings gets
-#     the 8 tapdisk offers.
+#     tapdisk's vbd and ring counters, and ring by ring (tap-ctl stats
+#     shm.queues) every ring carried writes and the rings add up to the
+#     disk's counts; a frontend asking for 16 rings gets the 8 tapdisk
+#     offers.
 #  4. One ring of a 2-ring frontend broken (its producer index far ahead):
 #     that frontend is dropped, a 4-ring td-front running beside it goes
 #     on undisturbed (tap-ctl stats: 1 frontend, 4 rings), and tapdisk
@@ -111,6 +113,29 @@ if [ "$(json_get queues)" = 4 ] &&
 else
 	fail "1024 writes over 4 rings: 1024 requests in tapdisk's counters" "$OUT"
 fi
+# Ring by ring (tap-ctl stats: shm.queues): every ring carried writes, and
+# the rings add up to the disk's ring counters and the vbd's requests.
+OUT=$("$TAPCTL" stats -i "$NULL_PID" --json 2>&1)
+per_ring=$(python3 -c 'import json, sys
+j = json.loads(sys.stdin.read())
+q, ring = j["shm"]["queues"], j["shm"]["ring"]
+sums = {k: sum(x[k] for x in q) for k in ("requests_total", "write", "segments", "kicks")}
+bad = [w for w, ok in (
+    ("4 rings", len(q) == 4),
+    ("every ring wrote", all(x["write"] > 0 for x in q)),
+    ("requests add up", sums["requests_total"] == ring["requests_total"] == 1024),
+    ("the vbd counted as many", j["requests_total"] == 1024),
+    ("writes add up", sums["write"] == ring["requests"]["write"]),
+    ("segments add up", sums["segments"] == ring["segments"]),
+    ("kicks add up", sums["kicks"] == j["shm"]["kicks"]),
+    ("nothing in flight", all(x["in_flight"] == 0 for x in q))) if not ok]
+print("not " + ", ".join(bad) if bad else
+      "ok: " + " + ".join(str(x["requests_total"]) for x in q))' <<<"$OUT" 2>&1)
+case $per_ring in
+ok:*) pass "per-ring counters: every ring carried writes, they add up to 1024 (${per_ring#ok: })" ;;
+*) fail "per-ring counters: every ring carried writes, they add up to 1024" "$per_ring
+$OUT" ;;
+esac
 front "$WORK/null.sock" --queues 16 --bs 4k --bytes 1m --json
 if [ "$(json_get queues)" = 8 ]; then
 	pass "16 rings asked for, the 8 offered set up"

@@ -14,6 +14,10 @@
 #   sort         the sort driver's merging cut off (max_merge=4k): 28
 #                backend submissions per round instead of 1; exits 1 naming
 #                quick.sort.interleave.submits_per_round
+#   polling      the QD 1 probe's polling tapdisk given --poll-us=0 (polling
+#                silently off): its poller takes none of the requests
+#                instead of ~0.9; exits 1 naming both
+#                quick.ring.d*4k-qd1-poll.polled_fraction
 #   result       the JSON result holds the machine, kernel, commit and every
 #                figure with its repetitions
 #   baseline     --update-baseline writes a baseline (a scratch file) that
@@ -94,6 +98,18 @@ if [ $rc -eq 1 ] && grep -q '^  quick.sort.interleave.submits_per_round: 1.00 ->
 	pass "sort: sort without merging (28 submissions per round) is a regression"
 else
 	fail "sort: exit $rc, expected 1 naming quick.sort.interleave.submits_per_round"
+fi
+
+# Polling silently off: the tapdisk of the QD 1 probe is asked for
+# --poll-us 200, and --poll-us=0 after it (--tapdisk-opt comes last) wins.
+regress --baseline "$BASELINE" --only 'quick.ring.*polled_fraction' --tapdisk-opt=--poll-us=0
+rc=$?
+if [ $rc -eq 1 ] &&
+	grep -Eq '^  quick.ring.dread4k-qd1-poll.polled_fraction: [0-9.]+ -> 0.00' "$WORK/out" &&
+	grep -Eq '^  quick.ring.dwrite4k-qd1-poll.polled_fraction: [0-9.]+ -> 0.00' "$WORK/out"; then
+	pass "polling: tapdisk not polling (no request taken by its poller at QD 1) is a regression"
+else
+	fail "polling: exit $rc, expected 1 naming quick.ring.d*4k-qd1-poll.polled_fraction"
 fi
 
 result=

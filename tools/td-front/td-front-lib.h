@@ -255,6 +255,7 @@ struct tdf_backend_stats {
 	uint64_t ring_segments;
 	uint64_t ring_notifications;
 	uint64_t kicks;
+	uint64_t ring_polled; /* taken by tapdisk's poller (--poll-us) */
 };
 
 /*

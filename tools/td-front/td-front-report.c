@@ -306,6 +306,7 @@ static void json_backend(struct td_json *j, const struct front_result *res)
 	td_json_u64(j, "ring_segments", b->ring_segments);
 	td_json_u64(j, "ring_notifications", b->ring_notifications);
 	td_json_u64(j, "kicks", b->kicks);
+	td_json_u64(j, "ring_polled_requests", b->ring_polled);
 	td_json_end_object(j);
 }
 

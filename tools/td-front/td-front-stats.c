@@ -267,6 +267,7 @@ static int parse_stats(const char *js, struct tdf_backend_stats *o)
 		{"shm.ring.segments", &o->ring_segments, false},
 		{"shm.ring.notifications", &o->ring_notifications, false},
 		{"shm.kicks", &o->kicks, false},
+		{"shm.ring.polled_requests", &o->ring_polled, false},
 	};
 	int err = 0;
 

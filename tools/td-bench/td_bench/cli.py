@@ -257,6 +257,10 @@ def build_parser():
                        "Tolerances of an existing FILE are kept.", formatter_class=fmt)
     p.add_argument("results", nargs="+", help="td-bench result files (JSON)")
     p.add_argument("--baseline", metavar="FILE", required=True, help="the baseline to write")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the metrics of the existing FILE that no result file has, "
+                        "values and all (to add or remake some metrics, e.g. from runs of "
+                        "regress --only GLOB, and leave the others as they were)")
 
     p = sub.add_parser("plot", help="draw plots again, or ratios over time",
                        description=doc(plot), formatter_class=fmt)
@@ -524,15 +528,20 @@ def cmd_baseline(a):
         runs.append(regress.load_result(path))
     merged = dict(runs[-1], figures={})
     for name in sorted({n for r in runs for n, f in r["figures"].items() if f["kind"] == "ratio"}):
-        figs = [r["figures"][name] for r in runs if name in r["figures"]]
-        merged["figures"][name] = dict(figs[0], value=core.median([f["value"] for f in figs]),
+        # A run of older code may hold the name as another kind; the last
+        # run's figure gives the unit, direction and tolerance.
+        figs = [r["figures"][name] for r in runs
+                if r["figures"].get(name, {}).get("kind") == "ratio"]
+        merged["figures"][name] = dict(figs[-1], value=core.median([f["value"] for f in figs]),
                                        reps=[f["value"] for f in figs],
                                        spread_pct=core.spread_pct([f["value"] for f in figs]))
     merged["command"] = "td-bench baseline " + " ".join(a.results)
     old = regress.load(a.baseline) if os.path.exists(a.baseline) else None
-    n = regress.write(a.baseline, merged, old)
-    print("baseline: %d ratios, each the median of %d run(s), written to %s"
-          % (n, len(runs), a.baseline))
+    if a.merge and not old:
+        raise InputError("baseline --merge: there is no baseline %s to merge into" % a.baseline)
+    n = regress.write(a.baseline, merged, old, keep_others=a.merge)
+    print("baseline: %d ratios, each the median of %d run(s)%s, written to %s"
+          % (n, len(runs), ", the others kept" if a.merge else "", a.baseline))
     return EXIT_OK
 
 

@@ -66,9 +66,10 @@ def load_result(path):
     return d
 
 
-def write(path, data, old=None):
+def write(path, data, old=None, keep_others=False):
     """The ratio figures of data as a baseline; tolerances an operator set by
-    hand in the old baseline are kept."""
+    hand in the old baseline are kept, and with keep_others its metrics that
+    data does not have.  Returns the number of metrics written."""
     old_m = (old or {}).get("metrics", {})
     metrics = {}
     for name, f in sorted(data["figures"].items()):
@@ -78,6 +79,10 @@ def write(path, data, old=None):
         metrics[name] = {"value": round(f["value"], 4), "better": f["better"],
                          "tolerance": tol, "spread_pct": round(f.get("spread_pct") or 0, 1),
                          "reps": [round(r, 4) for r in f["reps"]]}
+    if keep_others:
+        for name, m in old_m.items():
+            metrics.setdefault(name, m)
+        metrics = dict(sorted(metrics.items()))
     base = {"format": BASELINE_FORMAT,
             "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "from": {"suite": data["suite"], "command": data["command"],

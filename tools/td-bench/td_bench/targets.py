@@ -156,7 +156,9 @@ class Backing:
 class Tapdisk:
     """tapdisk -a CHAIN, on a shm socket and an NBD Unix socket."""
 
-    def __init__(self, lab, chain, name="bench"):
+    def __init__(self, lab, chain, name="bench", opts=()):
+        """opts: this tapdisk's own options, ahead of the lab's (--tapdisk-opt
+        comes last, so that it wins)."""
         self.lab, self.chain = lab, chain
         self.shm = lab.path("%s.shm" % name)
         self.nbd = lab.path("%s.nbd" % name)
@@ -166,7 +168,7 @@ class Tapdisk:
                 os.unlink(p)
         argv = [lab.env.program("tapdisk"), "--foreground", "-a", chain,
                 "--shm", self.shm, "--nbd", "unix:" + self.nbd,
-                "--run-dir", lab.work, "--log-level", "warn"] + lab.tapdisk_opts
+                "--run-dir", lab.work, "--log-level", "warn"] + list(opts) + lab.tapdisk_opts
         self.proc = lab.spawn(argv, self.log)
         wait_socket(self.proc, self.shm, "tapdisk -a %s" % chain, self.log)
         wait_socket(self.proc, self.nbd, "tapdisk -a %s" % chain, self.log)

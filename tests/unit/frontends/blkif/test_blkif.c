@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "drivers/drivers.h"
+#include "frontends/blkif/blkif-int.h" /* the poller: blkif_ring_poll */
 #include "frontends/blkif/blkif.h"
 #include "common/log.h"
 #include "common/loop.h"
@@ -431,6 +432,49 @@ static void test_read_write_null(void **state)
 	assert_int_equal(vs.bytes[TD_OP_READ], 11 * PAGE);
 	assert_int_equal(vs.reqs[TD_OP_WRITE], 1);
 	assert_int_equal(vs.seg_hist[td_seg_bucket(11)], 1);
+}
+
+/*
+ * Requests the loop's poller takes (produced without a notification) are
+ * counted as polled, those a kick takes are not; in flight counts the
+ * requests taken and not answered.
+ */
+static void test_polled_counted(void **state)
+{
+	struct fake *f = start("null:size=64M");
+	struct blkif_ring *ring = f->ring;
+	struct blkif_ring_stats s;
+
+	req_rw(f, BLKIF_OP_READ, 1, 0, 1, 0);
+	kick(f);
+	assert_int_equal(blkif_ring_in_flight(ring), 1);
+	run();
+	expect_rsp(f, 1, BLKIF_OP_READ, BLKIF_RSP_OKAY);
+	assert_int_equal(blkif_ring_in_flight(ring), 0);
+	assert_int_equal(ring_stats(f).polled_reqs, 0);
+
+	assert_false(blkif_ring_poll(&ring->poller, ring)); /* nothing new */
+	req_rw(f, BLKIF_OP_READ, 2, 8, 1, 0);
+	req_rw(f, BLKIF_OP_WRITE, 3, 16, 2, 1);
+	push(f);
+	assert_true(blkif_ring_poll(&ring->poller, ring));
+	assert_int_equal(blkif_ring_in_flight(ring), 2);
+	assert_false(blkif_ring_poll(&ring->poller, ring));
+	run();
+	expect_rsp(f, 2, BLKIF_OP_READ, BLKIF_RSP_OKAY);
+	expect_rsp(f, 3, BLKIF_OP_WRITE, BLKIF_RSP_OKAY);
+	s = ring_stats(f);
+	assert_int_equal(s.polled_reqs, 2);
+	assert_int_equal(blkif_ring_stats_requests(&s), 3);
+	assert_int_equal(s.segments, 4);
+	assert_int_equal(blkif_ring_in_flight(ring), 0);
+
+	/* A kick after that counts as notified again. */
+	req_rw(f, BLKIF_OP_READ, 4, 0, 1, 0);
+	kick(f);
+	run();
+	expect_rsp(f, 4, BLKIF_OP_READ, BLKIF_RSP_OKAY);
+	assert_int_equal(ring_stats(f).polled_reqs, 2);
 }
 
 static void test_flush(void **state)
@@ -1364,6 +1408,7 @@ int main(void)
 		TEST(test_quiesce_idle),
 		TEST(test_config),
 		TEST(test_create_errors),
+		TEST(test_polled_counted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1077,6 +1077,120 @@ static void test_mq_flush_across_rings(void **state)
 	close_queues(f, 3);
 }
 
+/*
+ * Per-ring counters: each ring counts its own requests, segments, kicks
+ * and the requests it holds; closed rings stay in their queue's sum, a
+ * later 1-ring frontend adds to queue 0 only, and the queues add up to
+ * the disk's ring counters.  Text and JSON show them.
+ */
+static void test_mq_per_ring_stats(void **state)
+{
+	static const struct td_frontend_ops *const kinds[] = {&td_shm_frontend,
+							      NULL};
+	struct td_frontend *fe;
+	struct td_report r = {.pid = 1,
+			      .name = "v",
+			      .chain = "mock",
+			      .state = "running",
+			      .kinds = kinds,
+			      .servers = &fe,
+			      .nr_servers = 1};
+	struct front f[2];
+	struct td_shm_stats s;
+	struct td_strbuf sb;
+
+	mock.hold = true;
+	start("mock");
+	fe = td_shm_server_frontend(T.srv);
+	assert_int_equal(attach(&f[0]), 0);
+	connect_queues(f, 2, 0, 4);
+	req_rw(&f[0], BLKIF_OP_WRITE, 1, 0, 2, 0);
+	req_rw(&f[0], BLKIF_OP_WRITE, 2, 16, 1, 2);
+	req_rw(&f[1], BLKIF_OP_READ, 3, 64, 3, 0);
+	kick(&f[0]);
+	kick(&f[1]);
+	s = stats();
+	assert_int_equal(s.nr_queues, 2);
+	assert_int_equal(s.queues[0].queue, 0);
+	assert_int_equal(s.queues[1].queue, 1);
+	assert_int_equal(s.queues[0].ring.reqs[BLKIF_OP_WRITE], 2);
+	assert_int_equal(s.queues[0].ring.reqs[BLKIF_OP_READ], 0);
+	assert_int_equal(s.queues[0].ring.segments, 3);
+	assert_int_equal(s.queues[0].in_flight, 2);
+	assert_int_equal(s.queues[0].kicks, 1);
+	assert_int_equal(s.queues[1].ring.reqs[BLKIF_OP_READ], 1);
+	assert_int_equal(s.queues[1].ring.segments, 3);
+	assert_int_equal(s.queues[1].in_flight, 1);
+	assert_int_equal(s.queues[1].kicks, 1);
+	assert_int_equal(s.queues[0].ring.polled_reqs, 0);
+
+	td_strbuf_init(&sb);
+	assert_int_equal(td_format_stats_text(&r, &sb), 0);
+	assert_non_null(strstr(sb.data,
+			       "ring 0: 2 requests (0 reads, 2 writes), "
+			       "3 segments, 2 in flight, 0 polled, "
+			       "1 kicks, 0 notifications, 0 I/O errors"));
+	assert_non_null(strstr(sb.data,
+			       "ring 1: 1 requests (1 reads, 0 writes), "
+			       "3 segments, 1 in flight"));
+	td_strbuf_reset(&sb);
+	assert_int_equal(td_format_stats_json(&r, &sb), 0);
+	assert_non_null(strstr(sb.data, "\"queues\": ["));
+	assert_non_null(strstr(sb.data, "\"in_flight\": 2"));
+	assert_non_null(strstr(sb.data, "\"polled_requests\": 0"));
+	td_strbuf_reset(&sb);
+	assert_int_equal(td_format_stats_metrics(&r, &sb), 0);
+	assert_non_null(strstr(sb.data,
+			       "# TYPE tapstripe_ring_requests_total "
+			       "counter\n"
+			       "tapstripe_ring_requests_total{disk=\"v\","
+			       "frontend=\"shm\",ring=\"0\"} 2\n"
+			       "tapstripe_ring_requests_total{disk=\"v\","
+			       "frontend=\"shm\",ring=\"1\"} 1\n"));
+	assert_non_null(strstr(sb.data, "tapstripe_ring_inflight{disk=\"v\","
+					"frontend=\"shm\",ring=\"0\"} 2\n"));
+	assert_non_null(strstr(sb.data, "tapstripe_ring_kicks_total{disk=\"v\","
+					"frontend=\"shm\",ring=\"1\"} 1\n"));
+
+	mock_complete_held(0, 0);
+	mock_complete_held(1, 0);
+	mock_complete_held(2, 0);
+	run();
+	expect_rsp(&f[0], 1, BLKIF_RSP_OKAY);
+	expect_rsp(&f[0], 2, BLKIF_RSP_OKAY);
+	expect_rsp(&f[1], 3, BLKIF_RSP_OKAY);
+	s = stats();
+	assert_int_equal(s.queues[0].in_flight, 0);
+	assert_int_equal(s.queues[1].in_flight, 0);
+	assert_int_equal(s.queues[1].ring.notifications, 1);
+	close_queues(f, 2);
+	run();
+
+	/* Closed: still counted, in its own queue. */
+	assert_int_equal(attach(&f[0]), 0);
+	connect_queues(f, 1, 0, 4);
+	req_rw(&f[0], BLKIF_OP_READ, 4, 0, 1, 0);
+	kick(&f[0]);
+	mock_complete_held(3, 0);
+	run();
+	expect_rsp(&f[0], 4, BLKIF_RSP_OKAY);
+	s = stats();
+	assert_int_equal(s.nr_queues, 2);
+	assert_int_equal(s.queues[0].ring.reqs[BLKIF_OP_WRITE], 2);
+	assert_int_equal(s.queues[0].ring.reqs[BLKIF_OP_READ], 1);
+	assert_int_equal(s.queues[0].kicks, 2);
+	assert_int_equal(s.queues[1].ring.reqs[BLKIF_OP_READ], 1);
+	assert_int_equal(s.queues[1].kicks, 1);
+	assert_int_equal(blkif_ring_stats_requests(&s.queues[0].ring) +
+				 blkif_ring_stats_requests(&s.queues[1].ring),
+			 blkif_ring_stats_requests(&s.ring));
+	assert_int_equal(s.queues[0].ring.segments + s.queues[1].ring.segments,
+			 s.ring.segments);
+	close_queues(f, 1);
+	run();
+	td_strbuf_free(&sb);
+}
+
 /* --- shutdown and destroy ----------------------------------------------------------- */
 
 static void shm_done(void *opaque)
@@ -1282,6 +1396,7 @@ int main(void)
 		TEST(test_mq_single_offered),
 		TEST(test_mq_one_bad_ring),
 		TEST(test_mq_flush_across_rings),
+		TEST(test_mq_per_ring_stats),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
