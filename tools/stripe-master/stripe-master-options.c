@@ -36,7 +36,7 @@ static void usage(FILE *out)
 "SYNOPSIS\n"
 "    stripe-master [--foreground] [--listen HOST[:PORT]] [--db PATH]\n"
 "                  [--extent-size SIZE] [--allow NETWORK]... [OPTIONS]\n"
-"    stripe-master --check [--db PATH]\n"
+"    stripe-master --check [--db PATH] [--store URL]\n"
 "\n"
 "DESCRIPTION\n"
 "    stripe-master keeps the pool of storage servers (iSCSI LUNs cut into\n"
