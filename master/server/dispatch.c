@@ -345,6 +345,15 @@ static void fail_round(struct master_server *ms, ms_reply *rep)
 		fail_store(rep, -EIO);
 		return;
 	}
+	if (ms->round_err == -E2BIG) {
+		master_reply_fail(rep, MS_EIO,
+				  "etcd refused the changes of this call's "
+				  "round (larger than its --max-request-bytes; "
+				  "see the master's log): nothing was changed; "
+				  "allocate fewer extents at once (larger "
+				  "extents) or raise etcd's limit");
+		return;
+	}
 	master_reply_fail(rep, MS_EIO,
 			  "the replicated store did not confirm this call (see "
 			  "the master's log): retry it; it may have taken "
@@ -447,6 +456,7 @@ static bool commit_round(struct master_server *ms)
 		ok = replay_round(ms);
 	if (ok && ret)
 		ok = false;
+	ms->round_err = ret;
 	if (!ok) {
 		master_store_rollback(ms->store);
 		ms->stats.failed_rounds++;

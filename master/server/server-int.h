@@ -59,6 +59,7 @@ struct master_server {
 	bool round_failed; /* the store failed: every call of it gets EIO */
 	uint64_t round_calls;
 	uint64_t round_replays; /* runs again after other masters' changes */
+	int round_err;		/* why the commit failed (-errno) */
 	struct master_pending *pending;
 	size_t nr_pending, cap_pending;
 	/* connections: last activity by fd */

@@ -333,9 +333,11 @@ int master_repl_commit(struct master_store *st)
 	ret = repl_txn(r, cs, cs_len, &res);
 	sqlite3_free(cs);
 	if (ret) {
-		/* It may have been applied: the next round's compare says. */
+		/* It may have been applied: the next round's compare says;
+		 * but not when etcd refused it (too large, say). */
 		master_store_rollback(st);
-		return repl_etcd_fail(r, "replicating a round", ret);
+		repl_etcd_fail(r, "replicating a round", ret);
+		return ret == -EINVAL ? -E2BIG : ret;
 	}
 	if (res.succeeded) {
 		etcd_txn_result_clear(&res);

@@ -113,9 +113,11 @@ bool master_store_replicated(const struct master_store *st);
  * The batch transaction (BEGIN IMMEDIATE / COMMIT / ROLLBACK).  With
  * replication, commit returns -EAGAIN when other masters changed the
  * store first: the transaction was rolled back and the file caught up,
- * run the batch again.  After any other error of commit the batch is
- * rolled back; with replication it may still have reached etcd (a
- * timeout): then the next round applies it from the log.
+ * run the batch again; -E2BIG when etcd refused it (above its
+ * --max-request-bytes, 1.5 MiB by default: ~60 bytes per extent
+ * allocated, about 18,000 extents per batch).  After any other error of
+ * commit the batch is rolled back; with replication it may still have
+ * reached etcd (a timeout): then the next round applies it from the log.
  */
 int master_store_begin(struct master_store *st);
 int master_store_commit(struct master_store *st);

@@ -7,7 +7,8 @@
 # concurrent allocations through both never give an extent twice (the
 # consistency check on both replicas and on a fresh one); kill -9 of one
 # master under load leaves the other serving, and the killed one catches
-# up when it starts again; bad input (etcd down at start, a malformed
+# up when it starts again; an allocation too large for one etcd request
+# is refused and changes nothing; bad input (etcd down at start, a malformed
 # --store, a replica of another cluster, another extent size, a SQLite
 # store's file) is refused with a clear error.
 #
@@ -199,6 +200,22 @@ case_kill() {
 		fail "A starts again and catches up with B" "A $(state ctl_a), B $(state ctl_b)"
 }
 
+# A round whose changeset etcd refuses (above its --max-request-bytes)
+# fails with what to do, and changes nothing.
+case_too_large() {
+	local i out
+	for i in 5 6 7 8; do
+		ctl_b server add --portal 10.77.$i.2 --target iqn.2024-01.org.tapstripe:srv$i \
+			--lun 1 --size 64G >/dev/null || { fail "large servers through B" "server $i"; return; }
+	done
+	out=$(ctl_a vdisk create huge --size 64G --stripes 4 --replicas 2 -o "$WORK/huge.map" 2>&1)
+	[ $? != 0 ] && grep -q "etcd refused the changes" <<<"$out" &&
+		[ "$(state ctl_a)" = "$(state ctl_b)" ] &&
+		! ctl_b vdisk show --name huge >/dev/null 2>&1 &&
+		pass "an allocation too large for one etcd request is refused, nothing changed" ||
+		fail "an allocation too large for one etcd request is refused, nothing changed" "$out"
+}
+
 case_check() {
 	local out name
 	stop_one "$PID_A"
@@ -249,6 +266,7 @@ if start_a && start_b; then
 	case_shared
 	case_concurrent
 	case_kill
+	case_too_large
 	case_check
 	case_refusals
 else
