@@ -18,9 +18,11 @@
 #include "master/server/server-int.h"
 
 #define PENDING_MIN 16
-/* Runs of a round after other masters changed a replicated store first:
- * beyond, its calls fail and their clients retry. */
-#define ROUND_MAX_REPLAYS 8
+/* Runs of a round after other masters changed a replicated store first
+ * (each one etcd request, a few ms): beyond, its calls fail with MS_EIO
+ * and their clients retry.  Two busy masters lose a race now and then,
+ * 32 in a row practically never. */
+#define ROUND_MAX_REPLAYS 32
 
 struct master_server *master_current;
 
