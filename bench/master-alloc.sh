@@ -39,6 +39,7 @@ PID=
 STORE=()
 
 cleanup() {
+	set +e # the exit statuses of what is killed here end nothing
 	[ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
 	[ ${#STORE[@]} = 0 ] || etcd_cluster_stop
 	rm -rf "$WORK"
