@@ -186,7 +186,8 @@ static int lease_acquire(struct stripe_dev *dev, char *msg, size_t len)
 
 	if ((ret = master_client_open(dev->map.master, &o, &c))) {
 		snprintf(msg, len,
-			 "the map names the master '%s', not HOST[:PORT]: "
+			 "the map names the master '%s', not "
+			 "HOST[:PORT][,HOST[:PORT]...]: "
 			 "a disk opens only with its lease from the master",
 			 dev->map.master);
 		return ret;
