@@ -682,24 +682,24 @@ static const struct command commands[] = {
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-#define GLOBAL_HELP                                                           \
-	"    -m, --master HOST[:PORT][,HOST[:PORT]...]\n"                     \
-	"                              the master, or masters serving one\n"  \
-	"                              state (a call moves to the next on\n"  \
-	"                              a timeout, a refusal or a store not\n" \
-	"                              available); default $" CTL_MASTER_ENV  \
-	", else\n"                                                            \
-	"                              STRIPE_MASTER= in " CTL_MASTER_CONF    \
-	",\n"                                                                 \
-	"                              else " CTL_MASTER_DEFAULT "\n"         \
-	"    --json                    JSON output for scripts (exact "       \
-	"bytes)\n"                                                            \
-	"    --timeout SEC             per attempt (default 10)\n"            \
-	"    --retries N               attempts after a timeout or a lost\n"  \
-	"                              connection (default 3): every call "   \
-	"is\n"                                                                \
-	"                              safe to repeat\n"                      \
-	"    -h, --help                help\n"                                \
+#define GLOBAL_HELP                                                            \
+	"    -m, --master HOST[:PORT][,HOST[:PORT]...]\n"                      \
+	"                              the master, or masters serving one\n"   \
+	"                              state (a call moves to the next on\n"   \
+	"                              a timeout, a refusal or a store not\n"  \
+	"                              available); default $" CTL_MASTER_ENV   \
+	", else\n"                                                             \
+	"                              STRIPE_MASTER= in " CTL_MASTER_CONF     \
+	",\n"                                                                  \
+	"                              else " CTL_MASTER_DEFAULT "\n"          \
+	"    --json                    JSON output for scripts (exact "        \
+	"bytes)\n"                                                             \
+	"    --timeout SEC             per attempt (default 10)\n"             \
+	"    --retries N               attempts after a timeout or a lost\n"   \
+	"                              connection (default 3), each a turn\n"  \
+	"                              over every master of the list: every\n" \
+	"                              call is safe to repeat\n"               \
+	"    -h, --help                help\n"                                 \
 	"    -V, --version             the version\n"
 
 int ctl_fail(const char *fmt, ...)
