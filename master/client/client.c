@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,31 @@ struct master_client {
 
 static int attempt_call(struct master_client *c, unsigned int proc,
 			xdrproc_t xargs, const void *args, ms_reply *rep);
+
+/*
+ * The process's last list of several masters and the one of it that
+ * answered last: a new client of the same list starts there (tapdisk's
+ * lease calls open a client per call).  Guarded by memo_lock.
+ */
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static char memo_list[MASTER_CLIENT_MAX_MASTERS * ADDRESS_SIZE];
+static unsigned int memo_cur;
+
+static void memo_recall(struct master_client *c)
+{
+	pthread_mutex_lock(&memo_lock);
+	if (!strcmp(memo_list, c->addresses) && memo_cur < c->nr_ep)
+		c->cur = memo_cur;
+	pthread_mutex_unlock(&memo_lock);
+}
+
+static void memo_keep(const struct master_client *c)
+{
+	pthread_mutex_lock(&memo_lock);
+	memcpy(memo_list, c->addresses, sizeof(memo_list));
+	memo_cur = c->cur;
+	pthread_mutex_unlock(&memo_lock);
+}
 
 static void set_error(struct master_client *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -141,6 +167,8 @@ int master_client_open(const char *address,
 		return -EINVAL;
 	}
 	c->attempt = attempt_call;
+	if (c->nr_ep > 1)
+		memo_recall(c);
 	c->opts.timeout_ms = MASTER_CLIENT_DEFAULT_TIMEOUT_MS;
 	c->opts.retries = MASTER_CLIENT_DEFAULT_RETRIES;
 	if (opts)
@@ -494,6 +522,7 @@ int master_client_call(struct master_client *c, unsigned int proc,
 		       xdrproc_t xargs, const void *args, ms_body_kind body,
 		       ms_reply *rep)
 {
+	unsigned int first = c->cur;
 	int ret = -ETIMEDOUT;
 
 	master_reply_init(rep);
@@ -527,6 +556,8 @@ fail:
 	ret = give_up(c, ret);
 out:
 	c->deadline_ns = 0;
+	if (c->cur != first && !fail_over(ret, rep))
+		memo_keep(c); /* another master answered */
 	return ret;
 }
 

@@ -158,6 +158,7 @@ case_kills() {
 	CLIENT_PIDS=
 	calls=$(acked)
 	failed=$(cat "$WORK"/client-*.fail | wc -l)
+	echo "# in the clients' logs: $(cat "$WORK"/client-*.fail.log | grep -c 'trying the next master') moves to the next master, $(cat "$WORK"/client-*.fail.log | grep -c 'retrying') turns retried"
 	what="$CLIENTS clients, $calls calls ($(cat "$WORK"/client-*.ok | grep -c '^[cd]') allocations and releases, $(cat "$WORK"/client-*.ok | grep -c '^lease') lease acquires) through kill -9 of A and of the etcd leader: every one answered"
 	[ "$failed" = 0 ] && [ "$calls" = "$total" ] && pass "$what" || fail "$what" \
 			"$failed failed: $(head -3 "$WORK"/client-*.fail.log)"

@@ -84,6 +84,7 @@ static struct master_client *open_fake(const char *list, unsigned int retries,
 	struct master_client *c;
 
 	memset(&fake, 0, sizeof(fake));
+	memo_list[0] = '\0'; /* each test starts at the first master */
 	assert_int_equal(master_client_open(list, &o, &c), 0);
 	c->attempt = fake_attempt;
 	return c;
@@ -177,6 +178,23 @@ static void test_remembers(void **state)
 	assert_int_equal(fake.order[5], 0);
 	assert_string_equal(master_client_address(c), "a:7700");
 	master_client_close(c);
+}
+
+/* A new client of the same list starts at the master that answered last
+ * in this process; of another list, at its first. */
+static void test_remembered_across_clients(void **state)
+{
+	struct master_client *c = open_fake("a,b,c", 3, 0), *d, *e;
+
+	fake.plan[0][0] = REFUSED;
+	assert_int_equal(release(c), 0);
+	master_client_close(c);
+	assert_int_equal(master_client_open("a,b,c", NULL, &d), 0);
+	assert_string_equal(master_client_address(d), "b:7700");
+	assert_int_equal(master_client_open("a,c", NULL, &e), 0);
+	assert_string_equal(master_client_address(e), "a:7700");
+	master_client_close(d);
+	master_client_close(e);
 }
 
 /* A master's own answer other than MS_EIO is final: no other master asked. */
@@ -292,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_lists),
 		cmocka_unit_test(test_moves_on),
 		cmocka_unit_test(test_remembers),
+		cmocka_unit_test(test_remembered_across_clients),
 		cmocka_unit_test(test_final_answer),
 		cmocka_unit_test(test_all_fail),
 		cmocka_unit_test(test_all_unavailable),
