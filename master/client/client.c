@@ -60,7 +60,8 @@ struct master_client {
 	char addresses[MASTER_CLIENT_MAX_MASTERS * ADDRESS_SIZE];
 	struct master_client_opts opts;
 	CLIENT *clnt;
-	uint64_t deadline_ns; /* of the call in progress */
+	uint64_t deadline_ns;	   /* of the call in progress */
+	unsigned int last_wait_ms; /* the last call attempt's timeout */
 	master_attempt_fn attempt;
 	char error[MASTER_CLIENT_ERROR_SIZE];
 };
@@ -349,7 +350,7 @@ static int rpc_failure(struct master_client *c, enum clnt_stat stat)
 			  "the master at %s did not answer within %u ms (it "
 			  "may be stopped or overloaded): look at it, or give "
 			  "it longer with --timeout",
-			  address, attempt_ms(c));
+			  address, c->last_wait_ms);
 		return -ETIMEDOUT;
 	case RPC_CANTSEND:
 	case RPC_CANTRECV:
@@ -396,14 +397,17 @@ static void pause_before_retry(struct master_client *c, unsigned int turn)
 static int attempt_call(struct master_client *c, unsigned int proc,
 			xdrproc_t xargs, const void *args, ms_reply *rep)
 {
-	unsigned int ms = attempt_ms(c);
-	struct timeval tv = {.tv_sec = ms / MS_PER_S,
-			     .tv_usec = (ms % MS_PER_S) * US_PER_MS};
+	struct timeval tv;
 	enum clnt_stat stat;
+	unsigned int ms;
 	int ret;
 
 	if (!c->clnt && (ret = connect_master(c)))
 		return ret;
+	ms = attempt_ms(c); /* the call's share: what the connect left */
+	tv.tv_sec = ms / MS_PER_S;
+	tv.tv_usec = (long)(ms % MS_PER_S) * US_PER_MS;
+	c->last_wait_ms = ms;
 	master_reply_init(rep);
 	stat = clnt_call(c->clnt, proc, xargs, (caddr_t)args,
 			 (xdrproc_t)xdr_ms_reply, (caddr_t)rep, tv);
@@ -464,8 +468,7 @@ static void note_failure(struct master_client *c, int err, const ms_reply *rep)
 			 "its store is not available: %s",
 			 rep->message ? rep->message : "");
 	else if (err == -ETIMEDOUT)
-		snprintf(e->why, sizeof(e->why), "no answer within %u ms",
-			 c->opts.timeout_ms);
+		snprintf(e->why, sizeof(e->why), "no answer in time");
 	else if (err == -EPROTONOSUPPORT)
 		snprintf(e->why, sizeof(e->why), "not a stripe-master");
 	else
