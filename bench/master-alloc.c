@@ -9,7 +9,9 @@
  * once the master has committed it) and records the latency of each call.
  * With --acked FILE every disk the master acknowledged is appended to FILE
  * the moment its answer arrives: the crash test kills the master and then
- * checks that every name in FILE survived.
+ * checks that every name in FILE survived.  With --stamp each line also
+ * has the wall-clock time of the answer (ns) and the master that gave it
+ * (a list of masters fails over, issue #23): bench/master-failover.sh.
  *
  * Output, one line:  allocations N failed F seconds T per_second R
  *                    p50_us A p90_us B p99_us C max_us D
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -41,6 +44,7 @@ struct bench {
 	unsigned int count; /* per client */
 	unsigned int columns, per_column, replicas;
 	bool release;
+	bool stamp; /* --stamp: time and master on each acked line */
 	int acked_fd;
 	struct master_client_opts opts;
 	uint64_t extent_bytes;
@@ -54,10 +58,23 @@ struct worker {
 	uint64_t *lat_ns;
 };
 
-static void note_acked(const struct bench *b, const char *name)
+static void note_acked(const struct bench *b, struct master_client *c,
+		       const char *name)
 {
-	char line[NAME_BYTES + 1];
-	int n = snprintf(line, sizeof(line), "%s\n", name);
+	char line[NAME_BYTES + MASTER_CLIENT_ERROR_SIZE];
+	struct timespec ts;
+	int n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (b->stamp)
+		n = snprintf(line, sizeof(line), "%s %llu %s\n", name,
+			     (unsigned long long)ts.tv_sec * NS_PER_S +
+				     (unsigned long long)ts.tv_nsec,
+			     master_client_address(c));
+	else
+		n = snprintf(line, sizeof(line), "%s\n", name);
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
 
 	/* One write(2) per line on an O_APPEND fd: lines never interleave. */
 	if (b->acked_fd >= 0 && write(b->acked_fd, line, (size_t)n) != n)
@@ -87,7 +104,7 @@ static int one_alloc(struct worker *w, struct master_client *c, unsigned int i)
 			master_client_error(c));
 		return ret;
 	}
-	note_acked(b, name);
+	note_acked(b, c, name);
 	if (b->release && (ret = master_call_vdisk_release(c, name, &rep)))
 		fprintf(stderr, "master-alloc: release %s: %s\n", name,
 			master_client_error(c));
@@ -162,16 +179,19 @@ static void report(struct worker *w, unsigned int n, uint64_t elapsed_ns)
 
 static void usage(FILE *out)
 {
-	fputs("Usage: master-alloc --master HOST[:PORT] [--clients N] "
+	fputs("Usage: master-alloc --master HOST[:PORT][,...] [--clients N] "
 	      "[--count N]\n"
 	      "           [--shape S,J,R] [--prefix NAME] [--acked FILE]\n"
-	      "           [--timeout MS] [--retries N] [--release]\n\n"
+	      "           [--timeout MS] [--retries N] [--release] "
+	      "[--stamp]\n\n"
 	      "N clients (default 4) each allocate --count disks (default "
 	      "1000) of\nS columns x J extents x R replicas (default 2,1,2) "
 	      "named PREFIX-C-I,\nand print the allocations per second and "
 	      "the latency percentiles.\n--acked FILE appends each "
-	      "acknowledged name to FILE; --release frees\neach disk after "
-	      "its allocation (not timed).\n",
+	      "acknowledged name to FILE (--stamp: with the time\nof its "
+	      "answer in ns since the epoch and the master that gave it); "
+	      "--release\nfrees each disk after its allocation (not timed).  "
+	      "--master takes a list\nA,B,C of masters serving one state.\n",
 	      out);
 }
 
@@ -185,6 +205,7 @@ static const struct option options[] = {
 	{"timeout", required_argument, NULL, 't'},
 	{"retries", required_argument, NULL, 'r'},
 	{"release", no_argument, NULL, 'R'},
+	{"stamp", no_argument, NULL, 'S'},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -193,7 +214,7 @@ static int parse(struct bench *b, int argc, char **argv)
 {
 	int c;
 
-	while ((c = getopt_long(argc, argv, "m:c:n:s:p:a:t:r:Rh", options,
+	while ((c = getopt_long(argc, argv, "m:c:n:s:p:a:t:r:RSh", options,
 				NULL)) != -1) {
 		switch (c) {
 		case 'm':
@@ -229,6 +250,9 @@ static int parse(struct bench *b, int argc, char **argv)
 			break;
 		case 'R':
 			b->release = true;
+			break;
+		case 'S':
+			b->stamp = true;
 			break;
 		default:
 			return -EINVAL;

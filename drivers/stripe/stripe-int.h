@@ -890,7 +890,8 @@ int stripe_lease_verdict(int ret, const ms_reply *rep,
 /*
  * At open, after the map is read, before the connections: take the lease
  * (lease on) or warn (lease=off).  0, or -errno having said why with
- * td_driver_fail.  Blocks for at most about 2 * STRIPE_LEASE_TIMEOUT_MS.
+ * td_driver_fail.  Blocks for at most about (1 + the masters in the map's
+ * list) * STRIPE_LEASE_TIMEOUT_MS, plus a pause (master/client/client.h).
  */
 int stripe_lease_open(struct stripe_dev *dev);
 /* Stop a hand-over under way (its thread is joined) and free it. */

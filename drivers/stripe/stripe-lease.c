@@ -131,12 +131,17 @@ static int verdict_error(int ret, const ms_reply *rep,
 		return -EPERM;
 	}
 	if (transport_error(ret)) {
+		/* a list: the client's error names each master and why */
+		bool list =
+			strchr(ctx->master, ',') && ctx->error && *ctx->error;
+
 		snprintf(msg, len,
 			 "cannot reach the master at %s to take the lease of "
 			 "vdisk %s (%s): a disk opens only with its lease; "
 			 "disks already running are not affected; start the "
 			 "master or check the network",
-			 ctx->master, ctx->vdisk, strerror(-ret));
+			 ctx->master, ctx->vdisk,
+			 list ? ctx->error : strerror(-ret));
 		return -EHOSTUNREACH;
 	}
 	snprintf(msg, len, "the master at %s refused the lease of vdisk %s: %s",
@@ -186,7 +191,8 @@ static int lease_acquire(struct stripe_dev *dev, char *msg, size_t len)
 
 	if ((ret = master_client_open(dev->map.master, &o, &c))) {
 		snprintf(msg, len,
-			 "the map names the master '%s', not HOST[:PORT]: "
+			 "the map names the master '%s', not "
+			 "HOST[:PORT][,HOST[:PORT]...]: "
 			 "a disk opens only with its lease from the master",
 			 dev->map.master);
 		return ret;

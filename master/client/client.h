@@ -11,6 +11,17 @@
  * opts.retries times, with a short growing pause; the master answers a
  * retry of a call that did run with what it did (ms_reply.changed false).
  *
+ * Fail-over (issue #23).  The address may be a list of masters that serve
+ * one state ("A,B,C": several stripe-master --store on one etcd cluster).
+ * A call goes to the master that answered last (the first at the start);
+ * when that one's transport fails (timeout, refused, reset, not a
+ * stripe-master) or it answers MS_EIO (its store is not available: "this
+ * call changed nothing" or "retry, it may have taken effect"), the call
+ * moves at once to the next master in the list, which is safe for the
+ * same reason as a retry.  After every master failed once, the client
+ * pauses and starts another turn, up to opts.retries more turns, all
+ * within opts.total_ms; then the error names every master tried and why.
+ *
  * Contracts: one thread uses one client at a time; the process must ignore
  * SIGPIPE (libtirpc writes to the socket with write(2)); functions return
  * 0 or -errno and never print: master_client_error() says what failed.
@@ -26,18 +37,25 @@
 #define MASTER_CLIENT_DEFAULT_TIMEOUT_MS 10000
 #define MASTER_CLIENT_DEFAULT_RETRIES	 3
 #define MASTER_CLIENT_ERROR_SIZE	 768
+#define MASTER_CLIENT_MAX_MASTERS	 8 /* addresses in one list */
 
 struct master_client_opts {
 	unsigned int timeout_ms; /* per attempt: connect, or call + reply */
-	unsigned int retries;	 /* extra attempts after a transport error */
+	unsigned int retries;	 /* extra turns over the masters after every
+				    one failed (transport error or MS_EIO) */
+	/* The whole call, every attempt and pause included; 0: timeout_ms
+	 * times (retries + the number of masters), plus the pauses. */
+	unsigned int total_ms;
 };
 
 struct master_client;
 
 /*
  * A client for the master at "HOST[:PORT]" (port MS_DEFAULT_PORT by
- * default); it connects on its first call.  opts NULL gives the defaults.
- * 0, -EINVAL for an address that is not HOST[:PORT], -ENOMEM.
+ * default), or for the masters of a list "HOST[:PORT],HOST[:PORT],..."
+ * (at most MASTER_CLIENT_MAX_MASTERS, each once); it connects on its
+ * first call.  opts NULL gives the defaults.  0, -EINVAL for an address
+ * that is not such a list, -ENOMEM.
  */
 int master_client_open(const char *address,
 		       const struct master_client_opts *opts,
@@ -52,8 +70,22 @@ void master_client_close(struct master_client *c);
 void master_client_set_timeout(struct master_client *c,
 			       unsigned int timeout_ms);
 
-/* "HOST:PORT" as given (the port filled in). */
+/*
+ * The whole call's bound (opts.total_ms; 0 restores the default).  For
+ * callers with a deadline (master/notify.c).
+ */
+void master_client_set_total(struct master_client *c, unsigned int total_ms);
+
+/* "HOST:PORT" (the port filled in) of the master that answered last, or of
+ * the first in the list before any call. */
 const char *master_client_address(const struct master_client *c);
+
+/* Every master of the list, "HOST:PORT,HOST:PORT..." in the order given
+ * (the ports filled in): what a mapping file's master line records. */
+const char *master_client_addresses(const struct master_client *c);
+
+/* How many masters the list names (1 for a single address). */
+unsigned int master_client_count(const struct master_client *c);
 
 /*
  * Why the last call failed: the transport's error with advice, or the
@@ -70,6 +102,8 @@ const char *master_client_error(const struct master_client *c);
  *                rep holds its message, also in master_client_error
  *   -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET, -EHOSTUNREACH
  *                the transport failed after every retry; rep is empty
+ *   -EIO         (MS_EIO) every master tried said its store was not
+ *                available; rep holds the last one's answer
  *   -EPROTO      the master's answer was not what stripe.x says
  */
 int master_client_call(struct master_client *c, unsigned int proc,

@@ -51,7 +51,8 @@ struct job {
 	uint32_t slot;
 	uint64_t gen;
 	struct entry e;
-	unsigned int timeout_ms;
+	unsigned int timeout_ms; /* per attempt */
+	unsigned int total_ms;	 /* the call, every master tried; 0: default */
 };
 
 /* What the thread logs once the lock is dropped. */
@@ -294,6 +295,7 @@ static bool next_job(struct master_notifier *n, struct job *job)
 	job->gen = n->entries[n->head].gen;
 	job->e = n->entries[n->head];
 	job->timeout_ms = MASTER_NOTIFY_CALL_TIMEOUT_MS;
+	job->total_ms = 0;
 	if (n->stopping) {
 		/* connect and call each get half of what is left */
 		uint64_t left_ms = (n->flush_end_ns - now) / NS_PER_MS / 2;
@@ -302,6 +304,8 @@ static bool next_job(struct master_notifier *n, struct job *job)
 			job->timeout_ms = left_ms < MIN_ATTEMPT_MS
 						  ? MIN_ATTEMPT_MS
 						  : (unsigned int)left_ms;
+		/* every master of a list within what is left */
+		job->total_ms = 2 * job->timeout_ms;
 	}
 	n->busy = true;
 	return true;
@@ -361,6 +365,7 @@ static int send_job(struct master_notifier *n, const struct job *job)
 	int ret;
 
 	master_client_set_timeout(n->client, job->timeout_ms);
+	master_client_set_total(n->client, job->total_ms);
 	ret = master_call_replica_state(n->client, &a, &rep);
 	master_reply_free(&rep);
 	return ret;

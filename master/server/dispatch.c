@@ -18,29 +18,15 @@
 #include "master/server/server-int.h"
 
 #define PENDING_MIN 16
+/* Runs of a round after other masters changed a replicated store first
+ * (each one etcd request, a few ms): beyond, its calls fail with MS_EIO
+ * and their clients retry.  Two busy masters lose a race now and then,
+ * 32 in a row practically never. */
+#define ROUND_MAX_REPLAYS 32
 
 struct master_server *master_current;
 
-/* The decoded arguments of any procedure. */
-union ms_args {
-	ms_server_add_args server_add;
-	ms_server_key key;
-	ms_alloc_args alloc;
-	ms_vdisk_id id;
-	ms_vdisk_list_args vdisk_list;
-	ms_extent_list_args extent_list;
-	ms_replica_state_args replica_state;
-	ms_lease_args lease;
-	ms_host_id host;
-	ms_server_label_args label;
-	ms_move_args move;
-	ms_move_list_args move_list;
-	ms_server_chap_args chap;
-	ms_grow_args grow;
-	ms_snapshot_args snapshot;
-};
-
-struct proc {
+struct master_proc {
 	const char *name;
 	xdrproc_t xdr_args;
 	bool mutating; /* only from the allow-list, only in a round */
@@ -236,7 +222,7 @@ static int run_vdisk_snapshot_done(struct master_store *st,
 
 /* mutating: from --allow networks only; so is MS_SERVER_CHAP_GET, whose
  * reply carries a secret although it changes nothing. */
-static const struct proc procs[] = {
+static const struct master_proc procs[] = {
 	[MS_INFO] = {"info", MASTER_XDR_VOID, false, run_info},
 	[MS_SERVER_ADD] = {"server_add", (xdrproc_t)xdr_ms_server_add_args,
 			   true, run_server_add},
@@ -353,8 +339,31 @@ static void fail_store(ms_reply *rep, int err)
 			  strerror(-err));
 }
 
+/* A call of a round that failed to commit.  A replicated store may have
+ * taken the round although its confirmation was lost (a timeout). */
+static void fail_round(struct master_server *ms, ms_reply *rep)
+{
+	if (!master_store_replicated(ms->store)) {
+		fail_store(rep, -EIO);
+		return;
+	}
+	if (ms->round_err == -E2BIG) {
+		master_reply_fail(rep, MS_EIO,
+				  "etcd refused the changes of this call's "
+				  "round (larger than its --max-request-bytes; "
+				  "see the master's log): nothing was changed; "
+				  "allocate fewer extents at once (larger "
+				  "extents) or raise etcd's limit");
+		return;
+	}
+	master_reply_fail(rep, MS_EIO,
+			  "the replicated store did not confirm this call (see "
+			  "the master's log): retry it; it may have taken "
+			  "effect, and a retry answers what it did");
+}
+
 /* Run p inside the round's transaction, under a savepoint of its own. */
-static void run_in_round(struct master_server *ms, const struct proc *p,
+static void run_in_round(struct master_server *ms, const struct master_proc *p,
 			 const union ms_args *a, struct master_pending *pd)
 {
 	int ret = 0;
@@ -381,10 +390,9 @@ static void run_in_round(struct master_server *ms, const struct proc *p,
 void master_dispatch(struct svc_req *rq, SVCXPRT *xprt)
 {
 	struct master_server *ms = master_current;
-	const struct proc *p =
+	const struct master_proc *p =
 		rq->rq_proc < NR_PROCS ? &procs[rq->rq_proc] : NULL;
 	struct master_pending *pd;
-	union ms_args args;
 
 	if (rq->rq_proc == MS_NULL) {
 		svc_sendreply(xprt, MASTER_XDR_VOID, NULL);
@@ -394,40 +402,70 @@ void master_dispatch(struct svc_req *rq, SVCXPRT *xprt)
 		svcerr_noproc(xprt);
 		return;
 	}
-	memset(&args, 0, sizeof(args));
-	if (!svc_getargs(xprt, p->xdr_args, (caddr_t)&args)) {
+	if (!(pd = pending_new(ms))) {
+		svcerr_systemerr(xprt);
+		return;
+	}
+	if (!svc_getargs(xprt, p->xdr_args, (caddr_t)&pd->args)) {
 		/* Free what was decoded before the failure. */
-		svc_freeargs(xprt, p->xdr_args, (caddr_t)&args);
+		svc_freeargs(xprt, p->xdr_args, (caddr_t)&pd->args);
+		master_reply_free(&pd->reply);
+		ms->nr_pending--;
 		ms->stats.decode_errors++;
 		svcerr_decode(xprt);
 		return;
 	}
-	if (!(pd = pending_new(ms))) {
-		svc_freeargs(xprt, p->xdr_args, (caddr_t)&args);
-		svcerr_systemerr(xprt);
-		return;
-	}
 	pd->xprt = xprt;
+	pd->proc = p; /* the arguments are freed in master_round_finish */
 	ms->stats.calls++;
 	if (!p->mutating || caller_allowed(ms, xprt, &pd->reply))
-		run_in_round(ms, p, &args, pd);
-	svc_freeargs(xprt, p->xdr_args, (caddr_t)&args);
+		run_in_round(ms, p, &pd->args, pd);
+}
+
+/*
+ * Run the round's calls again, from a fresh reply each, in a new
+ * transaction: the store rolled the round back and caught up with what
+ * other masters committed first.
+ */
+static bool replay_round(struct master_server *ms)
+{
+	ms->round_open = false;
+	ms->round_failed = false;
+	ms->round_calls = 0;
+	ms->round_replays++;
+	for (size_t i = 0; i < ms->nr_pending; i++) {
+		struct master_pending *pd = &ms->pending[i];
+
+		if (!pd->in_round)
+			continue;
+		master_reply_free(&pd->reply);
+		master_reply_init(&pd->reply);
+		run_in_round(ms, pd->proc, &pd->args, pd);
+	}
+	return !ms->round_failed && ms->round_open;
 }
 
 /* Commit the round; false when it failed (then it is rolled back). */
 static bool commit_round(struct master_server *ms)
 {
 	bool ok = !ms->round_failed;
+	int ret = 0;
 
 	if (!ms->round_open)
 		return true;
-	if (ok && master_store_commit(ms->store))
+	while (ok && (ret = master_store_commit(ms->store)) == -EAGAIN &&
+	       ms->round_replays < ROUND_MAX_REPLAYS)
+		ok = replay_round(ms);
+	if (ok && ret)
 		ok = false;
+	ms->round_err = ret;
 	if (!ok) {
 		master_store_rollback(ms->store);
 		ms->stats.failed_rounds++;
-		td_err("a round of %llu calls was rolled back: each gets EIO",
-		       (unsigned long long)ms->round_calls);
+		td_err("a round of %llu calls was rolled back (run %llu "
+		       "times): each gets EIO",
+		       (unsigned long long)ms->round_calls,
+		       (unsigned long long)ms->round_replays + 1);
 	}
 	ms->stats.rounds++;
 	if (ms->round_calls > ms->stats.max_round_calls)
@@ -435,6 +473,7 @@ static bool commit_round(struct master_server *ms)
 	ms->round_open = false;
 	ms->round_failed = false;
 	ms->round_calls = 0;
+	ms->round_replays = 0;
 	return ok;
 }
 
@@ -446,12 +485,13 @@ void master_round_finish(struct master_server *ms)
 		struct master_pending *pd = &ms->pending[i];
 
 		if (!ok && pd->in_round)
-			fail_store(&pd->reply, -EIO);
+			fail_round(ms, &pd->reply);
 		/* A client that left fails here; poll reports it next. */
 		if (!svc_sendreply(pd->xprt, (xdrproc_t)xdr_ms_reply,
 				   (caddr_t)&pd->reply))
 			td_dbg("a reply could not be sent");
 		master_reply_free(&pd->reply);
+		xdr_free(pd->proc->xdr_args, (char *)&pd->args);
 	}
 	ms->nr_pending = 0;
 }

@@ -12,11 +12,38 @@
 #include "master/reply.h"
 #include "master/server/server.h"
 
-/* A reply waiting for the round's commit. */
+/* The decoded arguments of any procedure. */
+union ms_args {
+	ms_server_add_args server_add;
+	ms_server_key key;
+	ms_alloc_args alloc;
+	ms_vdisk_id id;
+	ms_vdisk_list_args vdisk_list;
+	ms_extent_list_args extent_list;
+	ms_replica_state_args replica_state;
+	ms_lease_args lease;
+	ms_host_id host;
+	ms_server_label_args label;
+	ms_move_args move;
+	ms_move_list_args move_list;
+	ms_server_chap_args chap;
+	ms_grow_args grow;
+	ms_snapshot_args snapshot;
+};
+
+struct master_proc;
+
+/*
+ * A reply waiting for the round's commit, and the call's decoded
+ * arguments, kept until the round ends: a replicated store may make the
+ * round run again (master_store_commit's -EAGAIN).
+ */
 struct master_pending {
 	SVCXPRT *xprt;
 	ms_reply reply;
 	bool in_round; /* ran inside the round's transaction */
+	const struct master_proc *proc;
+	union ms_args args;
 };
 
 struct master_server {
@@ -31,6 +58,8 @@ struct master_server {
 	bool round_open;   /* BEGIN done, COMMIT pending */
 	bool round_failed; /* the store failed: every call of it gets EIO */
 	uint64_t round_calls;
+	uint64_t round_replays; /* runs again after other masters' changes */
+	int round_err;		/* why the commit failed (-errno) */
 	struct master_pending *pending;
 	size_t nr_pending, cap_pending;
 	/* connections: last activity by fd */

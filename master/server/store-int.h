@@ -101,7 +101,20 @@ struct master_store {
 	sqlite3_stmt *stmt[ST_COUNT];
 	/* master_store_check's queries, prepared at their first use. */
 	sqlite3_stmt *check_stmt[STORE_NR_INVARIANTS];
+	struct master_repl *repl; /* NULL: SQLite alone (store-repl.c) */
 };
+
+/*
+ * Replication on etcd (store-repl.c), called by the transactions of
+ * store.c when st->repl is set.  round_begin attaches a session to the
+ * round's transaction (just begun); commit replaces COMMIT: 0 committed,
+ * -EAGAIN rolled back and caught up with the log (run the round again),
+ * other -errno rolled back.  round_end drops the session.
+ */
+int master_repl_round_begin(struct master_store *st);
+int master_repl_commit(struct master_store *st);
+void master_repl_round_end(struct master_store *st);
+void master_repl_free(struct master_store *st);
 
 /* The columns of a move, in order, as master_store_fill_move reads them. */
 #define STORE_MOVE_COLS                                                  \

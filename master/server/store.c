@@ -515,17 +515,25 @@ int master_store_set_max_alloc(struct master_store *st, uint32_t extents)
 
 int master_store_begin(struct master_store *st)
 {
-	return master_store_exec(st, master_store_stmt(st, ST_BEGIN), "begin");
+	int ret =
+		master_store_exec(st, master_store_stmt(st, ST_BEGIN), "begin");
+
+	if (!ret && st->repl && (ret = master_repl_round_begin(st)))
+		master_store_rollback(st);
+	return ret;
 }
 
 int master_store_commit(struct master_store *st)
 {
+	if (st->repl)
+		return master_repl_commit(st);
 	return master_store_exec(st, master_store_stmt(st, ST_COMMIT),
 				 "commit");
 }
 
 void master_store_rollback(struct master_store *st)
 {
+	master_repl_round_end(st);
 	if (!sqlite3_get_autocommit(st->db))
 		master_store_exec(st, master_store_stmt(st, ST_ROLLBACK),
 				  "rollback");
@@ -800,6 +808,7 @@ void master_store_close(struct master_store *st)
 {
 	if (!st)
 		return;
+	master_repl_free(st);
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
 	for (int i = 0; i < STORE_NR_INVARIANTS; i++)

@@ -83,7 +83,42 @@ uint64_t master_store_extent_size(const struct master_store *st);
  * answered again whatever its size. */
 int master_store_set_max_alloc(struct master_store *st, uint32_t extents);
 
-/* The batch transaction (BEGIN IMMEDIATE / COMMIT / ROLLBACK). */
+/*
+ * Replication (issue #23): keep the store in etcd, the file at path being
+ * this master's replica of it.  url is etcd://HOST:PORT[,HOST:PORT...]/
+ * CLUSTER; the store lives under /tapstripe/CLUSTER/ in etcd: id (the
+ * cluster's, made when absent), extent_bytes, head (the index of the last
+ * log entry) and log/<index> (20 zero-padded digits), each entry the
+ * sqlite3session changeset of one round.  Several masters may serve one
+ * CLUSTER, each with a file of its own: a round commits only if its
+ * compare-and-swap of head from the index its file holds (a table
+ * "replication", outside the changesets) succeeds; else it is rolled back,
+ * the file catches up with the entries it lacked and the round runs
+ * again (master_store_commit's -EAGAIN).  A round that changed nothing
+ * makes the compare too, so that reads are linearizable.  The log is
+ * never compacted yet (snapshots: issue #23, to do).
+ *
+ * Call right after master_store_open: checks the file against the store
+ * (the same cluster id and extent size; a file holding a SQLite store's
+ * state is refused) and catches up.  0, or -errno with msg saying what to
+ * do (-ECONNREFUSED, -ETIMEDOUT, ...: etcd did not answer; -EINVAL).
+ */
+int master_store_attach_etcd(struct master_store *st, const char *url,
+			     char *msg, size_t msg_len);
+
+/* Attached to etcd? */
+bool master_store_replicated(const struct master_store *st);
+
+/*
+ * The batch transaction (BEGIN IMMEDIATE / COMMIT / ROLLBACK).  With
+ * replication, commit returns -EAGAIN when other masters changed the
+ * store first: the transaction was rolled back and the file caught up,
+ * run the batch again; -E2BIG when etcd refused it (above its
+ * --max-request-bytes, 1.5 MiB by default: ~60 bytes per extent
+ * allocated, about 18,000 extents per batch).  After any other error of
+ * commit the batch is rolled back; with replication it may still have
+ * reached etcd (a timeout): then the next round applies it from the log.
+ */
 int master_store_begin(struct master_store *st);
 int master_store_commit(struct master_store *st);
 void master_store_rollback(struct master_store *st);

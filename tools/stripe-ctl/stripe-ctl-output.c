@@ -10,11 +10,52 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/stripe-ctl/stripe-ctl.h"
 
-#define MS_PER_S 1000
+#define MS_PER_S       1000
+#define CONF_LINE_SIZE 1024
+#define CONF_KEY       CTL_MASTER_ENV "="
+
+/* "VALUE" or 'VALUE' or VALUE, trailing blanks dropped, in place. */
+static char *conf_value(char *v)
+{
+	size_t len;
+
+	v[strcspn(v, "\r\n")] = '\0';
+	len = strlen(v);
+	while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+		v[--len] = '\0';
+	if (len >= 2 && (v[0] == '"' || v[0] == '\'') && v[len - 1] == v[0]) {
+		v[len - 1] = '\0';
+		v++;
+	}
+	return v;
+}
+
+const char *ctl_master_conf(void)
+{
+	static char value[CONF_LINE_SIZE];
+	const char *path = getenv(CTL_MASTER_CONF_ENV);
+	char line[CONF_LINE_SIZE];
+	FILE *f;
+
+	f = fopen(path && *path ? path : CTL_MASTER_CONF, "re");
+	if (!f)
+		return NULL;
+	value[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " \t");
+
+		if (!strncmp(p, CONF_KEY, strlen(CONF_KEY)))
+			snprintf(value, sizeof(value), "%s",
+				 conf_value(p + strlen(CONF_KEY)));
+	}
+	fclose(f);
+	return value[0] ? value : NULL;
+}
 
 struct master_client *ctl_client(const struct ctl_opts *o)
 {
@@ -24,12 +65,25 @@ struct master_client *ctl_client(const struct ctl_opts *o)
 	int err = master_client_open(o->master, &co, &c);
 
 	if (err == -EINVAL)
-		ctl_fail("--master '%s' is not HOST[:PORT], like 10.0.0.5 or "
-			 "10.0.0.5:7700",
-			 o->master);
+		ctl_fail("--master '%s' is not HOST[:PORT] or a list of at "
+			 "most %u of them, each once, like 10.0.0.5 or "
+			 "10.0.0.5:7700,10.0.0.6:7700",
+			 o->master, MASTER_CLIENT_MAX_MASTERS);
 	else if (err)
 		ctl_fail("%s", strerror(-err));
-	return err ? NULL : c;
+	if (err)
+		return NULL;
+	/* the list goes into mapping files' master line */
+	if (strlen(master_client_addresses(c)) >= STRIPE_MAP_MASTER_SIZE) {
+		ctl_fail("--master '%s' is too long for a mapping file's "
+			 "master line (%u bytes at most, the ports included): "
+			 "name fewer masters, or shorter addresses",
+			 master_client_addresses(c),
+			 STRIPE_MAP_MASTER_SIZE - 1);
+		master_client_close(c);
+		return NULL;
+	}
+	return c;
 }
 
 int ctl_call_failed(struct master_client *c, const char *what)

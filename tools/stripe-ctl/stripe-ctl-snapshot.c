@@ -114,7 +114,7 @@ static int make_new(struct snap *sn, struct master_client *c)
 		status = ctl_fail("cannot write %s: %s", sn->marker,
 				  strerror(errno));
 	else if (ctl_map_from_reply(&rep.body.ms_body_u.vdisk, &o,
-				    master_client_address(c), &m))
+				    master_client_addresses(c), &m))
 		status = ctl_fail("the master's answer does not fit %s: is it "
 				  "the same version?",
 				  sn->src_path);

@@ -197,7 +197,7 @@ static int allocate_and_write(const struct ctl_opts *o, struct master_client *c,
 		return ctl_call_failed(c, "vdisk create");
 	}
 	if (ctl_map_from_reply(&rep.body.ms_body_u.vdisk, o,
-			       master_client_address(c), &m))
+			       master_client_addresses(c), &m))
 		status = ctl_fail("the master's answer does not match the "
 				  "request: is it the same version?");
 	else if ((status = ctl_map_chap(c, &m, "vdisk create")))
@@ -288,7 +288,7 @@ static int write_map(struct ctl_opts *o, struct master_client *c,
 	if ((status = check_geometry(o, &rep->body.ms_body_u.vdisk)))
 		return status;
 	if (ctl_map_from_reply(&rep->body.ms_body_u.vdisk, o,
-			       master_client_address(c), &m))
+			       master_client_addresses(c), &m))
 		status =
 			ctl_fail("the master's answer is not a disk this "
 				 "stripe-ctl can map: is it the same version?");

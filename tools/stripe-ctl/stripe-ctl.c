@@ -682,18 +682,24 @@ static const struct command commands[] = {
 };
 #define NR_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-#define GLOBAL_HELP                                                          \
-	"    -m, --master HOST[:PORT]  the master (default $" CTL_MASTER_ENV \
-	", else\n"                                                           \
-	"                              " CTL_MASTER_DEFAULT ")\n"            \
-	"    --json                    JSON output for scripts (exact "      \
-	"bytes)\n"                                                           \
-	"    --timeout SEC             per attempt (default 10)\n"           \
-	"    --retries N               attempts after a timeout or a lost\n" \
-	"                              connection (default 3): every call "  \
-	"is\n"                                                               \
-	"                              safe to repeat\n"                     \
-	"    -h, --help                help\n"                               \
+#define GLOBAL_HELP                                                            \
+	"    -m, --master HOST[:PORT][,HOST[:PORT]...]\n"                      \
+	"                              the master, or masters serving one\n"   \
+	"                              state (a call moves to the next on\n"   \
+	"                              a timeout, a refusal or a store not\n"  \
+	"                              available); default $" CTL_MASTER_ENV   \
+	", else\n"                                                             \
+	"                              STRIPE_MASTER= in " CTL_MASTER_CONF     \
+	",\n"                                                                  \
+	"                              else " CTL_MASTER_DEFAULT "\n"          \
+	"    --json                    JSON output for scripts (exact "        \
+	"bytes)\n"                                                             \
+	"    --timeout SEC             per attempt (default 10)\n"             \
+	"    --retries N               attempts after a timeout or a lost\n"   \
+	"                              connection (default 3), each a turn\n"  \
+	"                              over every master of the list: every\n" \
+	"                              call is safe to repeat\n"               \
+	"    -h, --help                help\n"                                 \
 	"    -V, --version             the version\n"
 
 int ctl_fail(const char *fmt, ...)
@@ -804,6 +810,8 @@ static void global_usage(FILE *out)
 	      "    stripe-ctl vdisk destroy " CTL_MAP_DIR "/db1.map\n\n"
 	      "ENVIRONMENT\n"
 	      "    " CTL_MASTER_ENV "   the master, as --master\n"
+	      "    " CTL_MASTER_CONF_ENV
+	      " the file read instead of " CTL_MASTER_CONF "\n"
 	      "    " MASTER_HOST_ID_ENV " this host's id, as --host-id\n"
 	      "    " TD_CTL_RUN_DIR_ENV
 	      " the tapdisks' run directory, as --run-dir\n\n"
@@ -1301,8 +1309,11 @@ static void defaults(struct ctl_opts *o)
 	const char *env = getenv(CTL_MASTER_ENV);
 
 	memset(o, 0, sizeof(*o));
-	o->master = env && *env ? env : CTL_MASTER_DEFAULT;
 	o->master_given = env && *env;
+	/* the file is this host's default: a map's own master line wins */
+	if (!o->master_given)
+		env = ctl_master_conf();
+	o->master = env && *env ? env : CTL_MASTER_DEFAULT;
 	o->timeout_s = DEFAULT_TIMEOUT_S;
 	o->retries = MASTER_CLIENT_DEFAULT_RETRIES;
 	o->lun = -1;

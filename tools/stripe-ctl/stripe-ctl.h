@@ -20,6 +20,11 @@
 #define EXIT_USAGE	   CLI_EXIT_USAGE
 #define CTL_MASTER_ENV	   "STRIPE_MASTER"
 #define CTL_MASTER_DEFAULT "127.0.0.1:7700"
+/* The packages' place for the list of masters (issue #23): a line
+ * STRIPE_MASTER=A,B,C, read when neither --master nor $STRIPE_MASTER is
+ * given; $STRIPE_MASTER_CONF names another file. */
+#define CTL_MASTER_CONF	    TAPSTRIPE_CONFDIR "/master.conf"
+#define CTL_MASTER_CONF_ENV "STRIPE_MASTER_CONF"
 /* configure: $(localstatedir)/lib/tapstripe (Makefile.am) */
 #define CTL_MAP_DIR	    TAPSTRIPE_STATEDIR
 #define CTL_MAX_SERVER_IDS  64		/* MS_MAX_FILTER */
@@ -89,6 +94,10 @@ int ctl_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int ctl_usage_fail(const char *command, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* The STRIPE_MASTER= of CTL_MASTER_CONF (or $CTL_MASTER_CONF_ENV's file),
+ * or NULL when it has none. */
+const char *ctl_master_conf(void);
 
 /* A client for o->master, or NULL with the error printed. */
 struct master_client *ctl_client(const struct ctl_opts *o);

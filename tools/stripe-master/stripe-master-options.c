@@ -36,7 +36,7 @@ static void usage(FILE *out)
 "SYNOPSIS\n"
 "    stripe-master [--foreground] [--listen HOST[:PORT]] [--db PATH]\n"
 "                  [--extent-size SIZE] [--allow NETWORK]... [OPTIONS]\n"
-"    stripe-master --check [--db PATH]\n"
+"    stripe-master --check [--db PATH] [--store URL]\n"
 "\n"
 "DESCRIPTION\n"
 "    stripe-master keeps the pool of storage servers (iSCSI LUNs cut into\n"
@@ -98,6 +98,14 @@ static void usage(FILE *out)
 "                              its move alone, each old one still its\n"
 "                              slot's replica, no move of a disk that\n"
 "                              does not exist) and exit\n"
+"    --store URL               keep the state in etcd, the --db file being\n"
+"                              this master's replica of it:\n"
+"                              etcd://HOST:PORT[,HOST:PORT...]/CLUSTER\n"
+"                              (etcd's client URLs, the cluster's name);\n"
+"                              several masters may serve one CLUSTER,\n"
+"                              each with a --db of its own; the default\n"
+"                              is the SQLite file alone.  With --check:\n"
+"                              catch the file up with the store first\n"
 "    -h, --help                this text\n"
 "    -V, --version             the version\n"
 "\n"
@@ -119,7 +127,9 @@ static void usage(FILE *out)
 "    stripe-master -f --db /tmp/master.db --extent-size 64M\n"
 "    stripe-master --listen 0.0.0.0 --allow 10.77.0.0/16 \\\n"
 "        --pid-file /run/stripe-master.pid\n"
-"    stripe-ctl --master 127.0.0.1 server list\n",
+"    stripe-ctl --master 127.0.0.1 server list\n"
+"    stripe-master --db /var/lib/tapstripe/master.db \\\n"
+"        --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/prod\n",
 		LOG_SUFFIX, DEFAULT_LISTEN_TEXT, DEFAULT_DB_PATH, MASTER_DEFAULT_IDLE_S,
 		MASTER_DEFAULT_MAX_CONNECTIONS, MASTER_DEFAULT_MAX_ALLOC_EXTENTS,
 		MS_MAX_SLOTS);
@@ -155,6 +165,7 @@ enum {
 	OPT_LOG,
 	OPT_LOG_LEVEL,
 	OPT_CHECK,
+	OPT_STORE,
 };
 
 static const struct option long_options[] = {
@@ -171,6 +182,7 @@ static const struct option long_options[] = {
 	{"log", required_argument, NULL, OPT_LOG},
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"check", no_argument, NULL, OPT_CHECK},
+	{"store", required_argument, NULL, OPT_STORE},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -274,6 +286,13 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 		return GO_ON;
 	case OPT_CHECK:
 		o->check = true;
+		return GO_ON;
+	case OPT_STORE:
+		if (strncmp(arg, "etcd://", strlen("etcd://")))
+			return usage_error("--store wants etcd://HOST:PORT[,"
+					   "HOST:PORT...]/CLUSTER, not '%s'",
+					   arg);
+		o->store_url = arg;
 		return GO_ON;
 	case 'h':
 		usage(stdout);

@@ -77,8 +77,13 @@ static int check_store(const struct master_options *o)
 {
 	struct master_store *st;
 	char msg[MSG_SIZE] = "";
-	int ret = master_store_open(o->db_path, 0, &st, msg, sizeof(msg));
+	int ret = master_store_open(o->db_path, o->extent_bytes, &st, msg,
+				    sizeof(msg));
 
+	if (!ret && o->store_url &&
+	    (ret = master_store_attach_etcd(st, o->store_url, msg,
+					    sizeof(msg))))
+		master_store_close(st);
 	if (ret) {
 		fprintf(stderr, "stripe-master: %s\n", msg);
 		return EXIT_FAILURE;
@@ -175,6 +180,9 @@ static int serve(struct master_options *o, int ready_fd)
 		ret = -errno;
 	} else if (!(ret = master_store_open(o->db_path, o->extent_bytes, &st,
 					     msg, sizeof(msg))) &&
+		   (!o->store_url ||
+		    !(ret = master_store_attach_etcd(st, o->store_url, msg,
+						     sizeof(msg)))) &&
 		   !(ret = master_store_set_max_alloc(st,
 						      o->max_alloc_extents)) &&
 		   !(ret = master_server_create(&o->server, st, stop_fd, &ms,

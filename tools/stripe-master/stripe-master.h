@@ -23,7 +23,8 @@ struct master_options {
 	struct master_server_config server;
 	unsigned int max_alloc_extents; /* master_store_set_max_alloc */
 	bool foreground;
-	bool check; /* check the store and exit */
+	bool check;	       /* check the store and exit */
+	const char *store_url; /* --store etcd://...; NULL: SQLite alone */
 	const char *pid_file;
 	const char *log_file;
 	bool log_syslog;	   /* --log syslog[:SOCKET] */

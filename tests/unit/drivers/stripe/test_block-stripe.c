@@ -3092,6 +3092,28 @@ static void test_lease_verdict(void **state)
 	}
 }
 
+/* A map naming several masters: the client's error names each (#23). */
+static void test_lease_verdict_list(void **state)
+{
+	struct stripe_lease_ctx ctx = {"t1", "host-a", "a:7700,b:7700",
+				       "no master of 2 answered (tried a:7700: "
+				       "Connection refused; b:7700: no answer "
+				       "within 5000 ms)"};
+	uint64_t epoch = 99;
+	char msg[1024] = "";
+	ms_reply rep;
+
+	master_reply_init(&rep);
+	assert_int_equal(stripe_lease_verdict(-ETIMEDOUT, &rep, &ctx, &epoch,
+					      msg, sizeof(msg)),
+			 -EHOSTUNREACH);
+	assert_non_null(strstr(msg, "cannot reach the master at "
+				    "a:7700,b:7700 to take the lease of vdisk "
+				    "t1 (no master of 2 answered (tried "
+				    "a:7700: Connection refused; b:7700: no "
+				    "answer within 5000 ms))"));
+}
+
 static int open_refused(const char *opts, char *reason)
 {
 	char chain[256];
@@ -3509,6 +3531,7 @@ int main(void)
 		T(test_alloc_room_and_context),
 		T(test_alloc_fresh_replica_only),
 		T(test_alloc_unknown_is_data),
+		T(test_lease_verdict_list),
 #undef T
 	};
 
