@@ -77,6 +77,26 @@ uint64_t blkif_ring_stats_requests(const struct blkif_ring_stats *ring)
 	return total;
 }
 
+void blkif_ring_stats_add(struct blkif_ring_stats *sum,
+			  const struct blkif_ring_stats *s)
+{
+	uint64_t *d = (uint64_t *)sum;
+	const uint64_t *v = (const uint64_t *)s;
+
+	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0,
+		       "blkif_ring_stats holds only uint64_t counters");
+	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		d[i] += v[i];
+}
+
+void blkif_queue_report_add(struct blkif_queue_report *sum,
+			    const struct blkif_queue_report *q)
+{
+	sum->in_flight += q->in_flight;
+	sum->kicks += q->kicks;
+	blkif_ring_stats_add(&sum->ring, &q->ring);
+}
+
 void blkif_queue_report_text(const struct blkif_queue_report *q, uint32_t n,
 			     struct td_strbuf *sb)
 {

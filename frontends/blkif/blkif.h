@@ -293,6 +293,12 @@ void blkif_queue_report_metrics(const struct blkif_queue_report *q, uint32_t n,
 				struct td_strbuf *sb);
 /* Requests of every operation in ring. */
 uint64_t blkif_ring_stats_requests(const struct blkif_ring_stats *ring);
+/* Add every counter of s to *sum (all are uint64_t). */
+void blkif_ring_stats_add(struct blkif_ring_stats *sum,
+			  const struct blkif_ring_stats *s);
+/* Add q's counters, kicks and in_flight to *sum (its queue untouched). */
+void blkif_queue_report_add(struct blkif_queue_report *sum,
+			    const struct blkif_queue_report *q);
 
 /*
  * Attach to a shared ring the frontend has initialised (SHARED_RING_INIT)

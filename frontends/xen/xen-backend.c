@@ -180,6 +180,7 @@ static int dev_connect_rings(struct xen_dev *dev,
 	cfg.read_only = dev->read_only;
 	for (uint32_t i = 0; i < q->nr_queues && !err; i++) {
 		p.keys = &q->q[i];
+		p.queue = i;
 		err = srv->io->connect(&p, &dev->rings[i]);
 		if (err)
 			snprintf(why, len,
@@ -886,19 +887,31 @@ int xen_server_shutdown(struct td_frontend *fe, td_frontend_done_fn done,
 	return 0;
 }
 
-/* The server's counters, the rings still connected included. */
+/*
+ * The server's counters, the rings still connected included; ring i of
+ * each device into queues[i].
+ */
 void td_xen_server_get_stats(const struct td_xen_server *srv,
 			     struct td_xen_stats *out)
 {
 	const struct xen_dev *dev;
 
 	*out = srv->stats;
+	for (uint32_t i = 0; i < XEN_MAX_QUEUES; i++)
+		out->queues[i].queue = i;
 	if (!srv->io->add_stats)
 		return;
 	LIST_FOREACH(dev, &srv->devs, link)
 	{
-		for (uint32_t i = 0; i < dev->nr_rings; i++)
-			srv->io->add_stats(dev->rings[i], &out->ring);
+		for (uint32_t i = 0; i < dev->nr_rings; i++) {
+			struct blkif_queue_report q = {0};
+
+			srv->io->add_stats(dev->rings[i], &q);
+			blkif_ring_stats_add(&out->ring, &q.ring);
+			blkif_queue_report_add(&out->queues[i], &q);
+			if (out->nr_queues <= i)
+				out->nr_queues = i + 1;
+		}
 	}
 }
 

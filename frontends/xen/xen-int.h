@@ -72,6 +72,7 @@ struct xen_ring_params {
 	void (*fatal)(void *opaque);
 	void *opaque;
 	struct td_xen_stats *stats; /* the server's, for the copy counters */
+	uint32_t queue; /* the ring's index (queue-N), for stats->queues */
 };
 
 struct xen_io_ops {
@@ -94,11 +95,13 @@ struct xen_io_ops {
 	void (*quiesce)(struct xen_ring *ring, void (*done)(void *),
 			void *opaque);
 	/*
-	 * Optional.  Add the counters of a connected ring to *sum (a closed
-	 * ring's are added to the server's own when it closes).
+	 * Optional.  Add the counters of a connected ring to *sum: its
+	 * blkif counters, the events the frontend sent on it and the
+	 * requests it holds now (a closed ring's are added to the server's
+	 * ring and queues[queue] when it closes).
 	 */
 	void (*add_stats)(const struct xen_ring *ring,
-			  struct blkif_ring_stats *sum);
+			  struct blkif_queue_report *sum);
 };
 
 /* xen-io.c: libxengnttab and libxenevtchn. */

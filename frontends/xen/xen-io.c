@@ -57,6 +57,8 @@ struct xen_ring {
 	struct td_vbd *vbd;
 	uint32_t domid;
 	struct td_xen_stats *stats;
+	uint32_t queue; /* index in stats->queues */
+	uint64_t kicks; /* events the frontend sent */
 	void (*fatal_cb)(void *opaque);
 	void *opaque;
 	struct td_defer fatal_defer;
@@ -291,6 +293,7 @@ static void xr_event(struct td_fd *fde, uint32_t events, void *opaque)
 
 	if (port < 0)
 		return;
+	r->kicks++;
 	xenevtchn_unmask(r->xce, (evtchn_port_t)port);
 	blkif_ring_kick(r->blkif);
 }
@@ -422,6 +425,7 @@ static int xr_connect(const struct xen_ring_params *p, struct xen_ring **out)
 	r->vbd = p->vbd;
 	r->domid = p->frontend_domid;
 	r->stats = p->stats;
+	r->queue = p->queue < XEN_MAX_QUEUES ? p->queue : XEN_MAX_QUEUES - 1;
 	r->fatal_cb = p->fatal;
 	r->opaque = p->opaque;
 	r->port = -1;
@@ -438,17 +442,16 @@ static int xr_connect(const struct xen_ring_params *p, struct xen_ring **out)
 	return 0;
 }
 
-/* All counters of struct blkif_ring_stats are uint64_t: add them up. */
-static void stats_add(struct blkif_ring_stats *sum,
-		      const struct blkif_ring_stats *s)
+/* A closing ring's counters into the server's, in its queue's too. */
+static void xr_stats_close(struct xen_ring *r, const struct blkif_ring_stats *s)
 {
-	uint64_t *d = (uint64_t *)sum;
-	const uint64_t *v = (const uint64_t *)s;
+	struct blkif_queue_report *q = &r->stats->queues[r->queue];
 
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0,
-		       "blkif_ring_stats holds only uint64_t counters");
-	for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-		d[i] += v[i];
+	blkif_ring_stats_add(&r->stats->ring, s);
+	blkif_ring_stats_add(&q->ring, s);
+	q->kicks += r->kicks;
+	if (r->stats->nr_queues <= r->queue)
+		r->stats->nr_queues = r->queue + 1;
 }
 
 static void xr_drained(struct blkif_ring *ring, void *opaque)
@@ -459,7 +462,7 @@ static void xr_drained(struct blkif_ring *ring, void *opaque)
 	void *done_opaque = r->done_opaque;
 
 	blkif_ring_get_stats(ring, &s);
-	stats_add(&r->stats->ring, &s);
+	xr_stats_close(r, &s);
 	td_vbd_info(r->vbd,
 		    "ring closed: %" PRIu64 " reads, %" PRIu64
 		    " writes, %" PRIu64 " indirect, %" PRIu64
@@ -498,14 +501,17 @@ static void xr_quiesce(struct xen_ring *r, void (*done)(void *), void *opaque)
 	blkif_ring_quiesce(r->blkif, xr_drained, r);
 }
 
-static void xr_add_stats(const struct xen_ring *r, struct blkif_ring_stats *sum)
+static void xr_add_stats(const struct xen_ring *r,
+			 struct blkif_queue_report *sum)
 {
 	struct blkif_ring_stats s;
 
 	if (!r->blkif)
 		return;
 	blkif_ring_get_stats(r->blkif, &s);
-	stats_add(sum, &s);
+	blkif_ring_stats_add(&sum->ring, &s);
+	sum->kicks += r->kicks;
+	sum->in_flight += blkif_ring_in_flight(r->blkif);
 }
 
 const struct xen_io_ops xen_io_real = {

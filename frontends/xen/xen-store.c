@@ -235,6 +235,7 @@ static void xen_report_json(struct td_frontend *fe, struct td_json *j)
 	td_json_u64(j, "copy_out_segments", s.copy_out_segs);
 	td_json_u64(j, "copy_errors", s.copy_errors);
 	blkif_ring_report_json(&s.ring, j);
+	blkif_queue_report_json(s.queues, s.nr_queues, j);
 }
 
 static void xen_report_text(struct td_frontend *fe, struct td_strbuf *sb)
@@ -250,6 +251,18 @@ static void xen_report_text(struct td_frontend *fe, struct td_strbuf *sb)
 			 s.devices, s.connects, s.connect_errors,
 			 s.copy_in_segs, s.copy_out_segs, s.copy_errors);
 	blkif_ring_report_text(&s.ring, sb);
+	/* One ring: the lines above say it all. */
+	if (s.nr_queues > 1)
+		blkif_queue_report_text(s.queues, s.nr_queues, sb);
+}
+
+static void xen_report_metrics(struct td_frontend *fe, const char *labels,
+			       struct td_strbuf *sb)
+{
+	struct td_xen_stats s;
+
+	td_xen_server_get_stats(td_xen_server_of(fe), &s);
+	blkif_queue_report_metrics(s.queues, s.nr_queues, labels, "xen", sb);
 }
 
 const struct td_frontend_ops td_xen_frontend = {
@@ -260,6 +273,7 @@ const struct td_frontend_ops td_xen_frontend = {
 	.report_json = xen_report_json,
 	.report_text = xen_report_text,
 	.resized = xen_server_resized,
+	.report_metrics = xen_report_metrics,
 };
 
 struct td_xen_server *td_xen_server_of(struct td_frontend *fe)

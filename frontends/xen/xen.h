@@ -35,6 +35,7 @@
 
 #include "common/loop.h"
 #include "frontends/blkif/blkif.h"
+#include "frontends/xen/xen-keys.h"
 #include "tapdisk/frontend.h"
 #include "tapdisk/vbd.h"
 
@@ -59,6 +60,14 @@ struct td_xen_stats {
 	uint64_t copy_out_segs;	      /* grant-copy segments, us to guest */
 	uint64_t copy_errors;	      /* segments the hypervisor refused */
 	struct blkif_ring_stats ring; /* summed over rings */
+	/*
+	 * Ring by ring: queues[i] sums ring i (queue-i) of every device,
+	 * connected and closed (in_flight: of the connected ones; kicks:
+	 * the events the frontend sent on it), so that the queues add up
+	 * to ring.  nr_queues: the most rings a device opened.
+	 */
+	uint32_t nr_queues;
+	struct blkif_queue_report queues[XEN_MAX_QUEUES];
 };
 
 /*

@@ -24,6 +24,45 @@ td_json_op() {
 		inop && /}/ { inop = 0 }'
 }
 
+# td_json_xen_rings ID: from one tap-ctl stats --json, the Xen section's
+# ring requests_total then each queue's (xen.queues[N].requests_total):
+# "TOTAL Q0 Q1 ...".  Depth counted by brackets: ring's key sits at 2,
+# a queue's at 3 (the JSON has one member a line).
+td_json_xen_rings() {
+	tap-ctl stats -i "$1" --json | awk '
+		!inx && /"xen": \{/ { inx = 1 }
+		!inx { next }
+		$1 == "\"ring\":" && d == 1 { sect = "ring" }
+		$1 == "\"queues\":" && d == 1 { sect = "queues" }
+		$1 == "\"requests_total\":" {
+			v = $2; gsub(/,/, "", v)
+			if (sect == "ring" && d == 2) total = v
+			if (sect == "queues" && d == 3) q = q " " v
+		}
+		{ d += split($0, a, /[{[]/) - split($0, b, /[]}]/) }
+		d <= 0 { exit }
+		END { print total q }'
+}
+
+# mq_rings_check WHEN: tap-ctl stats --json shows 2 Xen rings, each
+# with requests, adding up to the ring counters.  Sets MQ_RINGS.
+mq_rings_check() {
+	local when=$1 r n t sum=0
+	r=$(td_json_xen_rings "$id")
+	set -- $r
+	t=${1:-}
+	[ -n "$t" ] || fail "$when: no Xen ring counters in tap-ctl stats --json"
+	shift
+	[ $# = 2 ] || fail "$when: tap-ctl stats --json shows $# Xen rings (want 2): xen.queues requests_total $*"
+	for n in "$@"; do
+		[ "$n" -gt 0 ] || fail "$when: a ring carried no request per tap-ctl stats --json: $*"
+		sum=$((sum + n))
+	done
+	[ "$sum" = "$t" ] ||
+		fail "$when: the rings' requests ($*) add up to $sum, not the disk's $t"
+	MQ_RINGS="$* of $t"
+}
+
 # The segments-per-request bucket holding most requests: "min-max count".
 td_json_seg_mode() {
 	tap-ctl stats -i "$1" --json | awk '
@@ -677,7 +716,7 @@ mq_destroy() {
 }
 
 case_tapdisk-xen-multiqueue() {
-	local domid w con=/var/log/xen/console/guest-e2e-mq.log p b fe be keys line irqs n f errs order
+	local domid w con=/var/log/xen/console/guest-e2e-mq.log p b fe be keys line irqs n f errs order rings_up
 	[ -f /etc/domu-mq.cfg ] || skip "no guest in this initramfs"
 	dev=$(loop_disk /tmp/mq.img 16) || fail "losetup"
 	id=$(tap-ctl create -a "aio:$dev" --name e2e-mq \
@@ -704,7 +743,12 @@ case_tapdisk-xen-multiqueue() {
 	}
 	w=$(td_requests "$id" write)
 	f=$(td_requests "$id" flush)
+	mq_rings_check connected
+	rings_up=$MQ_RINGS
+	log "requests per ring, connected: $rings_up"
 	mq_destroy "$domid"
+	mq_rings_check closed
+	log "requests per ring, closed: $MQ_RINGS"
 	grep -a 'DOMU' "$con" | sed 's/^/E2E-LOG   guest: /'
 	keys=$(cat /tmp/mq-keys 2>/dev/null)
 	log "frontend keys: ${keys:-not read while connected}"
@@ -746,5 +790,5 @@ case_tapdisk-xen-multiqueue() {
 	# The guest's grants go with it: a copy under way may fail.
 	errs=$(grep ' err ' "$TD_LOG" | grep -v 'grant copy of')
 	[ -z "$errs" ] || fail "tapdisk logged errors: $(echo "$errs" | head -1)"
-	detail "guest $domid with 2 vCPUs: tapdisk connected 2 rings of order ${order:-0} ($keys), interrupts per ring: $irqs; 8 MiB written from both vCPUs at once (tapdisk had $w writes and $f flushes by then), read back on both and found in the backing file; destroyed while writing on both rings: $MQ_DESTROYED"
+	detail "guest $domid with 2 vCPUs: tapdisk connected 2 rings of order ${order:-0} ($keys), interrupts per ring: $irqs; requests per ring (tap-ctl stats --json xen.queues) $rings_up connected, $MQ_RINGS once closed; 8 MiB written from both vCPUs at once (tapdisk had $w writes and $f flushes by then), read back on both and found in the backing file; destroyed while writing on both rings: $MQ_DESTROYED"
 }

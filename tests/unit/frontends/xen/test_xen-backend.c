@@ -381,12 +381,17 @@ static void f_quiesce(struct xen_ring *ring, void (*done)(void *), void *opaque)
 	record_done(done, opaque);
 }
 
-/* A connected ring's counters: 5 writes, as the real one would count. */
+/*
+ * A connected ring's counters, as the real one would count: 5 writes,
+ * 2 events, and as many requests in flight as the ring's number + 1.
+ */
 static void f_add_stats(const struct xen_ring *ring,
-			struct blkif_ring_stats *sum)
+			struct blkif_queue_report *sum)
 {
 	assert_true(fake_ring(ring));
-	sum->reqs[BLKIF_OP_WRITE] += 5;
+	sum->ring.reqs[BLKIF_OP_WRITE] += 5;
+	sum->kicks += 2;
+	sum->in_flight += (uint64_t)((const char *)ring - ring_tags) + 1;
 }
 
 static const struct xen_io_ops fake_io = {
@@ -764,6 +769,44 @@ static void test_stats_count_connected_rings(void **state)
 	assert_int_equal(T.srv.stats.ring.reqs[BLKIF_OP_WRITE], 0);
 }
 
+/*
+ * Ring i of every device in queues[i]: connected rings with their requests
+ * in flight, closed ones (the server's own counters) summed into their
+ * index; the queues add up to the disk's ring counters.
+ */
+static void test_stats_per_queue(void **state)
+{
+	struct td_xen_stats st;
+
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.nr_queues, 0);
+	toolstack_attach((int)getpid());
+	frontend_init_queues(3);
+	/* what rings 0 and 1 of a device closed before left behind */
+	T.srv.stats.nr_queues = 2;
+	T.srv.stats.queues[0].ring.reqs[BLKIF_OP_READ] = 7;
+	T.srv.stats.queues[1].ring.reqs[BLKIF_OP_READ] = 3;
+	T.srv.stats.queues[1].kicks = 4;
+	T.srv.stats.ring.reqs[BLKIF_OP_READ] = 10;
+	td_xen_server_get_stats(&T.srv, &st);
+	assert_int_equal(st.nr_queues, 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		assert_int_equal(st.queues[i].queue, i);
+		assert_int_equal(st.queues[i].ring.reqs[BLKIF_OP_WRITE], 5);
+		assert_int_equal(st.queues[i].in_flight, i + 1);
+	}
+	assert_int_equal(st.queues[0].ring.reqs[BLKIF_OP_READ], 7);
+	assert_int_equal(st.queues[1].ring.reqs[BLKIF_OP_READ], 3);
+	assert_int_equal(st.queues[2].ring.reqs[BLKIF_OP_READ], 0);
+	assert_int_equal(st.queues[0].kicks, 2);
+	assert_int_equal(st.queues[1].kicks, 6);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_WRITE], 15);
+	assert_int_equal(st.ring.reqs[BLKIF_OP_READ], 10);
+	/* the server's own counters are not touched by a report */
+	assert_int_equal(T.srv.stats.queues[0].ring.reqs[BLKIF_OP_WRITE], 0);
+	assert_int_equal(T.srv.stats.nr_queues, 2);
+}
+
 static void test_other_tapdisk(void **state)
 {
 	toolstack_attach((int)getpid() + 1);
@@ -1034,6 +1077,48 @@ static void test_report(void **state)
 	assert_non_null(strstr(sb.data, "\"copy_in_segments\": 4096"));
 	assert_non_null(strstr(sb.data, "\"requests_total\": 16"));
 	assert_non_null(strstr(sb.data, "\"protocol_errors\": 1"));
+	assert_non_null(strstr(sb.data, "\"queues\": []"));
+	td_strbuf_free(&sb);
+}
+
+/* Two rings: a line, a JSON object and metric samples each. */
+static void test_report_queues(void **state)
+{
+	struct td_strbuf sb;
+	struct td_json j;
+
+	T.srv.stats.nr_queues = 2;
+	T.srv.stats.queues[0].ring.reqs[BLKIF_OP_READ] = 9;
+	T.srv.stats.queues[0].ring.segments = 90;
+	T.srv.stats.queues[1].ring.reqs[BLKIF_OP_WRITE] = 4;
+	T.srv.stats.queues[1].kicks = 3;
+	T.srv.stats.ring.reqs[BLKIF_OP_READ] = 9;
+	T.srv.stats.ring.reqs[BLKIF_OP_WRITE] = 4;
+	td_strbuf_init(&sb);
+	td_frontend_report_text(&T.srv.fe, &sb);
+	assert_non_null(strstr(sb.data, "ring 0: 9 requests (9 reads, 0 "
+					"writes), 90 segments, 0 in flight"));
+	assert_non_null(strstr(sb.data, "ring 1: 4 requests (0 reads, 4 "
+					"writes), 0 segments, 0 in flight, 0 "
+					"polled, 3 kicks"));
+	td_strbuf_reset(&sb);
+	td_json_init(&j, &sb);
+	td_json_begin_object(&j, NULL);
+	td_frontend_report_json(&T.srv.fe, &j);
+	td_json_end_object(&j);
+	assert_int_equal(td_json_finish(&j), 0);
+	assert_non_null(strstr(sb.data, "\"queue\": 1,"));
+	assert_non_null(strstr(sb.data, "\"requests_total\": 13"));
+	assert_non_null(strstr(sb.data, "\"requests_total\": 9"));
+	assert_non_null(strstr(sb.data, "\"requests_total\": 4"));
+	td_strbuf_reset(&sb);
+	td_frontend_report_metrics(&T.srv.fe, "disk=\"d\"", &sb);
+	assert_non_null(strstr(sb.data, "tapstripe_ring_requests_total{disk="
+					"\"d\",frontend=\"xen\",ring=\"0\"} "
+					"9\n"));
+	assert_non_null(strstr(sb.data, "tapstripe_ring_kicks_total{disk="
+					"\"d\",frontend=\"xen\",ring=\"1\"} "
+					"3\n"));
 	td_strbuf_free(&sb);
 }
 
@@ -1412,6 +1497,8 @@ int main(void)
 		TEST(test_mq_connect_fails_midway),
 		TEST(test_mq_one_ring_fatal),
 		TEST(test_mq_release),
+		TEST(test_stats_per_queue),
+		TEST(test_report_queues),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

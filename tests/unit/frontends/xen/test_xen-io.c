@@ -294,9 +294,12 @@ static void on_done(void *opaque)
 	T.dones++;
 }
 
+static uint32_t connect_queue; /* the queue index connect_ring gives */
+
 static int connect_ring(uint32_t max_indirect_segments)
 {
 	struct xen_ring_params p = {
+		.queue = connect_queue,
 		.vbd = T.vbd,
 		.cfg = &T.cfg,
 		.frontend_domid = DOMID,
@@ -315,6 +318,7 @@ static int setup(void **state)
 	struct td_vbd_params vp = {.name = "xenio", .chain = "mock"};
 
 	memset(&T, 0, sizeof(T));
+	connect_queue = 0;
 	memset(&hv, 0, sizeof(hv));
 	hv.refuse_gref = NO_GREF;
 	T.log = open_memstream(&T.log_buf, &T.log_len);
@@ -1031,6 +1035,48 @@ static void test_arena_wraps_and_waits(void **state)
 	assert_int_equal(T.stats.ring.reqs[BLKIF_OP_WRITE], SLOTS + 1);
 }
 
+/*
+ * Ring 2 of a device: while connected it reports the requests it holds
+ * and the events it took; once closed its counters are in the server's
+ * ring and in queues[2] (not another queue), nr_queues covering it.
+ */
+static void test_queue_stats(void **state)
+{
+	struct blkif_queue_report q = {0};
+
+	connect_queue = 2;
+	assert_int_equal(connect_ring(BLKIF_NO_INDIRECT), 0);
+	mock.hold = true;
+	queue_pages(BLKIF_OP_WRITE, 0, 0, 0, 2);
+	queue_pages(BLKIF_OP_READ, 1, 8, 4, 1);
+	kick();
+	queue_pages(BLKIF_OP_WRITE, 2, 16, 6, 1);
+	kick();
+	assert_int_equal(mock.nr_held, 3);
+	xen_io_real.add_stats(T.ring, &q);
+	assert_int_equal(q.in_flight, 3);
+	assert_int_equal(q.kicks, 2);
+	assert_int_equal(q.ring.reqs[BLKIF_OP_WRITE], 2);
+	assert_int_equal(q.ring.reqs[BLKIF_OP_READ], 1);
+	assert_int_equal(q.ring.segments, 4);
+	complete_held(0);
+	memset(&q, 0, sizeof(q));
+	xen_io_real.add_stats(T.ring, &q);
+	assert_int_equal(q.in_flight, 2);
+	assert_int_equal(T.stats.nr_queues, 0); /* nothing closed yet */
+
+	disconnect();
+	assert_int_equal(T.stats.nr_queues, 3);
+	assert_int_equal(T.stats.queues[2].ring.reqs[BLKIF_OP_WRITE], 2);
+	assert_int_equal(T.stats.queues[2].ring.reqs[BLKIF_OP_READ], 1);
+	assert_int_equal(T.stats.queues[2].kicks, 2);
+	assert_int_equal(T.stats.queues[2].in_flight, 0);
+	assert_int_equal(T.stats.queues[0].ring.reqs[BLKIF_OP_WRITE], 0);
+	assert_int_equal(T.stats.queues[1].kicks, 0);
+	assert_int_equal(T.stats.ring.reqs[BLKIF_OP_WRITE], 2);
+	assert_int_equal(T.stats.ring.segments, 4);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1048,6 +1094,7 @@ int main(void)
 		T(test_indirect_write),
 		T(test_indirect_page_refused),
 		T(test_arena_wraps_and_waits),
+		T(test_queue_stats),
 	};
 #undef T
 
