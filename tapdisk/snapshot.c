@@ -483,6 +483,20 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 
 /* --- copy-before-write and the cursor ------------------------------------ */
 
+/*
+ * May a write to chunk c go?  Only once its bit is durable.  A commit
+ * sets the bits of its slots in memory when the target's flush ends,
+ * before the job file's sync: until that sync ends the slots stay busy
+ * and a write to their chunks waits (snap_synced lets it go), or a power
+ * loss could keep the write on the disk and lose the bit, and the
+ * resumed copy would take the write's data.
+ */
+static bool snap_chunk_done(const struct td_snap_job *job, uint64_t c)
+{
+	return td_snap_copied(&job->st, c) &&
+	       !(job->committing && chunk_in_flight(job, c));
+}
+
 static bool io_writes(const struct td_vbd_io *io)
 {
 	return io->op == TD_OP_WRITE || io->op == TD_OP_WRITE_ZEROES ||
@@ -515,7 +529,7 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 		struct snap_slot *slot;
 		uint32_t nr;
 
-		if (td_snap_copied(&job->st, c))
+		if (snap_chunk_done(job, c))
 			continue;
 		ready = false;
 		if (chunk_in_flight(job, c))
@@ -555,7 +569,7 @@ bool vbd_snap_gate(struct td_snap_job *job, struct td_vbd_io *io)
 	td_snap_chunk_range(&job->st, io->sector, io->nr_sectors, &first,
 			    &last);
 	for (uint64_t c = first; c <= last; c++) {
-		if (td_snap_copied(&job->st, c))
+		if (snap_chunk_done(job, c))
 			continue;
 		TAILQ_INSERT_TAIL(&job->held, io, held_link);
 		snap_io_ready(job, io);

@@ -432,6 +432,62 @@ static void test_group_commit(void **state)
 	assert_int_equal(fx->calls[1], 1);
 }
 
+/* A write to a chunk whose bit is set but not synced yet (its commit's
+ * flush of the target ended, the job file's sync runs) waits for the
+ * sync: a power loss could otherwise keep the write and lose the bit.
+ * The sync runs through AIO here, so the window stays open until the
+ * loop reaps it. */
+static void test_write_waits_for_sync(void **state)
+{
+	int rd, wr, fl;
+
+	td_fsync_in_place = false;
+	start_job();
+	td_vbd_snapshot_stop_cursor(fx->vbd);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	run(2);
+	rd = seen(TD_OP_READ, 1000 * CHUNK, CHUNK, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(3);
+	wr = seen(TD_OP_WRITE, 1000 * CHUNK, CHUNK, 0);
+	assert_true(wr >= 0);
+	done(wr);
+	run(3);
+	fl = held_flush();
+	assert_true(fl >= 0);
+	done(fl);
+	run(1); /* the flush ends: the bits are set, the sync submitted */
+	/* A second write to the chunk, before the loop reaps the sync. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1000 * CHUNK, 2)),
+		0);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 2, 0), -1);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0), -1);
+	for (int i = 0; i < 200 && seen(TD_OP_WRITE, 1000 * CHUNK, 2, 0) < 0;
+	     i++) {
+		usleep(1000);
+		run(1);
+	}
+	assert_true(bit_on_disk(1000));
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 2, 0) >= 0);
+	drain_all(4);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(fx->calls[1], 1);
+	/* The cursor's first runs commit through AIO syncs too. */
+	for (int i = 0; i < 200 && fx->vbd; i++) {
+		drain_all(4);
+		if (td_vbd_close(fx->vbd) == 0)
+			fx->vbd = NULL;
+		else
+			usleep(1000);
+	}
+	assert_null(fx->vbd);
+}
+
 /* A read starting at sector, of any length: -1 if none. */
 static int read_from(uint64_t sector)
 {
@@ -629,6 +685,8 @@ int main(void)
 						snap_setup, snap_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_write_waits_for_sync,
+						snap_setup, snap_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
