@@ -488,6 +488,64 @@ static void test_write_waits_for_sync(void **state)
 	assert_null(fx->vbd);
 }
 
+/* The copy of chunk c for a held write: read, then written to the
+ * target (the commit not done). */
+static void copy_to_target(uint64_t c)
+{
+	int rd, wr;
+
+	run(2);
+	rd = seen(TD_OP_READ, c * CHUNK, CHUNK, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(3);
+	wr = seen(TD_OP_WRITE, c * CHUNK, CHUNK, 0);
+	assert_true(wr >= 0);
+	done(wr);
+	run(3);
+}
+
+/* Commits overlap: a copy written to the target while a commit's flush
+ * runs gets a commit of its own at once; each commit's bits and writes
+ * go after its own flush and sync, in whatever order they end. */
+static void test_commits_overlap(void **state)
+{
+	int f1, f2;
+
+	start_job();
+	td_vbd_snapshot_stop_cursor(fx->vbd);
+	drain_all(4); /* the cursor's first runs */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	copy_to_target(1000);
+	f1 = held_flush();
+	assert_true(f1 >= 0);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1010 * CHUNK, 4)),
+		0);
+	copy_to_target(1010);
+	f2 = -1;
+	for (unsigned int i = (unsigned int)f1 + 1; i < mock.nr_seen; i++)
+		if (mock.seen[i].op == TD_OP_FLUSH && mock.held[i])
+			f2 = (int)i;
+	assert_true(f2 > f1); /* the second commit did not wait */
+	/* The second ends first: its write goes, the first's waits. */
+	done(f2);
+	run(3);
+	assert_true(bit_on_disk(1010));
+	assert_false(bit_on_disk(1000));
+	assert_true(seen(TD_OP_WRITE, 1010 * CHUNK, 4, 0) >= 0);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0), -1);
+	done(f1);
+	run(3);
+	assert_true(bit_on_disk(1000));
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
+	drain_all(4);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(fx->calls[1], 1);
+}
+
 /* A read starting at sector, of any length: -1 if none. */
 static int read_from(uint64_t sector)
 {
@@ -686,6 +744,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
 		cmocka_unit_test_setup_teardown(test_write_waits_for_sync,
+						snap_setup, snap_teardown),
+		cmocka_unit_test_setup_teardown(test_commits_overlap,
 						snap_setup, snap_teardown),
 	};
 
