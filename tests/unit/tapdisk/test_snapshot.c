@@ -90,7 +90,7 @@ static void commit(void)
 }
 
 /* Complete everything held, running the loop between, until nothing is
- * held any more (at most rounds * 4 rounds: commits run one at a time). */
+ * held any more (at most rounds * 4 rounds: a commit is a flush, then a sync). */
 static void drain_all(int rounds)
 {
 	for (rounds *= 4; rounds--;) {
