@@ -34,6 +34,10 @@
 #define SNAP_CBW_SLOTS 32
 #define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
 #define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
+/* Commits in flight at once: a copy that becomes durable in the target
+ * while one commit runs starts the next at once rather than waiting for
+ * it (bench/snapshot.sh, doc/snapshots.md "Costs"). */
+#define SNAP_COMMITS 4
 /* The cursor's speed while the disk serves its own I/O (as Linux md's
  * speed_limit_min), and how long after its last I/O a disk is idle. */
 #define SNAP_BUSY_SPEED_DEFAULT (16ull << 20)
@@ -59,13 +63,21 @@ struct snap_slot {
 	uint64_t chunk;
 	uint32_t nr_chunks; /* a run, up to snap_run_max() */
 	bool marking;	    /* durable in the target; waits for the commit */
-	bool syncing;	    /* in the running commit (flush, bits, sync) */
+	struct snap_commit *commit; /* in this commit (flush, bits, sync) */
 	void *buf;
 	struct iovec iov;
 	struct td_vbd_io io; /* the read, then the write */
 };
 
 TAILQ_HEAD(snap_held_list, td_vbd_io);
+
+/* One group commit: its flush of the target, then its job-file sync. */
+struct snap_commit {
+	struct td_snap_job *job;
+	bool busy;
+	struct td_fsync fsync; /* the job file's, off the loop */
+	struct td_vbd_io io;   /* the flush of the target */
+};
 
 struct td_snap_job {
 	struct td_vbd *vbd;
@@ -85,14 +97,13 @@ struct td_snap_job {
 	struct td_defer release_defer; /* held I/O goes, the job ended */
 	struct td_defer close_defer;   /* close the target */
 	struct td_defer commit_defer;  /* the marking slots' bits: one sync */
-	struct td_fsync fsync;	       /* the job file's, off the loop */
-	struct td_vbd_io commit_io;    /* the commit's flush of the target */
-	bool committing;	       /* a commit runs (flush, then sync) */
-	uint64_t speed;		       /* the cursor's bytes/s; 0: no limit */
-	uint64_t busy_speed;	       /* ... while the disk is busy; 0: same */
-	uint64_t cursor_next_ns;       /* speed lets the next run go */
-	uint64_t busy_next_ns;	       /* busy_speed lets the next run go */
-	uint64_t reads_issued;	       /* the job's reads of the disk */
+	struct snap_commit commits[SNAP_COMMITS];
+	unsigned int nr_commits; /* busy ones */
+	uint64_t speed;		 /* the cursor's bytes/s; 0: no limit */
+	uint64_t busy_speed;	 /* ... while the disk is busy; 0: same */
+	uint64_t cursor_next_ns; /* speed lets the next run go */
+	uint64_t busy_next_ns;	 /* busy_speed lets the next run go */
+	uint64_t reads_issued;	 /* the job's reads of the disk */
 	uint64_t reads_done;
 	uint64_t fg_seen;    /* the disk's own I/Os completed, last look */
 	uint64_t fg_last_ns; /* when the disk's own I/O was last seen */
@@ -145,7 +156,8 @@ static void snap_free(struct td_snap_job *job)
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->release_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->close_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->commit_defer);
-	td_fsync_close(&job->fsync);
+	for (unsigned int i = 0; i < SNAP_COMMITS; i++)
+		td_fsync_close(&job->commits[i].fsync);
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
 		free(job->slots[i].buf);
 	td_snap_state_fini(&job->st);
@@ -262,7 +274,7 @@ static void slot_free_up(struct snap_slot *slot, int err, const char *what)
 
 	slot->busy = false;
 	slot->marking = false;
-	slot->syncing = false;
+	slot->commit = NULL;
 	job->nr_busy--;
 	if (!slot->cbw)
 		job->nr_bg--;
@@ -296,21 +308,23 @@ static void slot_done(struct snap_slot *slot, int err, const char *what)
 static void snap_commit(struct td_defer *d, void *opaque);
 
 /*
- * The job file's sync ended: the slots whose bits it covered are done
- * together (their held writes go), and the slots that became ready
+ * A commit's job-file sync ended: the slots whose bits it covered are
+ * done together (their held writes go), and the slots that became ready
  * meanwhile get the next commit.
  */
 static void snap_synced(struct td_fsync *f, int err, void *opaque)
 {
-	struct td_snap_job *job = opaque;
+	struct snap_commit *c = opaque;
+	struct td_snap_job *job = c->job;
 	unsigned int n = 0;
 
 	(void)f;
-	job->committing = false;
+	c->busy = false;
+	job->nr_commits--;
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		struct snap_slot *slot = &job->slots[i];
 
-		if (slot->busy && slot->syncing) {
+		if (slot->busy && slot->commit == c) {
 			slot_free_up(slot, err, "marking");
 			n++;
 		}
@@ -319,71 +333,85 @@ static void snap_synced(struct td_fsync *f, int err, void *opaque)
 	snap_slots_freed(job, n);
 }
 
-/* The target's flush of a commit ended: write the bits, sync them. */
+/* A commit's flush of the target ended: write its bits, sync them. */
 static void snap_commit_flushed(struct td_vbd_io *io, int err)
 {
-	struct td_snap_job *job = io->opaque;
+	struct snap_commit *c = io->opaque;
+	struct td_snap_job *job = c->job;
 
 	for (unsigned int i = 0; i < SNAP_SLOTS && !err; i++) {
 		struct snap_slot *slot = &job->slots[i];
 
-		if (slot->busy && slot->syncing && job->state == SNAP_COPYING)
+		if (slot->busy && slot->commit == c &&
+		    job->state == SNAP_COPYING)
 			err = td_snap_state_set_run(&job->st, slot->chunk,
 						    slot->nr_chunks);
 	}
 	if (!err && job->state == SNAP_COPYING && job->st.fd >= 0) {
 		job->st.nr_syncs++;
-		err = td_fsync_start(&job->fsync, job->st.fd, snap_synced, job);
+		err = td_fsync_start(&c->fsync, job->st.fd, snap_synced, c);
 		if (!err)
 			return;
 	}
 	/* Nothing to sync (the job ended, or in memory), or it failed. */
-	snap_synced(&job->fsync, err, job);
+	snap_synced(&c->fsync, err, c);
+}
+
+/* A commit not running, or NULL when SNAP_COMMITS run. */
+static struct snap_commit *snap_commit_free(struct td_snap_job *job)
+{
+	for (unsigned int i = 0; i < SNAP_COMMITS; i++)
+		if (!job->commits[i].busy)
+			return &job->commits[i];
+	return NULL;
 }
 
 /*
  * Group commit: the slots whose copies were written to the target since
- * the last commit get one flush of the target (their copies durable),
- * then their bits in the job file and one fdatasync of it, which runs off
- * the event loop (fsync-async.h); only then are the slots done (their
- * held writes go).  The slots stay busy (their chunks in flight, writes on
- * them held) until then.  Slots ready while a commit runs wait for the
- * next one: commits run one at a time, in order.
+ * the last commit started get one flush of the target (their copies
+ * durable), then their bits in the job file and one fdatasync of it,
+ * which runs off the event loop (fsync-async.h); only then are the slots
+ * done (their held writes go).  The slots stay busy (their chunks in
+ * flight, writes on them held) until then.  Up to SNAP_COMMITS commits
+ * run at once, each over its own slots: a bit reaches the job file only
+ * after its own commit's flush, so the commits need no order among them.
  */
 static void snap_commit(struct td_defer *d, void *opaque)
 {
 	struct td_snap_job *job = opaque;
+	struct snap_commit *c = snap_commit_free(job);
 	const struct td_disk_info *ti;
 	unsigned int n = 0;
 	int err;
 
 	(void)d;
-	if (job->committing)
+	if (!c)
 		return; /* snap_synced commits them */
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		struct snap_slot *slot = &job->slots[i];
 
-		if (slot->busy && slot->marking && !slot->syncing) {
-			slot->syncing = true;
+		if (slot->busy && slot->marking && !slot->commit) {
+			slot->commit = c;
 			n++;
 		}
 	}
 	if (!n)
 		return;
-	job->committing = true;
+	c->busy = true;
+	job->nr_commits++;
 	ti = job->target ? td_vbd_get_info(job->target) : NULL;
 	if (job->state != SNAP_COPYING || !(ti->features & TD_FEAT_FLUSH)) {
-		job->commit_io.opaque = job;
-		snap_commit_flushed(&job->commit_io, 0);
+		c->io.opaque = c;
+		snap_commit_flushed(&c->io, 0);
 		return;
 	}
-	memset(&job->commit_io, 0, sizeof(job->commit_io));
-	job->commit_io.op = TD_OP_FLUSH;
-	job->commit_io.cb = snap_commit_flushed;
-	job->commit_io.opaque = job;
-	err = td_vbd_submit(job->target, &job->commit_io);
+	memset(&c->io, 0, sizeof(c->io));
+	c->io.op = TD_OP_FLUSH;
+	c->io.cb = snap_commit_flushed;
+	c->io.opaque = c;
+	err = td_vbd_submit(job->target, &c->io);
 	if (err)
-		snap_commit_flushed(&job->commit_io, err);
+		snap_commit_flushed(&c->io, err);
 }
 
 /* The chunks are durable in the target: mark them at the next commit. */
@@ -483,6 +511,20 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 
 /* --- copy-before-write and the cursor ------------------------------------ */
 
+/*
+ * May a write to chunk c go?  Only once its bit is durable.  A commit
+ * sets the bits of its slots in memory when the target's flush ends,
+ * before the job file's sync: until that sync ends the slots stay busy
+ * and a write to their chunks waits (snap_synced lets it go), or a power
+ * loss could keep the write on the disk and lose the bit, and the
+ * resumed copy would take the write's data.
+ */
+static bool snap_chunk_done(const struct td_snap_job *job, uint64_t c)
+{
+	return td_snap_copied(&job->st, c) &&
+	       !(job->nr_commits && chunk_in_flight(job, c));
+}
+
 static bool io_writes(const struct td_vbd_io *io)
 {
 	return io->op == TD_OP_WRITE || io->op == TD_OP_WRITE_ZEROES ||
@@ -515,7 +557,7 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 		struct snap_slot *slot;
 		uint32_t nr;
 
-		if (td_snap_copied(&job->st, c))
+		if (snap_chunk_done(job, c))
 			continue;
 		ready = false;
 		if (chunk_in_flight(job, c))
@@ -555,7 +597,7 @@ bool vbd_snap_gate(struct td_snap_job *job, struct td_vbd_io *io)
 	td_snap_chunk_range(&job->st, io->sector, io->nr_sectors, &first,
 			    &last);
 	for (uint64_t c = first; c <= last; c++) {
-		if (td_snap_copied(&job->st, c))
+		if (snap_chunk_done(job, c))
 			continue;
 		TAILQ_INSERT_TAIL(&job->held, io, held_link);
 		snap_io_ready(job, io);
@@ -712,7 +754,10 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	job->st.fd = -1;
 	job->busy_speed = SNAP_BUSY_SPEED_DEFAULT;
 	TAILQ_INIT(&job->held);
-	td_fsync_open(&job->fsync, td_vbd_loop(vbd));
+	for (unsigned int i = 0; i < SNAP_COMMITS; i++) {
+		job->commits[i].job = job;
+		td_fsync_open(&job->commits[i].fsync, td_vbd_loop(vbd));
+	}
 	snprintf(name, sizeof(name), "%.50s-snap", td_vbd_name(vbd));
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		job->slots[i].job = job;

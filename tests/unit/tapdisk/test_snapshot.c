@@ -90,7 +90,7 @@ static void commit(void)
 }
 
 /* Complete everything held, running the loop between, until nothing is
- * held any more (at most rounds * 4 rounds: commits run one at a time). */
+ * held any more (at most rounds * 4 rounds: a commit is a flush, then a sync). */
 static void drain_all(int rounds)
 {
 	for (rounds *= 4; rounds--;) {
@@ -432,6 +432,120 @@ static void test_group_commit(void **state)
 	assert_int_equal(fx->calls[1], 1);
 }
 
+/* A write to a chunk whose bit is set but not synced yet (its commit's
+ * flush of the target ended, the job file's sync runs) waits for the
+ * sync: a power loss could otherwise keep the write and lose the bit.
+ * The sync runs through AIO here, so the window stays open until the
+ * loop reaps it. */
+static void test_write_waits_for_sync(void **state)
+{
+	int rd, wr, fl;
+
+	td_fsync_in_place = false;
+	start_job();
+	td_vbd_snapshot_stop_cursor(fx->vbd);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	run(2);
+	rd = seen(TD_OP_READ, 1000 * CHUNK, CHUNK, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(3);
+	wr = seen(TD_OP_WRITE, 1000 * CHUNK, CHUNK, 0);
+	assert_true(wr >= 0);
+	done(wr);
+	run(3);
+	fl = held_flush();
+	assert_true(fl >= 0);
+	done(fl);
+	run(1); /* the flush ends: the bits are set, the sync submitted */
+	/* A second write to the chunk, before the loop reaps the sync. */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1000 * CHUNK, 2)),
+		0);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 2, 0), -1);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0), -1);
+	for (int i = 0; i < 200 && seen(TD_OP_WRITE, 1000 * CHUNK, 2, 0) < 0;
+	     i++) {
+		usleep(1000);
+		run(1);
+	}
+	assert_true(bit_on_disk(1000));
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 2, 0) >= 0);
+	drain_all(4);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(fx->calls[1], 1);
+	/* The cursor's first runs commit through AIO syncs too. */
+	for (int i = 0; i < 200 && fx->vbd; i++) {
+		drain_all(4);
+		if (td_vbd_close(fx->vbd) == 0)
+			fx->vbd = NULL;
+		else
+			usleep(1000);
+	}
+	assert_null(fx->vbd);
+}
+
+/* The copy of chunk c for a held write: read, then written to the
+ * target (the commit not done). */
+static void copy_to_target(uint64_t c)
+{
+	int rd, wr;
+
+	run(2);
+	rd = seen(TD_OP_READ, c * CHUNK, CHUNK, 0);
+	assert_true(rd >= 0);
+	done(rd);
+	run(3);
+	wr = seen(TD_OP_WRITE, c * CHUNK, CHUNK, 0);
+	assert_true(wr >= 0);
+	done(wr);
+	run(3);
+}
+
+/* Commits overlap: a copy written to the target while a commit's flush
+ * runs gets a commit of its own at once; each commit's bits and writes
+ * go after its own flush and sync, in whatever order they end. */
+static void test_commits_overlap(void **state)
+{
+	int f1, f2;
+
+	start_job();
+	td_vbd_snapshot_stop_cursor(fx->vbd);
+	drain_all(4); /* the cursor's first runs */
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 1000 * CHUNK, 4)),
+		0);
+	copy_to_target(1000);
+	f1 = held_flush();
+	assert_true(f1 >= 0);
+	assert_int_equal(
+		td_vbd_submit(fx->vbd, mkio(1, TD_OP_WRITE, 1010 * CHUNK, 4)),
+		0);
+	copy_to_target(1010);
+	f2 = -1;
+	for (unsigned int i = (unsigned int)f1 + 1; i < mock.nr_seen; i++)
+		if (mock.seen[i].op == TD_OP_FLUSH && mock.held[i])
+			f2 = (int)i;
+	assert_true(f2 > f1); /* the second commit did not wait */
+	/* The second ends first: its write goes, the first's waits. */
+	done(f2);
+	run(3);
+	assert_true(bit_on_disk(1010));
+	assert_false(bit_on_disk(1000));
+	assert_true(seen(TD_OP_WRITE, 1010 * CHUNK, 4, 0) >= 0);
+	assert_int_equal(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0), -1);
+	done(f1);
+	run(3);
+	assert_true(bit_on_disk(1000));
+	assert_true(seen(TD_OP_WRITE, 1000 * CHUNK, 4, 0) >= 0);
+	drain_all(4);
+	assert_int_equal(fx->calls[0], 1);
+	assert_int_equal(fx->calls[1], 1);
+}
+
 /* A read starting at sector, of any length: -1 if none. */
 static int read_from(uint64_t sector)
 {
@@ -629,6 +743,10 @@ int main(void)
 						snap_setup, snap_teardown),
 		cmocka_unit_test_setup_teardown(test_group_commit, snap_setup,
 						snap_teardown),
+		cmocka_unit_test_setup_teardown(test_write_waits_for_sync,
+						snap_setup, snap_teardown),
+		cmocka_unit_test_setup_teardown(test_commits_overlap,
+						snap_setup, snap_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
