@@ -16,7 +16,9 @@
 #    new SQLite file (--migrate to-sqlite) alike again; kill -9 of either
 #    migration at various instants, then a run again, finishes; bad input
 #    (a cluster with state, a target file that exists, etcd down, a
-#    cluster that does not exist, a store in use) is refused clearly.
+#    cluster that does not exist, a store in use) is refused clearly; a
+#    store of 30,720 extents (a 1.4 MiB snapshot, above etcd's request
+#    limit: 2 chunks) moved and snapshotted alike.
 #
 # Exits 0 when it passes, 1 when not, 77 (automake's skip) without etcd
 # (apt-get install etcd-server) or python3.  Stops only what it started,
@@ -357,6 +359,41 @@ case_migrate_kill() {
 		fail "kill -9 of --migrate, then a run again" "$ok of 12"
 }
 
+# A snapshot above etcd's request limit: 30,720 extents allocated, a
+# 1.4 MiB image in 2 chunks.
+big_state() { # ctl function
+	"$1" --json info | json_get '{k: v for k, v in j.items() if k != "master"}'
+	"$1" --json extents list --allocated | md5sum
+}
+
+case_migrate_large() {
+	local url=$URL_BASE/big out d
+	start_a big "" || { fail "a SQLite master (large)"; return; }
+	for d in 1 2 3 4; do
+		ctl_a server add --portal 10.78.$d.2 --target iqn.2024-01.org.tapstripe:big$d \
+			--lun 1 --size 64G --host h$d >/dev/null || { fail "large servers"; return; }
+	done
+	for d in 1 2 3; do
+		ctl_a vdisk create big$d --size 40G --stripes 4 --replicas 1 -o "$WORK/big$d.map" >/dev/null ||
+			{ fail "large disks"; return; }
+	done
+	big_state ctl_a >"$WORK/big.state"
+	stop_a
+	out=$(migrate to-etcd --db "$WORK/big.db" --store "$url") ||
+		{ fail "--migrate to-etcd of 30,720 extents" "$out"; return; }
+	start_a bige "$url" --compact-every 1 || { fail "an etcd master on the large store"; return; }
+	ctl_a vdisk create small --size 16M --stripes 2 -o "$WORK/small.map" >/dev/null
+	ctl_a vdisk destroy --name small >/dev/null
+	[ "$(big_state ctl_a)" = "$(cat "$WORK/big.state")" ] &&
+		grep -q "snapshot .* written ([0-9]* bytes in [2-9] chunks" "$WORK/bige.log" &&
+		pass "30,720 extents moved into etcd, served alike; its snapshots written in chunks" ||
+		fail "30,720 extents moved into etcd, served alike, snapshots in chunks" "$(grep "written" "$WORK/bige.log")"
+	stop_a
+	out=$(check bigfresh "$url") && grep -q consistent <<<"$out" &&
+		pass "a fresh replica loads a snapshot of several chunks and checks clean" ||
+		fail "a fresh replica loads a snapshot of several chunks" "$out"
+}
+
 etcd_cluster_start "$WORK" 3 || {
 	fail "start 3 etcd members"
 	exit 1
@@ -367,6 +404,7 @@ case_compact
 case_compact_kill
 case_migrate
 case_migrate_kill
+case_migrate_large
 
 echo "master-etcd-snapshot: $PASSED passed, $FAILED failed"
 [ "$FAILED" = 0 ]

@@ -124,7 +124,7 @@ static void usage(FILE *out)
 "                              again after an interruption; no master may\n"
 "                              serve --db meanwhile\n"
 "    --force                   with --migrate: replace the state the target\n"
-"                              holds (it is lost)\n"
+"                              holds (it is lost; stop its masters first)\n"
 "    -h, --help                this text\n"
 "    -V, --version             the version\n"
 "\n"
@@ -322,6 +322,7 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 		o->store_url = arg;
 		return GO_ON;
 	case OPT_COMPACT_EVERY:
+		o->compact_given = true;
 		return take_number("--compact-every", arg, MAX_COMPACT_EVERY,
 				   &o->compact_every);
 	case OPT_MIGRATE:
@@ -385,5 +386,7 @@ int stripe_master_parse_options(struct master_options *o, int argc, char **argv)
 				   "CLUSTER (and --db)");
 	if (o->force && !o->migrate)
 		return usage_error("--force goes with --migrate only");
+	if (o->compact_given && !o->store_url)
+		return usage_error("--compact-every goes with --store only");
 	return GO_ON;
 }

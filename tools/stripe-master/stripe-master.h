@@ -28,6 +28,7 @@ struct master_options {
 	unsigned int compact_every; /* --compact-every: log entries */
 	const char *migrate;	    /* --migrate to-etcd|to-sqlite */
 	bool force;		    /* --migrate --force */
+	bool compact_given;	    /* --compact-every given */
 	const char *pid_file;
 	const char *log_file;
 	bool log_syslog;	   /* --log syslog[:SOCKET] */
