@@ -265,7 +265,7 @@ case_migrate() {
 	out=$(migrate to-etcd --db "$WORK/src.db" --store "$url") &&
 		grep -q "moved .* into $url as cluster id [0-9a-f]*.*both sides consistent" <<<"$out" &&
 		pass "--migrate to-etcd moves a SQLite store, both sides consistent" ||
-		fail "--migrate to-etcd" "$out"
+		{ fail "--migrate to-etcd" "$out"; return; }
 	start_a e1 "$url" || { fail "an etcd master on the moved store" "$(tail -3 "$WORK/e1.log")"; return; }
 	[ "$(listing ctl_a)" = "$(cat "$WORK/src.listing")" ] &&
 		pass "an etcd master serves what the SQLite master served (stripe-ctl --json)" ||
@@ -277,7 +277,7 @@ case_migrate() {
 	out=$(migrate to-sqlite --store "$url" --db "$WORK/back.db") &&
 		grep -q "moved cluster id .* into the SQLite store .*back.db; both sides consistent" <<<"$out" &&
 		pass "--migrate to-sqlite copies the cluster into a new SQLite file" ||
-		fail "--migrate to-sqlite" "$out"
+		{ fail "--migrate to-sqlite" "$out"; return; }
 	start_a back "" || { fail "a SQLite master on the file moved back"; return; }
 	[ "$(listing ctl_a)" = "$(cat "$WORK/e1.listing")" ] &&
 		pass "the SQLite master serves what the etcd master served" ||
