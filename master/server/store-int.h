@@ -116,6 +116,76 @@ int master_repl_commit(struct master_store *st);
 void master_repl_round_end(struct master_store *st);
 void master_repl_free(struct master_store *st);
 
+/* --- replication's parts (store-repl.c, store-snap.c, store-migrate.c) --- */
+
+#define REPL_KEY_MAX		   160
+#define REPL_ID_BYTES		   16 /* a cluster id: 32 hex digits */
+#define REPL_NAME_MAX		   48 /* a snapshot's name: INDEX-TOKEN */
+#define REPL_DEFAULT_COMPACT_EVERY MASTER_DEFAULT_COMPACT_EVERY
+
+struct etcd_client;
+struct etcd_range;
+
+struct master_repl {
+	struct etcd_client *etcd;
+	char url[1024];
+	char prefix[80];		/* /tapstripe/CLUSTER/ */
+	char id[2 * REPL_ID_BYTES + 1]; /* the cluster's */
+	uint64_t applied;		/* log entries in the local file */
+	uint64_t snap_index;	    /* the newest snapshot's, as last seen */
+	unsigned int compact_every; /* 0: never */
+	struct sqlite3_session *session; /* the open round's changes */
+	bool diverged; /* a log entry did not apply: refuse everything */
+};
+
+/* A snapshot as the pointer key "snap" names it: "NAME CHUNKS BYTES". */
+struct repl_snap {
+	char name[REPL_NAME_MAX]; /* 20-digit index, '-', 16 hex digits */
+	uint64_t index;
+	uint32_t chunks;
+	uint64_t bytes;
+	char raw[REPL_NAME_MAX + 48]; /* the pointer's value as read */
+};
+
+/* Parse url (etcd://HOSTS/CLUSTER) and make the client: a new *out. */
+int master_repl_new(const char *url, struct master_repl **out, char *msg,
+		    size_t len);
+void master_repl_destroy(struct master_repl *r);
+size_t master_repl_key(const struct master_repl *r, const char *name,
+		       char *out);
+size_t master_repl_log_key(const struct master_repl *r, uint64_t index,
+			   char *out);
+/* A fresh random id or token of bytes random bytes in hex. */
+int master_repl_random_hex(char *out, size_t bytes);
+/* Copy the first pair's value of rg as text ("" when none). */
+void master_repl_kv_text(const struct etcd_range *rg, char *out, size_t len);
+/* The table "replication" made in st's file when missing. */
+int master_repl_local_table(sqlite3 *db);
+
+/* Snapshots (store-snap.c). */
+int master_repl_snap_get(struct master_repl *r, struct repl_snap *s,
+			 bool *found);
+/* Write image under snap/NAME/ in chunks below etcd's request limit. */
+int master_repl_snap_write(struct master_repl *r, const char *name,
+			   const void *image, size_t size, uint32_t *chunks);
+/* Delete snap/NAME/ (a snapshot that never became current). */
+void master_repl_snap_drop(struct master_repl *r, const char *name);
+void master_repl_snap_name(uint64_t index, const char *token, char *out);
+/* The pointer's value for a snapshot. */
+int master_repl_snap_value(const char *name, uint32_t chunks, uint64_t bytes,
+			   char *out, size_t len);
+/* Load the newest snapshot into st's file (when it is past applied). */
+int master_repl_snap_load(struct master_store *st);
+/* After a commit: write a snapshot and cut the log when it is due. */
+void master_repl_maybe_compact(struct master_store *st);
+/* Write a snapshot of st's file at its applied index now. */
+int master_repl_compact(struct master_store *st);
+/* sqlite3_serialize of db's main, the header's WAL marks cleared (an image
+ * that an in-memory database can read); sqlite3_free it. */
+unsigned char *master_repl_image(sqlite3 *db, size_t *size);
+/* A connection to an in-memory database holding image (taken over). */
+int master_repl_image_open(unsigned char *image, size_t size, sqlite3 **out);
+
 /* The columns of a move, in order, as master_store_fill_move reads them. */
 #define STORE_MOVE_COLS                                                  \
 	"vdisk_id, col, ext, replica, old_server, old_idx, new_server, " \

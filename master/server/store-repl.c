@@ -26,21 +26,9 @@
 #define REPL_TIMEOUT_MS	   2000 /* per etcd endpoint and request */
 #define REPL_CATCHUP_BATCH 256	/* log entries fetched per request */
 #define REPL_INDEX_DIGITS  20	/* zero-padded: keys sort as numbers */
-#define REPL_ID_BYTES	   16	/* a cluster id: 32 hex digits */
-#define REPL_KEY_MAX	   160
-#define REPL_PREFIX_MAX	   80 /* /tapstripe/CLUSTER/ */
 #define REPL_CLUSTER_MAX   63
 #define REPL_ENDPOINTS_MAX 1024
 #define REPL_NUMBER_MAX	   24
-
-struct master_repl {
-	struct etcd_client *etcd;
-	char url[REPL_ENDPOINTS_MAX];
-	char prefix[REPL_PREFIX_MAX];
-	uint64_t applied;	  /* log entries in the local file */
-	sqlite3_session *session; /* the open round's changes */
-	bool diverged; /* a log entry did not apply: refuse everything */
-};
 
 static const char local_sql[] =
 	"CREATE TABLE IF NOT EXISTS replication ("
@@ -50,16 +38,37 @@ static const char local_sql[] =
 
 /* --- keys --------------------------------------------------------------------- */
 
-static size_t repl_key(const struct master_repl *r, const char *name, char *out)
+size_t master_repl_key(const struct master_repl *r, const char *name, char *out)
 {
 	return (size_t)snprintf(out, REPL_KEY_MAX, "%s%s", r->prefix, name);
 }
 
-static size_t repl_log_key(const struct master_repl *r, uint64_t index,
+size_t master_repl_log_key(const struct master_repl *r, uint64_t index,
 			   char *out)
 {
 	return (size_t)snprintf(out, REPL_KEY_MAX, "%slog/%0*" PRIu64,
 				r->prefix, REPL_INDEX_DIGITS, index);
+}
+
+#define repl_key     master_repl_key
+#define repl_log_key master_repl_log_key
+
+int master_repl_random_hex(char *out, size_t bytes)
+{
+	uint8_t raw[REPL_ID_BYTES];
+
+	if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes)
+		return -EIO;
+	for (size_t i = 0; i < bytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	return 0;
+}
+
+int master_repl_local_table(sqlite3 *db)
+{
+	return sqlite3_exec(db, local_sql, NULL, NULL, NULL) == SQLITE_OK
+		       ? 0
+		       : -EIO;
 }
 
 /* [log/, its prefix end): every log entry. */
@@ -187,33 +196,69 @@ static int repl_etcd_fail(struct master_repl *r, const char *what, int ret)
 	return ret;
 }
 
-/* Fetch and apply every log entry after the applied one. */
-static int repl_catch_up(struct master_store *st)
+/* Does rg start with the entry after the applied one? */
+static bool repl_starts_next(const struct master_repl *r,
+			     const struct etcd_range *rg)
+{
+	char key[REPL_KEY_MAX];
+	size_t n = repl_log_key(r, r->applied + 1, key);
+
+	return rg->nr_kvs && rg->kvs[0].key_len == n &&
+	       !memcmp(rg->kvs[0].key, key, n);
+}
+
+/*
+ * One step of catching up: the entries after the applied one, and head.
+ * When a compaction deleted the next entry, the newest snapshot bridges
+ * the gap.  *more: call again.
+ */
+static int repl_catch_up_step(struct master_store *st, bool *more)
 {
 	struct master_repl *r = st->repl;
-	char from[REPL_KEY_MAX], to[REPL_KEY_MAX];
+	char from[REPL_KEY_MAX], to[REPL_KEY_MAX], head[REPL_KEY_MAX];
+	char text[REPL_NUMBER_MAX];
 	struct etcd_txn_result res;
-	bool more = true;
 	size_t to_len;
 	int ret = 0;
 
 	repl_log_end(r, to, &to_len);
-	while (more && !ret) {
-		struct etcd_op op = {
-			.kind = ETCD_OP_RANGE,
-			.key = from,
-			.key_len = repl_log_key(r, r->applied + 1, from),
-			.range_end = to,
-			.range_end_len = to_len,
-			.limit = REPL_CATCHUP_BATCH};
+	struct etcd_op op[2] = {
+		{.kind = ETCD_OP_RANGE,
+		 .key = from,
+		 .key_len = repl_log_key(r, r->applied + 1, from),
+		 .range_end = to,
+		 .range_end_len = to_len,
+		 .limit = REPL_CATCHUP_BATCH},
+		{.kind = ETCD_OP_RANGE,
+		 .key = head,
+		 .key_len = repl_key(r, "head", head)},
+	};
 
-		if ((ret = etcd_txn(r->etcd, NULL, 0, &op, 1, NULL, 0, &res)))
-			return repl_etcd_fail(r, "catching up", ret);
-		more = res.nr_ranges && res.ranges[0].more;
-		if (res.nr_ranges)
-			ret = repl_apply_range(st, &res.ranges[0]);
-		etcd_txn_result_clear(&res);
+	if ((ret = etcd_txn(r->etcd, NULL, 0, op, 2, NULL, 0, &res)))
+		return repl_etcd_fail(r, "catching up", ret);
+	*more = false;
+	if (res.nr_ranges == 2 && repl_starts_next(r, &res.ranges[0])) {
+		ret = repl_apply_range(st, &res.ranges[0]);
+		*more = res.ranges[0].more;
+	} else if (res.nr_ranges == 2) {
+		master_repl_kv_text(&res.ranges[1], text, sizeof(text));
+		if (strtoull(text, NULL, 10) > r->applied) {
+			ret = master_repl_snap_load(st);
+			*more = true;
+		}
 	}
+	etcd_txn_result_clear(&res);
+	return ret;
+}
+
+/* Fetch and apply every log entry after the applied one. */
+static int repl_catch_up(struct master_store *st)
+{
+	bool more = true;
+	int ret = 0;
+
+	while (more && !ret)
+		ret = repl_catch_up_step(st, &more);
 	return ret;
 }
 
@@ -267,8 +312,10 @@ static int repl_commit_local(struct master_store *st, bool changed)
 		master_store_rollback(st);
 		return ret;
 	}
-	if (changed)
+	if (changed) {
 		r->applied++;
+		master_repl_maybe_compact(st);
+	}
 	return 0;
 }
 
@@ -344,9 +391,13 @@ int master_repl_commit(struct master_store *st)
 		return repl_commit_local(st, cs_len > 0);
 	}
 	master_store_rollback(st);
-	ret = res.nr_ranges ? repl_apply_range(st, &res.ranges[0]) : 0;
-	if (!ret && res.nr_ranges && res.ranges[0].more)
-		ret = repl_catch_up(st);
+	if (res.nr_ranges && repl_starts_next(r, &res.ranges[0])) {
+		ret = repl_apply_range(st, &res.ranges[0]);
+		if (!ret && res.ranges[0].more)
+			ret = repl_catch_up(st);
+	} else {
+		ret = repl_catch_up(st); /* a gap: a compaction */
+	}
 	etcd_txn_result_clear(&res);
 	return ret ? ret : -EAGAIN;
 }
@@ -390,7 +441,7 @@ static bool repl_local_empty(struct master_store *st)
 	return empty;
 }
 
-static void repl_kv_text(const struct etcd_range *rg, char *out, size_t len)
+void master_repl_kv_text(const struct etcd_range *rg, char *out, size_t len)
 {
 	size_t n = rg->nr_kvs ? rg->kvs[0].value_len : 0;
 
@@ -411,14 +462,11 @@ static int repl_identity(struct master_store *st, char *id, size_t id_len,
 	struct master_repl *r = st->repl;
 	char kid[REPL_KEY_MAX], khead[REPL_KEY_MAX], kext[REPL_KEY_MAX];
 	char ext[REPL_NUMBER_MAX], fresh[2 * REPL_ID_BYTES + 1];
-	uint8_t raw[REPL_ID_BYTES];
 	struct etcd_txn_result res;
 	int ret;
 
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		return -EIO;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(fresh + 2 * i, 3, "%02x", raw[i]);
+	if ((ret = master_repl_random_hex(fresh, REPL_ID_BYTES)))
+		return ret;
 	snprintf(ext, sizeof(ext), "%" PRIu64, st->extent_bytes);
 	struct etcd_cmp cmp = {.kind = ETCD_CMP_ABSENT,
 			       .key = kid,
@@ -457,8 +505,8 @@ static int repl_identity(struct master_store *st, char *id, size_t id_len,
 		*extent_bytes = st->extent_bytes;
 		td_info("%s: a new cluster, id %s", r->url, id);
 	} else {
-		repl_kv_text(&res.ranges[0], id, id_len);
-		repl_kv_text(&res.ranges[1], ext, sizeof(ext));
+		master_repl_kv_text(&res.ranges[0], id, id_len);
+		master_repl_kv_text(&res.ranges[1], ext, sizeof(ext));
 		*extent_bytes = strtoull(ext, NULL, 10);
 	}
 	etcd_txn_result_clear(&res);
@@ -497,8 +545,8 @@ static int repl_adopt(struct master_store *st, const char *id,
 	if (!repl_local_empty(st)) {
 		snprintf(msg, len,
 			 "%s holds a SQLite store's state: it cannot become a "
-			 "replica of %s (moving a store into etcd is not "
-			 "built yet); give a new --db",
+			 "replica of %s; give a new --db, or move the store "
+			 "into etcd first (stripe-master --migrate to-etcd)",
 			 st->path, st->repl->url);
 		return -EINVAL;
 	}
@@ -508,25 +556,52 @@ static int repl_adopt(struct master_store *st, const char *id,
 	return rc == SQLITE_OK ? 0 : master_store_sql_fail(st, "replica", rc);
 }
 
+int master_repl_new(const char *url, struct master_repl **out, char *msg,
+		    size_t len)
+{
+	char endpoints[REPL_ENDPOINTS_MAX];
+	struct master_repl *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	r->compact_every = REPL_DEFAULT_COMPACT_EVERY;
+	if ((ret = repl_parse(r, url, endpoints, msg, len)) ||
+	    (ret = etcd_client_new(endpoints, REPL_TIMEOUT_MS, &r->etcd, msg,
+				   len))) {
+		free(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+void master_repl_destroy(struct master_repl *r)
+{
+	if (!r)
+		return;
+	if (r->session)
+		sqlite3session_delete(r->session);
+	etcd_client_free(r->etcd);
+	free(r);
+}
+
 int master_store_attach_etcd(struct master_store *st, const char *url,
 			     char *msg, size_t len)
 {
-	char endpoints[REPL_ENDPOINTS_MAX], id[2 * REPL_ID_BYTES + 1];
+	char *id;
 	uint64_t extent_bytes = 0;
-	int ret, rc;
+	int ret;
 
-	if (!(st->repl = calloc(1, sizeof(*st->repl))))
-		return -ENOMEM;
-	if ((ret = repl_parse(st->repl, url, endpoints, msg, len)) ||
-	    (ret = etcd_client_new(endpoints, REPL_TIMEOUT_MS, &st->repl->etcd,
-				   msg, len)))
+	if ((ret = master_repl_new(url, &st->repl, msg, len)))
 		return ret;
-	if ((rc = sqlite3_exec(st->db, local_sql, NULL, NULL, NULL))) {
+	id = st->repl->id;
+	if (master_repl_local_table(st->db)) {
 		snprintf(msg, len, "%s: %s", st->path, sqlite3_errmsg(st->db));
 		return -EIO;
 	}
-	if ((ret = repl_identity(st, id, sizeof(id), &extent_bytes, msg,
-				 len)) ||
+	if ((ret = repl_identity(st, id, sizeof(st->repl->id), &extent_bytes,
+				 msg, len)) ||
 	    (ret = repl_adopt(st, id, extent_bytes, msg, len)))
 		return ret;
 	if ((ret = repl_catch_up(st))) {
@@ -542,6 +617,15 @@ int master_store_attach_etcd(struct master_store *st, const char *url,
 	return 0;
 }
 
+int master_store_set_compact_every(struct master_store *st,
+				   unsigned int entries)
+{
+	if (!st->repl)
+		return -EINVAL;
+	st->repl->compact_every = entries;
+	return 0;
+}
+
 bool master_store_replicated(const struct master_store *st)
 {
 	return st->repl != NULL;
@@ -551,8 +635,6 @@ void master_repl_free(struct master_store *st)
 {
 	if (!st->repl)
 		return;
-	master_repl_round_end(st);
-	etcd_client_free(st->repl->etcd);
-	free(st->repl);
+	master_repl_destroy(st->repl);
 	st->repl = NULL;
 }

@@ -96,7 +96,7 @@ int master_store_set_max_alloc(struct master_store *st, uint32_t extents);
  * the file catches up with the entries it lacked and the round runs
  * again (master_store_commit's -EAGAIN).  A round that changed nothing
  * makes the compare too, so that reads are linearizable.  The log is
- * never compacted yet (snapshots: issue #23, to do).
+ * compacted into snapshots (below).
  *
  * Call right after master_store_open: checks the file against the store
  * (the same cluster id and extent size; a file holding a SQLite store's
@@ -108,6 +108,44 @@ int master_store_attach_etcd(struct master_store *st, const char *url,
 
 /* Attached to etcd? */
 bool master_store_replicated(const struct master_store *st);
+
+/*
+ * Log compaction (store-snap.c): after the round that makes its log
+ * entry I a multiple of entries past the newest snapshot, a master writes
+ * its file as a snapshot at I (sqlite3_serialize, in chunks of
+ * MASTER_SNAP_CHUNK_BYTES under snap/NAME/, NAME = I-TOKEN), then in one
+ * txn, if the pointer "snap" is still what it read, points "snap" at it
+ * and deletes the log entries up to I and every older snapshot.  A master
+ * whose next entry is gone loads the snapshot the pointer names, then
+ * replays the log after it.  A snapshot written but never pointed at (a
+ * master killed while writing it, or one that lost the race) is garbage
+ * the next compaction deletes.  entries 0: never compact
+ * (MASTER_DEFAULT_COMPACT_EVERY by default).  -EINVAL when not attached.
+ */
+#define MASTER_DEFAULT_COMPACT_EVERY 1000u
+#define MASTER_SNAP_CHUNK_BYTES	     (1u << 20)
+int master_store_set_compact_every(struct master_store *st,
+				   unsigned int entries);
+
+/*
+ * Migration between the back ends (store-migrate.c); both check the
+ * store on both sides with master_store_check, and may run again after
+ * being killed at any step (see doc/striped-disks.md).
+ *
+ * to_etcd: the SQLite store at db_path (no master may hold it) becomes
+ * the first snapshot (log entry 1) of a new cluster at url.  Refused
+ * (-EEXIST) when the cluster already has state, unless force (which
+ * deletes that state first); run again after it finished, it answers 0
+ * and says so in msg.  to_sqlite: the cluster's state (its newest
+ * snapshot and log) becomes a new SQLite store at db_path, written as
+ * db_path.migrating and renamed; -EEXIST when db_path exists, unless
+ * force.  0, or -errno with msg saying what to do; msg also tells what
+ * was done on success.
+ */
+int master_store_migrate_to_etcd(const char *db_path, const char *url,
+				 bool force, char *msg, size_t msg_len);
+int master_store_migrate_to_sqlite(const char *url, const char *db_path,
+				   bool force, char *msg, size_t msg_len);
 
 /*
  * The batch transaction (BEGIN IMMEDIATE / COMMIT / ROLLBACK).  With

@@ -22,6 +22,7 @@
 #include "tools/stripe-master/stripe-master.h"
 
 #define MAX_IDLE_S	    86400
+#define MAX_COMPACT_EVERY   100000000
 #define MAX_CONNECTIONS	    65536
 #define DEFAULT_LISTEN_TEXT "127.0.0.1:7700"
 
@@ -37,6 +38,8 @@ static void usage(FILE *out)
 "    stripe-master [--foreground] [--listen HOST[:PORT]] [--db PATH]\n"
 "                  [--extent-size SIZE] [--allow NETWORK]... [OPTIONS]\n"
 "    stripe-master --check [--db PATH] [--store URL]\n"
+"    stripe-master --migrate to-etcd|to-sqlite --db PATH --store URL\n"
+"                  [--force]\n"
 "\n"
 "DESCRIPTION\n"
 "    stripe-master keeps the pool of storage servers (iSCSI LUNs cut into\n"
@@ -106,6 +109,22 @@ static void usage(FILE *out)
 "                              each with a --db of its own; the default\n"
 "                              is the SQLite file alone.  With --check:\n"
 "                              catch the file up with the store first\n"
+"    --compact-every N         with --store: after every N log entries,\n"
+"                              write a snapshot of the state into etcd and\n"
+"                              delete the log entries it holds (default\n"
+"                              %u; 0: never)\n"
+"    --migrate to-etcd         move the SQLite store --db into etcd, as a\n"
+"                              new --store CLUSTER (refused when it holds\n"
+"                              state already), and exit; the file is left\n"
+"                              as it was\n"
+"    --migrate to-sqlite       copy the state of the --store CLUSTER into a\n"
+"                              new SQLite file --db (refused when it\n"
+"                              exists), and exit.  Both check the store on\n"
+"                              both sides (as --check) and may be run\n"
+"                              again after an interruption; no master may\n"
+"                              serve --db meanwhile\n"
+"    --force                   with --migrate: replace the state the target\n"
+"                              holds (it is lost; stop its masters first)\n"
 "    -h, --help                this text\n"
 "    -V, --version             the version\n"
 "\n"
@@ -129,10 +148,12 @@ static void usage(FILE *out)
 "        --pid-file /run/stripe-master.pid\n"
 "    stripe-ctl --master 127.0.0.1 server list\n"
 "    stripe-master --db /var/lib/tapstripe/master.db \\\n"
-"        --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/prod\n",
+"        --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/prod\n"
+"    stripe-master --migrate to-etcd --db /var/lib/tapstripe/master.db \\\n"
+"        --store etcd://10.0.0.1:2379/prod\n",
 		LOG_SUFFIX, DEFAULT_LISTEN_TEXT, DEFAULT_DB_PATH, MASTER_DEFAULT_IDLE_S,
 		MASTER_DEFAULT_MAX_CONNECTIONS, MASTER_DEFAULT_MAX_ALLOC_EXTENTS,
-		MS_MAX_SLOTS);
+		MS_MAX_SLOTS, MASTER_DEFAULT_COMPACT_EVERY);
 	/* clang-format on */
 }
 
@@ -166,6 +187,9 @@ enum {
 	OPT_LOG_LEVEL,
 	OPT_CHECK,
 	OPT_STORE,
+	OPT_COMPACT_EVERY,
+	OPT_MIGRATE,
+	OPT_FORCE,
 };
 
 static const struct option long_options[] = {
@@ -183,6 +207,9 @@ static const struct option long_options[] = {
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"check", no_argument, NULL, OPT_CHECK},
 	{"store", required_argument, NULL, OPT_STORE},
+	{"compact-every", required_argument, NULL, OPT_COMPACT_EVERY},
+	{"migrate", required_argument, NULL, OPT_MIGRATE},
+	{"force", no_argument, NULL, OPT_FORCE},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
@@ -294,6 +321,20 @@ static int parse_one(struct master_options *o, bool *allow_given, int c,
 					   arg);
 		o->store_url = arg;
 		return GO_ON;
+	case OPT_COMPACT_EVERY:
+		o->compact_given = true;
+		return take_number("--compact-every", arg, MAX_COMPACT_EVERY,
+				   &o->compact_every);
+	case OPT_MIGRATE:
+		if (strcmp(arg, "to-etcd") && strcmp(arg, "to-sqlite"))
+			return usage_error("--migrate wants to-etcd or "
+					   "to-sqlite, not '%s'",
+					   arg);
+		o->migrate = arg;
+		return GO_ON;
+	case OPT_FORCE:
+		o->force = true;
+		return GO_ON;
 	case 'h':
 		usage(stdout);
 		return EXIT_SUCCESS;
@@ -317,6 +358,7 @@ int stripe_master_parse_options(struct master_options *o, int argc, char **argv)
 	o->server.idle_timeout_s = MASTER_DEFAULT_IDLE_S;
 	o->server.max_connections = MASTER_DEFAULT_MAX_CONNECTIONS;
 	o->max_alloc_extents = MASTER_DEFAULT_MAX_ALLOC_EXTENTS;
+	o->compact_every = MASTER_DEFAULT_COMPACT_EVERY;
 	master_netacl_loopback(&o->server.acl);
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "l:d:E:a:fhV", long_options,
@@ -339,5 +381,12 @@ int stripe_master_parse_options(struct master_options *o, int argc, char **argv)
 		return usage_error("--max-connections must be at least 1");
 	if (!*o->db_path)
 		return usage_error("--db wants a path");
+	if (o->migrate && !o->store_url)
+		return usage_error("--migrate wants --store etcd://HOST:PORT/"
+				   "CLUSTER (and --db)");
+	if (o->force && !o->migrate)
+		return usage_error("--force goes with --migrate only");
+	if (o->compact_given && !o->store_url)
+		return usage_error("--compact-every goes with --store only");
 	return GO_ON;
 }

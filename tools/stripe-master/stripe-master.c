@@ -26,11 +26,12 @@
 #include "tools/cli/service-notify.h"
 #include "tools/stripe-master/stripe-master.h"
 
-#define MSG_SIZE    512
-#define DIR_MODE    0755
-#define READY_OK    "OK"
-#define READY_BYTES 600
-#define LOG_MODE    0640
+#define MSG_SIZE	 512
+#define MIGRATE_MSG_SIZE 1024
+#define DIR_MODE	 0755
+#define READY_OK	 "OK"
+#define READY_BYTES	 600
+#define LOG_MODE	 0640
 
 static char abs_db[PATH_MAX], abs_pid[PATH_MAX], abs_log[PATH_MAX];
 
@@ -96,6 +97,27 @@ static int check_store(const struct master_options *o)
 		return EXIT_FAILURE;
 	}
 	printf("%s: consistent\n", o->db_path);
+	return EXIT_SUCCESS;
+}
+
+/* --migrate: move the store and exit. */
+static int migrate_store(const struct master_options *o)
+{
+	char msg[MIGRATE_MSG_SIZE] = "";
+	int ret = !strcmp(o->migrate, "to-etcd")
+			  ? master_store_migrate_to_etcd(o->db_path,
+							 o->store_url, o->force,
+							 msg, sizeof(msg))
+			  : master_store_migrate_to_sqlite(o->store_url,
+							   o->db_path, o->force,
+							   msg, sizeof(msg));
+
+	if (ret) {
+		fprintf(stderr, "stripe-master: %s\n",
+			*msg ? msg : strerror(-ret));
+		return EXIT_FAILURE;
+	}
+	printf("%s\n", msg);
 	return EXIT_SUCCESS;
 }
 
@@ -181,8 +203,10 @@ static int serve(struct master_options *o, int ready_fd)
 	} else if (!(ret = master_store_open(o->db_path, o->extent_bytes, &st,
 					     msg, sizeof(msg))) &&
 		   (!o->store_url ||
-		    !(ret = master_store_attach_etcd(st, o->store_url, msg,
-						     sizeof(msg)))) &&
+		    (!(ret = master_store_attach_etcd(st, o->store_url, msg,
+						      sizeof(msg))) &&
+		     !(ret = master_store_set_compact_every(
+			       st, o->compact_every)))) &&
 		   !(ret = master_store_set_max_alloc(st,
 						      o->max_alloc_extents)) &&
 		   !(ret = master_server_create(&o->server, st, stop_fd, &ms,
@@ -384,6 +408,8 @@ int main(int argc, char **argv)
 	o.pid_file = o.pid_file ? abs_pid : NULL;
 	if (o.check)
 		return check_store(&o);
+	if (o.migrate)
+		return migrate_store(&o);
 	if (make_db_dir(o.db_path, msg, sizeof(msg))) {
 		fprintf(stderr, "stripe-master: %s\n", msg);
 		return EXIT_FAILURE;

@@ -23,8 +23,12 @@ struct master_options {
 	struct master_server_config server;
 	unsigned int max_alloc_extents; /* master_store_set_max_alloc */
 	bool foreground;
-	bool check;	       /* check the store and exit */
-	const char *store_url; /* --store etcd://...; NULL: SQLite alone */
+	bool check;		    /* check the store and exit */
+	const char *store_url;	    /* --store etcd://...; NULL: SQLite alone */
+	unsigned int compact_every; /* --compact-every: log entries */
+	const char *migrate;	    /* --migrate to-etcd|to-sqlite */
+	bool force;		    /* --migrate --force */
+	bool compact_given;	    /* --compact-every given */
 	const char *pid_file;
 	const char *log_file;
 	bool log_syslog;	   /* --log syslog[:SOCKET] */
