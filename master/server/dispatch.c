@@ -339,6 +339,24 @@ static void fail_store(ms_reply *rep, int err)
 			  strerror(-err));
 }
 
+/* Why etcd did not confirm a round, in the user's words. */
+static const char *round_err_cause(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+		return "etcd did not answer in time: the etcd members this "
+		       "master uses may be cut off from their cluster's "
+		       "majority";
+	case -EHOSTUNREACH:
+		return "etcd has no leader: its cluster has lost its quorum";
+	case -ECONNREFUSED:
+		return "no etcd member of the master's --store could be "
+		       "reached";
+	default:
+		return strerror(-err);
+	}
+}
+
 /* A call of a round that failed to commit.  A replicated store may have
  * taken the round although its confirmation was lost (a timeout). */
 static void fail_round(struct master_server *ms, ms_reply *rep)
@@ -357,9 +375,11 @@ static void fail_round(struct master_server *ms, ms_reply *rep)
 		return;
 	}
 	master_reply_fail(rep, MS_EIO,
-			  "the replicated store did not confirm this call (see "
-			  "the master's log): retry it; it may have taken "
-			  "effect, and a retry answers what it did");
+			  "the replicated store did not confirm this call (%s; "
+			  "see the master's log): retry it, here or through "
+			  "another master; it may have taken effect, and a "
+			  "retry answers what it did",
+			  round_err_cause(ms->round_err));
 }
 
 /* Run p inside the round's transaction, under a savepoint of its own. */

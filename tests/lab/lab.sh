@@ -14,9 +14,16 @@
 # add": more Xen hosts, each a network namespace, issue #18) reach it as
 # well as this one; NET.0.0/16 may change it.
 #
+# With LAB_HA=1 (or "up N --ha") the lab is highly available (issue #23):
+# a 3-member etcd cluster on 127.0.0.1 (tests/lab/etcd-lib.sh, data and
+# logs in the state directory) and two stripe-masters on it, both on
+# NET.0.1 (ports P and the next free one), sharing the state through
+# --store etcd://HOSTS/lab-NAME, each with a local replica of its own;
+# servers are registered through the first.
+#
 # COMMANDS
-#   up N        start N servers (1-16) and the master; prints the servers'
-#               iSCSI URLs
+#   up N [--ha] start N servers (1-16) and the master (--ha: LAB_HA=1);
+#               prints the servers' iSCSI URLs
 #   down        stop and remove everything "up" made; safe to repeat
 #   kill I      server I dies: its tgtd gets SIGKILL, connections are reset
 #   revive I    restart server I's tgtd with the same LUN file and target
@@ -40,9 +47,11 @@
 #   host restore H  host H's link up again after a cut
 #   host list   the hosts: id, namespace, address, cut or not
 #   status      per server: alive or dead, caps, qdisc counters; the master
+#               (with LAB_HA=1: both masters, the etcd members and leader)
 #   urls        the servers' iSCSI URLs, one a line
 #   env         shell assignments describing the lab, for eval in scripts
-#   master      the master's HOST:PORT
+#   master      the master's HOST:PORT (with LAB_HA=1 the first; "env" gives
+#               LAB_MASTERS, both, and LAB_STORE, their --store)
 #   -h, --help  this text
 #
 # KNOBS (environment; those marked * are read by "up" only and remembered)
@@ -81,6 +90,8 @@
 #   LAB_MASTER_PORT= *  the lab's own master's port on 127.0.0.1 (default
 #                7700 + NET's second number, or the next free port)
 #   LAB_EXTENT=64M *  extent size of the lab's own master
+#   LAB_HA=0 *        1: 3 etcd members and 2 masters on them (needs etcd:
+#                apt-get install etcd-server); not with MASTER
 #   LAB_KEEP=0        1: "down" keeps the LUN files
 #   BUILDDIR          where stripe-master and stripe-ctl were built
 #                (BUILDDIR/bin); default ../../build/bin, else PATH
@@ -91,6 +102,8 @@ set -u
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
+# shellcheck source=tests/lab/etcd-lib.sh
+. "$HERE/etcd-lib.sh"
 STATE=${LAB_STATE:-/run/tapstripe-lab}
 CLAIMS=/run/tapstripe-lab.claims
 CGROOT=/sys/fs/cgroup/blkio
@@ -196,6 +209,7 @@ load_env() {
 	. "$STATE/env"
 	CHAP_USER=${CHAP_USER:-} # a lab made before LAB_CHAP
 	THIN=${THIN:-0}         # a lab made before LAB_THIN
+	HA=${HA:-0}             # a lab made before LAB_HA
 }
 
 # --- network ---------------------------------------------------------------------
@@ -401,32 +415,92 @@ free_port() { # FIRST: the first port from FIRST on that nothing listens on
 	echo "$p"
 }
 
+# --- LAB_HA: 3 etcd members (etcd-lib.sh), recorded like every process ---------
+
+ETCD_N=3
+
+etcd_up() {
+	local i rc
+	ETCD_LIB_DATA_ROOT=$STATE etcd_cluster_start "$STATE" $ETCD_N
+	rc=$?
+	for ((i = 0; i < ETCD_N; i++)); do
+		[ -n "${ETCD_PIDS[i]:-}" ] && record_pid "$STATE/etcd$i.pid" "${ETCD_PIDS[i]}"
+		[ -n "${ETCD_LIB_DATA_DIRS[i]:-}" ] && echo "${ETCD_LIB_DATA_DIRS[i]}" >"$STATE/etcd$i.data"
+	done
+	printf 'ETCD_ENDPOINTS=%q\n' "$ETCD_ENDPOINTS" >>"$STATE/env"
+	[ $rc = 0 ] || die "the etcd cluster did not come up (logs: $STATE/etcd-I.log)"
+}
+
+etcd_down() {
+	local i
+	for ((i = 0; i < ETCD_N; i++)); do
+		stop_recorded "$STATE/etcd$i.pid" 30
+		[ -e "$STATE/etcd$i.data" ] && rm -rf "$(cat "$STATE/etcd$i.data")"
+		rm -f "$STATE/etcd$i.data" "$STATE/etcd-$i.log"
+	done
+}
+
+# The store the masters share, and etcd-lib's view of the running members
+# (for etcd_leader).
+etcd_store() { echo "etcd://${ETCD_ENDPOINTS//http:\/\//}/lab-$NAME"; }
+etcd_load() {
+	local i
+	IFS=, read -r -a ETCD_URLS <<<"$ETCD_ENDPOINTS"
+	for ((i = 0; i < ETCD_N; i++)); do
+		ETCD_PIDS[i]=
+		alive "$STATE/etcd$i.pid" && ETCD_PIDS[i]=$(recorded_pid "$STATE/etcd$i.pid")
+	done
+}
+
+# --- the master -------------------------------------------------------------------
+
+# master_start K ADDR: the lab's master K (1, or 2 with LAB_HA), recorded
+# in STATE/masterK.pid (master.pid for the first), its replica or database
+# STATE/masterK.db, its log STATE/masterK.log (master.* for the first).
+mfile() { [ "$1" = 1 ] && echo "$STATE/master" || echo "$STATE/master$1"; }
+master_start() {
+	local f pid store=()
+	f=$(mfile "$1")
+	[ "$HA" = 1 ] && store=(--store "$(etcd_store)")
+	setsid "$(find_tool stripe-master)" --foreground --db "$f.db" --listen "$2" \
+		--allow 127.0.0.0/8 --allow "$NET.0.0/16" "${store[@]}" \
+		--extent-size "$EXTENT" >>"$f.log" 2>&1 </dev/null &
+	pid=$!
+	record_pid "$f.pid" "$pid" || die "stripe-master did not start: $(tail -3 "$f.log")"
+}
+
+master_wait() { # K ADDR
+	local t f
+	f=$(mfile "$1")
+	for ((t = 0; t < 300; t++)); do
+		"$CTL" --master "$2" --timeout 1 --retries 0 info >/dev/null 2>&1 && return 0
+		[ -e "$f.pid" ] && ! alive "$f.pid" && die "stripe-master died: $(tail -3 "$f.log")"
+		sleep 0.1
+	done
+	die "the master at $2 does not answer (see $f.log)"
+}
+
 master_up() {
-	local t pid master_bin
+	local port
 	if [ -n "${MASTER:-}" ]; then
 		MASTER_ADDR=$MASTER
 	else
-		master_bin=$(find_tool stripe-master)
 		ip addr add "$NET.0.1/32" dev lo ||
 			die "cannot add $NET.0.1 to lo for the master (another lab on $NET?)"
 		: >"$STATE/master.addr"
-		MASTER_ADDR=$NET.0.1:$(free_port "${LAB_MASTER_PORT:-$((7700 + ${NET#*.}))}")
+		port=$(free_port "${LAB_MASTER_PORT:-$((7700 + ${NET#*.}))}")
+		MASTER_ADDR=$NET.0.1:$port
 		echo "MASTER_ADDR=$MASTER_ADDR" >>"$STATE/env"
-		setsid "$master_bin" --foreground --db "$STATE/master.db" --listen "$MASTER_ADDR" \
-			--allow 127.0.0.0/8 --allow "$NET.0.0/16" \
-			--extent-size "$EXTENT" >>"$STATE/master.log" 2>&1 </dev/null &
-		pid=$!
-		record_pid "$STATE/master.pid" "$pid" ||
-			die "stripe-master did not start: $(tail -3 "$STATE/master.log")"
+		master_start 1 "$MASTER_ADDR"
+		if [ "$HA" = 1 ]; then
+			MASTER2_ADDR=$NET.0.1:$(free_port $((port + 1)))
+			echo "MASTER2_ADDR=$MASTER2_ADDR" >>"$STATE/env"
+			master_start 2 "$MASTER2_ADDR"
+			master_wait 2 "$MASTER2_ADDR"
+		fi
 	fi
 	grep -q '^MASTER_ADDR=' "$STATE/env" || echo "MASTER_ADDR=$MASTER_ADDR" >>"$STATE/env"
-	for ((t = 0; t < 300; t++)); do
-		ctl --timeout 1 --retries 0 info >/dev/null 2>&1 && return 0
-		[ -e "$STATE/master.pid" ] && ! alive "$STATE/master.pid" &&
-			die "stripe-master died: $(tail -3 "$STATE/master.log")"
-		sleep 0.1
-	done
-	die "the master at $MASTER_ADDR does not answer (see $STATE/master.log)"
+	master_wait 1 "$MASTER_ADDR"
 }
 
 register() { # I
@@ -584,7 +658,17 @@ cmd_host() {
 cmd_up() {
 	local n=${1:-} i net
 	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le $MAX_SERVERS ] ||
-		die "usage: lab.sh up N (N = 1..$MAX_SERVERS)"
+		die "usage: lab.sh up N [--ha] (N = 1..$MAX_SERVERS)"
+	case ${2:-} in
+	--ha) HA=1 ;;
+	"") HA=${LAB_HA:-0} ;;
+	*) die "usage: lab.sh up N [--ha]: unknown option '$2'" ;;
+	esac
+	[ "$HA" = 0 ] || [ "$HA" = 1 ] || die "LAB_HA must be 0 or 1"
+	if [ "$HA" = 1 ]; then
+		[ -z "${MASTER:-}" ] || die "LAB_HA=1 starts the lab's own masters: unset MASTER"
+		etcd_lib_have || die "LAB_HA=1 needs etcd and python3: apt-get install etcd-server python3"
+	fi
 	[ -e "$STATE/env" ] && die "a lab is already up in $STATE (lab.sh down first, or set LAB_STATE)"
 	[ "$(id -u)" = 0 ] || die "the lab needs root (network namespaces, tc, loop devices)"
 	command -v tgtd >/dev/null && command -v tgtadm >/dev/null ||
@@ -628,7 +712,7 @@ cmd_up() {
 	fi
 	{
 		for k in N NET NAME SIZE DIR BSTYPE BSOFLAGS THREADS MTU TUNE CPORT IQN \
-			DISK_BPS DISK_IOPS EXTENT CTL CHAP_USER THIN; do
+			DISK_BPS DISK_IOPS EXTENT CTL CHAP_USER THIN HA; do
 			printf '%s=%q\n' "$k" "${!k}"
 		done
 		printf 'EXTERNAL_MASTER=%q\n' "${MASTER:-}"
@@ -637,6 +721,7 @@ cmd_up() {
 	# from here on, a failure takes down whatever was made
 	trap 'echo "lab.sh: up failed, taking the lab down" >&2; cmd_down >&2' EXIT
 	mkdir -p "$DIR" || die "cannot create $DIR"
+	[ "$HA" = 1 ] && etcd_up
 	master_up
 	for ((i = 1; i <= N; i++)); do
 		net_up "$i"
@@ -649,6 +734,7 @@ cmd_up() {
 	done
 	trap - EXIT
 	echo "master $MASTER_ADDR ($N servers registered)" >&2
+	[ "$HA" = 1 ] && echo "master $MASTER2_ADDR, both on $(etcd_store)" >&2
 	cmd_urls
 }
 
@@ -671,6 +757,8 @@ cmd_down() {
 		rm -f "$STATE/srv$i.rate" "$STATE/srv$i.log" "$STATE/srv$i.pid" "$STATE/srv$i.cut"
 	done
 	stop_recorded "$STATE/master.pid" 50
+	stop_recorded "$STATE/master2.pid" 50
+	etcd_down
 	hosts_down
 	if [ -e "$STATE/master.addr" ]; then
 		ip addr del "$NET.0.1/32" dev lo 2>/dev/null
@@ -679,7 +767,8 @@ cmd_down() {
 	rmdir "$DIR" 2>/dev/null
 	[ -n "${CLAIM:-}" ] && rm -rf "${CLAIMS:?}/$CLAIM"
 	rm -f "$STATE/env" "$STATE/master.db" "$STATE/master.db-wal" "$STATE/master.db-shm" \
-		"$STATE/master.log" "$STATE/chap.secret"
+		"$STATE/master.log" "$STATE/chap.secret" "$STATE/master2.db" \
+		"$STATE/master2.db-wal" "$STATE/master2.db-shm" "$STATE/master2.log"
 	rmdir "$STATE" 2>/dev/null || echo "lab.sh: left $STATE (files not made by the lab)" >&2
 	echo "lab down ($n servers)"
 }
@@ -763,11 +852,10 @@ cmd_status() {
 	echo "lab $NAME: $N servers on $NET.I.2, LUNs of $SIZE in $DIR, state $STATE"
 	if [ -n "$EXTERNAL_MASTER" ]; then
 		echo "master $MASTER_ADDR (external)"
-	elif alive "$STATE/master.pid"; then
-		echo "master $MASTER_ADDR pid $(recorded_pid "$STATE/master.pid") alive, extent size $EXTENT"
 	else
-		echo "master $MASTER_ADDR DEAD (log: $STATE/master.log)"
+		master_status 1 "$MASTER_ADDR"
 	fi
+	[ "$HA" = 1 ] && master_status 2 "$MASTER2_ADDR" && etcd_status
 	disk="disk ${DISK_BPS:-no cap}${DISK_BPS:+ MiB/s}, ${DISK_IOPS:-no cap}${DISK_IOPS:+ IOPS}"
 	for ((i = 1; i <= N; i++)); do
 		if alive "$STATE/srv$i.pid"; then
@@ -787,6 +875,30 @@ cmd_status() {
 	done
 }
 
+master_status() { # K ADDR
+	local f
+	f=$(mfile "$1")
+	if alive "$f.pid"; then
+		echo "master $2 pid $(recorded_pid "$f.pid") alive, extent size $EXTENT${ETCD_ENDPOINTS:+, store $(etcd_store)}"
+	else
+		echo "master $2 DEAD (log: $f.log)"
+	fi
+}
+
+etcd_status() {
+	local i leader
+	etcd_load
+	leader=$(etcd_leader 2>/dev/null)
+	for ((i = 0; i < ETCD_N; i++)); do
+		if [ -n "${ETCD_PIDS[i]}" ]; then
+			echo "etcd m$i ${ETCD_URLS[i]} pid ${ETCD_PIDS[i]} alive$([ "$leader" = "$i" ] && echo ", LEADER")"
+		else
+			echo "etcd m$i ${ETCD_URLS[i]} DEAD (log: $STATE/etcd-$i.log)"
+		fi
+	done
+	[ -n "$leader" ] || echo "etcd: no leader answers (a quorum is lost?)"
+}
+
 cmd_urls() {
 	local i
 	load_env
@@ -798,6 +910,8 @@ cmd_env() {
 	load_env
 	printf 'LAB_N=%q\nLAB_NET=%q\nLAB_NAME=%q\nLAB_MASTER=%q\nLAB_DIR=%q\n' \
 		"$N" "$NET" "$NAME" "$MASTER_ADDR" "$DIR"
+	[ "$HA" = 1 ] && printf 'LAB_MASTERS=%q\nLAB_ETCD=%q\nLAB_STORE=%q\n' \
+		"$MASTER_ADDR,$MASTER2_ADDR" "$ETCD_ENDPOINTS" "$(etcd_store)"
 	for ((i = 1; i <= N; i++)); do
 		printf 'LAB_SRV%d_ADDR=%q\nLAB_SRV%d_TARGET=%q\nLAB_SRV%d_LUN=%q\n' \
 			"$i" "$(addr "$i")" "$i" "$(target "$i")" "$i" "$(lunfile "$i")"
@@ -805,7 +919,7 @@ cmd_env() {
 }
 
 case ${1:-} in
-up) cmd_up "${2:-}" ;;
+up) cmd_up "${2:-}" "${3:-}" ;;
 down) cmd_down ;;
 kill) cmd_kill "${2:-}" ;;
 revive) cmd_revive "${2:-}" ;;
