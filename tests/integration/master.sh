@@ -207,7 +207,12 @@ case_retry_after_timeout() {
 	ctl --timeout 1 --retries 5 vdisk create retry1 --size 16M --stripes 2 \
 		--replicas 2 -o "$WORK/retry1.map" >"$WORK/retry.out" 2>&1 &
 	ctl_pid=$!
-	sleep 2.5
+	# Let the client time out at least once (it says "retrying"); under
+	# valgrind its start alone may take longer than any fixed sleep.
+	for _ in $(seq 300); do
+		grep -q "retrying" "$WORK/retry.out" && break
+		sleep 0.1
+	done
 	kill -CONT "$MASTER_PID"
 	wait "$ctl_pid"
 	status=$?
