@@ -37,6 +37,7 @@
 
 #define DURABLE_TIMEOUT_MS 30000 /* for the cleared marks to be written */
 #define STOP_TIMEOUT_MS	   60000 /* for a stopped run to end */
+#define RESYNC_PASSES	   3	 /* runs online, at most */
 #define NS_PER_MS	   1000000ull
 #define NS_PER_S	   1000000000ull
 #define STATE_SIZE	   16
@@ -297,46 +298,101 @@ static void wait_servers(struct job *job, struct td_strbuf *out)
 			n, job->s.o->timeout_s, what);
 }
 
-/* Start the run and follow it; 0, or an exit status printed. */
-static int run(struct ctl_serve *s)
+/*
+ * One run: start it and follow it; 0, or an exit status printed.  A run
+ * there was nothing for leaves job->p zeroed (state "").
+ */
+static int run_pass(struct job *job, struct td_strbuf *out, bool first)
 {
-	struct job *job = (struct job *)s;
 	char words[64];
-	struct td_strbuf out;
 	int err, status;
 
+	memset(&job->p, 0, sizeof(job->p));
 	if (job->s.o->rate_bytes_per_s)
 		snprintf(words, sizeof(words), "resync %" PRIu64,
 			 job->s.o->rate_bytes_per_s);
 	else
 		snprintf(words, sizeof(words), "resync");
-	td_strbuf_init(&out);
-	wait_servers(job, &out);
-	job->start_ns = td_now_ns();
-	err = ctl_serve_command(&job->s, words, &out);
+	wait_servers(job, out);
+	if (first)
+		job->start_ns = td_now_ns();
+	err = ctl_serve_command(&job->s, words, out);
 	if (err == -EALREADY && job->s.pid) {
 		fprintf(stderr,
 			"stripe-ctl: tapdisk %d is already resynchronising "
 			"%s; following that run\n",
 			job->s.pid, job->s.path);
 	} else if (err) {
-		status = job->s.pid
-				 ? ctl_fail("tapdisk %d refused the resync: %s",
-					    job->s.pid, td_strbuf_str(&out))
-				 : ctl_fail("the resync did not start: %s",
-					    td_strbuf_str(&out));
-		td_strbuf_free(&out);
-		return status;
-	} else if (!strncmp(td_strbuf_str(&out), "nothing to resync", 17)) {
-		/* Every stale replica lacks a live source: the file says. */
-		td_strbuf_free(&out);
+		return job->s.pid
+			       ? ctl_fail("tapdisk %d refused the resync: %s",
+					  job->s.pid, td_strbuf_str(out))
+			       : ctl_fail("the resync did not start: %s",
+					  td_strbuf_str(out));
+	} else if (!strncmp(td_strbuf_str(out), "nothing to resync", 17)) {
+		/* Every stale replica lacks a live source, or its mark is
+		 * still being written: the file and the next pass say. */
 		return 0;
 	}
-	status = follow(job, &out);
+	status = follow(job, out);
 	end_progress(job);
 	if (!status && job->s.pid && !strcmp(job->p.state, "done"))
-		status = wait_durable(job, &out);
+		status = wait_durable(job, out);
+	return status;
+}
+
+/*
+ * Online, a replica can turn stale again while a run goes (a write its
+ * server failed), or its mark be still on its way to the file when the
+ * run is asked for: another pass takes it, once the marks are durable,
+ * RESYNC_PASSES at most.  Whether another pass is worth it.
+ */
+static bool again(struct job *job, struct td_strbuf *out, unsigned int pass)
+{
+	struct progress p;
+
+	if (!job->s.pid || ctl_interrupted || pass >= RESYNC_PASSES ||
+	    !strcmp(job->p.state, "stopped") || !strcmp(job->p.state, "failed"))
+		return false;
+	if (wait_durable(job, out) ||
+	    ctl_serve_command(&job->s, "status json", out) ||
+	    parse_status(td_strbuf_str(out), &p) || !p.stale)
+		return false;
+	if (!job->p.state[0] && pass > 1)
+		return false; /* nothing to run last time either */
+	fprintf(stderr,
+		"stripe-ctl: %u replicas of %s are stale after pass %u "
+		"(marked during it, or their marks were being written): "
+		"another pass\n",
+		p.stale, job->s.path, pass);
+	return true;
+}
+
+/* The runs; 0, or an exit status printed. */
+static int run(struct ctl_serve *s)
+{
+	struct job *job = (struct job *)s;
+	struct progress sum = {0};
+	struct td_strbuf out;
+	unsigned int pass = 0;
+	int status;
+
+	td_strbuf_init(&out);
+	do {
+		status = run_pass(job, &out, ++pass == 1);
+		sum.done += job->p.done;
+		sum.failed += job->p.failed;
+		sum.bytes += job->p.bytes;
+		if (job->p.state[0]) { /* the last run's state and error */
+			sum.total = job->p.total;
+			memcpy(sum.state, job->p.state, sizeof(sum.state));
+			memcpy(sum.last_error, job->p.last_error,
+			       sizeof(sum.last_error));
+		}
+	} while (!status && again(job, &out, pass));
 	td_strbuf_free(&out);
+	sum.stale = job->p.stale;
+	sum.pending = job->p.pending;
+	job->p = sum;
 	return status;
 }
 
