@@ -76,9 +76,10 @@ archive libcore.a "" "$top"/common/*.c "$top"/tapdisk/*.c \
 	"$top"/drivers/null/block-null.c "$top"/drivers/stripe/map/*.c
 
 # The master (fuzz_master): rpcgen's protocol code as Makefile.am makes it,
-# the store, the dispatcher; libtirpc and SQLite come from the system.
-RPC_CFLAGS=$(pkg-config --cflags libtirpc)
-RPC_LIBS="$(pkg-config --libs libtirpc) -lsqlite3"
+# the store, the dispatcher, the etcd client of its replicated store;
+# libtirpc, SQLite and libcurl come from the system.
+RPC_CFLAGS="$(pkg-config --cflags libtirpc) $(pkg-config --cflags libcurl)"
+RPC_LIBS="$(pkg-config --libs libtirpc) -lsqlite3 $(pkg-config --libs libcurl)"
 mkdir -p "$out/master"
 rpcgen -h <"$top/master/stripe.x" |
 	sed 's/_STDIN_H_RPCGEN/TAPSTRIPE_STRIPE_H_RPCGEN/' >"$out/master/stripe.h"
@@ -88,7 +89,7 @@ rpcgen -h <"$top/master/stripe.x" |
 } >"$out/master/stripe_xdr.c"
 archive libmaster.a "$RPC_CFLAGS -Wno-unused-variable -Wno-unused-parameter" \
 	"$out/master/stripe_xdr.c" "$top"/master/*.c "$top"/master/server/*.c \
-	"$top"/master/client/*.c
+	"$top"/master/client/*.c "$top"/master/etcd/*.c
 
 # libcore.a's control server reports the Xen transport's counters, so a
 # harness that pulls in the control code needs Xen's libraries too; the
