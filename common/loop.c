@@ -24,6 +24,10 @@ struct td_loop {
 	int epfd;
 	bool stop;
 	uint64_t passes;
+	/* Stage timing (tapdisk/stages.c): when set, woke_ns is taken as
+	 * each pass's epoll_wait returns. */
+	bool stamp_wake;
+	uint64_t woke_ns;
 	struct td_timer_list timers; /* sorted by deadline */
 	struct td_defer_list deferred;
 	struct td_hook_list hooks;
@@ -307,6 +311,8 @@ static int loop_pass(struct td_loop *loop, int timeout_ms, bool *work)
 			return -errno;
 		n = 0;
 	}
+	if (loop->stamp_wake)
+		loop->woke_ns = td_now_ns();
 	loop->passes++;
 	loop->batch = events;
 	loop->batch_len = n;
@@ -407,6 +413,16 @@ static int loop_poll_step(struct td_loop *loop)
 		loop->window_us /= 2;
 	}
 	return err;
+}
+
+void td_loop_set_wake_stamps(struct td_loop *loop, bool on)
+{
+	loop->stamp_wake = on;
+}
+
+uint64_t td_loop_woke_ns(const struct td_loop *loop)
+{
+	return loop->woke_ns;
 }
 
 int td_loop_run(struct td_loop *loop)

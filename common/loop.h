@@ -226,4 +226,12 @@ void td_loop_stop(struct td_loop *loop);
 /* Passes run so far (for tests and stats). */
 uint64_t td_loop_passes(const struct td_loop *loop);
 
+/*
+ * Stage timing (tap-ctl stages): while on, every pass reads the clock as
+ * its epoll_wait returns, and td_loop_woke_ns gives that time (0 before
+ * the first such pass).  Off by default: then a pass costs one branch.
+ */
+void td_loop_set_wake_stamps(struct td_loop *loop, bool on);
+uint64_t td_loop_woke_ns(const struct td_loop *loop);
+
 #endif

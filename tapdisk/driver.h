@@ -93,6 +93,7 @@ struct td_extent {
 struct td_vbd;
 struct td_driver;
 struct td_request;
+struct td_vbd_io;
 
 /* One driver instance in one vbd's chain.  Owned by the core. */
 struct td_driver {
@@ -132,6 +133,8 @@ struct td_request {
 	bool completing;	 /* td_complete was called */
 	struct td_request *next; /* free list / done list */
 	struct iovec *iov_slab;	 /* td_request_iov_cap() entries */
+	/* The vbd I/O whose stages are timed (tapdisk/stages.h), or NULL. */
+	struct td_vbd_io *timed_io;
 };
 
 /*
@@ -278,6 +281,17 @@ struct td_driver_ops {
 
 /* Complete a request given to ->submit.  Exactly once; err 0 or -errno. */
 void td_complete(struct td_request *req, int err);
+
+/*
+ * Stage timing (tap-ctl stages): a driver that hands requests to the
+ * kernel calls this for each, with the time its io_submit (or the like)
+ * returned, when req->timed_io is set.  Others need not: their kernel
+ * time then counts in the DISK stage.
+ */
+void td_request_submitted(struct td_request *req, uint64_t now_ns);
+
+/* The time now while stage timing is on, else 0 (one test). */
+uint64_t td_driver_stages_clock(const struct td_driver *drv);
 
 /* Capacity of td_request.iov_slab (the iovecs a request may carry). */
 unsigned int td_request_iov_cap(void);

@@ -292,6 +292,8 @@ int td_format_stats_text(const struct td_report *r, struct td_strbuf *sb)
 	text_segments(r, sb);
 	text_counters(r, sb);
 	text_latency(r, sb);
+	if (r->vbd && td_vbd_stages_shown(r->vbd))
+		td_vbd_report_stages_text(r->vbd, sb);
 	if (r->vbd)
 		td_vbd_report_drivers_text(r->vbd, sb);
 	text_process(r, sb);
@@ -401,8 +403,10 @@ int td_format_stats_json(const struct td_report *r, struct td_strbuf *sb)
 	td_json_str(&j, "chain", r->chain);
 	json_ops(r, &j);
 	json_histograms(r, &j);
-	if (r->vbd)
+	if (r->vbd) {
+		td_vbd_report_stages_json(r->vbd, &j);
 		td_vbd_report_drivers_json(r->vbd, &j);
+	}
 	json_process(r, &j);
 	td_json_end_object(&j);
 	return td_json_finish(&j);

@@ -57,6 +57,7 @@ struct td_vbd {
 
 	struct td_ratelimit rl;
 	struct td_vbd_stats stats;
+	struct td_vbd_stages stages; /* stages.c */
 	/* params->error while td_vbd_open runs, else NULL */
 	struct td_vbd_open_error *open_error;
 	/* The snapshot job copying this vbd (snapshot.c), or NULL. */
@@ -75,6 +76,15 @@ void vbd_pool_fini(struct vbd_pool *pool);
  */
 int vbd_driver_counters_init(struct td_vbd *vbd);
 void vbd_driver_counters(const struct td_vbd *vbd, struct td_vbd_stats *out);
+
+/*
+ * stages.c, for vbd.c, while an I/O is timed: stamp its start (the
+ * frontend's SEEN kept), its completion read (td_complete), its callback
+ * (accounted at once unless the frontend accounts it).
+ */
+void vbd_stages_start(struct td_vbd_io *io);
+void vbd_stages_reaped(struct td_vbd *vbd, struct td_vbd_io *io);
+void vbd_stages_done(struct td_vbd *vbd, struct td_vbd_io *io, uint64_t now);
 
 /* vbd.c: the pass-end hook that unplugs the chain, top first. */
 void vbd_unplug(struct td_hook *h, void *opaque);

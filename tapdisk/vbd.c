@@ -32,6 +32,7 @@ static struct td_request *pool_get(struct vbd_pool *pool)
 	req->cb_opaque = NULL;
 	req->error = 0;
 	req->completing = false;
+	req->timed_io = NULL;
 	return req;
 }
 
@@ -110,6 +111,8 @@ void td_complete(struct td_request *req, int err)
 			   req->drv->ops->name, err);
 		err = -EIO;
 	}
+	if (req->timed_io)
+		vbd_stages_reaped(vbd, req->timed_io);
 	vbd_queue_done(vbd, req, err);
 }
 
@@ -307,8 +310,10 @@ static uint64_t vbd_map_iov(struct td_vbd_io *io, struct td_request *req,
 
 static void vbd_io_finish(struct td_vbd *vbd, struct td_vbd_io *io)
 {
-	uint64_t us = (td_now_ns() - io->start_ns) / 1000;
+	uint64_t now = td_now_ns(), us = (now - io->start_ns) / 1000;
 
+	if (io->timed)
+		vbd_stages_done(vbd, io, now);
 	vbd->stats.reqs[io->op]++;
 	vbd->stats.bytes[io->op] += (uint64_t)io->nr_sectors << TD_SECTOR_SHIFT;
 	if (io->error)
@@ -368,6 +373,9 @@ static bool vbd_issue(struct td_vbd *vbd, struct td_vbd_io *io)
 			io->op == TD_OP_FLUSH ? 1 : io->next_sector + nr;
 		io->pending++;
 		vbd->stats.pieces++;
+		req->timed_io = io->timed ? io : NULL;
+		if (io->timed && !io->stamp_ns[TD_STAMP_DRIVER])
+			io->stamp_ns[TD_STAMP_DRIVER] = td_now_ns();
 		vbd_submit_req(vbd, &vbd->drivers[0], req);
 	}
 	return true;
@@ -416,6 +424,9 @@ static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io)
 	io->started = false;
 	io->error = 0;
 	io->start_ns = td_now_ns();
+	io->timed = vbd->stages.on;
+	if (io->timed)
+		vbd_stages_start(io);
 	vbd->stats.inflight++;
 	if (io->op == TD_OP_READ || io->op == TD_OP_WRITE)
 		vbd->stats.seg_hist[td_seg_bucket(

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/loop.h"
 #include "tapdisk/driver.h"
+#include "tapdisk/stages.h"
 
 #define TD_VBD_DEFAULT_MAX_INFLIGHT 256
 #define TD_VBD_DEFAULT_MAX_IO_BYTES (4u << 20)
@@ -56,6 +57,12 @@ struct td_vbd_io {
 	int error;
 	uint64_t start_ns;
 	TAILQ_ENTRY(td_vbd_io) held_link; /* held by a snapshot job */
+	/* Stage timing (stages.h).  The frontend may set
+	 * stamp_ns[TD_STAMP_SEEN] before td_vbd_submit (0: not known) and
+	 * then answer with td_vbd_stages_respond; the core fills the rest. */
+	uint64_t stamp_ns[TD_STAMP_COUNT];
+	bool timed;	    /* stamped: timing was on when it started */
+	bool fe_accounts; /* the frontend calls td_vbd_stages_respond */
 };
 
 #define TD_VBD_REASON_MAX 512
@@ -214,6 +221,36 @@ int td_vbd_block_status(struct td_vbd *vbd, const char *ctx, uint64_t sector,
 void td_vbd_list_contexts(struct td_vbd *vbd,
 			  void (*add)(const char *name, void *opaque),
 			  void *opaque);
+
+/* --- stage timing (stages.c, tap-ctl stages) ------------------------------ */
+
+/* Switch timing on or off (the sums stay), or clear the sums. */
+void td_vbd_stages_set(struct td_vbd *vbd, bool on);
+void td_vbd_stages_reset(struct td_vbd *vbd);
+void td_vbd_get_stages(const struct td_vbd *vbd, struct td_vbd_stages *out);
+
+/*
+ * For frontends.  td_vbd_stages_seen: the time to put in
+ * stamp_ns[TD_STAMP_SEEN] as a request is read off the ring (0 while
+ * timing is off), counting the pass's wake-up.  td_vbd_stages_clock: the
+ * time now, or 0 while off.  td_vbd_stages_respond: account io (when it
+ * was timed, once: it clears io->timed) with respond_ns as its RESPOND
+ * stamp, counting it in nr_by_op[op]; td_vbd_stages_notified then adds
+ * notify_ns to the NOTIFY stage of those I/Os.
+ */
+uint64_t td_vbd_stages_seen(struct td_vbd *vbd);
+uint64_t td_vbd_stages_clock(const struct td_vbd *vbd);
+void td_vbd_stages_respond(struct td_vbd *vbd, struct td_vbd_io *io,
+			   uint64_t respond_ns, uint32_t *nr_by_op);
+void td_vbd_stages_notified(struct td_vbd *vbd, const uint32_t *nr_by_op,
+			    uint64_t notify_ns);
+
+/* tap-ctl stages' output, and the "stages" object of stats json; stats'
+ * text shows the stages when shown (on, or something timed). */
+bool td_vbd_stages_shown(const struct td_vbd *vbd);
+void td_vbd_report_stages_json(const struct td_vbd *vbd, struct td_json *j);
+void td_vbd_report_stages_text(const struct td_vbd *vbd,
+			       struct td_strbuf *sb);
 
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);

@@ -439,17 +439,29 @@ static void aio_complete_group(struct aio_req *lead, int err)
 
 static void aio_retry(struct td_timer *t, void *opaque);
 
+/* Stage timing: the kernel took the first n iocbs at now_ns. */
+static void aio_stamp_submitted(struct iocb **iocbs, int n, uint64_t now_ns)
+{
+	for (int i = 0; i < n; i++)
+		for (struct aio_req *ar = iocbs[i]->data; ar;
+		     ar = ar->next_in_group)
+			td_request_submitted(ar->req, now_ns);
+}
+
 /* Hand the built iocbs to the kernel; keep what it cannot take yet. */
 static void aio_push(struct td_driver *drv, struct aio_dev *dev)
 {
 	while (dev->nr_iocbs) {
 		struct iocb **first = &dev->iocbs[dev->iocb_start];
 		uint32_t nr = dev->nr_iocbs;
+		uint64_t now;
 		int n;
 
 		if (dev->submit_batch && nr > dev->submit_batch)
 			nr = dev->submit_batch;
 		n = io_submit(dev->ring.ctx, (long)nr, first);
+		if (n > 0 && (now = td_driver_stages_clock(drv)))
+			aio_stamp_submitted(first, n, now);
 
 		if (n == -EAGAIN) {
 			if (!td_timer_armed(&dev->retry))

@@ -47,6 +47,7 @@ struct blkif_slot {
 	int16_t status;	   /* BLKIF_RSP_* once done */
 	bool barrier;	   /* waits for the ring to drain first */
 	bool reserved;	   /* ops->reserve said yes: release in slot_put */
+	uint64_t seen_ns;  /* stage timing: read off the ring (0: off) */
 
 	struct blkif_stage stages[BLKIF_MAX_STAGES];
 	uint8_t nr_stages;

@@ -170,6 +170,7 @@ static void slot_submit(struct blkif_slot *slot)
 	int err;
 
 	slot_fill_io(slot, &slot->io);
+	slot->io.stamp_ns[TD_STAMP_SEEN] = slot->seen_ns;
 	err = td_vbd_submit(ring->vbd, &slot->io);
 	if (err) {
 		slot_fail(slot, err);
@@ -275,6 +276,7 @@ static bool ring_take(struct blkif_ring *ring, RING_IDX prod)
 	/* Slot, indirect buffer and reservation go back in slot_put, after
 	 * the response. */
 	slot = slot_get(ring);
+	slot->seen_ns = td_vbd_stages_seen(ring->vbd);
 	slot->reserved = ring->copying;
 	if (indirect) {
 		slot->ibuf = ring->ibuf_free;
@@ -478,16 +480,21 @@ void blkif_ring_respond(struct td_hook *h, void *opaque)
 	struct blkif_ring *ring = opaque;
 	bool live = ring_live(ring);
 	struct blkif_slot *slot;
+	uint32_t timed[TD_OP_COUNT] = {0};
+	uint64_t t0;
 	int notify = 0;
 
 	if (TAILQ_EMPTY(&ring->done))
 		return;
+	t0 = td_vbd_stages_clock(ring->vbd);
 	if (live && ring->copying)
 		ring_copy_out(ring);
 	while ((slot = TAILQ_FIRST(&ring->done))) {
 		TAILQ_REMOVE(&ring->done, slot, link);
 		if (live)
 			blkif_put_response(ring, slot);
+		if (t0)
+			td_vbd_stages_respond(ring->vbd, &slot->io, t0, timed);
 		slot_put(ring, slot);
 	}
 	if (live) {
@@ -497,5 +504,8 @@ void blkif_ring_respond(struct td_hook *h, void *opaque)
 			ring->ops->notify(ring->opaque);
 		}
 	}
+	if (t0)
+		td_vbd_stages_notified(ring->vbd, timed,
+				       td_now_ns() - t0);
 	blkif_ring_check_drained(ring);
 }

@@ -447,6 +447,38 @@ static int cmd_poll(struct ctl_client *c, struct ctl_req *req)
 	return td_json_finish(&j);
 }
 
+/* "stages [on|off|reset] [json]": stage timing, switched when asked. */
+static int cmd_stages(struct ctl_client *c, struct ctl_req *req)
+{
+	struct td_vbd *vbd = c->ctl->vbd;
+	bool json = req->argc > 1 && !strcmp(req->argv[req->argc - 1], "json");
+	int nargs = req->argc - 1 - json;
+	const char *how = nargs == 1 ? req->argv[1] : "";
+	struct td_json j;
+
+	if (nargs > 1 || (nargs == 1 && strcmp(how, "on") &&
+			  strcmp(how, "off") && strcmp(how, "reset"))) {
+		snprintf(req->msg, sizeof(req->msg),
+			 "usage: stages [on|off|reset] [json]");
+		return -EINVAL;
+	}
+	if (!strcmp(how, "reset"))
+		td_vbd_stages_reset(vbd);
+	else if (nargs == 1)
+		td_vbd_stages_set(vbd, !strcmp(how, "on"));
+	if (nargs == 1)
+		td_info("%s: stage timing %s", td_vbd_name(vbd), how);
+	if (!json) {
+		td_vbd_report_stages_text(vbd, req->payload);
+		return td_strbuf_error(req->payload);
+	}
+	td_json_init(&j, req->payload);
+	td_json_begin_object(&j, NULL);
+	td_vbd_report_stages_json(vbd, &j);
+	td_json_end_object(&j);
+	return td_json_finish(&j);
+}
+
 /* The snapshot's instant is marked, or its start failed: answer. */
 static void ctl_snap_started(struct td_vbd *vbd, int err, const char *why,
 			     void *opaque)
@@ -606,6 +638,9 @@ static const struct ctl_command {
 	{"poll", "poll [US] [json]",
 	 "the polling budget in microseconds (0: off), set when US is given", 2,
 	 true, cmd_poll},
+	{"stages", "stages [on|off|reset] [json]",
+	 "time each I/O's stages inside tapdisk (on, off, reset the sums)", 2,
+	 true, cmd_stages},
 };
 #define CTL_NR_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 

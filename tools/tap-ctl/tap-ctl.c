@@ -245,6 +245,23 @@ static int cmd_poll(struct cmd_opts *o)
 	return simple_command(o, line);
 }
 
+/* "stages [on|off|reset] [json]": stage timing, switched when asked. */
+static int cmd_stages(struct cmd_opts *o)
+{
+	const struct subcommand *sc = find_subcommand("stages");
+	char line[TD_CTL_LINE_MAX];
+
+	if (o->nr_args > 1)
+		return usage_errorf(sc, "give at most one of on, off, reset");
+	if (o->nr_args == 1 && strcmp(o->args[0], "on") &&
+	    strcmp(o->args[0], "off") && strcmp(o->args[0], "reset"))
+		return usage_errorf(sc, "'%s' is not on, off or reset",
+				    o->args[0]);
+	snprintf(line, sizeof(line), "stages%s%s%s", o->nr_args ? " " : "",
+		 o->nr_args ? o->args[0] : "", o->json ? " json" : "");
+	return simple_command(o, line);
+}
+
 static int cmd_resume(struct cmd_opts *o)
 {
 	return simple_command(o, "resume");
@@ -607,6 +624,20 @@ static const struct subcommand subcommands[] = {
 	 "last seen, its CPUs).\n"
 	 "See doc/tapdisk.md, \"Polling instead of sleeping\".\n",
 	 cmd_poll},
+	{"stages", OPT_ID | OPT_JSON | OPT_ARGS,
+	 "stages -i ID [on|off|reset] [--json]",
+	 "Time where each I/O's time goes inside tapdisk ID (off by default;\n"
+	 "while off it costs a test per I/O), switch it on or off, or reset\n"
+	 "the sums; then show, by op, the I/Os timed and the mean\n"
+	 "microseconds of each stage: parse (read off the ring -> vbd), issue\n"
+	 "(-> driver), submit (-> io_submit returned), disk (-> completion\n"
+	 "read, the wake-up included), callback (-> vbd callback), wait (->\n"
+	 "response hook), notify (response pushed, frontend notified); they\n"
+	 "add up to the residence.  Also the mean time from a wake-up to the\n"
+	 "ring read and to the completion reaped.  --json: sums and means in\n"
+	 "ns, as in stats --json.  See doc/tapdisk.md, \"Where a QD 1\n"
+	 "request's time goes\".\n",
+	 cmd_stages},
 };
 #define NR_SUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
 
