@@ -18,27 +18,6 @@
 #include "common/log.h"
 #include "drivers/aio-ring.h"
 
-static void aio_ring_reap(struct td_fd *fde, uint32_t events, void *opaque)
-{
-	struct aio_ring *r = opaque;
-	struct io_event ev[AIO_RING_REAP_MAX];
-	struct timespec zero = {0, 0};
-	uint64_t count;
-	int n;
-
-	if (read(r->efd, &count, sizeof(count)) != sizeof(count))
-		return; /* EAGAIN: an earlier pass reaped them */
-	do {
-		n = io_getevents(r->ctx, 0, AIO_RING_REAP_MAX, ev, &zero);
-		for (int i = 0; i < n; i++)
-			r->event(r->opaque, &ev[i]);
-	} while (n == AIO_RING_REAP_MAX);
-	if (n < 0)
-		td_err("%s: io_getevents: %s", r->who, strerror(-n));
-	if (r->drained)
-		r->drained(r->opaque);
-}
-
 int aio_ring_user_reap(io_context_t ctx, struct io_event *ev, int max)
 {
 	struct aio_ring_user *ring = (struct aio_ring_user *)ctx;
@@ -86,10 +65,24 @@ static int aio_ring_take(struct aio_ring *r)
 	} while (n == AIO_RING_REAP_MAX);
 	if (n < 0)
 		td_err("%s: io_getevents: %s", r->who, strerror(-n));
-	r->polled += total;
 	if (total && r->drained)
 		r->drained(r->opaque);
 	return total;
+}
+
+/*
+ * The eventfd said completions are in: take them from the user ring
+ * (no system call beyond the eventfd's read; io_getevents only where the
+ * ring cannot be read).
+ */
+static void aio_ring_reap(struct td_fd *fde, uint32_t events, void *opaque)
+{
+	struct aio_ring *r = opaque;
+	uint64_t count;
+
+	if (read(r->efd, &count, sizeof(count)) != sizeof(count))
+		return; /* EAGAIN: an earlier pass reaped them */
+	aio_ring_take(r);
 }
 
 /* Poller: the eventfd out of epoll while polling; completions reaped. */
@@ -98,9 +91,13 @@ static bool aio_ring_poll(struct td_poller *p, void *opaque)
 	struct aio_ring *r = opaque;
 
 	(void)p;
+	int n;
+
 	if (!r->efd_off && !td_loop_mod_fd(&r->efd_event, 0))
 		r->efd_off = true;
-	return aio_ring_take(r) > 0;
+	n = aio_ring_take(r);
+	r->polled += (uint64_t)n;
+	return n > 0;
 }
 
 /*
@@ -112,6 +109,7 @@ static bool aio_ring_arm(struct td_poller *p, void *opaque)
 {
 	struct aio_ring *r = opaque;
 	uint64_t count;
+	int n;
 
 	(void)p;
 	if (!r->efd_off)
@@ -121,7 +119,9 @@ static bool aio_ring_arm(struct td_poller *p, void *opaque)
 	r->efd_off = false;
 	if (read(r->efd, &count, sizeof(count)) < 0 && errno != EAGAIN)
 		td_err("%s: eventfd read: %s", r->who, strerror(errno));
-	return aio_ring_take(r) > 0;
+	n = aio_ring_take(r);
+	r->polled += (uint64_t)n;
+	return n > 0;
 }
 
 int aio_ring_open(struct aio_ring *r, struct td_loop *loop, uint32_t depth,
