@@ -625,7 +625,7 @@ static const struct subcommand subcommands[] = {
 	 "See doc/tapdisk.md, \"Polling instead of sleeping\".\n",
 	 cmd_poll},
 	{"stages", OPT_ID | OPT_JSON | OPT_ARGS,
-	 "stages -i ID [on|off|reset] [--json]",
+	 "stages -i ID [--json] [on|off|reset]",
 	 "Time where each I/O's time goes inside tapdisk ID (off by default;\n"
 	 "while off it costs a test per I/O), switch it on or off, or reset\n"
 	 "the sums; then show, by op, the I/Os timed and the mean\n"
