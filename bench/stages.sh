@@ -12,8 +12,10 @@
 #   --reps N         repetitions; medians with min-max (default 3)
 #   --poll-us US     the budget of the polled runs, both sides (default 200)
 #   --backing KIND   written: filled with dd first (as td-bench sweep does,
-#                    the default); fallocated: unwritten extents, so that
-#                    the first write of each block converts its extent
+#                    the default); fallocated: unwritten extents before
+#                    every case (holes punched and allocated again), so
+#                    that each write converts its extent and reads read
+#                    no disk
 #   --syscalls       also count tapdisk's system calls per request over one
 #                    extra run of each case (perf trace -s), and the host's
 #                    workqueue items (perf record -a: iomap_dio_complete_work
@@ -209,6 +211,10 @@ for rep in $(seq "$REPS"); do
 	for i in $(seq 0 $((n - 1))); do
 		c=${cases[$(((i + rep - 1) % n))]}
 		set -- $c
+		# Every case finds the extents unwritten again.
+		[ "$BACKING" = fallocated ] &&
+			{ fallocate -p -o 0 -l "$bytes" "$img" &&
+				fallocate -o 0 -l "$bytes" "$img" || exit 1; }
 		if [ "$1" = dd ]; then
 			dd_run "$2" "$rep"
 		elif [ "$1" = fio ]; then

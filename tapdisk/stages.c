@@ -253,12 +253,11 @@ void td_vbd_report_stages_text(const struct td_vbd *vbd, struct td_strbuf *sb)
 					 mean_us(st->sum_ns[op][s], n));
 		td_strbuf_puts(sb, "\n");
 	}
-	td_strbuf_printf(sb,
-			 "  wake -> ring read %.1f us (%" PRIu64
-			 " passes), wake -> completion reaped %.1f us (%" PRIu64
-			 " passes)\n",
-			 mean_us(st->wake_to_ring_ns, st->ring_wakes),
-			 st->ring_wakes,
-			 mean_us(st->wake_to_reap_ns, st->reap_wakes),
-			 st->reap_wakes);
+	td_strbuf_printf(
+		sb,
+		"  wake -> ring read %.1f us (%" PRIu64
+		" passes), wake -> completion reaped %.1f us (%" PRIu64
+		" passes)\n",
+		mean_us(st->wake_to_ring_ns, st->ring_wakes), st->ring_wakes,
+		mean_us(st->wake_to_reap_ns, st->reap_wakes), st->reap_wakes);
 }

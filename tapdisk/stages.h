@@ -81,7 +81,6 @@ void td_stages_account(struct td_vbd_stages *st, enum td_op op,
 		       uint64_t *stamps, uint64_t notify_ns);
 
 /* The residence of op's I/Os, summed over the stages. */
-uint64_t td_stages_residence_ns(const struct td_vbd_stages *st,
-				enum td_op op);
+uint64_t td_stages_residence_ns(const struct td_vbd_stages *st, enum td_op op);
 
 #endif

@@ -61,7 +61,7 @@ struct td_vbd_io {
 	 * stamp_ns[TD_STAMP_SEEN] before td_vbd_submit (0: not known) and
 	 * then answer with td_vbd_stages_respond; the core fills the rest. */
 	uint64_t stamp_ns[TD_STAMP_COUNT];
-	bool timed;	    /* stamped: timing was on when it started */
+	bool timed;	  /* stamped: timing was on when it started */
 	bool fe_accounts; /* the frontend calls td_vbd_stages_respond */
 };
 
@@ -249,8 +249,7 @@ void td_vbd_stages_notified(struct td_vbd *vbd, const uint32_t *nr_by_op,
  * text shows the stages when shown (on, or something timed). */
 bool td_vbd_stages_shown(const struct td_vbd *vbd);
 void td_vbd_report_stages_json(const struct td_vbd *vbd, struct td_json *j);
-void td_vbd_report_stages_text(const struct td_vbd *vbd,
-			       struct td_strbuf *sb);
+void td_vbd_report_stages_text(const struct td_vbd *vbd, struct td_strbuf *sb);
 
 /* Histogram helpers (stats.c). */
 unsigned int td_seg_bucket(uint32_t nr_segments);

@@ -505,7 +505,6 @@ void blkif_ring_respond(struct td_hook *h, void *opaque)
 		}
 	}
 	if (t0)
-		td_vbd_stages_notified(ring->vbd, timed,
-				       td_now_ns() - t0);
+		td_vbd_stages_notified(ring->vbd, timed, td_now_ns() - t0);
 	blkif_ring_check_drained(ring);
 }

@@ -21,8 +21,8 @@
 static void test_account_exact(void **state)
 {
 	struct td_vbd_stages st = {0};
-	uint64_t s[TD_STAMP_COUNT] = {1000, 1100, 1300, 1600, 11600, 11700,
-				      11750};
+	uint64_t s[TD_STAMP_COUNT] = {1000,  1100,  1300, 1600,
+				      11600, 11700, 11750};
 	/* A stamp never set (0) takes the one before: its stage is 0. */
 	uint64_t t[TD_STAMP_COUNT] = {2000, 2010, 2030, 0, 3030, 3040, 3050};
 
@@ -84,8 +84,7 @@ static void test_on_vbd_accounts(void **state)
 	assert_int_equal(open_chain("mock", 0, 0, false), 0);
 	td_vbd_stages_set(fx->vbd, true);
 	assert_int_not_equal(td_vbd_stages_clock(fx->vbd), 0);
-	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 0, 8)),
-			 0);
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 0, 8)), 0);
 	assert_true(fx->io[0].timed);
 	assert_false(fx->io[0].fe_accounts);
 	assert_int_equal(mock.nr_held, 1);
@@ -191,8 +190,7 @@ static void test_report(void **state)
 	assert_false(td_vbd_stages_shown(fx->vbd));
 	td_vbd_stages_set(fx->vbd, true);
 	assert_true(td_vbd_stages_shown(fx->vbd));
-	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 0, 8)),
-			 0);
+	assert_int_equal(td_vbd_submit(fx->vbd, mkio(0, TD_OP_WRITE, 0, 8)), 0);
 	run(3);
 	td_vbd_stages_set(fx->vbd, false);
 	assert_true(td_vbd_stages_shown(fx->vbd)); /* something was timed */
