@@ -42,7 +42,7 @@ TAPCTL=${TAPCTL:-$BUILDDIR/bin/tap-ctl}
 DIR=/var/tmp SIZE=256M RUNTIME=5 REPS=3 POLL=200 BACKING=written
 SYSCALLS= JSON=
 
-usage() { sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2; shift ;;
