@@ -360,7 +360,9 @@ else
 	fail "poll: budget switched off and on during a verify" \
 		"$(cat "$front_bg_out"); $off; $on"
 fi
-OUT=$("$TAPCTL" poll -i "$POLL_PID" --json 2>&1)
+# --json after the budget, as the synopsis writes it ("poll -i ID [US]
+# [--json]"): sets the budget it already has and answers in JSON.
+OUT=$("$TAPCTL" poll -i "$POLL_PID" 200 --json 2>&1)
 hits=$(json_get hits 2>/dev/null)
 if [ "${hits:-0}" -gt 0 ] && [ "$(json_get budget_us)" = 200 ]; then
 	pass "tap-ctl poll: polling found work ($hits hits)"

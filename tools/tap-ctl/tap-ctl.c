@@ -910,6 +910,13 @@ static int parse_subcommand(const struct subcommand *sc, struct cmd_opts *o,
 	if (optind < argc && (sc->opts & OPT_ARGS)) {
 		o->args = argv + optind;
 		o->nr_args = argc - optind;
+		/* Options end at the first word: a --json after the words
+		 * (as every synopsis shows it) is still the option. */
+		if ((sc->opts & OPT_JSON) &&
+		    !strcmp(o->args[o->nr_args - 1], "--json")) {
+			o->json = true;
+			o->nr_args--;
+		}
 	} else if (optind < argc) {
 		return usage_errorf(sc, "unexpected argument '%s'",
 				    argv[optind]);
