@@ -20,9 +20,13 @@
 # checks, never two holders for one epoch, every acknowledged change
 # durable).
 #
+# With MASTER_STORE=etcd (master-on-etcd.sh) the same cases run with the
+# master's state in a real etcd member (master-lib.sh).
+#
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
-# pass, 1 when one fails, 77 (automake's skip) when python3 is missing.
-# BUILDDIR (set by make check) is where the programs were built.
+# pass, 1 when one fails, 77 (automake's skip) when python3 (or, on etcd,
+# etcd) is missing.  BUILDDIR (set by make check) is where the programs
+# were built.
 set -u
 
 HOSTILE=$(cd "$(dirname "$0")" && pwd)/master-hostile.py
