@@ -16,9 +16,9 @@
 # master on the same database, SIGTERM, and daemon mode.  Leases (issue
 # #18), with two hosts as two host ids: a second host refused while the
 # first holds, hand-over, take-over, bad lease calls (master-hostile.py),
-# and kill -9 during 1000 lease calls from two concurrent loops (the store
-# checks, never two holders for one epoch, every acknowledged change
-# durable).
+# and kill -9 once 150 of up to 1000 lease calls from two concurrent loops
+# are acknowledged (the loops stop then; the store checks, never two
+# holders for one epoch, every acknowledged change durable).
 #
 # With MASTER_STORE=etcd (master-on-etcd.sh) the same cases run with the
 # master's state in a real etcd member (master-lib.sh).
