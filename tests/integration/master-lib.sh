@@ -23,7 +23,7 @@
 # name without .db; nothing on SQLite), and DB stays the master's local
 # replica.  ETCD_EPS (HOST:PORT,...) and the etcd-lib.sh functions are
 # there for tests that stop or inspect members.  on_etcd says which store
-# runs; skip_on_etcd REASON prints why a case has no meaning there.
+# runs.
 
 BUILDDIR=${BUILDDIR:-$(pwd)}
 MASTER_BIN=$BUILDDIR/bin/stripe-master
@@ -98,10 +98,6 @@ ADDR=127.0.0.1:$PORT
 
 on_etcd() {
 	[ "$MASTER_STORE" = etcd ]
-}
-
-skip_on_etcd() { # REASON
-	echo "SKIP on etcd: $1"
 }
 
 # The options that put the master of FILE (default DB) on the test's store.
