@@ -153,7 +153,7 @@ case_check() {
 	local out status
 	stop_master TERM
 	status=$?
-	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) && [ "$status" -eq 0 ] &&
+	out=$(check_master 2>&1) && [ "$status" -eq 0 ] &&
 		pass "SIGTERM: exit 0; stripe-master --check: labels and spread notes consistent" ||
 		fail "stripe-master --check" "exit $status: $out"
 }

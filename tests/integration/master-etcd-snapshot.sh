@@ -27,15 +27,10 @@ set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 MASTER_LIB_WORK=master-etcd-snap
+MASTER_STORE=etcd # 3 etcd members, started and stopped by master-lib.sh
+MASTER_ETCD_MEMBERS=3
 # shellcheck source=tests/integration/master-lib.sh
 . "$top/tests/integration/master-lib.sh"
-# shellcheck source=tests/lab/etcd-lib.sh
-. "$top/tests/lab/etcd-lib.sh"
-
-if ! etcd_lib_have; then
-	echo "SKIP: etcd not found (apt-get install etcd-server)"
-	exit 77
-fi
 
 PID_A=
 PID_B=
@@ -45,7 +40,6 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
-	etcd_cluster_stop
 	master_lib_cleanup
 }
 trap cleanup EXIT
@@ -397,11 +391,7 @@ case_migrate_large() {
 		fail "a fresh replica loads a snapshot of several chunks" "$out"
 }
 
-etcd_cluster_start "$WORK" 3 || {
-	fail "start 3 etcd members"
-	exit 1
-}
-EPS=${ETCD_ENDPOINTS//http:\/\//}
+EPS=$ETCD_EPS
 URL_BASE=etcd://$EPS
 case_compact
 case_compact_kill

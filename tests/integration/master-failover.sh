@@ -20,15 +20,10 @@ set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 MASTER_LIB_WORK=master-failover
+MASTER_STORE=etcd # 3 etcd members, started and stopped by master-lib.sh
+MASTER_ETCD_MEMBERS=3
 # shellcheck source=tests/integration/master-lib.sh
 . "$top/tests/integration/master-lib.sh"
-# shellcheck source=tests/lab/etcd-lib.sh
-. "$top/tests/lab/etcd-lib.sh"
-
-if ! etcd_lib_have; then
-	echo "SKIP: etcd not found (apt-get install etcd-server)"
-	exit 77
-fi
 
 CLIENTS=4
 ROUNDS=${FAILOVER_ROUNDS:-140} # per client: a create, then a destroy or a lease
@@ -41,7 +36,6 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 	done
-	etcd_cluster_stop
 	master_lib_cleanup
 }
 trap cleanup EXIT
@@ -217,11 +211,7 @@ case_check() {
 	done
 }
 
-etcd_cluster_start "$WORK" 3 || {
-	fail "start 3 etcd members"
-	exit 1
-}
-URL=etcd://${ETCD_ENDPOINTS//http:\/\//}/fo
+URL=etcd://$ETCD_EPS/fo
 master a "$ADDR_A"
 PID_A=$!
 master b "$ADDR_B"

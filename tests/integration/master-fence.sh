@@ -198,7 +198,7 @@ case_crash() {
 	done
 	stop_master KILL
 	wait "$pid_a" "$pid_b" 2>/dev/null
-	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) &&
+	out=$(check_master 2>&1) &&
 		pass "kill -9 during fencing calls: the store is consistent" ||
 		fail "store check after kill -9" "$out"
 	start_master || { fail "restart after kill -9"; return; }

@@ -56,7 +56,7 @@ free_extents() {
 kill_check_restart() {
 	local out
 	stop_master KILL
-	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) || { echo "$out"; return 1; }
+	out=$(check_master 2>&1) || { echo "$out"; return 1; }
 	start_master --allow 127.0.0.1
 }
 
@@ -236,7 +236,7 @@ case_check() {
 	local out status
 	stop_master TERM
 	status=$?
-	out=$("$MASTER_BIN" --check --db "$DB" 2>&1) && [ "$status" -eq 0 ] &&
+	out=$(check_master 2>&1) && [ "$status" -eq 0 ] &&
 		pass "SIGTERM: exit 0; stripe-master --check: consistent" ||
 		fail "stripe-master --check" "exit $status: $out"
 }
