@@ -61,6 +61,7 @@ enum master_store_stmt {
 	ST_SPREAD_DELETE,
 	ST_SERVER_FAIL,
 	ST_SERVER_STATE,
+	ST_SERVER_FAILED,
 	ST_SERVER_STATS,
 	ST_MOVE_GET,
 	ST_MOVE_INSERT,
@@ -241,6 +242,15 @@ int master_store_server_by_key(struct master_store *st, const char *target,
 /* A server's failed flag and what it holds; 1 found, 0 not, -errno. */
 int master_store_server_state(struct master_store *st, int64_t id, bool *failed,
 			      int64_t *replicas, int64_t *move_targets);
+
+/*
+ * A server's failed flag alone; 1 found, 0 not, -errno.  Every reply that
+ * describes a disk asks it for each of the disk's servers: the counts of
+ * master_store_server_state scan the server's allocations, which took
+ * ~85 % of the master's CPU in bench/master-alloc.sh (issue #23).
+ */
+int master_store_server_failed(struct master_store *st, int64_t id,
+			       bool *failed);
 
 /* The statement, reset and with its bindings cleared. */
 sqlite3_stmt *master_store_stmt(struct master_store *st,
