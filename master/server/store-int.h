@@ -126,6 +126,7 @@ void master_repl_free(struct master_store *st);
 
 struct etcd_client;
 struct etcd_range;
+struct repl_snap_job;
 
 struct master_repl {
 	struct etcd_client *etcd;
@@ -137,6 +138,7 @@ struct master_repl {
 	unsigned int compact_every; /* 0: never */
 	struct sqlite3_session *session; /* the open round's changes */
 	bool diverged; /* a log entry did not apply: refuse everything */
+	struct repl_snap_job *snap_job; /* store-snap.c; NULL before one */
 };
 
 /* A snapshot as the pointer key "snap" names it: "NAME CHUNKS BYTES". */
@@ -177,10 +179,14 @@ int master_repl_snap_value(const char *name, uint32_t chunks, uint64_t bytes,
 			   char *out, size_t len);
 /* Load the newest snapshot into st's file (when it is past applied). */
 int master_repl_snap_load(struct master_store *st);
-/* After a commit: write a snapshot and cut the log when it is due. */
+/*
+ * After a commit: when a snapshot is due, take the image of the file and
+ * start a thread that writes it and cuts the log (none while one runs);
+ * reap a finished one.  Event loop only.
+ */
 void master_repl_maybe_compact(struct master_store *st);
-/* Write a snapshot of st's file at its applied index now. */
-int master_repl_compact(struct master_store *st);
+/* Wait for the snapshot being written, if any; free its client. */
+void master_repl_snap_job_free(struct master_repl *r);
 /* sqlite3_serialize of db's main, the header's WAL marks cleared (an image
  * that an in-memory database can read); sqlite3_free it. */
 unsigned char *master_repl_image(sqlite3 *db, size_t *size);

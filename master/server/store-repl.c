@@ -580,6 +580,7 @@ void master_repl_destroy(struct master_repl *r)
 {
 	if (!r)
 		return;
+	master_repl_snap_job_free(r);
 	if (r->session)
 		sqlite3session_delete(r->session);
 	etcd_client_free(r->etcd);
