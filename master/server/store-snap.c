@@ -398,13 +398,13 @@ static uint64_t snap_now_us(void)
 struct repl_snap_job {
 	struct master_repl *io; /* its client; kept from job to job */
 	pthread_t thread;
-	bool running;	 /* started, not reaped */
+	bool running;	  /* started, not reaped */
 	atomic_bool done; /* set last by the thread (release) */
 	unsigned char *image;
 	size_t size;
 	char name[REPL_NAME_MAX];
 	uint64_t index, t0_us, took_us;
-	uint64_t other;	 /* another master's snapshot at or past index */
+	uint64_t other; /* another master's snapshot at or past index */
 	uint32_t chunks;
 	bool won;
 	int ret;
@@ -465,8 +465,8 @@ static void snap_job_reap(struct master_repl *r, bool wait)
 		td_info("%s: snapshot %s written (%zu bytes in %" PRIu32
 			" chunks, %" PRIu64 " ms); log entries up to %" PRIu64
 			" deleted",
-			r->url, j->name, j->size, j->chunks,
-			j->took_us / 1000, j->index);
+			r->url, j->name, j->size, j->chunks, j->took_us / 1000,
+			j->index);
 	} else if (!j->ret) {
 		td_info("%s: snapshot %s dropped: another master's came first",
 			r->url, j->name);
@@ -493,9 +493,8 @@ static int snap_job_get(struct master_repl *r, struct repl_snap_job **out)
 			return -ENOMEM;
 		atomic_init(&r->snap_job->done, false);
 	}
-	if (!r->snap_job->io &&
-	    (ret = master_repl_new(r->url, &r->snap_job->io, msg,
-				   sizeof(msg)))) {
+	if (!r->snap_job->io && (ret = master_repl_new(r->url, &r->snap_job->io,
+						       msg, sizeof(msg)))) {
 		td_err("%s: %s", r->url, msg);
 		return ret;
 	}
