@@ -16,8 +16,10 @@
 #
 # ETCD_MEMBERS=N (issue #23): the master keeps its state in an N-member
 # etcd cluster started on loopback (tests/lab/etcd-lib.sh, data in the
-# work directory: etcd fsyncs too), `stripe-master --store`.  Target with
-# 3 members: >= 1000 allocations/s, p99 < 20 ms.
+# work directory: etcd fsyncs too), `stripe-master --store`: an answer
+# arrives after etcd's quorum commit, the file being a cache of etcd's log
+# (synchronous=NORMAL).  Target with 3 members: >= 1000 allocations/s,
+# p99 < 20 ms.  Figures: bench/README.md.
 set -eu
 
 BUILDDIR=${1:-${BUILDDIR:-$(pwd)}}

@@ -123,10 +123,17 @@ static size_t etcd_curl_write(char *data, size_t size, size_t nmemb,
 static int etcd_curl_setup(struct etcd_client *c)
 {
 	CURL *h = curl_easy_init();
+	struct curl_slist *expect;
 
 	c->curl = h;
 	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
-	if (!h || !c->headers)
+	/*
+	 * No "Expect: 100-continue": curl sends it before a body over 1 KiB
+	 * and waits for etcd's 100 Continue, one more round trip on every
+	 * large txn (a round's changeset, issue #23).
+	 */
+	expect = c->headers ? curl_slist_append(c->headers, "Expect:") : NULL;
+	if (!h || !expect)
 		return -ENOMEM;
 	if (curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) ||
 	    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms) ||

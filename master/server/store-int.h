@@ -61,6 +61,7 @@ enum master_store_stmt {
 	ST_SPREAD_DELETE,
 	ST_SERVER_FAIL,
 	ST_SERVER_STATE,
+	ST_SERVER_FAILED,
 	ST_SERVER_STATS,
 	ST_MOVE_GET,
 	ST_MOVE_INSERT,
@@ -125,6 +126,7 @@ void master_repl_free(struct master_store *st);
 
 struct etcd_client;
 struct etcd_range;
+struct repl_snap_job;
 
 struct master_repl {
 	struct etcd_client *etcd;
@@ -136,6 +138,7 @@ struct master_repl {
 	unsigned int compact_every; /* 0: never */
 	struct sqlite3_session *session; /* the open round's changes */
 	bool diverged; /* a log entry did not apply: refuse everything */
+	struct repl_snap_job *snap_job; /* store-snap.c; NULL before one */
 };
 
 /* A snapshot as the pointer key "snap" names it: "NAME CHUNKS BYTES". */
@@ -176,10 +179,14 @@ int master_repl_snap_value(const char *name, uint32_t chunks, uint64_t bytes,
 			   char *out, size_t len);
 /* Load the newest snapshot into st's file (when it is past applied). */
 int master_repl_snap_load(struct master_store *st);
-/* After a commit: write a snapshot and cut the log when it is due. */
+/*
+ * After a commit: when a snapshot is due, take the image of the file and
+ * start a thread that writes it and cuts the log (none while one runs);
+ * reap a finished one.  Event loop only.
+ */
 void master_repl_maybe_compact(struct master_store *st);
-/* Write a snapshot of st's file at its applied index now. */
-int master_repl_compact(struct master_store *st);
+/* Wait for the snapshot being written, if any; free its client. */
+void master_repl_snap_job_free(struct master_repl *r);
 /* sqlite3_serialize of db's main, the header's WAL marks cleared (an image
  * that an in-memory database can read); sqlite3_free it. */
 unsigned char *master_repl_image(sqlite3 *db, size_t *size);
@@ -241,6 +248,15 @@ int master_store_server_by_key(struct master_store *st, const char *target,
 /* A server's failed flag and what it holds; 1 found, 0 not, -errno. */
 int master_store_server_state(struct master_store *st, int64_t id, bool *failed,
 			      int64_t *replicas, int64_t *move_targets);
+
+/*
+ * A server's failed flag alone; 1 found, 0 not, -errno.  Every reply that
+ * describes a disk asks it for each of the disk's servers: the counts of
+ * master_store_server_state scan the server's allocations, which took
+ * ~85 % of the master's CPU in bench/master-alloc.sh (issue #23).
+ */
+int master_store_server_failed(struct master_store *st, int64_t id,
+			       bool *failed);
 
 /* The statement, reset and with its bindings cleared. */
 sqlite3_stmt *master_store_stmt(struct master_store *st,

@@ -400,8 +400,12 @@ static int mig_build(const char *tmp, const char *url, uint64_t extent_bytes,
 	    !(ret = mig_check(st, url, msg, len))) {
 		*head = st->repl->applied;
 		master_repl_free(st);
-		rc = sqlite3_exec(st->db, "DROP TABLE replication", NULL, NULL,
-				  NULL);
+		/* A SQLite store again: its commits durable (the replica's
+		 * were not, store-repl.c), this last one syncing them all. */
+		rc = sqlite3_exec(st->db,
+				  "PRAGMA synchronous = FULL;"
+				  "DROP TABLE replication",
+				  NULL, NULL, NULL);
 		if (rc != SQLITE_OK) {
 			snprintf(msg, len, "%s: %s", tmp,
 				 sqlite3_errmsg(st->db));

@@ -185,6 +185,22 @@ int master_store_server_state(struct master_store *st, int64_t id, bool *failed,
 	return master_store_sql_fail(st, "server state", rc);
 }
 
+int master_store_server_failed(struct master_store *st, int64_t id,
+			       bool *failed)
+{
+	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_FAILED);
+	int rc;
+
+	sqlite3_bind_int64(s, 1, id);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*failed = sqlite3_column_int(s, 0) != 0;
+	sqlite3_reset(s);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_ROW;
+	return master_store_sql_fail(st, "server failed", rc);
+}
+
 /*
  * A failed server is not added again (MS_EBUSY, 1): its data is gone and
  * its replicas are re-homed (or still to be); 0 when it has not failed.

@@ -99,7 +99,6 @@ static int add_server(struct master_store *st, u_int id, ms_vdisk *v)
 	sqlite3_stmt *s = master_store_stmt(st, ST_SERVER_BY_ID);
 	ms_server *out = &v->servers.servers_val[v->servers.servers_len];
 	bool failed = false;
-	int64_t held, targets;
 	int rc, ret;
 
 	sqlite3_bind_int64(s, 1, id);
@@ -109,8 +108,7 @@ static int add_server(struct master_store *st, u_int id, ms_vdisk *v)
 		ret = master_store_fill_server(s, 0, out);
 	v->servers.servers_len++;
 	sqlite3_reset(s);
-	if (!ret && (ret = master_store_server_state(st, id, &failed, &held,
-						     &targets)) == 1)
+	if (!ret && (ret = master_store_server_failed(st, id, &failed)) == 1)
 		ret = 0;
 	if (!ret && failed)
 		v->failed_servers.failed_servers_val

@@ -342,6 +342,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 			    " a WHERE a.server_id = s.id), (SELECT count(*)"
 			    " FROM moves m WHERE m.new_server = s.id)"
 			    " FROM servers s WHERE id = ?1",
+	[ST_SERVER_FAILED] = "SELECT failed FROM servers WHERE id = ?1",
 	[ST_SERVER_STATS] = "SELECT id, draining, failed, (SELECT count(*)"
 			    " FROM allocations a WHERE a.server_id = s.id),"
 			    " (SELECT count(*) FROM allocations a WHERE"

@@ -111,9 +111,10 @@ bool master_store_replicated(const struct master_store *st);
 
 /*
  * Log compaction (store-snap.c): after the round that makes its log
- * entry I a multiple of entries past the newest snapshot, a master writes
- * its file as a snapshot at I (sqlite3_serialize, in chunks of
- * MASTER_SNAP_CHUNK_BYTES under snap/NAME/, NAME = I-TOKEN), then in one
+ * entry I a multiple of entries past the newest snapshot, a master takes
+ * its file as a snapshot at I (sqlite3_serialize) and a thread of its own
+ * writes it (in chunks of MASTER_SNAP_CHUNK_BYTES under snap/NAME/,
+ * NAME = I-TOKEN) while the master serves on, then in one
  * txn, if the pointer "snap" is still what it read, points "snap" at it
  * and deletes the log entries up to I and every older snapshot.  A master
  * whose next entry is gone loads the snapshot the pointer names, then
