@@ -3,9 +3,10 @@
 # master-failover.sh - clients that fail over between masters (issue #23
 # item 3): 3 etcd members (tests/lab/etcd-lib.sh), 2 masters on them
 # (stripe-master --store), 4 clients (stripe-ctl --master A,B, each call
-# once, no retry by the script) making 1,000 allocations and releases and
-# lease calls while master A (the one every client asks first) and then
-# the etcd leader are killed with kill -9.  Every call must succeed by
+# once, no retry by the script) making 1,000 allocations and releases,
+# lease calls, grows and lease hand-overs (re-homing) while master A (the
+# one every client asks first) and then the etcd leader are killed with
+# kill -9.  Every call must succeed by
 # failing over; afterwards every acknowledged call is present (the disks
 # kept exist with their lease, the destroyed ones are gone), no extent is
 # owned twice, and the consistency check is clean on both replicas.  Also:
@@ -72,6 +73,18 @@ client() { # I
 				acquire "$name" --host-id "host-$i" >/dev/null 2>>"$bad.log" &&
 				echo "lease $name host-$i" >>"$ok" ||
 				echo "lease $name" >>"$bad"
+			# every 10th kept disk also grows and moves to another
+			# host: growth and re-homing fail over like the rest
+			[ $((r % 10)) = 0 ] || continue
+			"$CTL_BIN" --master "$LIST" --timeout 3 --retries 6 vdisk resize \
+				"$WORK/$name.map" --size 16M >/dev/null 2>>"$bad.log" &&
+				echo "resize $name" >>"$ok" ||
+				echo "resize $name" >>"$bad"
+			"$CTL_BIN" --master "$LIST" --timeout 3 --retries 6 vdisk lease \
+				handover "$name" --to "host-$i-b" --host-id "host-$i" \
+				>/dev/null 2>>"$bad.log" &&
+				echo "handover $name host-$i-b" >>"$ok" ||
+				echo "handover $name" >>"$bad"
 		else
 			"$CTL_BIN" --master "$LIST" --timeout 3 --retries 6 vdisk destroy \
 				--name "$name" >/dev/null 2>>"$bad.log" &&
@@ -136,7 +149,7 @@ case_kills() {
 		client "$i" &
 		CLIENT_PIDS="$CLIENT_PIDS $!"
 	done
-	total=$((CLIENTS * ROUNDS * 2))
+	total=$((CLIENTS * (ROUNDS * 2 + ROUNDS / 10 * 2)))
 	wait_calls $((total / 4)) || fail "the clients make progress" "$(acked) calls"
 	kill -KILL "$PID_A"
 	wait "$PID_A" 2>/dev/null
@@ -153,7 +166,7 @@ case_kills() {
 	calls=$(acked)
 	failed=$(cat "$WORK"/client-*.fail | wc -l)
 	echo "# in the clients' logs: $(cat "$WORK"/client-*.fail.log | grep -c 'trying the next master') moves to the next master, $(cat "$WORK"/client-*.fail.log | grep -c 'retrying') turns retried"
-	what="$CLIENTS clients, $calls calls ($(cat "$WORK"/client-*.ok | grep -c '^[cd]') allocations and releases, $(cat "$WORK"/client-*.ok | grep -c '^lease') lease acquires) through kill -9 of A and of the etcd leader: every one answered"
+	what="$CLIENTS clients, $calls calls ($(cat "$WORK"/client-*.ok | grep -c '^[cd]') allocations and releases, $(cat "$WORK"/client-*.ok | grep -c '^lease') lease acquires, $(cat "$WORK"/client-*.ok | grep -c '^resize') grows, $(cat "$WORK"/client-*.ok | grep -c '^handover') hand-overs) through kill -9 of A and of the etcd leader: every one answered"
 	[ "$failed" = 0 ] && [ "$calls" = "$total" ] && pass "$what" || fail "$what" \
 			"$failed failed: $(head -3 "$WORK"/client-*.fail.log)"
 }
@@ -168,14 +181,20 @@ case_acked() {
 	out=$(python3 - "$WORK" "$CTL_BIN" "$LIST" <<'PY'
 import json, subprocess, sys
 work, ctl, lst = sys.argv[1:4]
-created, destroyed, leased = set(), set(), {}
+created, destroyed, leased, grown = set(), set(), {}, set()
 for line in open(work + "/acked"):
     w = line.split()
     if w[0] == "create": created.add(w[1])
     elif w[0] == "destroy": destroyed.add(w[1])
-    else: leased[w[1]] = w[2]
-disks = {d["vdisk"] for d in json.load(open(work + "/vdisks.json"))}
+    elif w[0] == "resize": grown.add(w[1])
+    else: leased[w[1]] = w[2]  # lease or handover: the last holder
+vdisks = json.load(open(work + "/vdisks.json"))
+disks = {d["vdisk"] for d in vdisks}
 bad = []
+for d in vdisks:
+    want = 2 if d["vdisk"] in grown else 1  # 8M or 16M in 4M extents, 2 columns
+    if d["extents_per_column"] != want:
+        bad.append("%s: %d extents per column, want %d" % (d["vdisk"], d["extents_per_column"], want))
 if disks != created - destroyed:
     bad.append("disks: missing %s, extra %s" % (sorted(created - destroyed - disks)[:5],
                                                   sorted(disks - (created - destroyed))[:5]))
@@ -185,12 +204,13 @@ if len(keys) != len(set(keys)):
     bad.append("an extent owned twice")
 if {e["vdisk"] for e in ext} != disks:
     bad.append("extents of disks that do not exist")
-for name in sorted(leased)[:10] + sorted(leased)[-10:]:
+handed = sorted(n for n in leased if leased[n].endswith("-b"))
+for name in sorted(leased)[:10] + sorted(leased)[-10:] + handed:
     out = subprocess.run([ctl, "--master", lst, "--json", "vdisk", "lease", "show", name],
                          capture_output=True, text=True).stdout
     if json.loads(out)["holder"] != leased[name]:
         bad.append("lease of %s: %s" % (name, out))
-print("; ".join(bad) if bad else "ok %d disks, %d extents, %d leases" % (len(disks), len(ext), len(leased)))
+print("; ".join(bad) if bad else "ok %d disks (%d grown), %d extents, %d leases (%d handed over)" % (len(disks), len(grown), len(ext), len(leased), len(handed)))
 PY
 )
 	[ "${out%% *}" = ok ] &&
