@@ -301,7 +301,7 @@ case_stripe-xen-grow() {
 	out=$(stripe-ctl --timeout 60 vdisk resize "$GROW_E2E_MAP" --size 32M 2>&1) ||
 		fail "stripe-ctl vdisk resize under the writer: $(echo "$out" | tr '\n' ' ')"
 	log "vdisk resize: $out"
-	wait_for 30 test "$(cat /sys/block/xvdh/size)" = $((32 * 2048)) ||
+	wait_for 30 eval '[ "$(cat /sys/block/xvdh/size)" = $((32 * 2048)) ]' ||
 		fail "xvdh shows $(cat /sys/block/xvdh/size) sectors after the resize, not $((32 * 2048))"
 	s1=$(cat /sys/block/xvdh/size)
 	sleep 1

@@ -140,19 +140,21 @@ case_tapdisk-xen-thesis() {
 # flight, nothing reaches the disk while paused, the guest's writes go on
 # after resume, and the data are whole.
 case_tapdisk-xen-pause() {
-	local writer s0 s1 s2 n=0
+	local writer w0 s0 s1 s2 n=0
 	xen_attach /tmp/pause.img 32 xvdf
 	pattern
 	# The guest writes the pattern again and again until told to stop.
-	rm -f /tmp/stop-writer
+	rm -f /tmp/stop-writer /tmp/writer-failed
+	w0=$(loop_written "$dev") # a reused loop device counts from boot
 	(while [ ! -e /tmp/stop-writer ]; do
-		dd if=/tmp/pattern of=/dev/xvdf bs=64k count=128 oflag=direct 2>/dev/null ||
+		dd if=/tmp/pattern of=/dev/xvdf bs=64k count=128 oflag=direct 2>/tmp/writer.log ||
 			{ echo "write failed" >/tmp/writer-failed; break; }
 		n=$((n + 1))
 	done) &
 	writer=$!
 	trap "touch /tmp/stop-writer; kill $writer 2>/dev/null; $XEN_UNDO" EXIT
-	wait_for 30 test "$(loop_written "$dev")" -gt 0 || fail "the guest's writes do not arrive"
+	wait_for 30 eval '[ "$(loop_written "$dev")" -gt "$w0" ]' ||
+		fail "the guest's writes do not arrive ($(cat /tmp/writer-failed /tmp/writer.log 2>/dev/null | tr '\n' ' '); $(tap-ctl stats -i "$id" | grep -E '^(write|read) '); $dev wrote $(loop_written "$dev") sectors)"
 	timeout 60 tap-ctl pause -i "$id" 2>/tmp/tap-ctl.log || fail "tap-ctl pause: $(tail -1 /tmp/tap-ctl.log)"
 	s0=$(loop_written "$dev")
 	sleep 3
@@ -160,7 +162,7 @@ case_tapdisk-xen-pause() {
 	[ "$s0" = "$s1" ] || fail "$((s1 - s0)) sectors reached the disk while paused"
 	kill -0 "$writer" 2>/dev/null || fail "the writer ended while paused"
 	tap-ctl resume -i "$id" 2>/tmp/tap-ctl.log || fail "tap-ctl resume: $(tail -1 /tmp/tap-ctl.log)"
-	wait_for 30 test "$(loop_written "$dev")" -gt "$s1" || fail "no write reached the disk after resume"
+	wait_for 30 eval '[ "$(loop_written "$dev")" -gt "$s1" ]' || fail "no write reached the disk after resume"
 	s2=$(loop_written "$dev")
 	touch /tmp/stop-writer
 	wait "$writer"
@@ -181,26 +183,27 @@ case_tapdisk-xen-pause() {
 # and 16 MiB written beyond the old end must read back and be found in the
 # backing file.
 case_tapdisk-xen-grow() {
-	local writer s0 s1 be
+	local writer w0 s0 s1 be
 	xen_attach /tmp/grow.img 16 xvdg
 	be=$(be_dir "$(vdev_id xvdg)")
 	s0=$(cat /sys/block/xvdg/size)
 	[ "$s0" = $((16 * 2048)) ] || fail "xvdg has $s0 sectors, not 16 MiB"
 	pattern
 	rm -f /tmp/stop-writer /tmp/writer-failed
+	w0=$(loop_written "$dev") # a reused loop device counts from boot
 	(while [ ! -e /tmp/stop-writer ]; do
 		dd if=/tmp/pattern of=/dev/xvdg bs=64k count=128 oflag=direct 2>/tmp/writer.log ||
 			{ echo "write failed" >/tmp/writer-failed; break; }
 	done) &
 	writer=$!
 	trap "touch /tmp/stop-writer; kill $writer 2>/dev/null; $XEN_UNDO" EXIT
-	wait_for 30 test "$(loop_written "$dev")" -gt 0 ||
+	wait_for 30 eval '[ "$(loop_written "$dev")" -gt "$w0" ]' ||
 		fail "the guest's writes do not arrive ($(cat /tmp/writer-failed /tmp/writer.log 2>/dev/null | tr '\n' ' '); $(tap-ctl stats -i "$id" | grep -E '^(write|read) '))"
 	truncate -s 48M /tmp/grow.img || fail "truncate -s 48M"
 	losetup -c "$dev" || fail "losetup -c $dev"
 	tap-ctl resize -i "$id" 2>/tmp/tap-ctl.log >/tmp/resize.out ||
 		fail "tap-ctl resize: $(tail -1 /tmp/tap-ctl.log)"
-	wait_for 30 test "$(cat /sys/block/xvdg/size)" = $((48 * 2048)) ||
+	wait_for 30 eval '[ "$(cat /sys/block/xvdg/size)" = $((48 * 2048)) ]' ||
 		fail "xvdg shows $(cat /sys/block/xvdg/size) sectors after tap-ctl resize, not $((48 * 2048)) (sectors in xenstore: $(xtool xenstore-read "$be/sectors"))"
 	s1=$(cat /sys/block/xvdg/size)
 	touch /tmp/stop-writer
@@ -280,7 +283,7 @@ case_tapdisk-xen-frontend-close() {
 	echo "$xdev" >"$drv/unbind" || fail "cannot unbind $xdev from blkfront"
 	wait_for 30 grep -q ': disconnected' "$TD_LOG" ||
 		fail "tapdisk did not close the ring when the frontend closed"
-	wait_for 30 test "$(xtool xenstore-read "$be/state")" = 2 ||
+	wait_for 30 eval '[ "$(xtool xenstore-read "$be/state")" = 2 ]' ||
 		fail "backend state $(xtool xenstore-read "$be/state") after the frontend closed, not InitWait (2)"
 	wait_for 10 test ! -b /dev/xvdg || fail "/dev/xvdg still there after unbind"
 	head -c $((4 * MiB)) /tmp/pattern | cmp -s - <(head -c $((4 * MiB)) /tmp/reconnect.img) ||
@@ -324,7 +327,7 @@ case_tapdisk-xen-bad-frontend() {
 	dd if=/dev/xvdc of=/tmp/readback bs=$MiB count=4 iflag=direct 2>/dev/null || fail "read back"
 	head -c $((4 * MiB)) /tmp/pattern | cmp -s - /tmp/readback || fail "good disk: data differ"
 	xtool xenstore-write "$be/online" 0
-	wait_for 30 test "$(xtool xenstore-read "$be/state")" = 6 || fail "the bad device did not close"
+	wait_for 30 eval '[ "$(xtool xenstore-read "$be/state")" = 6 ]' || fail "the bad device did not close"
 	xtool xenstore-rm "$fe"
 	xtool xenstore-rm "$be"
 	trap "$XEN_UNDO" EXIT

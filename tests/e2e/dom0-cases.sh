@@ -33,7 +33,9 @@ skip() {
 	exit 77
 }
 
-# wait_for SECONDS TEST...: poll TEST every 0.5 s.
+# wait_for SECONDS TEST...: poll TEST every 0.5 s.  TEST's words are
+# expanded once, by the caller: a condition on a value that changes needs
+# eval and single quotes (wait_for 30 eval '[ "$(cat F)" = 2 ]').
 wait_for() {
 	local n=$(($1 * 2))
 	shift
