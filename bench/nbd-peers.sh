@@ -29,6 +29,8 @@
 # is shared and noisy.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench-lib.sh"
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 DIR=/var/tmp SIZE=1G RUNTIME=15 REPS=3 JSON= TLS=
@@ -103,7 +105,6 @@ server_up() {
 	fi
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 start_server() { # target
 	rm -f "$sock"
@@ -122,15 +123,11 @@ start_server() { # target
 		--tls-creds tls0 "$img" 2>>"$work/server.log" & ;;
 	esac
 	server_pid=$!
-	for _ in $(seq 100); do server_up && return 0; sleep 0.05; done
-	echo "nbd-peers.sh: $1 did not start; see its log:" >&2
-	cat "$work/server.log" >&2
-	exit 1
+	bench_wait_up "nbd-peers.sh: $1" "$work/server.log" server_up
 }
 
 stop_server() {
-	kill "$server_pid" 2>/dev/null
-	wait "$server_pid" 2>/dev/null
+	bench_stop "$server_pid"
 	server_pid=
 }
 
@@ -160,10 +157,10 @@ for rep in $(seq "$REPS"); do
 			n=$((n + 1))
 			printf '\r# [%d/%d] rep %d %-9s %-11s ' $n $total "$rep" "$target" "$job" >&2
 			t0=0
-			[ -n "$server_pid" ] && t0=$(cpu_ticks "$server_pid")
+			[ -n "$server_pid" ] && t0=$(bench_cpu_ticks "$server_pid")
 			run_fio "$target" "$rw" "$bs" "$qd" "$work/fio.json" || { echo "fio failed" >&2; exit 1; }
 			t1=0
-			[ -n "$server_pid" ] && t1=$(cpu_ticks "$server_pid")
+			[ -n "$server_pid" ] && t1=$(bench_cpu_ticks "$server_pid")
 			python3 "$here/fio-summary.py" "$work/fio.json" "$target" "$job" "$rep" "$((t1 - t0))" >>"$results"
 		done <<<"$JOBS"
 		[ "$target" != physical ] && stop_server

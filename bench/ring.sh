@@ -39,6 +39,8 @@
 # Only figures of one run compare: the machine is shared and noisy.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench-lib.sh"
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 TDFRONT=${TDFRONT:-$BUILDDIR/bin/td-front}
@@ -81,22 +83,16 @@ trap cleanup EXIT INT TERM
 export TAPSTRIPE_RUNDIR=$work/run
 : >"$results"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
 start_tapdisk() { # CHAIN
 	rm -f "$work/shm.sock"
 	"$TAPDISK" --foreground -a "$1" --shm "$work/shm.sock" \
 		--log-level warn 2>>"$work/tapdisk.log" &
 	td_pid=$!
-	for _ in $(seq 100); do [ -S "$work/shm.sock" ] && return 0; sleep 0.05; done
-	echo "ring.sh: tapdisk did not start:" >&2
-	cat "$work/tapdisk.log" >&2
-	exit 1
+	bench_wait_up "ring.sh: tapdisk" "$work/tapdisk.log" test -S "$work/shm.sock"
 }
 
 stop_tapdisk() {
-	kill "$td_pid" 2>/dev/null
-	wait "$td_pid" 2>/dev/null
+	bench_stop "$td_pid"
 	td_pid=
 }
 
@@ -104,11 +100,11 @@ stop_tapdisk() {
 ring() {
 	local part=$1 config=$2 rep=$3 t0 t1
 	shift 3
-	t0=$(cpu_ticks "$td_pid")
+	t0=$(bench_cpu_ticks "$td_pid")
 	"$TDFRONT" --shm "$work/shm.sock" --json --quiet --no-progress "$@" \
 		>"$work/run.json" 2>"$work/run.err" ||
 		{ echo "ring.sh: td-front failed ($config):" >&2; cat "$work/run.err" >&2; exit 1; }
-	t1=$(cpu_ticks "$td_pid")
+	t1=$(bench_cpu_ticks "$td_pid")
 	python3 - "$work/run.json" "$part" "$config" "$rep" "$((t1 - t0))" >>"$results" <<'EOF'
 import json, sys
 j = json.load(open(sys.argv[1]))

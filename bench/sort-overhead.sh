@@ -26,6 +26,8 @@
 # shared and noisy).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench-lib.sh"
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 TAPCTL=${TAPCTL:-$BUILDDIR/bin/tap-ctl}
@@ -75,7 +77,6 @@ JOBS="seqwrite4k write 4k 32
 seqread4k read 4k 32"
 CONFIGS=(aio sort)
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 counter() { # NAME: a driver counter of the running server
 	"$TAPCTL" --run-dir "$work" stats -i "$server_pid" |
 		awk -v n="$1" '$1 == n {print $2}'
@@ -88,15 +89,11 @@ start_server() { # config
 	"$TAPDISK" --foreground -a "$chain" --nbd "unix:$sock" \
 		--run-dir "$work" --log-level warn 2>>"$work/server.log" &
 	server_pid=$!
-	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.05; done
-	echo "sort-overhead.sh: tapdisk ($chain) did not start; its log:" >&2
-	cat "$work/server.log" >&2
-	exit 1
+	bench_wait_up "sort-overhead.sh: tapdisk ($chain)" "$work/server.log" test -S "$sock"
 }
 
 stop_server() {
-	kill "$server_pid" 2>/dev/null
-	wait "$server_pid" 2>/dev/null
+	bench_stop "$server_pid"
 	server_pid=
 }
 
@@ -117,10 +114,10 @@ for rep in $(seq "$REPS"); do
 		while read -r job rw bs qd; do
 			n=$((n + 1))
 			printf '\r# [%d/%d] rep %d %-5s %-11s ' $n $total "$rep" "$config" "$job" >&2
-			t0=$(cpu_ticks "$server_pid")
+			t0=$(bench_cpu_ticks "$server_pid")
 			in0=$(counter sort_in) merges0=$(counter sort_merges)
 			run_fio "$rw" "$bs" "$qd" "$work/fio.json" || { echo "fio failed" >&2; exit 1; }
-			t1=$(cpu_ticks "$server_pid")
+			t1=$(bench_cpu_ticks "$server_pid")
 			in1=$(counter sort_in) merges1=$(counter sort_merges)
 			echo "$(python3 "$here/fio-summary.py" "$work/fio.json" "$config" "$job" "$rep" "$((t1 - t0))")" \
 				"$((in1 - in0)) $((merges1 - merges0))" >>"$results"

@@ -35,6 +35,8 @@
 # notification and wake-up each way.  Only figures of one run compare.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/bench-lib.sh
+. "$here/bench-lib.sh"
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 TDFRONT=${TDFRONT:-$BUILDDIR/bin/td-front}
@@ -92,15 +94,11 @@ start_tapdisk() { # POLL_US
 	"$TAPDISK" --foreground -a "aio:$img" --shm "$work/shm.sock" \
 		--poll-us "$1" --log-level warn 2>>"$work/tapdisk.log" &
 	td_pid=$!
-	for _ in $(seq 100); do [ -S "$work/shm.sock" ] && return 0; sleep 0.05; done
-	echo "stages.sh: tapdisk did not start:" >&2
-	cat "$work/tapdisk.log" >&2
-	exit 1
+	bench_wait_up "stages.sh: tapdisk" "$work/tapdisk.log" test -S "$work/shm.sock"
 }
 
 stop_tapdisk() {
-	kill "$td_pid" 2>/dev/null
-	wait "$td_pid" 2>/dev/null
+	bench_stop "$td_pid"
 	td_pid=
 }
 
