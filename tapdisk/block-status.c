@@ -23,6 +23,15 @@ int td_vbd_block_status(struct td_vbd *vbd, const char *ctx, uint64_t sector,
 
 	if (!*nr || !nr_sectors || sector > size || nr_sectors > size - sector)
 		return -ERANGE;
+	/* Two files serve the disk: the disk's file's holes say nothing;
+	 * everything is data (a backup copies more, never less). */
+	if (vbd->snap && vbd_snap_row(vbd->snap) &&
+	    !strcmp(ctx, TD_CTX_BASE_ALLOCATION)) {
+		ext[0].nr_sectors = nr_sectors;
+		ext[0].flags = 0;
+		*nr = 1;
+		return 0;
+	}
 	for (unsigned int i = 0; i < vbd->nr_layers; i++) {
 		struct td_driver *drv = &vbd->drivers[i];
 		unsigned int room = *nr;

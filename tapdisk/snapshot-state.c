@@ -100,13 +100,18 @@ int td_snap_state_init(struct td_snap_state *st, const char *target,
 /* The header, NUL-padded to TD_SNAP_HEADER_BYTES; 0 or -ENAMETOOLONG. */
 static int format_header(const struct td_snap_state *st, char *hdr)
 {
+	char row[96] = "";
 	int n;
 
 	memset(hdr, 0, TD_SNAP_HEADER_BYTES);
+	if (st->row)
+		snprintf(row, sizeof(row),
+			 "row %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+			 st->row_dev, st->row_lower_ino, st->row_upper_ino);
 	n = snprintf(hdr, TD_SNAP_HEADER_BYTES,
 		     SNAP_MAGIC "size_sectors %" PRIu64 "\n"
-				"chunk_sectors %" PRIu32 "\ntarget %s\nend\n",
-		     st->size_sectors, st->chunk_sectors, st->target);
+				"chunk_sectors %" PRIu32 "\ntarget %s\n%send\n",
+		     st->size_sectors, st->chunk_sectors, st->target, row);
 	return n > 0 && n < (int)TD_SNAP_HEADER_BYTES ? 0 : -ENAMETOOLONG;
 }
 
@@ -202,8 +207,9 @@ int td_snap_state_create(struct td_snap_state *st, const char *path,
 static int parse_header(struct td_snap_state *st, char *hdr,
 			struct td_strbuf *why)
 {
-	char *target, *end;
-	int used = 0;
+	char *target, *end, *row;
+	uint64_t dev = 0, lower = 0, upper = 0;
+	int used = 0, err;
 
 	hdr[TD_SNAP_HEADER_BYTES - 1] = '\0';
 	if (strncmp(hdr, SNAP_MAGIC, strlen(SNAP_MAGIC)) ||
@@ -221,8 +227,25 @@ static int parse_header(struct td_snap_state *st, char *hdr,
 		return -EINVAL;
 	}
 	*end = '\0';
-	return td_snap_state_init(st, target + 7, st->size_sectors,
-				  st->chunk_sectors, why);
+	/* A redirect-on-write job (older tapdisks refuse it: the line
+	 * makes their target two lines). */
+	if ((row = strstr(target, "\nrow "))) {
+		*row = '\0';
+		if (sscanf(row + 5, "%" SCNu64 " %" SCNu64 " %" SCNu64 "%n",
+			   &dev, &lower, &upper, &used) != 3 ||
+		    row[5 + used] || !lower || !upper || lower == upper) {
+			td_strbuf_puts(why, "not a snapshot job file (bad row "
+					    "line)");
+			return -EINVAL;
+		}
+	}
+	err = td_snap_state_init(st, target + 7, st->size_sectors,
+				 st->chunk_sectors, why);
+	st->row = row != NULL;
+	st->row_dev = dev;
+	st->row_lower_ino = lower;
+	st->row_upper_ino = upper;
+	return err;
 }
 
 /* Read the bitmap; bits past the last chunk must be clear. */

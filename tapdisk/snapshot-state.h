@@ -31,6 +31,13 @@ struct td_snap_state {
 	uint64_t nr_copied;
 	uint8_t *bits;	   /* bit i set: chunk i is in the target, durably */
 	uint64_t nr_syncs; /* fdatasyncs of the job file so far */
+	/* Redirect-on-write (doc/snapshots.md): bit i set means the live
+	 * disk's chunk i is in the target; the disk's file (row_lower_ino)
+	 * is the snapshot until the two names are exchanged. */
+	bool row;
+	uint64_t row_dev;	/* the file system of both files */
+	uint64_t row_lower_ino; /* the disk's file at the instant */
+	uint64_t row_upper_ino; /* the target's */
 };
 
 /* Chunks of a disk of size_sectors cut in chunk_sectors. */

@@ -18,99 +18,7 @@
 #include <unistd.h>
 
 #include "tapdisk/fsync-async.h"
-#include "tapdisk/snapshot-state.h"
-#include "tapdisk/snapshot.h"
-#include "tapdisk/vbd-int.h"
-
-/* The cursor copies runs of up to SNAP_RUN_BYTES (256 chunks of 4 KiB)
- * in one I/O and one job-file sync; a held write copies the run of
- * chunks it touches, up to SNAP_CBW_BYTES per slot. */
-#define SNAP_RUN_BYTES (1u << 20)
-#define SNAP_CBW_BYTES TD_SNAP_CHUNK_MAX_BYTES
-/* The cursor's slots (runs), then copy-before-write's: as many as a
- * queue depth of 32 has writes waiting, so none waits for a slot
- * (bench/snapshot.sh). */
-#define SNAP_BG_SLOTS  2
-#define SNAP_CBW_SLOTS 32
-#define SNAP_SLOTS     (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
-#define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
-/* Commits in flight at once: a copy that becomes durable in the target
- * while one commit runs starts the next at once rather than waiting for
- * it (bench/snapshot.sh, doc/snapshots.md "Costs"). */
-#define SNAP_COMMITS 4
-/* The cursor's speed while the disk serves its own I/O (as Linux md's
- * speed_limit_min), and how long after its last I/O a disk is idle. */
-#define SNAP_BUSY_SPEED_DEFAULT (16ull << 20)
-#define SNAP_IDLE_NS		(100 * 1000000ull)
-#define SNAP_ALIGN		4096 /* buffers for O_DIRECT targets */
-#define SNAP_ERR_MAX		256
-
-enum snap_state {
-	SNAP_STARTING,
-	SNAP_COPYING,
-	SNAP_DONE,
-	SNAP_FAILED,
-	SNAP_CANCELLED
-};
-
-static const char *const snap_state_names[] = {"starting", "copying", "done",
-					       "failed", "cancelled"};
-
-struct snap_slot {
-	struct td_snap_job *job;
-	bool busy;
-	bool cbw; /* for a held write, not the cursor */
-	uint64_t chunk;
-	uint32_t nr_chunks; /* a run, up to snap_run_max() */
-	bool marking;	    /* durable in the target; waits for the commit */
-	struct snap_commit *commit; /* in this commit (flush, bits, sync) */
-	void *buf;
-	struct iovec iov;
-	struct td_vbd_io io; /* the read, then the write */
-};
-
-TAILQ_HEAD(snap_held_list, td_vbd_io);
-
-/* One group commit: its flush of the target, then its job-file sync. */
-struct snap_commit {
-	struct td_snap_job *job;
-	bool busy;
-	struct td_fsync fsync; /* the job file's, off the loop */
-	struct td_vbd_io io;   /* the flush of the target */
-};
-
-struct td_snap_job {
-	struct td_vbd *vbd;
-	struct td_vbd *target; /* NULL once closed */
-	enum snap_state state;
-	struct td_snap_state st;
-	char path[PATH_MAX];
-	char error[SNAP_ERR_MAX];
-	struct snap_slot slots[SNAP_SLOTS];
-	unsigned int nr_busy;
-	unsigned int nr_bg;
-	uint64_t cursor;
-	bool cursor_stopped; /* the vbd shuts down: copy-before-write only */
-	uint64_t cbw_chunks;
-	struct snap_held_list held;
-	struct td_timer retry;
-	struct td_defer release_defer; /* held I/O goes, the job ended */
-	struct td_defer close_defer;   /* close the target */
-	struct td_defer commit_defer;  /* the marking slots' bits: one sync */
-	struct snap_commit commits[SNAP_COMMITS];
-	unsigned int nr_commits; /* busy ones */
-	uint64_t speed;		 /* the cursor's bytes/s; 0: no limit */
-	uint64_t busy_speed;	 /* ... while the disk is busy; 0: same */
-	uint64_t cursor_next_ns; /* speed lets the next run go */
-	uint64_t busy_next_ns;	 /* busy_speed lets the next run go */
-	uint64_t reads_issued;	 /* the job's reads of the disk */
-	uint64_t reads_done;
-	uint64_t fg_seen;    /* the disk's own I/Os completed, last look */
-	uint64_t fg_last_ns; /* when the disk's own I/O was last seen */
-	td_snap_started_cb started_cb;
-	void *started_opaque;
-	struct td_vbd_io flush_io;
-};
+#include "tapdisk/snapshot-int.h"
 
 static void snap_pump(struct td_snap_job *job);
 static bool snap_disk_busy(struct td_snap_job *job, uint64_t now);
@@ -156,6 +64,8 @@ static void snap_free(struct td_snap_job *job)
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->release_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->close_defer);
 	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->commit_defer);
+	td_loop_defer_cancel(td_vbd_loop(job->vbd), &job->row_fail_defer);
+	td_loop_timer_cancel(&job->row_finish_retry);
 	for (unsigned int i = 0; i < SNAP_COMMITS; i++)
 		td_fsync_close(&job->commits[i].fsync);
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
@@ -196,13 +106,22 @@ static void snap_release_all(struct td_defer *d, void *opaque)
 	snap_maybe_close(job);
 }
 
-/* End the job in state, dropping its file; held writes go through. */
-static void snap_end(struct td_snap_job *job, enum snap_state state)
+/*
+ * End the job in state, dropping its file; held writes go through.  A
+ * redirect-on-write job that fails keeps its file (the disk's newest
+ * data is in both files: the next tapdisk resumes the job) and answers
+ * every I/O it holds or gets with an error.
+ */
+void snap_end(struct td_snap_job *job, enum snap_state state)
 {
 	int err;
 
 	job->state = state;
 	td_loop_timer_cancel(&job->retry);
+	if (job->st.row && state == SNAP_FAILED) {
+		row_fail_all(job);
+		return;
+	}
 	err = td_snap_state_remove(&job->st);
 	if (err)
 		td_vbd_err(job->vbd, "removing the job file %s: %s", job->path,
@@ -218,8 +137,12 @@ static void snap_fail(struct td_snap_job *job, int err, const char *what,
 	if (job->state != SNAP_COPYING)
 		return;
 	snprintf(job->error, sizeof(job->error),
-		 "%s chunk %" PRIu64 ": %s; the target is incomplete", what,
-		 chunk, strerror(-err));
+		 job->st.row ? "%s chunk %" PRIu64
+			       ": %s; the disk answers errors until a "
+			       "tapdisk resumes the job"
+			     : "%s chunk %" PRIu64
+			       ": %s; the target is incomplete",
+		 what, chunk, strerror(-err));
 	td_vbd_err(job->vbd, "snapshot onto %s failed: %s", job->st.target,
 		   job->error);
 	snap_end(job, SNAP_FAILED);
@@ -272,16 +195,24 @@ static void slot_free_up(struct snap_slot *slot, int err, const char *what)
 {
 	struct td_snap_job *job = slot->job;
 
+	struct td_vbd_io *guest = slot->guest;
+
 	slot->busy = false;
 	slot->marking = false;
 	slot->commit = NULL;
+	slot->guest = NULL;
+	slot->err = 0;
 	job->nr_busy--;
-	if (!slot->cbw)
+	if (!slot->cbw && !guest)
 		job->nr_bg--;
 	if (err)
 		snap_fail(job, err, what, slot->chunk);
 	else if (slot->cbw)
 		job->cbw_chunks += slot->nr_chunks;
+	if (guest) {
+		job->row_redirected++;
+		vbd_io_complete(job->vbd, guest, err);
+	}
 }
 
 /* n slots were freed: held writes they covered go, the cursor moves on. */
@@ -325,7 +256,9 @@ static void snap_synced(struct td_fsync *f, int err, void *opaque)
 		struct snap_slot *slot = &job->slots[i];
 
 		if (slot->busy && slot->commit == c) {
-			slot_free_up(slot, err, "marking");
+			slot_free_up(slot, slot->err ? slot->err : err,
+				     slot->err ? "writing the target at"
+					       : "marking");
 			n++;
 		}
 	}
@@ -342,7 +275,7 @@ static void snap_commit_flushed(struct td_vbd_io *io, int err)
 	for (unsigned int i = 0; i < SNAP_SLOTS && !err; i++) {
 		struct snap_slot *slot = &job->slots[i];
 
-		if (slot->busy && slot->commit == c &&
+		if (slot->busy && slot->commit == c && !slot->err &&
 		    job->state == SNAP_COPYING)
 			err = td_snap_state_set_run(&job->st, slot->chunk,
 						    slot->nr_chunks);
@@ -424,6 +357,14 @@ static void slot_mark(struct snap_slot *slot)
 		      job);
 }
 
+/* A redirect slot's write was refused at once: it ends at the next
+ * commit, from the event loop, not in the stack that submitted it. */
+static void slot_mark_failed(struct snap_slot *slot, int err)
+{
+	slot->err = err;
+	slot_mark(slot);
+}
+
 /* Written (not durable yet: the commit's one flush makes it so). */
 static void slot_written(struct td_vbd_io *io, int err)
 {
@@ -441,7 +382,6 @@ static void slot_read(struct td_vbd_io *io, int err)
 	struct td_snap_job *job = slot->job;
 	const struct td_disk_info *ti;
 
-	job->reads_done++;
 	if (err || job->state != SNAP_COPYING) {
 		slot_done(slot, err, "reading the source at");
 		return;
@@ -462,13 +402,21 @@ static void slot_read(struct td_vbd_io *io, int err)
 static struct snap_slot *slot_free(struct td_snap_job *job, bool cbw)
 {
 	for (unsigned int i = cbw ? SNAP_BG_SLOTS : 0;
-	     i < (cbw ? SNAP_SLOTS : SNAP_BG_SLOTS); i++)
+	     i < (cbw ? SNAP_BUF_SLOTS : SNAP_BG_SLOTS); i++)
 		if (!job->slots[i].busy)
 			return &job->slots[i];
 	return NULL;
 }
 
-static bool chunk_in_flight(const struct td_snap_job *job, uint64_t c)
+struct snap_slot *snap_row_slot_free(struct td_snap_job *job)
+{
+	for (unsigned int i = SNAP_BUF_SLOTS; i < SNAP_SLOTS; i++)
+		if (!job->slots[i].busy)
+			return &job->slots[i];
+	return NULL;
+}
+
+bool snap_chunk_in_flight(const struct td_snap_job *job, uint64_t c)
 {
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++)
 		if (job->slots[i].busy && c >= job->slots[i].chunk &&
@@ -492,7 +440,6 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 	if (!cbw)
 		job->nr_bg++;
 	vbd_active_get(job->vbd);
-	job->reads_issued++;
 	slot_io(slot, TD_OP_READ, 0, slot_read);
 	err = vbd_submit_internal(job->vbd, &slot->io);
 	if (err) {
@@ -504,9 +451,39 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 		if (!cbw)
 			job->nr_bg--;
 		job->vbd->active--;
-		job->reads_issued--;
 		snap_fail(job, err, "reading the source at", chunk);
 	}
+}
+
+/* Redirect-on-write's first write to chunks: straight to the target with
+ * the frontend's buffers, then marked by the next commit (slot_mark),
+ * and io is answered when the slot is done (slot_free_up). */
+void snap_row_slot_start(struct snap_slot *slot, struct td_vbd_io *io,
+			 uint64_t first, uint64_t last)
+{
+	struct td_snap_job *job = slot->job;
+	int err;
+
+	slot->busy = true;
+	slot->marking = false;
+	slot->cbw = false;
+	slot->guest = io;
+	slot->chunk = first;
+	slot->nr_chunks = (uint32_t)(last - first + 1);
+	job->nr_busy++;
+	vbd_active_get(job->vbd);
+	memset(&slot->io, 0, sizeof(slot->io));
+	slot->io.op = io->op;
+	slot->io.flags = io->flags;
+	slot->io.sector = io->sector;
+	slot->io.nr_sectors = io->nr_sectors;
+	slot->io.iov = io->iov;
+	slot->io.iovcnt = io->iovcnt;
+	slot->io.cb = slot_written;
+	slot->io.opaque = slot;
+	err = td_vbd_submit(job->target, &slot->io);
+	if (err) /* answered from the commit's defer, not this stack */
+		slot_mark_failed(slot, err);
 }
 
 /* --- copy-before-write and the cursor ------------------------------------ */
@@ -519,13 +496,13 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
  * loss could keep the write on the disk and lose the bit, and the
  * resumed copy would take the write's data.
  */
-static bool snap_chunk_done(const struct td_snap_job *job, uint64_t c)
+bool snap_chunk_done(const struct td_snap_job *job, uint64_t c)
 {
 	return td_snap_copied(&job->st, c) &&
-	       !(job->nr_commits && chunk_in_flight(job, c));
+	       !(job->nr_commits && snap_chunk_in_flight(job, c));
 }
 
-static bool io_writes(const struct td_vbd_io *io)
+bool snap_io_writes(const struct td_vbd_io *io)
 {
 	return io->op == TD_OP_WRITE || io->op == TD_OP_WRITE_ZEROES ||
 	       io->op == TD_OP_DISCARD;
@@ -540,13 +517,28 @@ static uint32_t snap_run_len(const struct td_snap_job *job, uint64_t c,
 
 	while (nr < max && c + nr <= last &&
 	       !td_snap_copied(&job->st, c + nr) &&
-	       !chunk_in_flight(job, c + nr))
+	       !snap_chunk_in_flight(job, c + nr))
 		nr++;
 	return nr;
 }
 
-/* Start the copies io waits for; true when none is missing. */
-static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
+/* Does io cover chunk c whole? */
+static bool io_covers(const struct td_snap_job *job,
+		      const struct td_vbd_io *io, uint64_t c)
+{
+	uint64_t start = c * job->st.chunk_sectors;
+
+	return io->sector <= start &&
+	       io->sector + io->nr_sectors >=
+		       start + td_snap_chunk_len(&job->st, c);
+}
+
+/*
+ * Start the copies io waits for; true when none is missing.  For
+ * redirect-on-write a chunk that io covers whole needs no copy (io
+ * writes it all in the target), only the chunks it covers in part.
+ */
+bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 {
 	uint64_t first, last;
 	bool ready = true;
@@ -559,12 +551,15 @@ static bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io)
 
 		if (snap_chunk_done(job, c))
 			continue;
+		if (job->st.row && !td_snap_copied(&job->st, c) &&
+		    !snap_chunk_in_flight(job, c) && io_covers(job, io, c))
+			continue;
 		ready = false;
-		if (chunk_in_flight(job, c))
+		if (snap_chunk_in_flight(job, c))
 			continue;
 		if (!(slot = slot_free(job, true)))
 			break;
-		nr = snap_run_len(job, c, last, true);
+		nr = job->st.row ? 1 : snap_run_len(job, c, last, true);
 		slot_start(slot, c, nr, true);
 		if (job->state != SNAP_COPYING)
 			break;
@@ -577,6 +572,10 @@ static void snap_serve_held(struct td_snap_job *job)
 {
 	struct td_vbd_io *io = TAILQ_FIRST(&job->held);
 
+	if (job->st.row) {
+		row_serve(job);
+		return;
+	}
 	while (io && job->state == SNAP_COPYING) {
 		struct td_vbd_io *next = TAILQ_NEXT(io, held_link);
 
@@ -592,7 +591,9 @@ bool vbd_snap_gate(struct td_snap_job *job, struct td_vbd_io *io)
 {
 	uint64_t first, last;
 
-	if (job->state != SNAP_COPYING || !io_writes(io))
+	if (job->st.row)
+		return row_gate(job, io);
+	if (job->state != SNAP_COPYING || !snap_io_writes(io))
 		return false;
 	td_snap_chunk_range(&job->st, io->sector, io->nr_sectors, &first,
 			    &last);
@@ -621,10 +622,10 @@ static bool snap_disk_busy(struct td_snap_job *job, uint64_t now)
 	const struct td_vbd_stats *s = &job->vbd->stats;
 	uint64_t done = 0, inflight;
 
+	/* The job's own I/O is not in the disk's statistics. */
 	for (int op = 0; op < TD_OP_COUNT; op++)
 		done += s->reqs[op];
-	done -= job->reads_done;
-	inflight = s->inflight - (job->reads_issued - job->reads_done);
+	inflight = s->inflight;
 	if (done != job->fg_seen || inflight) {
 		job->fg_seen = done;
 		job->fg_last_ns = now;
@@ -718,7 +719,7 @@ static void snap_pump(struct td_snap_job *job)
 	while (snap_cursor_may_go(job) && (slot = slot_free(job, false))) {
 		uint64_t c = td_snap_next_uncopied(st, job->cursor);
 
-		while (c < st->nr_chunks && chunk_in_flight(job, c))
+		while (c < st->nr_chunks && snap_chunk_in_flight(job, c))
 			c = td_snap_next_uncopied(st, c + 1);
 		job->cursor = c;
 		if (c >= st->nr_chunks)
@@ -730,8 +731,12 @@ static void snap_pump(struct td_snap_job *job)
 		if (job->state != SNAP_COPYING)
 			return;
 	}
-	if (st->nr_copied == st->nr_chunks && !job->nr_busy)
-		snap_complete(job);
+	if (st->nr_copied == st->nr_chunks && !job->nr_busy) {
+		if (job->st.row)
+			row_finish(job);
+		else
+			snap_complete(job);
+	}
 }
 
 /* --- start, resume, cancel, status ---------------------------------------- */
@@ -754,6 +759,10 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	job->st.fd = -1;
 	job->busy_speed = SNAP_BUSY_SPEED_DEFAULT;
 	TAILQ_INIT(&job->held);
+	TAILQ_INIT(&job->row_wait);
+	TAILQ_INIT(&job->row_fail);
+	for (unsigned int i = 0; i < ROW_SUBS; i++)
+		job->subs[i].job = job;
 	for (unsigned int i = 0; i < SNAP_COMMITS; i++) {
 		job->commits[i].job = job;
 		td_fsync_open(&job->commits[i].fsync, td_vbd_loop(vbd));
@@ -761,6 +770,8 @@ static int snap_new(struct td_vbd *vbd, const char *target_chain,
 	snprintf(name, sizeof(name), "%.50s-snap", td_vbd_name(vbd));
 	for (unsigned int i = 0; i < SNAP_SLOTS; i++) {
 		job->slots[i].job = job;
+		if (i >= SNAP_BUF_SLOTS)
+			continue; /* redirect slots use the frontend's */
 		if (posix_memalign(&job->slots[i].buf, SNAP_ALIGN,
 				   i < SNAP_BG_SLOTS ? SNAP_RUN_BYTES
 						     : SNAP_CBW_BYTES)) {
@@ -869,6 +880,12 @@ static void snap_instant(struct td_snap_job *job)
 					 job->vbd->info.size_sectors,
 					 TD_SNAP_CHUNK_BYTES >> TD_SECTOR_SHIFT,
 					 &why);
+	if (!err && job->row_wanted) {
+		job->st.row = true;
+		job->st.row_dev = job->row_dev;
+		job->st.row_lower_ino = job->row_lower_ino;
+		job->st.row_upper_ino = job->row_upper_ino;
+	}
 	if (!err)
 		err = td_snap_state_create(&job->st, job->path, &why);
 	snap_started(job, err, td_strbuf_str(&why));
@@ -904,7 +921,7 @@ static void snap_drained(struct td_vbd *vbd, void *opaque)
 		snap_started(job, err, "cannot flush the disk");
 }
 
-int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
+int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target, bool row,
 			  td_snap_started_cb cb, void *opaque,
 			  struct td_strbuf *why)
 {
@@ -930,10 +947,12 @@ int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
 	}
 	if ((err = snap_new(vbd, target, &job, why)))
 		return err;
-	if ((err = snap_check_target(job, why))) {
+	if ((err = snap_check_target(job, why)) ||
+	    (row && (err = row_check(job, target, why)))) {
 		snap_discard(job);
 		return err;
 	}
+	job->row_wanted = row;
 	snprintf(job->path, sizeof(job->path), "%s", path);
 	snprintf(job->st.target, sizeof(job->st.target), "%s", target);
 	job->started_cb = cb;
@@ -972,6 +991,13 @@ int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
 		td_snap_state_fini(&st);
 		return -EINVAL;
 	}
+	if (st.row && (err = row_resume_check(vbd, &st, why)) != 0) {
+		if (err == 1) /* exchanged already: only the file was left */
+			err = td_snap_state_remove(&st) ?: -ENOENT;
+		else
+			td_snap_state_fini(&st);
+		return err;
+	}
 	err = snap_new(vbd, st.target, &job, why);
 	if (!err && (err = snap_check_target(job, why)))
 		snap_discard(job);
@@ -1002,6 +1028,14 @@ int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why)
 					    : "no snapshot job is copying");
 		return job ? -EBUSY : -ENOENT;
 	}
+	if (job->st.row) {
+		td_strbuf_puts(why,
+			       "a redirect-on-write snapshot cannot be "
+			       "cancelled: the disk's newest data is in both "
+			       "files until the merge ends; let it finish "
+			       "(snapshot speed 0 0 runs it at full speed)");
+		return -EBUSY;
+	}
 	td_vbd_info(vbd,
 		    "snapshot onto %s cancelled at %" PRIu64 " of %" PRIu64
 		    " chunks; the target is incomplete",
@@ -1025,7 +1059,18 @@ bool td_vbd_snapshot_running(const struct td_vbd *vbd)
 
 bool vbd_snap_busy(const struct td_snap_job *job)
 {
-	return job->nr_busy || !TAILQ_EMPTY(&job->held);
+	return job->nr_busy || !TAILQ_EMPTY(&job->held) || row_busy(job);
+}
+
+bool vbd_snap_row(const struct td_snap_job *job)
+{
+	return job->st.row &&
+	       (job->state == SNAP_COPYING || job->state == SNAP_FAILED);
+}
+
+bool td_vbd_snapshot_pausing(const struct td_vbd *vbd)
+{
+	return vbd->snap && vbd->snap->row_finishing;
 }
 
 void vbd_snap_close(struct td_vbd *vbd)
@@ -1065,6 +1110,10 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 		td_strbuf_printf(out, "state %s\n", state);
 		if (!job)
 			return;
+		td_strbuf_printf(out, "mode %s\n", st->row ? "row" : "cbw");
+		if (st->row)
+			td_strbuf_printf(out, "row_redirected %" PRIu64 "\n",
+					 job->row_redirected);
 		td_strbuf_printf(
 			out,
 			"target %s\nchunk_bytes %" PRIu64
@@ -1086,6 +1135,8 @@ void td_vbd_snapshot_status(struct td_vbd *vbd, bool json,
 	td_json_begin_object(&j, NULL);
 	td_json_str(&j, "state", state);
 	if (job) {
+		td_json_str(&j, "mode", st->row ? "row" : "cbw");
+		td_json_u64(&j, "row_redirected", job->row_redirected);
 		td_json_str(&j, "target", st->target);
 		td_json_u64(&j, "chunk_bytes",
 			    (uint64_t)st->chunk_sectors << TD_SECTOR_SHIFT);

@@ -30,10 +30,21 @@ typedef void (*td_snap_started_cb)(struct td_vbd *vbd, int err, const char *why,
  * or the vbd is paused; else return 0 and call cb once, from the event
  * loop, when every acknowledged write is durable, the job file written
  * and copy-before-write active (the instant), or with the error.
+ *
+ * row: redirect-on-write instead (doc/snapshots.md): the disk's file
+ * stays as it is at the instant, writes go to the target, which is
+ * filled from the disk in the background, and at the end the two files
+ * exchange names, so the target's name holds the snapshot.  Only for a
+ * writable disk served by aio: (under sort: filters at most) and an
+ * aio: target file of the same size on the same file system.
  */
-int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
+int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target, bool row,
 			  td_snap_started_cb cb, void *opaque,
 			  struct td_strbuf *why);
+
+/* A redirect-on-write job pauses the disk to exchange its files (the
+ * disk resumes on its own: an operator's resume must wait). */
+bool td_vbd_snapshot_pausing(const struct td_vbd *vbd);
 
 /*
  * At open, before any frontend: resume the job whose file is at path.

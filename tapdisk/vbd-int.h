@@ -62,9 +62,17 @@ struct td_vbd {
 	struct td_vbd_open_error *open_error;
 	/* The snapshot job copying this vbd (snapshot.c), or NULL. */
 	struct td_snap_job *snap;
+	bool open_read_only; /* as td_vbd_open was asked */
 };
 
 /* vbd-open.c */
+/*
+ * Close the chain's drivers and open them again from the same chain
+ * text (a redirect-on-write snapshot exchanged the disk's file under its
+ * name).  The vbd must be drained.  On failure the vbd has no drivers
+ * left (-errno): it must not get I/O again.
+ */
+int vbd_reopen_layers(struct td_vbd *vbd);
 int vbd_pool_init(struct td_vbd *vbd, struct vbd_pool *pool, uint32_t size,
 		  size_t req_size);
 void vbd_pool_fini(struct vbd_pool *pool);
@@ -96,6 +104,8 @@ void vbd_unplug(struct td_hook *h, void *opaque);
  * pool has room); count the job's work as active, so a pause drains it.
  */
 int vbd_submit_internal(struct td_vbd *vbd, struct td_vbd_io *io);
+/* The gate answers io itself (redirect-on-write served it elsewhere). */
+void vbd_io_complete(struct td_vbd *vbd, struct td_vbd_io *io, int err);
 void vbd_io_release(struct td_vbd *vbd, struct td_vbd_io *io);
 void vbd_active_get(struct td_vbd *vbd);
 void vbd_active_put(struct td_vbd *vbd);
@@ -109,6 +119,8 @@ void vbd_active_put(struct td_vbd *vbd);
  */
 bool vbd_snap_gate(struct td_snap_job *job, struct td_vbd_io *io);
 bool vbd_snap_busy(const struct td_snap_job *job);
+/* A redirect-on-write job serves the disk from two files. */
+bool vbd_snap_row(const struct td_snap_job *job);
 void vbd_snap_close(struct td_vbd *vbd);
 
 #endif

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,6 +279,7 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 	vbd->done_tail = &vbd->done_head;
 	td_ratelimit_init(&vbd->rl);
 	vbd->open_error = params->error;
+	vbd->open_read_only = params->read_only;
 	if (params->error)
 		memset(params->error, 0, sizeof(*params->error));
 
@@ -318,9 +320,34 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 	return 0;
 }
 
+int vbd_reopen_layers(struct td_vbd *vbd)
+{
+	char *args[VBD_MAX_LAYERS];
+	uint64_t size = vbd->info.size_sectors;
+	int err;
+
+	if (vbd->active || vbd->stats.inflight || vbd->in_done ||
+	    vbd->done_head)
+		return -EBUSY;
+	vbd_close_layers(vbd, 0);
+	memcpy(vbd->chain_buf, vbd->chain, strlen(vbd->chain) + 1);
+	err = vbd_parse_chain(vbd, vbd->table, args);
+	if (!err)
+		err = vbd_open_layers(vbd, args, vbd->open_read_only);
+	if (!err && vbd->drivers[0].info.size_sectors != size) {
+		td_vbd_err(vbd, "reopened with %" PRIu64 " sectors, not %" PRIu64,
+			   vbd->drivers[0].info.size_sectors, size);
+		vbd_close_layers(vbd, 0);
+		err = -EIO;
+	}
+	if (err)
+		vbd->nr_layers = 0;
+	return err;
+}
+
 int td_vbd_close(struct td_vbd *vbd)
 {
-	if (vbd->stats.inflight || vbd->in_done ||
+	if (vbd->stats.inflight || vbd->in_done || vbd->active ||
 	    (vbd->snap && vbd_snap_busy(vbd->snap)))
 		return -EBUSY;
 	vbd_snap_close(vbd);

@@ -314,14 +314,27 @@ static void vbd_io_finish(struct td_vbd *vbd, struct td_vbd_io *io)
 
 	if (io->timed)
 		vbd_stages_done(vbd, io, now);
-	vbd->stats.reqs[io->op]++;
-	vbd->stats.bytes[io->op] += (uint64_t)io->nr_sectors << TD_SECTOR_SHIFT;
-	if (io->error)
-		vbd->stats.errors[io->op]++;
-	vbd->stats.lat_hist[td_lat_bucket(us)]++;
-	vbd->stats.inflight--;
+	if (!io->internal) {
+		vbd->stats.reqs[io->op]++;
+		vbd->stats.bytes[io->op] += (uint64_t)io->nr_sectors
+					    << TD_SECTOR_SHIFT;
+		if (io->error)
+			vbd->stats.errors[io->op]++;
+		vbd->stats.lat_hist[td_lat_bucket(us)]++;
+		vbd->stats.inflight--;
+	}
 	vbd->active--;
 	io->cb(io, io->error);
+}
+
+void vbd_io_complete(struct td_vbd *vbd, struct td_vbd_io *io, int err)
+{
+	if (err && !io->error)
+		io->error = err;
+	io->next_sector = io_end(io);
+	io->pending = 0;
+	vbd_io_finish(vbd, io);
+	vbd_kick(vbd);
 }
 
 static void vbd_piece_done(struct td_request *req, int err, void *opaque)
@@ -345,7 +358,7 @@ static bool vbd_issue(struct td_vbd *vbd, struct td_vbd_io *io)
 	if (!io->started) {
 		io->started = true;
 		vbd->active++;
-		if (vbd->snap && vbd_snap_gate(vbd->snap, io))
+		if (vbd->snap && !io->internal && vbd_snap_gate(vbd->snap, io))
 			return true; /* given back by vbd_io_release */
 	}
 	while (io->next_sector < end) {
@@ -409,12 +422,14 @@ static void vbd_kick(struct td_vbd *vbd)
 			      vbd);
 }
 
-static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io)
+static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io,
+			bool internal)
 {
 	int err = vbd_validate(vbd, io);
 
 	if (err)
 		return err;
+	io->internal = internal;
 	if (io->op == TD_OP_FLUSH)
 		io->sector = 0;
 	io->next_sector = io->sector;
@@ -424,9 +439,11 @@ static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io)
 	io->started = false;
 	io->error = 0;
 	io->start_ns = td_now_ns();
-	io->timed = vbd->stages.on;
+	io->timed = vbd->stages.on && !internal;
 	if (io->timed)
 		vbd_stages_start(io);
+	if (internal)
+		return 0;
 	vbd->stats.inflight++;
 	if (io->op == TD_OP_READ || io->op == TD_OP_WRITE)
 		vbd->stats.seg_hist[td_seg_bucket(
@@ -437,7 +454,7 @@ static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io)
 
 int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io)
 {
-	int err = vbd_io_start(vbd, io);
+	int err = vbd_io_start(vbd, io, false);
 
 	if (err)
 		return err;
@@ -449,7 +466,7 @@ int td_vbd_submit(struct td_vbd *vbd, struct td_vbd_io *io)
 
 int vbd_submit_internal(struct td_vbd *vbd, struct td_vbd_io *io)
 {
-	int err = vbd_io_start(vbd, io);
+	int err = vbd_io_start(vbd, io, true);
 
 	if (err)
 		return err;

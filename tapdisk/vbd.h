@@ -57,6 +57,9 @@ struct td_vbd_io {
 	int error;
 	uint64_t start_ns;
 	TAILQ_ENTRY(td_vbd_io) held_link; /* held by a snapshot job */
+	/* A snapshot job's own I/O (vbd_submit_internal): not in the
+	 * disk's statistics, never held by the job's gate. */
+	bool internal;
 	/* Stage timing (stages.h).  The frontend may set
 	 * stamp_ns[TD_STAMP_SEEN] before td_vbd_submit (0: not known) and
 	 * then answer with td_vbd_stages_respond; the core fills the rest. */

@@ -184,10 +184,13 @@ static int cmd_resume(struct ctl_client *c, struct ctl_req *req)
 	bool was_pausing = ctl->pausing;
 	int err;
 
-	if (ctl->snap_starting) {
+	if (ctl->snap_starting || td_vbd_snapshot_pausing(ctl->vbd)) {
 		snprintf(req->msg, sizeof(req->msg),
-			 "a snapshot is marking its instant; the disk resumes "
-			 "on its own");
+			 ctl->snap_starting
+				 ? "a snapshot is marking its instant; the "
+				   "disk resumes on its own"
+				 : "a snapshot exchanges its files; the disk "
+				   "resumes on its own");
 		return -EBUSY;
 	}
 	err = td_vbd_resume(ctl->vbd);
@@ -508,11 +511,13 @@ static int snap_start(struct ctl_client *c, struct ctl_req *req)
 {
 	struct td_ctl_server *ctl = c->ctl;
 	struct td_strbuf why;
+	bool row = req->argc == 4 && !strcmp(req->argv[3], "row");
 	int err;
 
-	if (req->argc != 3) {
+	if (req->argc != 3 &&
+	    (req->argc != 4 || (!row && strcmp(req->argv[3], "cbw")))) {
 		snprintf(req->msg, sizeof(req->msg),
-			 "usage: snapshot start TARGET-CHAIN");
+			 "usage: snapshot start TARGET-CHAIN [row|cbw]");
 		return -EINVAL;
 	}
 	if (ctl->pausing || ctl->snap_starting) {
@@ -521,8 +526,8 @@ static int snap_start(struct ctl_client *c, struct ctl_req *req)
 		return -EBUSY;
 	}
 	td_strbuf_init(&why);
-	err = td_vbd_snapshot_start(ctl->vbd, req->argv[2], ctl_snap_started,
-				    ctl, &why);
+	err = td_vbd_snapshot_start(ctl->vbd, req->argv[2], row,
+				    ctl_snap_started, ctl, &why);
 	if (err) {
 		ctl_msg_from(req, &why);
 		td_strbuf_free(&why);
@@ -597,7 +602,8 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 		return err;
 	}
 	snprintf(req->msg, sizeof(req->msg),
-		 "usage: snapshot start TARGET-CHAIN | snapshot status [json] "
+		 "usage: snapshot start TARGET-CHAIN [row|cbw] | snapshot "
+		 "status [json] "
 		 "| snapshot speed BPS [BUSY-BPS] | snapshot cancel");
 	return -EINVAL;
 }

@@ -369,12 +369,21 @@ static int cmd_snapshot(struct cmd_opts *o)
 				 bps[1]);
 		return simple_command(o, line);
 	}
-	if (o->nr_args == 2 && !strcmp(o->args[0], "start")) {
+	if ((o->nr_args == 2 || o->nr_args == 3) &&
+	    !strcmp(o->args[0], "start")) {
+		const char *mode = o->nr_args == 3 ? o->args[2] : "cbw";
+
 		if (!*o->args[1] || strpbrk(o->args[1], " \t\r\n"))
 			return usage_errorf(sc, "'%s' is not one word",
 					    o->args[1]);
-		if (snprintf(line, sizeof(line), "snapshot start %s",
-			     o->args[1]) >= (int)sizeof(line))
+		if (strcmp(mode, "row") && strcmp(mode, "cbw"))
+			return usage_errorf(sc,
+					    "'%s' is not a mode: give row "
+					    "(redirect-on-write) or cbw "
+					    "(copy-before-write, the default)",
+					    mode);
+		if (snprintf(line, sizeof(line), "snapshot start %s %s",
+			     o->args[1], mode) >= (int)sizeof(line))
 			return usage_errorf(sc, "the target chain is too long");
 		return simple_command(o, line);
 	}
@@ -588,17 +597,24 @@ static const struct subcommand subcommands[] = {
 	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
 	 tapctl_cmd_release},
 	{"snapshot", OPT_ID | OPT_JSON | OPT_ARGS,
-	 "snapshot -i ID start TARGET-CHAIN | status [--json] | speed BPS "
-	 "[BUSY-BPS] | cancel",
+	 "snapshot -i ID start TARGET-CHAIN [row|cbw] | status [--json] | "
+	 "speed BPS [BUSY-BPS] | cancel",
 	 "Copy tapdisk ID's disk, as it is now, onto another chain while it\n"
 	 "serves (e.g. start aio:/srv/copy.img; the target must exist and be\n"
 	 "at least as large).  start returns once every acknowledged write\n"
 	 "is durable and the instant is marked; the copy runs in the\n"
 	 "background, and a write to a region not yet copied first copies\n"
-	 "the old data (copy-before-write).  status shows progress (state\n"
-	 "copying, done, failed, cancelled; --json: state, chunks_copied,\n"
-	 "chunks_total, bytes_copied, bytes_total, cbw_chunks, job_syncs,\n"
-	 "speed, busy_speed, job_file).\n"
+	 "the old data (copy-before-write, cbw, the default).\n"
+	 "row (redirect-on-write) is faster for writes: the disk's file\n"
+	 "keeps the instant and is only read, writes go to the target (an\n"
+	 "aio: file of the disk's exact size on the same file system, the\n"
+	 "disk served by aio: under sort: at most), the rest is copied in\n"
+	 "the background, and at the end the two files exchange names, so\n"
+	 "the target's name holds the snapshot.  It cannot be cancelled.\n"
+	 "status shows progress (state copying, done, failed, cancelled;\n"
+	 "--json: state, mode, row_redirected, chunks_copied, chunks_total,\n"
+	 "bytes_copied, bytes_total, cbw_chunks, job_syncs, speed,\n"
+	 "busy_speed, job_file).\n"
 	 "speed BPS limits the background copy to BPS bytes a second (K,\n"
 	 "M, G suffixes; 0, the default, for none); BUSY-BPS limits it while\n"
 	 "the disk serves its own I/O (default 16M, 0: not slowed), so a\n"

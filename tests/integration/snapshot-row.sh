@@ -1,0 +1,250 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# snapshot-row.sh - redirect-on-write snapshots (issue #21 item 2, the
+# fast mode): `tap-ctl snapshot -i ID start aio:TARGET row` on an aio
+# disk served over NBD while qemu-io writes to it.
+#
+# The writer's log is the list of writes it made (offset, length,
+# pattern byte); the expected images are the original file with the
+# logged writes applied.  The merge (the cursor) is held back with
+# `snapshot speed 1 1` so the writes land while the disk is two files.
+#
+# Cases: while the disk is two files, the disk's own file stays exactly
+# as it was at the instant, and the disk read over NBD has every write
+# (reads split between the files; unaligned writes copy their chunks
+# first); at the end the names are exchanged: the disk's name holds every
+# write, the target's the instant, the job file is gone and the reopened
+# disk takes more writes; kill -9 mid-merge, then a new tapdisk resumes
+# the job (right reads, more writes, the same end); a tapdisk killed
+# just before the exchange and one killed just after it (fail points,
+# SIGKILL) both end right when started again; refused with the reason:
+# a chain other than aio:, a target of another size, cancel.
+#
+# Prints one line per case and "N passed, N failed".  Exits 0 when all
+# pass, 1 when one fails, 77 (automake's skip) when a client is missing.
+# BUILDDIR (set by make check) is where bin/ was built.
+set -u
+
+. "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
+MIB=32
+
+nbd_need qemu-io qemu-img nbdinfo python3
+nbd_built "$TAPDISK" "$TAPCTL"
+nbd_workdir snapshot-row
+export TAPSTRIPE_STATE_DIR=$WORK/state
+SRC=$WORK/src.img
+ORIG=$WORK/orig.img
+TGT=$WORK/tgt.img
+
+start() {
+	nbd_start "$2" --name "$1" --log-file "$WORK/$1.log"
+}
+
+ctl() {
+	"$TAPCTL" --run-dir "$WORK" snapshot -i "$TD_PID" "$@"
+}
+
+status_field() {
+	ctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
+
+wait_state() {
+	for _ in $(seq 300); do
+		[ "$(status_field state 2>/dev/null)" = "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# writes LOG SEED N KIND: N writes through one qemu-io connection,
+# appended to LOG ("offset length byte"); KIND aligned: 4 KiB-aligned,
+# 4 KiB to 256 KiB; unaligned: 512-byte aligned, 512 B to 12 KiB (they
+# cover chunks in part).
+writes() {
+	python3 - "$1" "$2" "$3" $((MIB << 20)) "$4" >"$WORK/cmds" <<'PY'
+import random, sys
+log, seed, n, size, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+r = random.Random(seed)
+with open(log, "a") as f:
+    for i in range(n):
+        if kind == "aligned":
+            length = r.choice([4096, 65536, 262144])
+            off = r.randrange(0, (size - length) // 4096 + 1) * 4096
+        else:
+            length = r.randrange(1, 25) * 512
+            off = r.randrange(0, (size - length) // 512 + 1) * 512
+        byte = 1 + (seed * 37 + i) % 255
+        f.write(f"{off} {length} {byte}\n")
+        print(f"-c\nwrite -P {byte} {off} {length}")
+PY
+	local args=()
+	while IFS= read -r line; do args+=("$line"); done <"$WORK/cmds"
+	qemu-io -f raw "${args[@]}" "$URI" >"$WORK/qio.log" 2>&1 &&
+		! grep -qi "error\|fail" "$WORK/qio.log"
+}
+
+expect() {
+	python3 - "$ORIG" "$@" <<'PY'
+import sys
+img = bytearray(open(sys.argv[1], "rb").read())
+for log in sys.argv[3:]:
+    for line in open(log):
+        off, length, byte = map(int, line.split())
+        img[off:off + length] = bytes([byte]) * length
+open(sys.argv[2], "wb").write(img)
+PY
+}
+
+same() {
+	if cmp -s "$2" "$3"; then
+		pass "$1"
+	else
+		fail "$1" "$(cmp "$2" "$3" 2>&1 | head -1)"
+	fi
+}
+
+# read_disk OUT: the disk as its NBD clients read it.
+read_disk() {
+	rm -f "$1"
+	qemu-img convert -f raw -O raw "$URI" "$1" 2>"$WORK/convert.err"
+}
+
+fresh() {
+	cp "$ORIG" "$SRC"
+	rm -f "$TGT"
+	truncate -s $((MIB << 20)) "$TGT"
+	: >"$WORK/before.log"
+	: >"$WORK/during.log"
+	: >"$WORK/after.log"
+}
+
+head -c $((MIB << 20)) /dev/urandom >"$ORIG"
+fresh
+
+# --- two files, then one again -------------------------------------------
+start r1 "aio:$SRC" || { echo "FAIL: tapdisk did not start"; exit 1; }
+writes "$WORK/before.log" 1 30 aligned || fail "writes before" "$(tail -2 "$WORK/qio.log")"
+if OUT=$(ctl start "aio:$TGT" row 2>&1) && grep -q "instant is marked" <<<"$OUT"; then
+	pass "row snapshot start"
+else
+	fail "row snapshot start" "$OUT"
+fi
+ctl speed 1 1 >/dev/null || fail "merge held back"
+[ "$(status_field mode)" = row ] && pass "status says mode row" ||
+	fail "status says mode row" "$(status_field mode)"
+writes "$WORK/during.log" 2 40 aligned || fail "aligned writes during" "$(tail -2 "$WORK/qio.log")"
+writes "$WORK/during.log" 3 40 unaligned || fail "unaligned writes during" "$(tail -2 "$WORK/qio.log")"
+expect "$WORK/exp-instant" "$WORK/before.log"
+expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
+same "the disk's file stays as at the instant" "$WORK/exp-instant" "$SRC"
+read_disk "$WORK/read.img" || fail "read the disk" "$(cat "$WORK/convert.err")"
+same "the disk reads every write (two files)" "$WORK/exp-live" "$WORK/read.img"
+RED=$(status_field row_redirected)
+CBW=$(status_field cbw_chunks)
+[ "$RED" -gt 0 ] && [ "$CBW" -gt 0 ] &&
+	pass "writes redirected ($RED) and partial chunks copied first ($CBW)" ||
+	fail "writes redirected and partial chunks copied" "redirected $RED cbw $CBW"
+OUT=$(ctl cancel 2>&1) && fail "cancel refused" "exit 0: $OUT"
+grep -q "cannot be cancelled" <<<"$OUT" && [ "$(status_field state)" = copying ] &&
+	pass "cancel refused" || fail "cancel refused" "$OUT"
+[ -f "$TAPSTRIPE_STATE_DIR/snapshots/r1.job" ] && pass "job file while two files" ||
+	fail "job file while two files"
+ctl speed 0 0 >/dev/null
+if wait_state done; then
+	pass "merge done"
+else
+	fail "merge done" "$(ctl status 2>&1 | tr '\n' ' ')"
+fi
+[ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/r1.job" ] && pass "job file removed" ||
+	fail "job file removed"
+same "the disk's name holds every write" "$WORK/exp-live" "$SRC"
+same "the target's name holds the instant" "$WORK/exp-instant" "$TGT"
+writes "$WORK/after.log" 4 20 aligned || fail "writes after the exchange"
+expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log" "$WORK/after.log"
+read_disk "$WORK/read.img"
+same "the reopened disk takes writes" "$WORK/exp-live" "$WORK/read.img"
+nbd_stop TERM
+same "... into the disk's name" "$WORK/exp-live" "$SRC"
+same "... and not the snapshot" "$WORK/exp-instant" "$TGT"
+
+# --- refusals -------------------------------------------------------------
+fresh
+start r2 "qos:read_bps=800M|aio:$SRC" || fail "tapdisk r2 started"
+OUT=$(ctl start "aio:$TGT" row 2>&1) && fail "row on a qos chain refused" "exit 0"
+grep -q "needs a disk served by" <<<"$OUT" && pass "row on a qos chain refused" ||
+	fail "row on a qos chain refused" "$OUT"
+nbd_stop KILL
+start r2 "aio:$SRC" || fail "tapdisk r2 restarted"
+truncate -s $(((MIB + 1) << 20)) "$WORK/big.img"
+OUT=$(ctl start "aio:$WORK/big.img" row 2>&1) && fail "larger target refused" "exit 0"
+grep -q "of the disk's size" <<<"$OUT" && [ "$(status_field state)" = none ] &&
+	pass "larger target refused, nothing started" || fail "larger target refused" "$OUT"
+OUT=$("$TAPCTL" --run-dir "$WORK" snapshot -i "$TD_PID" start "aio:$TGT" fast 2>&1) &&
+	fail "bad mode refused" "exit 0"
+grep -q "is not a mode" <<<"$OUT" && pass "bad mode refused" || fail "bad mode refused" "$OUT"
+nbd_stop KILL
+
+# --- kill -9 mid-merge, then resume -----------------------------------------
+fresh
+start r3 "aio:$SRC" || fail "tapdisk r3 started"
+writes "$WORK/before.log" 5 20 aligned || fail "writes before (r3)"
+ctl start "aio:$TGT" row >/dev/null 2>&1 || fail "row start (r3)"
+ctl speed 1 1 >/dev/null
+writes "$WORK/during.log" 6 30 aligned || fail "writes during (r3)"
+writes "$WORK/during.log" 7 20 unaligned || fail "unaligned writes during (r3)"
+nbd_stop KILL
+[ -f "$TAPSTRIPE_STATE_DIR/snapshots/r3.job" ] && pass "kill -9 mid-merge leaves the job file" ||
+	fail "kill -9 mid-merge leaves the job file"
+start r3 "aio:$SRC" || fail "tapdisk r3 restarted" "$(tail -3 "$WORK/r3.log")"
+# The speed limits are not kept in the job file: the resumed merge runs
+# at full speed and may be done already.
+ST=$(status_field state)
+[ "$(status_field mode)" = row ] && { [ "$ST" = copying ] || [ "$ST" = done ]; } &&
+	grep -q "resumed" "$WORK/r3.log" &&
+	pass "job resumed at start-up ($ST)" || fail "job resumed at start-up" "$(ctl status 2>&1 | tr '\n' ' ')"
+expect "$WORK/exp-instant" "$WORK/before.log"
+expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
+read_disk "$WORK/read.img"
+same "after kill -9 the disk reads every acknowledged write" "$WORK/exp-live" "$WORK/read.img"
+writes "$WORK/after.log" 8 20 unaligned || fail "writes after the restart"
+wait_state done && pass "resumed merge done" || fail "resumed merge done" "$(ctl status 2>&1 | tr '\n' ' ')"
+nbd_stop TERM
+expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log" "$WORK/after.log"
+same "after kill -9 and resume: the disk's name has every write" "$WORK/exp-live" "$SRC"
+same "after kill -9 and resume: the target's name has the instant" "$WORK/exp-instant" "$TGT"
+
+# --- killed at the exchange, on either side of it ------------------------------
+for fp in snapshot-row-merged snapshot-row-exchanged; do
+	fresh
+	TAPSTRIPE_FAILPOINT=$fp start "r-$fp" "aio:$SRC" || fail "tapdisk ($fp) started"
+	writes "$WORK/before.log" 9 20 aligned || fail "writes before ($fp)"
+	ctl start "aio:$TGT" row >/dev/null 2>&1 || fail "row start ($fp)"
+	ctl speed 1 1 >/dev/null
+	writes "$WORK/during.log" 10 30 aligned || fail "writes during ($fp)"
+	ctl speed 0 0 >/dev/null
+	for _ in $(seq 300); do kill -0 "$TD_PID" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$TD_PID" 2>/dev/null; then
+		fail "killed at $fp" "tapdisk still runs"
+		nbd_stop KILL
+		continue
+	fi
+	wait "$TD_PID" 2>/dev/null
+	TD_PID=
+	[ -f "$TAPSTRIPE_STATE_DIR/snapshots/r-$fp.job" ] &&
+		pass "killed at $fp: the job file is there" ||
+		fail "killed at $fp: the job file is there"
+	start "r-$fp" "aio:$SRC" || fail "tapdisk ($fp) restarted" "$(tail -3 "$WORK/r-$fp.log")"
+	wait_state done || [ "$(status_field state)" = none ] ||
+		fail "finished after $fp" "$(ctl status 2>&1 | tr '\n' ' ')"
+	[ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/r-$fp.job" ] &&
+		pass "after $fp: the job file is gone" || fail "after $fp: the job file is gone"
+	expect "$WORK/exp-instant" "$WORK/before.log"
+	expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
+	read_disk "$WORK/read.img"
+	same "after $fp: the disk reads every write" "$WORK/exp-live" "$WORK/read.img"
+	nbd_stop TERM
+	same "after $fp: the disk's name has every write" "$WORK/exp-live" "$SRC"
+	same "after $fp: the target's name has the instant" "$WORK/exp-instant" "$TGT"
+done
+
+nbd_summary
