@@ -8,7 +8,7 @@
 # least 70 % of the plain throughput.
 #
 # usage: bench/snapshot.sh [--dir DIR] [--size SIZE] [--runtime S] [--reps N]
-#                          [--speed BPS]
+#                          [--speed BPS] [--mode cbw|row]
 #   --dir DIR      where the disk and the target go (default /dev/shm)
 #   --size SIZE    disk size, truncate's syntax (default 4G)
 #   --runtime S    seconds per fio run (default 5)
@@ -16,6 +16,9 @@
 #                  are reported (default 3)
 #   --speed BPS    limit the background copy (`tap-ctl snapshot speed`;
 #                  default none): 1 leaves copy-before-write alone
+#   --mode M       cbw (copy-before-write, the default) or row
+#                  (redirect-on-write: writes go to the target, the
+#                  disk's file keeps the instant)
 # Prints the median IOPS of each run over the whole fio run, and over the
 # copy alone (fio's IOPS log, 250 ms samples, up to the copy's duration
 # in tapdisk's log; the plain run over the same seconds), and the ratios.
@@ -28,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 BUILDDIR=${BUILDDIR:-$here/..}
 TAPDISK=${TAPDISK:-$BUILDDIR/bin/tapdisk}
 TAPCTL=${TAPCTL:-$BUILDDIR/bin/tap-ctl}
-DIR=/dev/shm SIZE=4G RUNTIME=5 REPS=3 SPEED=0
+DIR=/dev/shm SIZE=4G RUNTIME=5 REPS=3 SPEED=0 MODE=cbw
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) DIR=$2; shift ;;
@@ -36,7 +39,8 @@ while [ $# -gt 0 ]; do
 	--runtime) RUNTIME=$2; shift ;;
 	--reps) REPS=$2; shift ;;
 	--speed) SPEED=$2; shift ;;
-	*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	--mode) MODE=$2; shift ;;
+	*) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 	shift
 done
@@ -70,7 +74,7 @@ run() {
 	done
 	if [ "$1" = snap ]; then
 		"$TAPCTL" --run-dir "$WORK" snapshot -i "$TD_PID" start \
-			"aio:$WORK/target.img" >/dev/null || exit 1
+			"aio:$WORK/target.img" "$MODE" >/dev/null || exit 1
 		[ "$SPEED" = 0 ] || "$TAPCTL" --run-dir "$WORK" snapshot \
 			-i "$TD_PID" speed "$SPEED" >/dev/null || exit 1
 	fi

@@ -28,15 +28,15 @@
 /* Redirect-on-write: a write that covers the chunks it is the first to
  * touch goes to the target in a slot of these (no buffer: the
  * frontend's own), up to a queue depth of 64 at once. */
-#define SNAP_ROW_SLOTS	   64
-#define SNAP_BUF_SLOTS	   (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
-#define SNAP_SLOTS	   (SNAP_BUF_SLOTS + SNAP_ROW_SLOTS)
+#define SNAP_ROW_SLOTS 64
+#define SNAP_BUF_SLOTS (SNAP_BG_SLOTS + SNAP_CBW_SLOTS)
+#define SNAP_SLOTS     (SNAP_BUF_SLOTS + SNAP_ROW_SLOTS)
 /* Redirect-on-write's pieces of frontend I/O (a read split between the
  * disk and the target, or I/O sent to the target), each with room for
  * a slice of the frontend's iovecs. */
-#define ROW_SUBS    64
-#define ROW_SUB_IOV 64
-#define SNAP_RETRY_US  50000 /* look again while the vbd is paused */
+#define ROW_SUBS      64
+#define ROW_SUB_IOV   64
+#define SNAP_RETRY_US 50000 /* look again while the vbd is paused */
 /* Commits in flight at once: a copy that becomes durable in the target
  * while one commit runs starts the next at once rather than waiting for
  * it (bench/snapshot.sh, doc/snapshots.md "Costs"). */
@@ -67,6 +67,10 @@ struct snap_slot {
 	 * it is, is answered once its bits are durable. */
 	struct td_vbd_io *guest;
 	int err; /* failed before its commit: no bits, answered then */
+	/* Redirect-on-write, a write that is neither FUA nor a flush: its
+	 * bits go to the job file (no sync) when the target has its data,
+	 * and it is answered then; a flush makes them durable. */
+	bool lazy;
 	uint64_t chunk;
 	uint32_t nr_chunks; /* a run, up to snap_run_max() */
 	bool marking;	    /* durable in the target; waits for the commit */
@@ -119,8 +123,8 @@ struct td_snap_job {
 	uint64_t busy_speed;	 /* ... while the disk is busy; 0: same */
 	uint64_t cursor_next_ns; /* speed lets the next run go */
 	uint64_t busy_next_ns;	 /* busy_speed lets the next run go */
-	uint64_t fg_seen;    /* the disk's own I/Os completed, last look */
-	uint64_t fg_last_ns; /* when the disk's own I/O was last seen */
+	uint64_t fg_seen;	 /* the disk's own I/Os completed, last look */
+	uint64_t fg_last_ns;	 /* when the disk's own I/O was last seen */
 	td_snap_started_cb started_cb;
 	void *started_opaque;
 	struct td_vbd_io flush_io;
@@ -133,8 +137,8 @@ struct td_snap_job {
 	struct snap_held_list row_fail; /* answered -EIO from a defer */
 	struct td_defer row_fail_defer;
 	struct td_timer row_finish_retry;
-	bool row_finishing; /* the disk pauses for the exchange */
-	bool row_wanted;    /* start: make a redirect-on-write job */
+	bool row_finishing;    /* the disk pauses for the exchange */
+	bool row_wanted;       /* start: make a redirect-on-write job */
 	uint64_t row_retry_ns; /* the exchange failed: not before then */
 	uint64_t row_dev, row_lower_ino, row_upper_ino; /* row_check's */
 	uint64_t row_redirected; /* writes that went to the target first */
@@ -146,12 +150,18 @@ bool snap_chunk_in_flight(const struct td_snap_job *job, uint64_t c);
 bool snap_io_ready(struct td_snap_job *job, struct td_vbd_io *io);
 bool snap_io_writes(const struct td_vbd_io *io);
 void snap_end(struct td_snap_job *job, enum snap_state state);
-/* A free redirect slot (NULL: none) and its start: io goes to the
- * target, its chunks first..last are marked at the next commit, and
- * io is answered once they are durable. */
+/*
+ * A free redirect slot (NULL: none) and its start: io goes to the
+ * target with chunks first..last in flight.  lazy: their bits are
+ * written to the job file (not synced) once the target has the data and
+ * io is answered then; else they are marked by the next commit (a flush
+ * of the target, then the job file's sync) and io answered after it.  A
+ * flush (nr 0 chunks) only waits for the next commit.
+ */
 struct snap_slot *snap_row_slot_free(struct td_snap_job *job);
 void snap_row_slot_start(struct snap_slot *slot, struct td_vbd_io *io,
-			 uint64_t first, uint64_t last);
+			 uint64_t first, uint64_t last, bool lazy);
+void snap_row_flush_start(struct snap_slot *slot, struct td_vbd_io *io);
 
 /*
  * snapshot-row.c.  row_gate: the vbd's gate for a redirect-on-write job

@@ -61,8 +61,8 @@ static int row_disk_path(const struct td_vbd *vbd, char *out, size_t size)
 	return aio_path(last ? last + 1 : chain, out, size);
 }
 
-static int row_paths(const struct td_vbd *vbd, const char *target,
-		     char *lower, char *upper, struct td_strbuf *why)
+static int row_paths(const struct td_vbd *vbd, const char *target, char *lower,
+		     char *upper, struct td_strbuf *why)
 {
 	if (row_disk_path(vbd, lower, PATH_MAX)) {
 		td_strbuf_printf(why,
@@ -96,7 +96,8 @@ int row_check(struct td_snap_job *job, const char *target,
 	if (err)
 		return err;
 	if (di->read_only) {
-		td_strbuf_puts(why, "the disk is read-only: nothing to redirect");
+		td_strbuf_puts(why,
+			       "the disk is read-only: nothing to redirect");
 		return -EROFS;
 	}
 	if (stat(lower, &ls) || stat(upper, &us)) {
@@ -116,6 +117,7 @@ int row_check(struct td_snap_job *job, const char *target,
 	}
 	if ((uint64_t)us.st_size != di->size_sectors << TD_SECTOR_SHIFT ||
 	    ti->sector_size != di->sector_size ||
+	    !(ti->features & TD_FEAT_FLUSH) ||
 	    (di->features & feats & ~ti->features)) {
 		td_strbuf_printf(
 			why,
@@ -202,8 +204,8 @@ static uint64_t sub_slice(struct td_vbd_io *io, struct row_sub *sub,
 						     : (size_t)(bytes - mapped);
 
 		if (take) {
-			sub->iov[n].iov_base = (char *)src->iov_base +
-					       io->iov_off;
+			sub->iov[n].iov_base =
+				(char *)src->iov_base + io->iov_off;
 			sub->iov[n].iov_len = take;
 			n++;
 		}
@@ -348,15 +350,26 @@ static bool row_try(struct td_snap_job *job, struct td_vbd_io *io)
 {
 	uint64_t first = 0, last = 0;
 
+	struct snap_slot *slot;
+
+	if (io->op == TD_OP_FLUSH) { /* the target's flush, then the bits' */
+		if (!(slot = snap_row_slot_free(job)))
+			return false;
+		snap_row_flush_start(slot, io);
+		return true;
+	}
 	if (snap_io_writes(io)) {
+		bool fua = io->flags & TD_REQ_FUA;
+
 		if (!snap_io_ready(job, io))
 			return false;
-		if (row_uncopied(job, io, &first, &last)) {
-			struct snap_slot *slot = snap_row_slot_free(job);
-
-			if (!slot)
+		if (fua) /* durable when answered: its chunks' bits too */
+			td_snap_chunk_range(&job->st, io->sector,
+					    io->nr_sectors, &first, &last);
+		if (fua || row_uncopied(job, io, &first, &last)) {
+			if (!(slot = snap_row_slot_free(job)))
 				return false;
-			snap_row_slot_start(slot, io, first, last);
+			snap_row_slot_start(slot, io, first, last, !fua);
 			return true;
 		}
 	}
@@ -411,8 +424,8 @@ void row_fail_all(struct td_snap_job *job)
 		TAILQ_REMOVE(&job->held, io, held_link);
 		TAILQ_INSERT_TAIL(&job->row_fail, io, held_link);
 	}
-	td_loop_defer(td_vbd_loop(job->vbd), &job->row_fail_defer,
-		      row_fail_run, job);
+	td_loop_defer(td_vbd_loop(job->vbd), &job->row_fail_defer, row_fail_run,
+		      job);
 }
 
 bool row_busy(const struct td_snap_job *job)
@@ -499,8 +512,8 @@ static void row_drained(struct td_vbd *vbd, void *opaque)
 	td_strbuf_init(&why);
 	row_failpoint(job, "snapshot-row-merged");
 	err = row_paths(vbd, job->st.target, lower, upper, &why);
-	if (!err && renameat2(AT_FDCWD, lower, AT_FDCWD, upper,
-			      RENAME_EXCHANGE))
+	if (!err &&
+	    renameat2(AT_FDCWD, lower, AT_FDCWD, upper, RENAME_EXCHANGE))
 		err = -errno;
 	if (!err && !(err = sync_dir(lower)))
 		err = sync_dir(upper);

@@ -202,6 +202,7 @@ static void slot_free_up(struct snap_slot *slot, int err, const char *what)
 	slot->commit = NULL;
 	slot->guest = NULL;
 	slot->err = 0;
+	slot->lazy = false;
 	job->nr_busy--;
 	if (!slot->cbw && !guest)
 		job->nr_bg--;
@@ -276,7 +277,7 @@ static void snap_commit_flushed(struct td_vbd_io *io, int err)
 		struct snap_slot *slot = &job->slots[i];
 
 		if (slot->busy && slot->commit == c && !slot->err &&
-		    job->state == SNAP_COPYING)
+		    slot->nr_chunks && job->state == SNAP_COPYING)
 			err = td_snap_state_set_run(&job->st, slot->chunk,
 						    slot->nr_chunks);
 	}
@@ -370,9 +371,18 @@ static void slot_written(struct td_vbd_io *io, int err)
 {
 	struct snap_slot *slot = io->opaque;
 
-	if (err)
+	if (err) {
 		slot_done(slot, err, "writing the target at");
-	else
+	} else if (slot->lazy) {
+		/* In the job file before the write is answered: a kill -9
+		 * loses no answered write; a flush makes the bits durable. */
+		err = slot->job->state == SNAP_COPYING
+			      ? td_snap_state_set_run(&slot->job->st,
+						      slot->chunk,
+						      slot->nr_chunks)
+			      : -EIO;
+		slot_done(slot, err, "marking");
+	} else
 		slot_mark(slot);
 }
 
@@ -458,20 +468,34 @@ static void slot_start(struct snap_slot *slot, uint64_t chunk, uint32_t nr,
 /* Redirect-on-write's first write to chunks: straight to the target with
  * the frontend's buffers, then marked by the next commit (slot_mark),
  * and io is answered when the slot is done (slot_free_up). */
-void snap_row_slot_start(struct snap_slot *slot, struct td_vbd_io *io,
-			 uint64_t first, uint64_t last)
+static void row_slot_take(struct snap_slot *slot, struct td_vbd_io *io)
 {
-	struct td_snap_job *job = slot->job;
-	int err;
-
 	slot->busy = true;
 	slot->marking = false;
 	slot->cbw = false;
 	slot->guest = io;
+	slot->job->nr_busy++;
+	vbd_active_get(slot->job->vbd);
+}
+
+void snap_row_flush_start(struct snap_slot *slot, struct td_vbd_io *io)
+{
+	row_slot_take(slot, io);
+	slot->chunk = 0;
+	slot->nr_chunks = 0;
+	slot_mark(slot);
+}
+
+void snap_row_slot_start(struct snap_slot *slot, struct td_vbd_io *io,
+			 uint64_t first, uint64_t last, bool lazy)
+{
+	struct td_snap_job *job = slot->job;
+	int err;
+
+	row_slot_take(slot, io);
+	slot->lazy = lazy;
 	slot->chunk = first;
 	slot->nr_chunks = (uint32_t)(last - first + 1);
-	job->nr_busy++;
-	vbd_active_get(job->vbd);
 	memset(&slot->io, 0, sizeof(slot->io));
 	slot->io.op = io->op;
 	slot->io.flags = io->flags;
@@ -523,8 +547,8 @@ static uint32_t snap_run_len(const struct td_snap_job *job, uint64_t c,
 }
 
 /* Does io cover chunk c whole? */
-static bool io_covers(const struct td_snap_job *job,
-		      const struct td_vbd_io *io, uint64_t c)
+static bool io_covers(const struct td_snap_job *job, const struct td_vbd_io *io,
+		      uint64_t c)
 {
 	uint64_t start = c * job->st.chunk_sectors;
 

@@ -59,7 +59,7 @@ wait_state() {
 # writes LOG SEED N KIND: N writes through one qemu-io connection,
 # appended to LOG ("offset length byte"); KIND aligned: 4 KiB-aligned,
 # 4 KiB to 256 KiB; unaligned: 512-byte aligned, 512 B to 12 KiB (they
-# cover chunks in part).
+# cover chunks in part); fua: aligned ones with FUA, then a flush.
 writes() {
 	python3 - "$1" "$2" "$3" $((MIB << 20)) "$4" >"$WORK/cmds" <<'PY'
 import random, sys
@@ -67,7 +67,7 @@ log, seed, n, size, kind = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(
 r = random.Random(seed)
 with open(log, "a") as f:
     for i in range(n):
-        if kind == "aligned":
+        if kind in ("aligned", "fua"):
             length = r.choice([4096, 65536, 262144])
             off = r.randrange(0, (size - length) // 4096 + 1) * 4096
         else:
@@ -75,11 +75,14 @@ with open(log, "a") as f:
             off = r.randrange(0, (size - length) // 512 + 1) * 512
         byte = 1 + (seed * 37 + i) % 255
         f.write(f"{off} {length} {byte}\n")
-        print(f"-c\nwrite -P {byte} {off} {length}")
+        fua = "-f " if kind == "fua" else ""
+        print(f"-c\nwrite {fua}-P {byte} {off} {length}")
+    if kind == "fua":
+        print("-c\nflush")
 PY
 	local args=()
 	while IFS= read -r line; do args+=("$line"); done <"$WORK/cmds"
-	qemu-io -f raw "${args[@]}" "$URI" >"$WORK/qio.log" 2>&1 &&
+	qemu-io -t writeback -f raw "${args[@]}" "$URI" >"$WORK/qio.log" 2>&1 &&
 		! grep -qi "error\|fail" "$WORK/qio.log"
 }
 
@@ -139,6 +142,14 @@ expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
 same "the disk's file stays as at the instant" "$WORK/exp-instant" "$SRC"
 read_disk "$WORK/read.img" || fail "read the disk" "$(cat "$WORK/convert.err")"
 same "the disk reads every write (two files)" "$WORK/exp-live" "$WORK/read.img"
+SYNCS=$(status_field job_syncs)
+writes "$WORK/during.log" 11 10 fua || fail "FUA writes and a flush during" "$(tail -2 "$WORK/qio.log")"
+[ "$(status_field job_syncs)" -gt "$SYNCS" ] &&
+	pass "FUA writes and a flush sync the job file" ||
+	fail "FUA writes and a flush sync the job file" "job_syncs $SYNCS -> $(status_field job_syncs)"
+expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
+read_disk "$WORK/read.img"
+same "the disk reads the FUA writes" "$WORK/exp-live" "$WORK/read.img"
 RED=$(status_field row_redirected)
 CBW=$(status_field cbw_chunks)
 [ "$RED" -gt 0 ] && [ "$CBW" -gt 0 ] &&

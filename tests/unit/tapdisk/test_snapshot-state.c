@@ -192,6 +192,57 @@ static void test_round_trip(void **state)
 }
 
 /* Write a job file for 11 chunks, then damage it with fn. */
+/* A redirect-on-write job keeps its inodes; a bad row line is refused. */
+static void test_row_round_trip(void **state)
+{
+	static const char *const bad[] = {"row 1 2\n", "row 1 2 2\n",
+					  "row 1 0 3\n", "row 1 2 3 4\n",
+					  "row x 2 3\n"};
+	struct td_snap_state st, back;
+	struct td_strbuf why;
+	char hdr[TD_SNAP_HEADER_BYTES];
+	int fd;
+
+	td_strbuf_init(&why);
+	assert_int_equal(td_snap_state_init(&st, "aio:/srv/t.img",
+					    4 * MIB_SECTORS, MIB_SECTORS, &why),
+			 0);
+	st.row = true;
+	st.row_dev = 2049;
+	st.row_lower_ino = 12;
+	st.row_upper_ino = 13;
+	assert_int_equal(td_snap_state_create(&st, path, &why), 0);
+	assert_int_equal(td_snap_state_set_run(&st, 1, 2), 0); /* no sync */
+	assert_int_equal(st.nr_syncs, 0);
+	assert_int_equal(td_snap_state_load(&back, path, &why), 0);
+	assert_true(back.row);
+	assert_int_equal(back.row_dev, 2049);
+	assert_int_equal(back.row_lower_ino, 12);
+	assert_int_equal(back.row_upper_ino, 13);
+	assert_string_equal(back.target, "aio:/srv/t.img");
+	assert_int_equal(back.nr_copied, 2); /* in the file unsynced */
+	td_snap_state_fini(&back);
+	td_snap_state_fini(&st);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		fd = open(path, O_RDWR);
+		assert_true(fd >= 0);
+		memset(hdr, 0, sizeof(hdr));
+		snprintf(hdr, sizeof(hdr),
+			 "tapstripe-snapshot-job 1\nsize_sectors %u\n"
+			 "chunk_sectors %u\ntarget aio:/t\n%send\n",
+			 4 * MIB_SECTORS, MIB_SECTORS, bad[i]);
+		assert_int_equal(pwrite(fd, hdr, sizeof(hdr), 0),
+				 (ssize_t)sizeof(hdr));
+		close(fd);
+		td_strbuf_reset(&why);
+		assert_int_equal(td_snap_state_load(&back, path, &why),
+				 -EINVAL);
+		assert_non_null(strstr(td_strbuf_str(&why), "bad row line"));
+	}
+	unlink(path);
+	td_strbuf_free(&why);
+}
+
 static void write_then(void (*fn)(int fd))
 {
 	struct td_snap_state st;
@@ -280,6 +331,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_refused, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_row_round_trip, setup,
 						teardown),
 	};
 
