@@ -335,7 +335,8 @@ int vbd_reopen_layers(struct td_vbd *vbd)
 	if (!err)
 		err = vbd_open_layers(vbd, args, vbd->open_read_only);
 	if (!err && vbd->drivers[0].info.size_sectors != size) {
-		td_vbd_err(vbd, "reopened with %" PRIu64 " sectors, not %" PRIu64,
+		td_vbd_err(vbd,
+			   "reopened with %" PRIu64 " sectors, not %" PRIu64,
 			   vbd->drivers[0].info.size_sectors, size);
 		vbd_close_layers(vbd, 0);
 		err = -EIO;

@@ -422,8 +422,7 @@ static void vbd_kick(struct td_vbd *vbd)
 			      vbd);
 }
 
-static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io,
-			bool internal)
+static int vbd_io_start(struct td_vbd *vbd, struct td_vbd_io *io, bool internal)
 {
 	int err = vbd_validate(vbd, io);
 

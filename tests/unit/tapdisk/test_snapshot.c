@@ -156,8 +156,9 @@ static void start_job(void)
 	struct td_strbuf why;
 
 	td_strbuf_init(&why);
-	assert_int_equal(
-		td_vbd_snapshot_start(fx->vbd, "mock", false, started, NULL, &why), 0);
+	assert_int_equal(td_vbd_snapshot_start(fx->vbd, "mock", false, started,
+					       NULL, &why),
+			 0);
 	/* The tests count loop passes: the cursor not slowed by the
 	 * disk's own I/O (test_busy_speed turns that on). */
 	assert_int_equal(td_vbd_snapshot_set_speed(fx->vbd, 0, 0, &why), 0);
@@ -715,8 +716,8 @@ static void test_refusals(void **state)
 	assert_int_equal(td_vbd_snapshot_cancel(fx->vbd, &why), -ENOENT);
 	td_strbuf_reset(&why);
 	/* A target the chain cannot open. */
-	assert_true(td_vbd_snapshot_start(fx->vbd, "nosuch:x", false, started, NULL,
-					  &why) < 0);
+	assert_true(td_vbd_snapshot_start(fx->vbd, "nosuch:x", false, started,
+					  NULL, &why) < 0);
 	assert_non_null(strstr(td_strbuf_str(&why), "cannot open the target"));
 	td_strbuf_free(&why);
 }
