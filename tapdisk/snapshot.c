@@ -945,10 +945,12 @@ static void snap_drained(struct td_vbd *vbd, void *opaque)
 		snap_started(job, err, "cannot flush the disk");
 }
 
-int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target, bool row,
+int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
+			  const struct td_snap_opts *opts,
 			  td_snap_started_cb cb, void *opaque,
 			  struct td_strbuf *why)
 {
+	bool row = opts && opts->row;
 	struct td_snap_job *job;
 	char path[PATH_MAX];
 	int err = snap_forget_ended(vbd, why);
@@ -977,6 +979,10 @@ int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target, bool row,
 		return err;
 	}
 	job->row_wanted = row;
+	if (opts && opts->speed != TD_SNAP_SPEED_KEEP)
+		job->speed = opts->speed;
+	if (opts && opts->busy_speed != TD_SNAP_SPEED_KEEP)
+		job->busy_speed = opts->busy_speed;
 	snprintf(job->path, sizeof(job->path), "%s", path);
 	snprintf(job->st.target, sizeof(job->st.target), "%s", target);
 	job->started_cb = cb;

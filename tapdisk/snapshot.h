@@ -19,6 +19,8 @@
  * is $TAPSTRIPE_STATE_DIR or configure's TAPSTRIPE_STATEDIR. */
 int td_snap_job_path(const char *name, char *out, size_t size);
 
+#define TD_SNAP_SPEED_KEEP UINT64_MAX
+
 /* The instant is marked (err 0) or the start failed (err, why). */
 typedef void (*td_snap_started_cb)(struct td_vbd *vbd, int err, const char *why,
 				   void *opaque);
@@ -31,14 +33,23 @@ typedef void (*td_snap_started_cb)(struct td_vbd *vbd, int err, const char *why,
  * loop, when every acknowledged write is durable, the job file written
  * and copy-before-write active (the instant), or with the error.
  *
- * row: redirect-on-write instead (doc/snapshots.md): the disk's file
+ * opts (NULL: copy-before-write, default speeds).  opts->row:
+ * redirect-on-write instead (doc/snapshots.md): the disk's file
  * stays as it is at the instant, writes go to the target, which is
  * filled from the disk in the background, and at the end the two files
  * exchange names, so the target's name holds the snapshot.  Only for a
  * writable disk served by aio: (under sort: filters at most) and an
  * aio: target file of the same size on the same file system.
  */
-int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target, bool row,
+struct td_snap_opts {
+	bool row;
+	/* The cursor's limits from the start (td_vbd_snapshot_set_speed's;
+	 * TD_SNAP_SPEED_KEEP: the default). */
+	uint64_t speed;
+	uint64_t busy_speed;
+};
+int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
+			  const struct td_snap_opts *opts,
 			  td_snap_started_cb cb, void *opaque,
 			  struct td_strbuf *why);
 
@@ -66,7 +77,6 @@ int td_vbd_snapshot_cancel(struct td_vbd *vbd, struct td_strbuf *why);
  * resumed by the next tapdisk starts with the defaults.  -ENOENT with
  * why when no job is copying.
  */
-#define TD_SNAP_SPEED_KEEP UINT64_MAX
 int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
 			      uint64_t busy_bytes_per_s, struct td_strbuf *why);
 

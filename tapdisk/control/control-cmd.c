@@ -510,14 +510,24 @@ static void ctl_snap_started(struct td_vbd *vbd, int err, const char *why,
 static int snap_start(struct ctl_client *c, struct ctl_req *req)
 {
 	struct td_ctl_server *ctl = c->ctl;
+	struct td_snap_opts o = {false, TD_SNAP_SPEED_KEEP,
+				 TD_SNAP_SPEED_KEEP};
 	struct td_strbuf why;
-	bool row = req->argc == 4 && !strcmp(req->argv[3], "row");
+	bool bad = req->argc < 3 || req->argc > 6;
 	int err;
 
-	if (req->argc != 3 &&
-	    (req->argc != 4 || (!row && strcmp(req->argv[3], "cbw")))) {
+	if (!bad && req->argc >= 4) {
+		o.row = !strcmp(req->argv[3], "row");
+		bad = !o.row && strcmp(req->argv[3], "cbw");
+	}
+	if (!bad && req->argc >= 5)
+		bad = td_parse_size(req->argv[4], &o.speed) != 0;
+	if (!bad && req->argc == 6)
+		bad = td_parse_size(req->argv[5], &o.busy_speed) != 0;
+	if (bad) {
 		snprintf(req->msg, sizeof(req->msg),
-			 "usage: snapshot start TARGET-CHAIN [row|cbw]");
+			 "usage: snapshot start TARGET-CHAIN [row|cbw [BPS "
+			 "[BUSY-BPS]]]");
 		return -EINVAL;
 	}
 	if (ctl->pausing || ctl->snap_starting) {
@@ -526,7 +536,7 @@ static int snap_start(struct ctl_client *c, struct ctl_req *req)
 		return -EBUSY;
 	}
 	td_strbuf_init(&why);
-	err = td_vbd_snapshot_start(ctl->vbd, req->argv[2], row,
+	err = td_vbd_snapshot_start(ctl->vbd, req->argv[2], &o,
 				    ctl_snap_started, ctl, &why);
 	if (err) {
 		ctl_msg_from(req, &why);
@@ -602,8 +612,8 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 		return err;
 	}
 	snprintf(req->msg, sizeof(req->msg),
-		 "usage: snapshot start TARGET-CHAIN [row|cbw] | snapshot "
-		 "status [json] "
+		 "usage: snapshot start TARGET-CHAIN [row|cbw [BPS [BUSY-BPS]]] "
+		 "| snapshot status [json] "
 		 "| snapshot speed BPS [BUSY-BPS] | snapshot cancel");
 	return -EINVAL;
 }
@@ -638,9 +648,9 @@ static const struct ctl_command {
 	 "a command for frontend KIND (nbd list [json], nbd drop ID)",
 	 TD_CTL_MAX_ARGS - 1, true, cmd_frontend},
 	{"snapshot", "snapshot start|status|speed|cancel",
-	 "copy the disk as of now onto a chain (start TARGET-CHAIN, status "
-	 "[json], speed BPS [BUSY-BPS], cancel)",
-	 3, false, cmd_snapshot},
+	 "copy the disk as of now onto a chain (start TARGET-CHAIN [row|cbw "
+	 "[BPS [BUSY-BPS]]], status [json], speed BPS [BUSY-BPS], cancel)",
+	 5, false, cmd_snapshot},
 	{"poll", "poll [US] [json]",
 	 "the polling budget in microseconds (0: off), set when US is given", 2,
 	 true, cmd_poll},

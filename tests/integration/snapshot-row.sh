@@ -127,12 +127,14 @@ fresh
 # --- two files, then one again -------------------------------------------
 start r1 "aio:$SRC" || { echo "FAIL: tapdisk did not start"; exit 1; }
 writes "$WORK/before.log" 1 30 aligned || fail "writes before" "$(tail -2 "$WORK/qio.log")"
-if OUT=$(ctl start "aio:$TGT" row 2>&1) && grep -q "instant is marked" <<<"$OUT"; then
+# The merge held back from its first chunk (speed 1 B/s, busy or not).
+if OUT=$(ctl start "aio:$TGT" row 1 1 2>&1) && grep -q "instant is marked" <<<"$OUT"; then
 	pass "row snapshot start"
 else
 	fail "row snapshot start" "$OUT"
 fi
-ctl speed 1 1 >/dev/null || fail "merge held back"
+[ "$(status_field speed)" = 1 ] && [ "$(status_field busy_speed)" = 1 ] &&
+	pass "start's speeds hold" || fail "start's speeds hold" "$(ctl status 2>&1 | tr '\n' ' ')"
 [ "$(status_field mode)" = row ] && pass "status says mode row" ||
 	fail "status says mode row" "$(status_field mode)"
 writes "$WORK/during.log" 2 40 aligned || fail "aligned writes during" "$(tail -2 "$WORK/qio.log")"
@@ -193,14 +195,16 @@ grep -q "of the disk's size" <<<"$OUT" && [ "$(status_field state)" = none ] &&
 OUT=$("$TAPCTL" --run-dir "$WORK" snapshot -i "$TD_PID" start "aio:$TGT" fast 2>&1) &&
 	fail "bad mode refused" "exit 0"
 grep -q "is not a mode" <<<"$OUT" && pass "bad mode refused" || fail "bad mode refused" "$OUT"
+OUT=$(ctl start "aio:$TGT" row fast 2>&1) && fail "bad start speed refused" "exit 0"
+grep -q "is not a speed" <<<"$OUT" && [ "$(status_field state)" = none ] &&
+	pass "bad start speed refused" || fail "bad start speed refused" "$OUT"
 nbd_stop KILL
 
 # --- kill -9 mid-merge, then resume -----------------------------------------
 fresh
 start r3 "aio:$SRC" || fail "tapdisk r3 started"
 writes "$WORK/before.log" 5 20 aligned || fail "writes before (r3)"
-ctl start "aio:$TGT" row >/dev/null 2>&1 || fail "row start (r3)"
-ctl speed 1 1 >/dev/null
+ctl start "aio:$TGT" row 1 1 >/dev/null 2>&1 || fail "row start (r3)"
 writes "$WORK/during.log" 6 30 aligned || fail "writes during (r3)"
 writes "$WORK/during.log" 7 20 unaligned || fail "unaligned writes during (r3)"
 nbd_stop KILL
@@ -229,8 +233,7 @@ for fp in snapshot-row-merged snapshot-row-exchanged; do
 	fresh
 	TAPSTRIPE_FAILPOINT=$fp start "r-$fp" "aio:$SRC" || fail "tapdisk ($fp) started"
 	writes "$WORK/before.log" 9 20 aligned || fail "writes before ($fp)"
-	ctl start "aio:$TGT" row >/dev/null 2>&1 || fail "row start ($fp)"
-	ctl speed 1 1 >/dev/null
+	ctl start "aio:$TGT" row 1 1 >/dev/null 2>&1 || fail "row start ($fp)"
 	writes "$WORK/during.log" 10 30 aligned || fail "writes during ($fp)"
 	ctl speed 0 0 >/dev/null
 	for _ in $(seq 300); do kill -0 "$TD_PID" 2>/dev/null || break; sleep 0.1; done

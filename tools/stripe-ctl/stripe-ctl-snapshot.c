@@ -215,7 +215,7 @@ static int start_offline(struct snap *sn, const char *target)
 		return ctl_fail("cannot remove the stale job file %s: %s", path,
 				strerror(errno));
 	td_strbuf_init(&why);
-	err = td_vbd_snapshot_start(sn->s.vbd, target, false, offline_started,
+	err = td_vbd_snapshot_start(sn->s.vbd, target, NULL, offline_started,
 				    sn, &why);
 	if (err)
 		ctl_fail("cannot start the copy: %s",

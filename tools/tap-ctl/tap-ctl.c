@@ -369,9 +369,11 @@ static int cmd_snapshot(struct cmd_opts *o)
 				 bps[1]);
 		return simple_command(o, line);
 	}
-	if ((o->nr_args == 2 || o->nr_args == 3) &&
+	if (o->nr_args >= 2 && o->nr_args <= 5 &&
 	    !strcmp(o->args[0], "start")) {
-		const char *mode = o->nr_args == 3 ? o->args[2] : "cbw";
+		const char *mode = o->nr_args >= 3 ? o->args[2] : "cbw";
+		uint64_t bps[2] = {0, 0};
+		int n = 0;
 
 		if (!*o->args[1] || strpbrk(o->args[1], " \t\r\n"))
 			return usage_errorf(sc, "'%s' is not one word",
@@ -382,8 +384,20 @@ static int cmd_snapshot(struct cmd_opts *o)
 					    "(redirect-on-write) or cbw "
 					    "(copy-before-write, the default)",
 					    mode);
-		if (snprintf(line, sizeof(line), "snapshot start %s %s",
-			     o->args[1], mode) >= (int)sizeof(line))
+		for (int i = 3; i < o->nr_args; i++)
+			if (td_parse_size(o->args[i], &bps[i - 3]))
+				return usage_errorf(
+					sc,
+					"'%s' is not a speed: give bytes per "
+					"second (K, M, G suffixes; 0 for no "
+					"limit)",
+					o->args[i]);
+		n = snprintf(line, sizeof(line), "snapshot start %s %s",
+			     o->args[1], mode);
+		for (int i = 3; i < o->nr_args && n < (int)sizeof(line); i++)
+			n += snprintf(line + n, sizeof(line) - (size_t)n,
+				      " %" PRIu64, bps[i - 3]);
+		if (n >= (int)sizeof(line))
 			return usage_errorf(sc, "the target chain is too long");
 		return simple_command(o, line);
 	}
@@ -597,8 +611,8 @@ static const struct subcommand subcommands[] = {
 	 "disk xl made (backendtype=qdisk, target=tapstripe:NAME) too.\n",
 	 tapctl_cmd_release},
 	{"snapshot", OPT_ID | OPT_JSON | OPT_ARGS,
-	 "snapshot -i ID start TARGET-CHAIN [row|cbw] | status [--json] | "
-	 "speed BPS [BUSY-BPS] | cancel",
+	 "snapshot -i ID start TARGET-CHAIN [row|cbw [BPS [BUSY-BPS]]] | "
+	 "status [--json] | speed BPS [BUSY-BPS] | cancel",
 	 "Copy tapdisk ID's disk, as it is now, onto another chain while it\n"
 	 "serves (e.g. start aio:/srv/copy.img; the target must exist and be\n"
 	 "at least as large).  start returns once every acknowledged write\n"
@@ -620,7 +634,9 @@ static const struct subcommand subcommands[] = {
 	 "the disk serves its own I/O (default 16M, 0: not slowed), so a\n"
 	 "busy disk keeps most of the machine and an idle one is copied at\n"
 	 "full speed.  A write to a region not yet copied is never held\n"
-	 "back by them.  They hold for this tapdisk's run of the job.\n"
+	 "back by them.  They hold for this tapdisk's run of the job; start\n"
+	 "takes them too, after the mode, so the copy is held back from its\n"
+	 "first chunk (e.g. start aio:/srv/copy.img row 0 8M).\n"
 	 "A job survives a tapdisk restart (its job file); cancel drops it,\n"
 	 "leaving the target incomplete.  See doc/snapshots.md.\n",
 	 cmd_snapshot},

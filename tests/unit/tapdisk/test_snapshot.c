@@ -156,7 +156,7 @@ static void start_job(void)
 	struct td_strbuf why;
 
 	td_strbuf_init(&why);
-	assert_int_equal(td_vbd_snapshot_start(fx->vbd, "mock", false, started,
+	assert_int_equal(td_vbd_snapshot_start(fx->vbd, "mock", NULL, started,
 					       NULL, &why),
 			 0);
 	/* The tests count loop passes: the cursor not slowed by the
@@ -716,7 +716,7 @@ static void test_refusals(void **state)
 	assert_int_equal(td_vbd_snapshot_cancel(fx->vbd, &why), -ENOENT);
 	td_strbuf_reset(&why);
 	/* A target the chain cannot open. */
-	assert_true(td_vbd_snapshot_start(fx->vbd, "nosuch:x", false, started,
+	assert_true(td_vbd_snapshot_start(fx->vbd, "nosuch:x", NULL, started,
 					  NULL, &why) < 0);
 	assert_non_null(strstr(td_strbuf_str(&why), "cannot open the target"));
 	td_strbuf_free(&why);
