@@ -261,4 +261,65 @@ for fp in snapshot-row-merged snapshot-row-exchanged; do
 	same "after $fp: the target's name has the instant" "$WORK/exp-instant" "$TGT"
 done
 
+# --- the target's file system fills up: the job fails, nothing is lost ----------
+# A 40 MiB tmpfs holds the disk's 32 MiB and a sparse target: writes to
+# the target fail with ENOSPC after ~8 MiB.  The job fails, keeps its
+# file, the disk answers errors; once there is room a new tapdisk
+# resumes it and every acknowledged write is there.
+FULL=$WORK/full
+mkdir -p "$FULL"
+if mount -t tmpfs -o size=40m tapstripe-row-full "$FULL" 2>/dev/null; then
+	nbd_cleanup_more() { umount -l "$FULL" 2>/dev/null; }
+	SRC=$FULL/src.img TGT=$FULL/tgt.img
+	fresh
+	start r5 "aio:$SRC" || fail "tapdisk r5 started"
+	ctl start "aio:$TGT" row 1 1 >/dev/null 2>&1 || fail "row start (r5)"
+	python3 - $((MIB << 20)) >"$WORK/cmds" <<'PY'
+import sys
+size = int(sys.argv[1])
+for i in range(64):  # 16 MiB of 256 KiB writes, each at its own offset
+    print(f"-c\nwrite -P {1 + i} {i * 512 * 1024} 262144")
+PY
+	args=()
+	while IFS= read -r line; do args+=("$line"); done <"$WORK/cmds"
+	qemu-io -t writeback -f raw "${args[@]}" "$URI" >"$WORK/qio.log" 2>&1
+	# The acknowledged writes: qemu-io's "wrote" lines.
+	python3 - "$WORK/qio.log" >"$WORK/during.log" <<'PY'
+import re, sys
+for line in open(sys.argv[1]):
+    m = re.match(r"wrote (\d+)/\d+ bytes at offset (\d+)", line)
+    if m:
+        off = int(m.group(2))
+        print(off, int(m.group(1)), 1 + off // (512 * 1024))
+PY
+	ACKED=$(wc -l <"$WORK/during.log")
+	ST=$(status_field state)
+	if [ "$ST" = failed ] && [ "$ACKED" -gt 0 ] && [ "$ACKED" -lt 64 ] &&
+		grep -q "No space left" "$WORK/qio.log"; then
+		pass "target full: the job fails ($ACKED of 64 writes acknowledged)"
+	else
+		fail "target full: the job fails" "state $ST, $ACKED acknowledged"
+	fi
+	grep -q "answers errors until a tapdisk resumes" <<<"$(ctl status)" &&
+		[ -f "$TAPSTRIPE_STATE_DIR/snapshots/r5.job" ] &&
+		pass "the failed job keeps its file and says what to do" ||
+		fail "the failed job keeps its file" "$(ctl status 2>&1 | tr '\n' ' ')"
+	qemu-io -f raw -c "read 0 4096" "$URI" >"$WORK/qio2.log" 2>&1
+	grep -q "read failed" "$WORK/qio2.log" && pass "the disk answers errors meanwhile" ||
+		fail "the disk answers errors meanwhile" "$(head -2 "$WORK/qio2.log")"
+	nbd_stop TERM
+	mount -o remount,size=100m "$FULL" || fail "remount $FULL"
+	start r5 "aio:$SRC" || fail "tapdisk r5 restarted" "$(tail -3 "$WORK/r5.log")"
+	expect "$WORK/exp-live" "$WORK/during.log"
+	read_disk "$WORK/read.img"
+	same "room again: the resumed disk has every acknowledged write" "$WORK/exp-live" "$WORK/read.img"
+	wait_state done && pass "room again: the merge ends" ||
+		fail "room again: the merge ends" "$(ctl status 2>&1 | tr '\n' ' ')"
+	nbd_stop TERM
+	same "room again: the disk's name has every acknowledged write" "$WORK/exp-live" "$SRC"
+	same "room again: the target's name has the instant" "$ORIG" "$TGT"
+else
+	echo "SKIP: cannot mount a tmpfs (not root): the full target case"
+fi
+
 nbd_summary
