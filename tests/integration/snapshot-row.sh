@@ -176,9 +176,17 @@ writes "$WORK/after.log" 4 20 aligned || fail "writes after the exchange"
 expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log" "$WORK/after.log"
 read_disk "$WORK/read.img"
 same "the reopened disk takes writes" "$WORK/exp-live" "$WORK/read.img"
+# A second snapshot of the reopened disk.
+truncate -s $((MIB << 20)) "$WORK/tgt2.img"
+if ctl start "aio:$WORK/tgt2.img" row >/dev/null 2>&1 && wait_state done; then
+	pass "a second row snapshot of the reopened disk"
+else
+	fail "a second row snapshot of the reopened disk" "$(ctl status 2>&1 | tr '\n' ' ')"
+fi
 nbd_stop TERM
 same "... into the disk's name" "$WORK/exp-live" "$SRC"
 same "... and not the snapshot" "$WORK/exp-instant" "$TGT"
+same "the second snapshot holds its instant" "$WORK/exp-live" "$WORK/tgt2.img"
 
 # --- refusals -------------------------------------------------------------
 fresh
