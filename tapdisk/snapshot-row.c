@@ -194,30 +194,11 @@ static struct row_sub *sub_get(struct td_snap_job *job)
 static uint64_t sub_slice(struct td_vbd_io *io, struct row_sub *sub,
 			  uint64_t bytes)
 {
-	uint64_t mapped = 0;
-	int n = 0;
+	uint64_t mapped;
 
-	while (mapped < bytes && n < ROW_SUB_IOV && io->iov_idx < io->iovcnt) {
-		const struct iovec *src = &io->iov[io->iov_idx];
-		size_t avail = src->iov_len - io->iov_off;
-		size_t take = avail < bytes - mapped ? avail
-						     : (size_t)(bytes - mapped);
-
-		if (take) {
-			sub->iov[n].iov_base =
-				(char *)src->iov_base + io->iov_off;
-			sub->iov[n].iov_len = take;
-			n++;
-		}
-		mapped += take;
-		io->iov_off += take;
-		if (io->iov_off == src->iov_len) {
-			io->iov_idx++;
-			io->iov_off = 0;
-		}
-	}
+	sub->io.iovcnt =
+		vbd_iov_take(io, sub->iov, ROW_SUB_IOV, bytes, &mapped);
 	sub->io.iov = sub->iov;
-	sub->io.iovcnt = n;
 	return mapped >> TD_SECTOR_SHIFT;
 }
 

@@ -104,6 +104,13 @@ void vbd_unplug(struct td_hook *h, void *opaque);
  * pool has room); count the job's work as active, so a pause drains it.
  */
 int vbd_submit_internal(struct td_vbd *vbd, struct td_vbd_io *io);
+/*
+ * The next bytes (at most) of io's buffers, from its cursor (iov_idx,
+ * iov_off, which move on), as up to cap entries of dst: returns the
+ * entries, the bytes in *mapped (fewer when cap runs out).
+ */
+int vbd_iov_take(struct td_vbd_io *io, struct iovec *dst, int cap,
+		 uint64_t bytes, uint64_t *mapped);
 /* The gate answers io itself (redirect-on-write served it elsewhere). */
 void vbd_io_complete(struct td_vbd *vbd, struct td_vbd_io *io, int err);
 void vbd_io_release(struct td_vbd *vbd, struct td_vbd_io *io);

@@ -276,24 +276,21 @@ static uint32_t vbd_piece_sectors(const struct td_vbd *vbd,
 	return (uint32_t)left;
 }
 
-/* Point req's slab at the next bytes of io's iovecs; returns bytes mapped. */
-static uint64_t vbd_map_iov(struct td_vbd_io *io, struct td_request *req,
-			    uint64_t bytes)
+int vbd_iov_take(struct td_vbd_io *io, struct iovec *dst, int cap,
+		 uint64_t bytes, uint64_t *out)
 {
 	uint64_t mapped = 0;
 	int n = 0;
 
-	while (mapped < bytes && n < (int)td_request_iov_cap() &&
-	       io->iov_idx < io->iovcnt) {
+	while (mapped < bytes && n < cap && io->iov_idx < io->iovcnt) {
 		const struct iovec *src = &io->iov[io->iov_idx];
 		size_t avail = src->iov_len - io->iov_off;
 		size_t take = avail < bytes - mapped ? avail
 						     : (size_t)(bytes - mapped);
 
 		if (take) {
-			req->iov_slab[n].iov_base =
-				(char *)src->iov_base + io->iov_off;
-			req->iov_slab[n].iov_len = take;
+			dst[n].iov_base = (char *)src->iov_base + io->iov_off;
+			dst[n].iov_len = take;
 			n++;
 		}
 		mapped += take;
@@ -303,8 +300,19 @@ static uint64_t vbd_map_iov(struct td_vbd_io *io, struct td_request *req,
 			io->iov_off = 0;
 		}
 	}
+	*out = mapped;
+	return n;
+}
+
+/* Point req's slab at the next bytes of io's iovecs; returns bytes mapped. */
+static uint64_t vbd_map_iov(struct td_vbd_io *io, struct td_request *req,
+			    uint64_t bytes)
+{
+	uint64_t mapped;
+
+	req->iovcnt = vbd_iov_take(io, req->iov_slab, (int)td_request_iov_cap(),
+				   bytes, &mapped);
 	req->iov = req->iov_slab;
-	req->iovcnt = n;
 	return mapped;
 }
 

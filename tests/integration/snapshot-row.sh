@@ -26,6 +26,7 @@
 set -u
 
 . "$(cd "$(dirname "$0")" && pwd)/nbd-lib.sh"
+. "$(cd "$(dirname "$0")" && pwd)/snapshot-lib.sh"
 MIB=32
 
 nbd_need qemu-io qemu-img nbdinfo python3
@@ -35,26 +36,6 @@ export TAPSTRIPE_STATE_DIR=$WORK/state
 SRC=$WORK/src.img
 ORIG=$WORK/orig.img
 TGT=$WORK/tgt.img
-
-start() {
-	nbd_start "$2" --name "$1" --log-file "$WORK/$1.log"
-}
-
-ctl() {
-	"$TAPCTL" --run-dir "$WORK" snapshot -i "$TD_PID" "$@"
-}
-
-status_field() {
-	ctl status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
-}
-
-wait_state() {
-	for _ in $(seq 300); do
-		[ "$(status_field state 2>/dev/null)" = "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # writes LOG SEED N KIND: N writes through one qemu-io connection,
 # appended to LOG ("offset length byte"); KIND aligned: 4 KiB-aligned,
@@ -84,26 +65,6 @@ PY
 	while IFS= read -r line; do args+=("$line"); done <"$WORK/cmds"
 	qemu-io -t writeback -f raw "${args[@]}" "$URI" >"$WORK/qio.log" 2>&1 &&
 		! grep -qi "error\|fail" "$WORK/qio.log"
-}
-
-expect() {
-	python3 - "$ORIG" "$@" <<'PY'
-import sys
-img = bytearray(open(sys.argv[1], "rb").read())
-for log in sys.argv[3:]:
-    for line in open(log):
-        off, length, byte = map(int, line.split())
-        img[off:off + length] = bytes([byte]) * length
-open(sys.argv[2], "wb").write(img)
-PY
-}
-
-same() {
-	if cmp -s "$2" "$3"; then
-		pass "$1"
-	else
-		fail "$1" "$(cmp "$2" "$3" 2>&1 | head -1)"
-	fi
 }
 
 # read_disk OUT: the disk as its NBD clients read it.

@@ -333,6 +333,30 @@ static int cmd_nbd(struct cmd_opts *o)
 	return usage_errorf(sc, "give list or drop CONN");
 }
 
+/* Append " BPS" for each of the n words (sizes: K, M, G) to line; 0, or
+ * the usage error's status (printed). */
+static int append_speeds(const struct subcommand *sc, char *const *words, int n,
+			 char *line, size_t size)
+{
+	size_t len = strlen(line);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t bps;
+
+		if (td_parse_size(words[i], &bps))
+			return usage_errorf(sc,
+					    "'%s' is not a speed: give bytes "
+					    "per second (K, M, G suffixes; 0 "
+					    "for no limit)",
+					    words[i]);
+		len += (size_t)snprintf(line + len, size - len, " %" PRIu64,
+					bps);
+		if (len >= size)
+			return usage_errorf(sc, "the command is too long");
+	}
+	return 0;
+}
+
 /* "snapshot start TARGET | status [--json] | cancel" (doc/snapshots.md). */
 static int cmd_snapshot(struct cmd_opts *o)
 {
@@ -350,30 +374,17 @@ static int cmd_snapshot(struct cmd_opts *o)
 		return simple_command(o, "snapshot cancel");
 	if ((o->nr_args == 2 || o->nr_args == 3) &&
 	    !strcmp(o->args[0], "speed")) {
-		uint64_t bps[2] = {0, 0};
+		int rc;
 
-		for (int i = 1; i < o->nr_args; i++)
-			if (td_parse_size(o->args[i], &bps[i - 1]))
-				return usage_errorf(
-					sc,
-					"'%s' is not a speed: give bytes per "
-					"second (K, M, G suffixes; 0 for no "
-					"limit)",
-					o->args[i]);
-		if (o->nr_args == 2)
-			snprintf(line, sizeof(line), "snapshot speed %" PRIu64,
-				 bps[0]);
-		else
-			snprintf(line, sizeof(line),
-				 "snapshot speed %" PRIu64 " %" PRIu64, bps[0],
-				 bps[1]);
-		return simple_command(o, line);
+		snprintf(line, sizeof(line), "snapshot speed");
+		rc = append_speeds(sc, o->args + 1, o->nr_args - 1, line,
+				   sizeof(line));
+		return rc ? rc : simple_command(o, line);
 	}
 	if (o->nr_args >= 2 && o->nr_args <= 5 &&
 	    !strcmp(o->args[0], "start")) {
 		const char *mode = o->nr_args >= 3 ? o->args[2] : "cbw";
-		uint64_t bps[2] = {0, 0};
-		int n = 0;
+		int rc;
 
 		if (!*o->args[1] || strpbrk(o->args[1], " \t\r\n"))
 			return usage_errorf(sc, "'%s' is not one word",
@@ -384,22 +395,14 @@ static int cmd_snapshot(struct cmd_opts *o)
 					    "(redirect-on-write) or cbw "
 					    "(copy-before-write, the default)",
 					    mode);
-		for (int i = 3; i < o->nr_args; i++)
-			if (td_parse_size(o->args[i], &bps[i - 3]))
-				return usage_errorf(
-					sc,
-					"'%s' is not a speed: give bytes per "
-					"second (K, M, G suffixes; 0 for no "
-					"limit)",
-					o->args[i]);
-		n = snprintf(line, sizeof(line), "snapshot start %s %s",
-			     o->args[1], mode);
-		for (int i = 3; i < o->nr_args && n < (int)sizeof(line); i++)
-			n += snprintf(line + n, sizeof(line) - (size_t)n,
-				      " %" PRIu64, bps[i - 3]);
-		if (n >= (int)sizeof(line))
+		if (snprintf(line, sizeof(line), "snapshot start %s %s",
+			     o->args[1], mode) >= (int)sizeof(line))
 			return usage_errorf(sc, "the target chain is too long");
-		return simple_command(o, line);
+		rc = o->nr_args > 3
+			     ? append_speeds(sc, o->args + 3, o->nr_args - 3,
+					     line, sizeof(line))
+			     : 0;
+		return rc ? rc : simple_command(o, line);
 	}
 	return usage_errorf(sc, "give start TARGET-CHAIN, status, speed BPS "
 				"[BUSY-BPS] or cancel");
