@@ -510,8 +510,7 @@ static void ctl_snap_started(struct td_vbd *vbd, int err, const char *why,
 static int snap_start(struct ctl_client *c, struct ctl_req *req)
 {
 	struct td_ctl_server *ctl = c->ctl;
-	struct td_snap_opts o = {false, TD_SNAP_SPEED_KEEP,
-				 TD_SNAP_SPEED_KEEP};
+	struct td_snap_opts o = {false, TD_SNAP_SPEED_KEEP, TD_SNAP_SPEED_KEEP};
 	struct td_strbuf why;
 	bool bad = req->argc < 3 || req->argc > 6;
 	int err;
@@ -611,10 +610,11 @@ static int cmd_snapshot(struct ctl_client *c, struct ctl_req *req)
 		td_strbuf_free(&why);
 		return err;
 	}
-	snprintf(req->msg, sizeof(req->msg),
-		 "usage: snapshot start TARGET-CHAIN [row|cbw [BPS [BUSY-BPS]]] "
-		 "| snapshot status [json] "
-		 "| snapshot speed BPS [BUSY-BPS] | snapshot cancel");
+	snprintf(
+		req->msg, sizeof(req->msg),
+		"usage: snapshot start TARGET-CHAIN [row|cbw [BPS [BUSY-BPS]]] "
+		"| snapshot status [json] "
+		"| snapshot speed BPS [BUSY-BPS] | snapshot cancel");
 	return -EINVAL;
 }
 
