@@ -17,7 +17,10 @@
 # disk takes more writes; kill -9 mid-merge, then a new tapdisk resumes
 # the job (right reads, more writes, the same end); a tapdisk killed
 # just before the exchange and one killed just after it (fail points,
-# SIGKILL) both end right when started again; refused with the reason:
+# SIGKILL) both end right when started again; an exchange refused (the
+# files' folder immutable) is tried again and ends once allowed; the
+# target's file system filling up fails the job, which a new tapdisk
+# resumes once there is room; refused with the reason:
 # a chain other than aio:, a target of another size, cancel.
 #
 # Prints one line per case and "N passed, N failed".  Exits 0 when all
@@ -32,6 +35,8 @@ MIB=32
 nbd_need qemu-io qemu-img nbdinfo python3
 nbd_built "$TAPDISK" "$TAPCTL"
 nbd_workdir snapshot-row
+IMMUTABLE=
+nbd_cleanup_more() { [ -z "$IMMUTABLE" ] || chattr -i "$IMMUTABLE"; }
 export TAPSTRIPE_STATE_DIR=$WORK/state
 SRC=$WORK/src.img
 ORIG=$WORK/orig.img
@@ -230,6 +235,42 @@ for fp in snapshot-row-merged snapshot-row-exchanged; do
 	same "after $fp: the target's name has the instant" "$WORK/exp-instant" "$TGT"
 done
 
+# --- the exchange fails (the files' folder immutable): the disk goes on ------
+# Serving from both files with every chunk in the target; tapdisk tries
+# the exchange again every 10 s and ends once it can.
+mkdir -p "$WORK/im"
+SRC=$WORK/im/src.img TGT=$WORK/im/tgt.img
+fresh
+start r6 "aio:$SRC" || fail "tapdisk r6 started"
+ctl start "aio:$TGT" row 1 1 >/dev/null 2>&1 || fail "row start (r6)"
+if chattr +i "$WORK/im" 2>/dev/null; then
+	IMMUTABLE=$WORK/im
+	writes "$WORK/during.log" 12 20 aligned || fail "writes during (r6)"
+	ctl speed 0 0 >/dev/null
+	for _ in $(seq 100); do
+		grep -q "retrying" "$WORK/r6.log" && break
+		sleep 0.1
+	done
+	expect "$WORK/exp-live" "$WORK/during.log"
+	read_disk "$WORK/read.img"
+	grep -q "exchanging .*Operation not permitted; retrying" "$WORK/r6.log" &&
+		[ "$(status_field state)" = copying ] &&
+		[ "$(status_field chunks_copied)" = "$(status_field chunks_total)" ] &&
+		pass "exchange refused: logged, the job stays, every chunk in the target" ||
+		fail "exchange refused: logged" "$(grep -i exchang "$WORK/r6.log" | tail -2)"
+	same "exchange refused: the disk reads every write" "$WORK/exp-live" "$WORK/read.img"
+	chattr -i "$WORK/im"
+	IMMUTABLE=
+	wait_state done && pass "exchange allowed again: done on the next try" ||
+		fail "exchange allowed again: done on the next try" "$(ctl status 2>&1 | tr '\n' ' ')"
+	nbd_stop TERM
+	same "... the disk's name has every write" "$WORK/exp-live" "$SRC"
+	same "... the target's name has the instant" "$ORIG" "$TGT"
+else
+	echo "SKIP: chattr +i refused here: the failed exchange case"
+	nbd_stop KILL
+fi
+
 # --- the target's file system fills up: the job fails, nothing is lost ----------
 # A 40 MiB tmpfs holds the disk's 32 MiB and a sparse target: writes to
 # the target fail with ENOSPC after ~8 MiB.  The job fails, keeps its
@@ -238,7 +279,10 @@ done
 FULL=$WORK/full
 mkdir -p "$FULL"
 if mount -t tmpfs -o size=40m tapstripe-row-full "$FULL" 2>/dev/null; then
-	nbd_cleanup_more() { umount -l "$FULL" 2>/dev/null; }
+	nbd_cleanup_more() {
+		[ -z "${IMMUTABLE:-}" ] || chattr -i "$IMMUTABLE"
+		umount -l "$FULL" 2>/dev/null
+	}
 	SRC=$FULL/src.img TGT=$FULL/tgt.img
 	fresh
 	start r5 "aio:$SRC" || fail "tapdisk r5 started"
