@@ -4,6 +4,16 @@
 # commands and status, and the expected images built from a writer's log.
 # ORIG is the disk's content before any logged write.
 
+# snapshot_workdir NAME: nbd_workdir NAME, the job files under WORK/state,
+# the disk SRC, its content before any logged write ORIG, the target TGT.
+snapshot_workdir() {
+	nbd_workdir "$1"
+	export TAPSTRIPE_STATE_DIR=$WORK/state
+	SRC=$WORK/src.img
+	ORIG=$WORK/orig.img
+	TGT=$WORK/tgt.img
+}
+
 # start NAME CHAIN: a tapdisk in the background, its PID in TD_PID.
 start() {
 	nbd_start "$2" --name "$1" --log-file "$WORK/$1.log"

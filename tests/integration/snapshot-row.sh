@@ -34,13 +34,9 @@ MIB=32
 
 nbd_need qemu-io qemu-img nbdinfo python3
 nbd_built "$TAPDISK" "$TAPCTL"
-nbd_workdir snapshot-row
+snapshot_workdir snapshot-row
 IMMUTABLE=
 nbd_cleanup_more() { [ -z "$IMMUTABLE" ] || chattr -i "$IMMUTABLE"; }
-export TAPSTRIPE_STATE_DIR=$WORK/state
-SRC=$WORK/src.img
-ORIG=$WORK/orig.img
-TGT=$WORK/tgt.img
 
 # writes LOG SEED N KIND: N writes through one qemu-io connection,
 # appended to LOG ("offset length byte"); KIND aligned: 4 KiB-aligned,

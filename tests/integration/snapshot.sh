@@ -29,11 +29,7 @@ MIB=48
 
 nbd_need qemu-io nbdinfo python3
 nbd_built "$TAPDISK" "$TAPCTL"
-nbd_workdir snapshot
-export TAPSTRIPE_STATE_DIR=$WORK/state
-SRC=$WORK/src.img
-ORIG=$WORK/orig.img
-TGT=$WORK/tgt.img
+snapshot_workdir snapshot
 
 # writes LOG SEED N BIG: N writes (BIG 0: of at most 256 KiB) at random 4 KiB-aligned offsets, each a
 # distinct pattern byte, appended to LOG ("offset length byte") and made
