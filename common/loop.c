@@ -405,13 +405,8 @@ static int loop_poll_step(struct td_loop *loop)
 	err = loop_pass(loop, -1, &work);
 	now = td_now_ns();
 	loop->slept_ns += now - t0;
-	if (now - t0 <= (uint64_t)loop->budget_us * 1000) {
-		uint32_t w = loop->window_us ? loop->window_us * 2
-					     : TD_LOOP_POLL_GROW_US;
-		loop->window_us = w < loop->budget_us ? w : loop->budget_us;
-	} else {
-		loop->window_us /= 2;
-	}
+	loop->window_us =
+		td_poll_window_next(loop->window_us, loop->budget_us, now - t0);
 	return err;
 }
 

@@ -29,6 +29,8 @@
 #include <sys/epoll.h>
 #include <sys/queue.h>
 
+#include "common/poll-gate.h"
+
 struct td_loop;
 
 /* --- file descriptors ---------------------------------------------------- */
@@ -156,9 +158,9 @@ void td_loop_del_poller(struct td_poller *p);
  * The polling budget: after a pass that did work, td_loop_run keeps
  * running non-blocking passes (epoll_wait with a zero timeout, then every
  * poller) for up to a window of budget_us before it sleeps.  The window
- * adapts, as KVM's halt polling does: it doubles (from
- * TD_LOOP_POLL_GROW_US up to the budget) after a sleep shorter than the
- * budget, which polling would have caught, and is halved after a sleep
+ * adapts, as KVM's halt polling does (td_poll_window_next): it doubles
+ * (from TD_LOOP_POLL_GROW_US up to the budget) after a sleep shorter than
+ * the budget, which polling would have caught, and is halved after a sleep
  * longer than the budget or a window that ended with nothing found, so an
  * idle or slow disk costs almost no CPU.  And it backs off when the CPU
  * is wanted elsewhere: while polling, once every TD_POLL_GATE_PERIOD_US,
@@ -170,7 +172,7 @@ void td_loop_del_poller(struct td_poller *p);
  * the loop is then exactly the event loop it always was.
  */
 #define TD_LOOP_POLL_MAX_US  100000u
-#define TD_LOOP_POLL_GROW_US 10u
+#define TD_LOOP_POLL_GROW_US TD_POLL_WINDOW_GROW_US
 int td_loop_set_poll_budget(struct td_loop *loop, uint32_t budget_us);
 uint32_t td_loop_poll_budget(const struct td_loop *loop);
 

@@ -103,6 +103,17 @@ bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
 	return true;
 }
 
+uint32_t td_poll_window_next(uint32_t window_us, uint32_t budget_us,
+			     uint64_t waited_ns)
+{
+	uint32_t w;
+
+	if (waited_ns > (uint64_t)budget_us * 1000)
+		return window_us / 2;
+	w = window_us ? window_us * 2 : TD_POLL_WINDOW_GROW_US;
+	return w < budget_us ? w : budget_us;
+}
+
 uint64_t td_thread_cpu_ns(void)
 {
 	struct timespec ts;

@@ -85,6 +85,20 @@ bool td_poll_gate_measure(struct td_poll_gate *g, uint64_t now_ns,
 			  uint64_t cpu_ns, uint64_t sleep_ns,
 			  uint32_t runnable);
 
+/*
+ * The adaptive polling window, as KVM's halt polling adapts its own: the
+ * window a poller spins for before it sleeps, judged by the wait that
+ * followed.  A wait of waited_ns that a spin of budget_us would have
+ * caught doubles the window (from TD_POLL_WINDOW_GROW_US, at most
+ * budget_us); a longer one halves it, so a wait the budget never catches
+ * (a disk slower than the budget) soon costs no spinning at all.  Returns
+ * the next window.  tapdisk's loop judges its sleeps in epoll_wait by it,
+ * td-front its whole wait for a response (spin and sleep).
+ */
+#define TD_POLL_WINDOW_GROW_US 10u
+uint32_t td_poll_window_next(uint32_t window_us, uint32_t budget_us,
+			     uint64_t waited_ns);
+
 /* The calling thread's CPU time in ns (0 when the clock fails). */
 uint64_t td_thread_cpu_ns(void);
 

@@ -48,7 +48,8 @@ struct tdf_dev {
 	int sock;
 	uint32_t pages_per_ibuf;  /* indirect descriptor pages per slot */
 	bool broken;		  /* -EPROTO seen: refuse everything */
-	uint32_t poll_us;	  /* tdf_config.poll_us */
+	uint32_t poll_us;	  /* tdf_config.poll_us: the budget */
+	uint32_t window_us;	  /* the spin now (td_poll_window_next) */
 	struct td_poll_gate gate; /* the spin's back-off */
 	uint64_t slept_ns;	  /* time blocked in poll() */
 	struct tdf_stats stats;	  /* over every ring */

@@ -399,6 +399,7 @@ int tdf_open(const struct tdf_config *cfg, struct tdf_dev **out, char *why,
 		TAILQ_INIT(&dev->rings[q].queue);
 	}
 	dev->poll_us = cfg->poll_us;
+	dev->window_us = cfg->poll_us;
 	td_poll_gate_init(&dev->gate, td_host_cpus());
 	err = connect_unix(cfg->path, &dev->sock);
 	if (err) {
@@ -449,6 +450,7 @@ const struct tdf_info *tdf_get_info(const struct tdf_dev *dev)
 void tdf_get_stats(const struct tdf_dev *dev, struct tdf_stats *out)
 {
 	*out = dev->stats;
+	out->poll_window_us = dev->window_us;
 }
 
 void *tdf_queue_page(struct tdf_dev *dev, uint32_t queue, uint32_t page)

@@ -120,6 +120,7 @@ struct tdf_stats {
 	uint64_t wakeups;	    /* notifications received */
 	uint64_t poll_hits;	    /* tdf_wait calls answered by polling */
 	uint64_t poll_backoffs;	    /* times polling stopped: CPU contended */
+	uint32_t poll_window_us;    /* the spin's adaptive window now */
 	uint64_t errors;	    /* responses other than BLKIF_RSP_OKAY */
 };
 

@@ -271,6 +271,7 @@ static void json_io(struct td_json *j, const struct front_result *res)
 	td_json_u64(j, "cpu_us", res->cpu_us);
 	td_json_u64(j, "poll_hits", res->ring.poll_hits);
 	td_json_u64(j, "poll_backoffs", res->ring.poll_backoffs);
+	td_json_u64(j, "poll_window_us", res->ring.poll_window_us);
 	td_json_end_object(j);
 }
 

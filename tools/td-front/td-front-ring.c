@@ -362,14 +362,16 @@ static void poll_gate_measure(struct tdf_dev *dev, uint64_t now)
 		dev->stats.poll_backoffs++;
 }
 
-/* Spin on every ring's rsp_prod for dev->poll_us, unless the gate is
- * closed: the I/Os completed, or 0. */
-static int poll_responses(struct tdf_dev *dev)
+/*
+ * Spin on every ring's rsp_prod for the adaptive window (from now_ns),
+ * unless it is 0 or the gate is closed: the I/Os completed, or 0.
+ */
+static int poll_responses(struct tdf_dev *dev, uint64_t now)
 {
-	uint64_t now = td_now_ns(), end = now + (uint64_t)dev->poll_us * 1000;
-	int n;
+	uint64_t end = now + (uint64_t)dev->window_us * 1000;
+	int n = 0;
 
-	if (!td_poll_gate_open(&dev->gate, now))
+	if (!dev->window_us || !td_poll_gate_open(&dev->gate, now))
 		return 0;
 	do {
 		if ((n = take_responses(dev, false))) {
@@ -399,26 +401,43 @@ static int check_socket(struct tdf_dev *dev)
 	return -EPROTO;
 }
 
+/*
+ * A wait that started at t0 ended: the window adapts to it, as tapdisk's
+ * loop does to its sleeps.  A response that comes later than the budget
+ * (a 1 MiB write, say) shrinks the spin to nothing, and td-front then
+ * sleeps at once instead of holding a CPU the backend may have been
+ * woken onto.
+ */
+static void poll_adapt(struct tdf_dev *dev, uint64_t t0)
+{
+	dev->window_us = td_poll_window_next(dev->window_us, dev->poll_us,
+					     td_now_ns() - t0);
+}
+
 /* Every ring's notify eventfd, then the socket (last). */
 int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 {
 	struct pollfd pfd[SHM_MAX_QUEUES + 1];
 	uint32_t nq = dev->info.nr_queues;
-	uint64_t count, t0;
-	int rc, n = dev->poll_us ? poll_responses(dev) : 0;
+	uint64_t count, t0 = dev->poll_us ? td_now_ns() : 0, s0;
+	int rc, n = dev->poll_us ? poll_responses(dev, t0) : 0;
 
 	if (!n)
 		n = tdf_poll(dev);
+	if (n && dev->poll_us)
+		poll_adapt(dev, t0);
 	if (n || !tdf_inflight(dev))
 		return n;
 	for (uint32_t q = 0; q < nq; q++)
 		pfd[q] = (struct pollfd){.fd = dev->rings[q].notify_fd,
 					 .events = POLLIN};
 	pfd[nq] = (struct pollfd){.fd = dev->sock, .events = POLLIN};
-	t0 = dev->poll_us ? td_now_ns() : 0;
+	s0 = dev->poll_us ? td_now_ns() : 0;
 	rc = poll(pfd, nq + 1, timeout_ms);
-	if (dev->poll_us)
-		dev->slept_ns += td_now_ns() - t0;
+	if (dev->poll_us) {
+		dev->slept_ns += td_now_ns() - s0;
+		poll_adapt(dev, t0);
+	}
 	if (rc < 0)
 		return errno == EINTR ? 0 : -errno;
 	for (uint32_t q = 0; q < nq; q++) {

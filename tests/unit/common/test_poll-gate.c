@@ -250,6 +250,38 @@ static void test_crowded_must_be_in_a_row(void **state)
 }
 
 /* The host's figures are there: at least this thread runs, on >= 1 CPU. */
+/*
+ * The window: waits the budget would have caught grow it (from the grow
+ * step, doubling, capped at the budget), longer ones halve it to 0, and
+ * it grows again from 0.  The edge: a wait of exactly the budget counts
+ * as caught.
+ */
+static void test_window_adapts_to_waits(void **state)
+{
+	const uint32_t budget = 200;
+	uint32_t w = budget;
+
+	(void)state;
+	/* A 1 MiB write: every wait longer than the budget. */
+	for (int i = 0; i < 8; i++)
+		w = td_poll_window_next(w, budget, 400 * 1000);
+	assert_int_equal(w, 0);
+	/* Small requests again: 10, 20, ..., then the budget. */
+	w = td_poll_window_next(w, budget, 40 * 1000);
+	assert_int_equal(w, TD_POLL_WINDOW_GROW_US);
+	w = td_poll_window_next(w, budget, 40 * 1000);
+	assert_int_equal(w, 2 * TD_POLL_WINDOW_GROW_US);
+	for (int i = 0; i < 8; i++)
+		w = td_poll_window_next(w, budget, 40 * 1000);
+	assert_int_equal(w, budget);
+	assert_int_equal(td_poll_window_next(w, budget, 200 * 1000), budget);
+	assert_int_equal(td_poll_window_next(w, budget, 200 * 1000 + 1),
+			 budget / 2);
+	/* A budget of 0 (polling off) keeps the window at 0. */
+	assert_int_equal(td_poll_window_next(0, 0, 0), 0);
+	assert_int_equal(td_poll_window_next(0, 0, 1000), 0);
+}
+
 static void test_host_runnable_and_cpus(void **state)
 {
 	(void)state;
@@ -285,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_runnable_above_cpus_closes),
 		cmocka_unit_test(test_crowded_must_be_in_a_row),
 		cmocka_unit_test(test_host_runnable_and_cpus),
+		cmocka_unit_test(test_window_adapts_to_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
