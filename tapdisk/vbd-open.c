@@ -320,6 +320,13 @@ int td_vbd_open(struct td_loop *loop, const struct td_driver_ops *const *table,
 	return 0;
 }
 
+static bool reopen_failpoint(void)
+{
+	const char *fp = getenv("TAPSTRIPE_FAILPOINT");
+
+	return fp && !strcmp(fp, "vbd-reopen");
+}
+
 int vbd_reopen_layers(struct td_vbd *vbd)
 {
 	char *args[VBD_MAX_LAYERS];
@@ -338,6 +345,13 @@ int vbd_reopen_layers(struct td_vbd *vbd)
 		td_vbd_err(vbd,
 			   "reopened with %" PRIu64 " sectors, not %" PRIu64,
 			   vbd->drivers[0].info.size_sectors, size);
+		vbd_close_layers(vbd, 0);
+		err = -EIO;
+	}
+	/* TAPSTRIPE_FAILPOINT=vbd-reopen: fail as a reopen whose open
+	 * failed, every layer closed (the error-path test). */
+	if (!err && reopen_failpoint()) {
+		td_vbd_err(vbd, "fail point vbd-reopen: the reopen fails");
 		vbd_close_layers(vbd, 0);
 		err = -EIO;
 	}

@@ -17,7 +17,9 @@
 # disk takes more writes; kill -9 mid-merge, then a new tapdisk resumes
 # the job (right reads, more writes, the same end); a tapdisk killed
 # just before the exchange and one killed just after it (fail points,
-# SIGKILL) both end right when started again; an exchange refused (the
+# SIGKILL) both end right when started again; a reopen after the
+# exchange that fails (a fail point) fails the job, the disk answers
+# errors, and the next tapdisk serves every write; an exchange refused (the
 # files' folder immutable) is tried again and ends once allowed; the
 # target's file system filling up fails the job, which a new tapdisk
 # resumes once there is room; refused with the reason:
@@ -230,6 +232,46 @@ for fp in snapshot-row-merged snapshot-row-exchanged; do
 	same "after $fp: the disk's name has every write" "$WORK/exp-live" "$SRC"
 	same "after $fp: the target's name has the instant" "$WORK/exp-instant" "$TGT"
 done
+
+# --- the reopen after the exchange fails: errors, then a restart serves it ---
+# TAPSTRIPE_FAILPOINT=vbd-reopen fails the reopen as an open error would
+# (every layer closed).  The job fails and keeps its file, the disk
+# answers errors, tapdisk stops on SIGTERM (exit 1: its final flush
+# failed); the next tapdisk finds the
+# names exchanged, drops the job file and serves every write.
+fresh
+TAPSTRIPE_FAILPOINT=vbd-reopen start r7 "aio:$SRC" || fail "tapdisk r7 started"
+writes "$WORK/before.log" 14 10 aligned || fail "writes before (r7)"
+ctl start "aio:$TGT" row 1 1 >/dev/null 2>&1 || fail "row start (r7)"
+writes "$WORK/during.log" 15 20 aligned || fail "writes during (r7)"
+ctl speed 0 0 >/dev/null
+if wait_state failed && grep -q "reopening the disk after the exchange" <<<"$(ctl status)" &&
+	[ -f "$TAPSTRIPE_STATE_DIR/snapshots/r7.job" ]; then
+	pass "reopen failed: the job fails, keeps its file and says to restart"
+else
+	fail "reopen failed: the job fails" "$(ctl status 2>&1 | tr '\n' ' ')"
+fi
+qemu-io -f raw -c "read 0 4096" -c "write -P 7 0 4096" "$URI" >"$WORK/qio2.log" 2>&1
+[ "$(grep -c "read failed\|write failed" "$WORK/qio2.log")" = 2 ] &&
+	kill -0 "$TD_PID" 2>/dev/null &&
+	pass "reopen failed: reads and writes answer errors, tapdisk runs on" ||
+	fail "reopen failed: reads and writes answer errors" "$(cat "$WORK/qio2.log")"
+# It stops, and exits non-zero: its final flush has no layer to go to.
+nbd_stop TERM
+grep -q "the final flush failed" "$WORK/r7.log" &&
+	pass "reopen failed: tapdisk stops on SIGTERM, saying its flush failed" ||
+	fail "reopen failed: tapdisk stops on SIGTERM" "$(tail -3 "$WORK/r7.log")"
+start r7 "aio:$SRC" || fail "tapdisk r7 restarted" "$(tail -3 "$WORK/r7.log")"
+[ "$(status_field state)" = none ] && [ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/r7.job" ] &&
+	pass "after the failed reopen: the next tapdisk drops the job file" ||
+	fail "after the failed reopen: the job file is dropped" "$(ctl status 2>&1 | tr '\n' ' ')"
+expect "$WORK/exp-instant" "$WORK/before.log"
+expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
+read_disk "$WORK/read.img"
+same "after the failed reopen: the disk reads every write" "$WORK/exp-live" "$WORK/read.img"
+nbd_stop TERM
+same "after the failed reopen: the disk's name has every write" "$WORK/exp-live" "$SRC"
+same "after the failed reopen: the target's name has the instant" "$WORK/exp-instant" "$TGT"
 
 # --- the exchange fails (the files' folder immutable): the disk goes on ------
 # Serving from both files with every chunk in the target; tapdisk tries
