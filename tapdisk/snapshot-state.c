@@ -368,11 +368,72 @@ int td_snap_state_mark_run(struct td_snap_state *st, uint64_t first,
 	return err ? err : td_snap_state_sync(st);
 }
 
+static int speed_path(const char *job_path, char *out, size_t len)
+{
+	return snprintf(out, len, "%s.speed", job_path) < (int)len
+		       ? 0
+		       : -ENAMETOOLONG;
+}
+
+int td_snap_speed_save(const char *job_path, uint64_t speed,
+		       uint64_t busy_speed)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 4], line[64];
+	int fd, n, err = speed_path(job_path, path, sizeof(path));
+
+	if (err)
+		return err;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	n = snprintf(line, sizeof(line),
+		     "speed %" PRIu64 " busy_speed %" PRIu64 "\n", speed,
+		     busy_speed);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = write_all(fd, line, (size_t)n, 0);
+	close(fd);
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+int td_snap_speed_load(const char *job_path, uint64_t *speed,
+		       uint64_t *busy_speed)
+{
+	char path[PATH_MAX], line[64];
+	int fd, used = 0, err = speed_path(job_path, path, sizeof(path));
+	ssize_t n;
+
+	if (err)
+		return err;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	n = pread(fd, line, sizeof(line) - 1, 0);
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	if (err)
+		return err;
+	line[n] = '\0';
+	if (sscanf(line, "speed %" SCNu64 " busy_speed %" SCNu64 "\n%n", speed,
+		   busy_speed, &used) != 2 ||
+	    !used || line[used])
+		return -EINVAL;
+	return 0;
+}
+
 int td_snap_state_remove(struct td_snap_state *st)
 {
+	char speed[PATH_MAX];
 	int err = 0;
 
-	if (st->path && unlink(st->path))
+	/* The limits first: a crash in between leaves a job file without
+	 * them (the defaults), never limits without a job. */
+	if (st->path && !speed_path(st->path, speed, sizeof(speed)) &&
+	    unlink(speed) && errno != ENOENT)
+		err = -errno;
+	if (!err && st->path && unlink(st->path))
 		err = -errno;
 	if (!err && st->path)
 		err = sync_dir_of(st->path);

@@ -107,6 +107,20 @@ int td_snap_state_sync(struct td_snap_state *st);
 /* Remove the job file (done or dropped) and free st. */
 int td_snap_state_remove(struct td_snap_state *st);
 
+/*
+ * The cursor's speed limits (bytes/s, 0 none), kept next to the job file
+ * in PATH.speed ("speed S busy_speed B") so that a resumed job keeps
+ * them.  Written to a temporary file and renamed over, not synced: after
+ * a power loss a job may resume with the defaults, as it did before the
+ * file existed.  td_snap_state_remove removes it.  0 or -errno.
+ */
+int td_snap_speed_save(const char *job_path, uint64_t speed,
+		       uint64_t busy_speed);
+
+/* 0 and both limits; -ENOENT: none kept; -EINVAL: not such a file. */
+int td_snap_speed_load(const char *job_path, uint64_t *speed,
+		       uint64_t *busy_speed);
+
 /* Close the file, leave it there (for a resume), free st. */
 void td_snap_state_fini(struct td_snap_state *st);
 

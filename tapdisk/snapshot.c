@@ -708,6 +708,20 @@ static void snap_cursor_charge(struct td_snap_job *job, uint32_t nr)
 	}
 }
 
+/* Keep the cursor's limits next to the job file; a failure only costs
+ * a resumed job its limits. */
+static void snap_save_speed(struct td_snap_job *job)
+{
+	int err = td_snap_speed_save(job->path, job->speed, job->busy_speed);
+
+	if (err)
+		td_vbd_warn(job->vbd,
+			    "snapshot onto %s: cannot keep the speed limits "
+			    "next to %s: %s (a resumed job starts with the "
+			    "defaults)",
+			    job->st.target, job->path, strerror(-err));
+}
+
 int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
 			      uint64_t busy_bytes_per_s, struct td_strbuf *why)
 {
@@ -722,6 +736,8 @@ int td_vbd_snapshot_set_speed(struct td_vbd *vbd, uint64_t bytes_per_s,
 		job->busy_speed = busy_bytes_per_s;
 	job->cursor_next_ns = 0;
 	job->busy_next_ns = 0;
+	if (job->state == SNAP_COPYING) /* STARTING: kept once it copies */
+		snap_save_speed(job);
 	snap_pump(job);
 	return 0;
 }
@@ -912,6 +928,8 @@ static void snap_instant(struct td_snap_job *job)
 	}
 	if (!err)
 		err = td_snap_state_create(&job->st, job->path, &why);
+	if (!err)
+		snap_save_speed(job);
 	snap_started(job, err, td_strbuf_str(&why));
 	td_strbuf_free(&why);
 }
@@ -992,6 +1010,25 @@ int td_vbd_snapshot_start(struct td_vbd *vbd, const char *target,
 	return td_vbd_pause(vbd, snap_drained, job); /* RUNNING: cannot fail */
 }
 
+/* A resumed job takes the limits its operator gave (the defaults when
+ * none were kept, or the file is not one). */
+static void snap_load_speed(struct td_snap_job *job)
+{
+	uint64_t speed, busy;
+	int err = td_snap_speed_load(job->path, &speed, &busy);
+
+	if (!err) {
+		job->speed = speed;
+		job->busy_speed = busy;
+	} else if (err != -ENOENT) {
+		td_vbd_warn(job->vbd,
+			    "snapshot onto %s: the speed limits kept next to "
+			    "%s cannot be read (%s): the defaults hold until "
+			    "`snapshot speed` is given",
+			    job->st.target, job->path, strerror(-err));
+	}
+}
+
 int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
 			   struct td_strbuf *why)
 {
@@ -1039,10 +1076,13 @@ int td_vbd_snapshot_resume(struct td_vbd *vbd, const char *path,
 	snprintf(job->path, sizeof(job->path), "%s", path);
 	job->state = SNAP_COPYING;
 	vbd->snap = job;
+	snap_load_speed(job);
 	td_vbd_info(vbd,
 		    "snapshot onto %s resumed: %" PRIu64 " of %" PRIu64
-		    " chunks copied",
-		    st.target, st.nr_copied, st.nr_chunks);
+		    " chunks copied, speed %" PRIu64 " busy_speed %" PRIu64
+		    " bytes/s (0: no limit)",
+		    st.target, st.nr_copied, st.nr_chunks, job->speed,
+		    job->busy_speed);
 	td_loop_timer_arm(td_vbd_loop(vbd), &job->retry, 0, snap_retry, job);
 	return 0;
 }

@@ -15,7 +15,8 @@
 # first); at the end the names are exchanged: the disk's name holds every
 # write, the target's the instant, the job file is gone and the reopened
 # disk takes more writes; kill -9 mid-merge, then a new tapdisk resumes
-# the job (right reads, more writes, the same end); a tapdisk killed
+# the job (its speed limits kept, right reads, more writes, the same
+# end); a tapdisk killed
 # just before the exchange and one killed just after it (fail points,
 # SIGKILL) both end right when started again; a reopen after the
 # exchange that fails (a fail point) fails the job, the disk answers
@@ -183,18 +184,22 @@ nbd_stop KILL
 [ -f "$TAPSTRIPE_STATE_DIR/snapshots/r3.job" ] && pass "kill -9 mid-merge leaves the job file" ||
 	fail "kill -9 mid-merge leaves the job file"
 start r3 "aio:$SRC" || fail "tapdisk r3 restarted" "$(tail -3 "$WORK/r3.log")"
-# The speed limits are not kept in the job file: the resumed merge runs
-# at full speed and may be done already.
-ST=$(status_field state)
-[ "$(status_field mode)" = row ] && { [ "$ST" = copying ] || [ "$ST" = done ]; } &&
+# The speed limits are kept next to the job file: the resumed merge is
+# still held back (1 byte/s) until the operator lifts them.
+[ "$(status_field mode)" = row ] && [ "$(status_field state)" = copying ] &&
+	[ "$(status_field speed)" = 1 ] && [ "$(status_field busy_speed)" = 1 ] &&
 	grep -q "resumed" "$WORK/r3.log" &&
-	pass "job resumed at start-up ($ST)" || fail "job resumed at start-up" "$(ctl status 2>&1 | tr '\n' ' ')"
+	pass "job resumed at start-up, its speed limits kept" ||
+	fail "job resumed at start-up, its speed limits kept" "$(ctl status 2>&1 | tr '\n' ' ')"
 expect "$WORK/exp-instant" "$WORK/before.log"
 expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log"
 read_disk "$WORK/read.img"
 same "after kill -9 the disk reads every acknowledged write" "$WORK/exp-live" "$WORK/read.img"
 writes "$WORK/after.log" 8 20 unaligned || fail "writes after the restart"
-wait_state done && pass "resumed merge done" || fail "resumed merge done" "$(ctl status 2>&1 | tr '\n' ' ')"
+ctl speed 0 0 >/dev/null
+wait_state done && [ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/r3.job.speed" ] &&
+	pass "resumed merge done, its limits' file gone" ||
+	fail "resumed merge done, its limits' file gone" "$(ctl status 2>&1 | tr '\n' ' ')"
 nbd_stop TERM
 expect "$WORK/exp-live" "$WORK/before.log" "$WORK/during.log" "$WORK/after.log"
 same "after kill -9 and resume: the disk's name has every write" "$WORK/exp-live" "$SRC"
@@ -263,6 +268,7 @@ grep -q "the final flush failed" "$WORK/r7.log" &&
 	fail "reopen failed: tapdisk stops on SIGTERM" "$(tail -3 "$WORK/r7.log")"
 start r7 "aio:$SRC" || fail "tapdisk r7 restarted" "$(tail -3 "$WORK/r7.log")"
 [ "$(status_field state)" = none ] && [ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/r7.job" ] &&
+	[ ! -e "$TAPSTRIPE_STATE_DIR/snapshots/r7.job.speed" ] &&
 	pass "after the failed reopen: the next tapdisk drops the job file" ||
 	fail "after the failed reopen: the job file is dropped" "$(ctl status 2>&1 | tr '\n' ' ')"
 expect "$WORK/exp-instant" "$WORK/before.log"
@@ -364,6 +370,7 @@ PY
 	expect "$WORK/exp-live" "$WORK/during.log"
 	read_disk "$WORK/read.img"
 	same "room again: the resumed disk has every acknowledged write" "$WORK/exp-live" "$WORK/read.img"
+	ctl speed 0 0 >/dev/null # the kept limits (1 byte/s) lifted
 	wait_state done && pass "room again: the merge ends" ||
 		fail "room again: the merge ends" "$(ctl status 2>&1 | tr '\n' ' ')"
 	nbd_stop TERM

@@ -42,6 +42,8 @@ static int teardown(void **state)
 	unlink(path);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	unlink(tmp);
+	snprintf(tmp, sizeof(tmp), "%s.speed", path);
+	unlink(tmp);
 	rmdir(dir);
 	return 0;
 }
@@ -321,6 +323,68 @@ static void test_corrupt_refused(void **state)
 	}
 }
 
+/* Write text as the job's speed file. */
+static void put_speed_file(const char *text)
+{
+	char sp[160];
+	FILE *f;
+
+	snprintf(sp, sizeof(sp), "%s.speed", path);
+	assert_non_null(f = fopen(sp, "w"));
+	fputs(text, f);
+	fclose(f);
+}
+
+/*
+ * The speed limits next to the job file: none kept, a round trip (the
+ * last save wins), malformed files refused, and removed with the job.
+ */
+static void test_speed_kept(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"speed 1\n",
+		"speed x busy_speed 2\n",
+		"speed 1 busy_speed 2\ntrailing\n",
+		"busy_speed 2 speed 1\n",
+	};
+	struct td_snap_state st;
+	struct td_strbuf why;
+	uint64_t speed = 7, busy = 7;
+	char sp[160];
+
+	(void)state;
+	td_strbuf_init(&why);
+	snprintf(sp, sizeof(sp), "%s.speed", path);
+	assert_int_equal(td_snap_speed_load(path, &speed, &busy), -ENOENT);
+	assert_int_equal(td_snap_speed_save(path, 1, 2), 0);
+	assert_int_equal(td_snap_speed_save(path, 0, 16777216), 0);
+	assert_int_equal(td_snap_speed_load(path, &speed, &busy), 0);
+	assert_int_equal(speed, 0);
+	assert_int_equal(busy, 16777216);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		put_speed_file(bad[i]);
+		assert_int_equal(td_snap_speed_load(path, &speed, &busy),
+				 -EINVAL);
+	}
+	/* Removing the job removes its limits; a job without them too. */
+	assert_int_equal(
+		td_snap_state_init(&st, "aio:/srv/t.img", MIB_SECTORS, 8, &why),
+		0);
+	assert_int_equal(td_snap_state_create(&st, path, &why), 0);
+	assert_int_equal(td_snap_speed_save(path, 5, 6), 0);
+	assert_int_equal(td_snap_state_remove(&st), 0);
+	assert_int_equal(access(sp, F_OK), -1);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(
+		td_snap_state_init(&st, "aio:/srv/t.img", MIB_SECTORS, 8, &why),
+		0);
+	assert_int_equal(td_snap_state_create(&st, path, &why), 0);
+	assert_int_equal(td_snap_state_remove(&st), 0);
+	assert_int_equal(access(path, F_OK), -1);
+	td_strbuf_free(&why);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +397,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_refused, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_row_round_trip, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_speed_kept, setup,
 						teardown),
 	};
 
