@@ -402,16 +402,20 @@ static int check_socket(struct tdf_dev *dev)
 }
 
 /*
- * A wait that started at t0 ended: the window adapts to it, as tapdisk's
- * loop does to its sleeps.  A response that comes later than the budget
- * (a 1 MiB write, say) shrinks the spin to nothing, and td-front then
- * sleeps at once instead of holding a CPU the backend may have been
- * woken onto.
+ * A wait that started at t0 ended, with got responses: the window adapts
+ * to it, as tapdisk's loop does to its sleeps.  A response that comes
+ * later than the budget (a 1 MiB write, say), or none within it, shrinks
+ * the spin to nothing, and td-front then sleeps at once instead of
+ * holding a CPU the backend may have been woken onto.  A wake-up that
+ * brought nothing (a signal, the socket) says nothing about the backend.
  */
-static void poll_adapt(struct tdf_dev *dev, uint64_t t0)
+static void poll_adapt(struct tdf_dev *dev, uint64_t t0, int got)
 {
-	dev->window_us = td_poll_window_next(dev->window_us, dev->poll_us,
-					     td_now_ns() - t0);
+	uint64_t waited = td_now_ns() - t0;
+
+	if (got > 0 || waited > (uint64_t)dev->poll_us * 1000)
+		dev->window_us = td_poll_window_next(dev->window_us,
+						     dev->poll_us, waited);
 }
 
 /* Every ring's notify eventfd, then the socket (last). */
@@ -425,7 +429,7 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 	if (!n)
 		n = tdf_poll(dev);
 	if (n && dev->poll_us)
-		poll_adapt(dev, t0);
+		poll_adapt(dev, t0, n);
 	if (n || !tdf_inflight(dev))
 		return n;
 	for (uint32_t q = 0; q < nq; q++)
@@ -434,12 +438,15 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 	pfd[nq] = (struct pollfd){.fd = dev->sock, .events = POLLIN};
 	s0 = dev->poll_us ? td_now_ns() : 0;
 	rc = poll(pfd, nq + 1, timeout_ms);
-	if (dev->poll_us) {
+	if (dev->poll_us)
 		dev->slept_ns += td_now_ns() - s0;
-		poll_adapt(dev, t0);
+	if (rc < 0) {
+		if (errno != EINTR)
+			return -errno;
+		if (dev->poll_us)
+			poll_adapt(dev, t0, 0);
+		return 0;
 	}
-	if (rc < 0)
-		return errno == EINTR ? 0 : -errno;
 	for (uint32_t q = 0; q < nq; q++) {
 		if (!(pfd[q].revents & POLLIN))
 			continue;
@@ -448,6 +455,8 @@ int tdf_wait(struct tdf_dev *dev, int timeout_ms)
 		dev->stats.wakeups++;
 	}
 	n = tdf_poll(dev);
+	if (dev->poll_us)
+		poll_adapt(dev, t0, n);
 	if (n || !pfd[nq].revents)
 		return n;
 	return check_socket(dev);

@@ -111,6 +111,8 @@ static struct {
 	blkif_back_ring_t back;
 	struct tdf_dev *dev;
 	int done, last_err;
+	uint32_t poll_us; /* td-front's --poll-us for open_dev */
+	useconds_t delay; /* the responder thread's wait before answering */
 } B;
 
 static int memfd_of(size_t bytes, void **map)
@@ -243,6 +245,7 @@ static int open_dev(uint32_t order, uint32_t max_segments, uint32_t pages,
 		.max_segments = max_segments,
 		.data_pages = pages,
 		.timeout_ms = 2000,
+		.poll_us = B.poll_us,
 	};
 	char buf[TDF_WHY_MAX];
 	int err;
@@ -535,6 +538,73 @@ static void test_ring_full(void **state)
 	assert_int_equal(B.done, 40);
 }
 
+/*
+ * One read at QD 1.  late: td-front waits 30 ms for it in vain (a backend
+ * slower than the budget; a timed-out poll lasts at least that, however
+ * loaded the host), then it is answered and taken without a wait;
+ * otherwise answered before td-front waits.
+ */
+static void one_read(bool late)
+{
+	struct tdf_io io = {.op = TDF_OP_READ, .len = PAGE, .cb = io_done};
+	int done = B.done;
+
+	assert_int_equal(tdf_submit(B.dev, &io), 0);
+	tdf_kick(B.dev);
+	if (late) {
+		assert_int_equal(tdf_wait(B.dev, 30), 0);
+		respond_all(BLKIF_RSP_OKAY);
+		assert_int_equal(tdf_poll(B.dev), 1);
+	} else {
+		respond_all(BLKIF_RSP_OKAY);
+		assert_int_equal(tdf_wait(B.dev, 5000), 1);
+	}
+	eventfd_take(B.notify); /* no stale wake-up for the next wait */
+	assert_int_equal(B.done, done + 1);
+}
+
+static uint32_t window_us(void)
+{
+	struct tdf_stats st;
+
+	tdf_get_stats(B.dev, &st);
+	return st.poll_window_us;
+}
+
+/*
+ * --poll-us adapts as tapdisk's window does: waits longer than the
+ * budget halve the spin down to 0 (td-front then sleeps at once and
+ * leaves its CPU to the backend), answers within it grow it again.
+ */
+static void test_poll_window_adapts(void **state)
+{
+	unsigned int i;
+
+	B.poll_us = 10000;
+	assert_int_equal(open_dev(0, 11, 4, NULL), 0);
+	assert_int_equal(window_us(), 10000);
+	for (i = 0; i < 3; i++)
+		one_read(true);
+	assert_int_equal(window_us(), 10000 >> 3);
+	for (i = 0; i < 11; i++)
+		one_read(true);
+	assert_int_equal(window_us(), 0);
+	/* An answer found at once grows it from 10 us: one of a few, even
+	 * on a host so loaded that a wait of a few us can last 10 ms. */
+	for (i = 0; i < 10 && !window_us(); i++)
+		one_read(false);
+	assert_true(window_us() >= 10);
+}
+
+/* Without --poll-us td-front never spins. */
+static void test_poll_off_no_window(void **state)
+{
+	assert_int_equal(open_dev(0, 11, 4, NULL), 0);
+	one_read(false);
+	one_read(true);
+	assert_int_equal(window_us(), 0);
+}
+
 /* A response that answers nothing breaks the device, not the process. */
 static void test_bogus_response(void **state)
 {
@@ -698,6 +768,8 @@ int main(void)
 		TEST(test_ring_full),
 		TEST(test_bogus_response),
 		TEST(test_backend_gone),
+		TEST(test_poll_window_adapts),
+		TEST(test_poll_off_no_window),
 		cmocka_unit_test(test_pattern),
 		cmocka_unit_test(test_json),
 	};
